@@ -1,0 +1,48 @@
+/* ox_buf.h - a growable byte buffer for writers, and atomic file writes.
+ *
+ * Writers build their whole output in an OxBuf, then ox_write_file_atomic writes it to a
+ * temp file in the destination's directory, fsyncs and renames it over the destination,
+ * so a failed or interrupted write never leaves a truncated file behind.
+ */
+#ifndef OX_BUF_H
+#define OX_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct OxBuf {
+  char *data; /* always NUL-terminated when len > 0 or after any append */
+  size_t len, cap;
+} OxBuf;
+
+void ox_buf_init(OxBuf *b);
+void ox_buf_free(OxBuf *b);
+void ox_buf_reserve(OxBuf *b, size_t extra);
+void ox_buf_append(OxBuf *b, const char *s, size_t n);
+void ox_buf_puts(OxBuf *b, const char *s);
+void ox_buf_putc(OxBuf *b, char c);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void ox_buf_printf(OxBuf *b, const char *fmt, ...);
+/* Appends s as a JSON/Python-style double-quoted string with escapes. */
+void ox_buf_put_quoted(OxBuf *b, const char *s);
+/* Appends a double the way Python's repr prints it ("1e-05", "0.1", "inf", "-inf", "nan", "1.0"). */
+void ox_buf_put_pyfloat(OxBuf *b, double f);
+
+/* Writes data atomically (temp file + fsync + rename). On failure returns false and
+ * fills err (if non-NULL) with a message naming the path; the destination is untouched. */
+bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errcap);
+
+/* Reads a whole file (binary-safe, NUL-terminated). Returns NULL and fills err on failure.
+ * max_bytes = 0 means no limit; a larger file is refused with a message. */
+char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *err, size_t errcap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,976 @@
+/* ox_graph.c - the graph IR: values, nodes, mutation, ordering and the verifier.
+ *
+ * Invariants (see ox_graph.h): users[] of every live node lists exactly the live nodes
+ * that reference it, once each, in the order the uses were added; names of live nodes are
+ * unique and indexed in g->names. Every mutation keeps both.
+ *
+ * Ownership of value trees: a node takes the value trees passed to it as they are (no
+ * copy, so loading stays cheap). Containers must not be shared between two nodes, because
+ * replace_all_uses rewrites node references in place; a pass that reuses part of one
+ * node's args in another node copies it with ox_graph_value_copy.
+ *
+ * Erasing unlinks the node from the order but keeps its own prev/next, so an iterator
+ * standing on it can continue (torch.fx does the same).
+ */
+#include "ox_graph.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ox_mem.h"
+
+/* ------------------------------------------------------------------ ops */
+
+static const char *const op_names[OX_OP_COUNT] = {
+  "placeholder", "get_attr", "call_function", "call_method", "call_module", "output",
+};
+
+const char *ox_op_name(OxOp op) { return (unsigned)op < OX_OP_COUNT ? op_names[op] : "?"; }
+
+bool ox_op_from_name(const char *s, size_t n, OxOp *out) {
+  for (int i = 0; i < OX_OP_COUNT; i++) {
+    if (strlen(op_names[i]) == n && memcmp(op_names[i], s, n) == 0) {
+      *out = (OxOp)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ------------------------------------------------------------------ values */
+
+OxValue ox_value_none(void) {
+  OxValue v;
+  memset(&v, 0, sizeof v);
+  return v;
+}
+
+OxValue ox_value_bool(bool b) {
+  OxValue v = ox_value_none();
+  v.kind = OX_V_BOOL;
+  v.u.b = b;
+  return v;
+}
+
+OxValue ox_value_int(int64_t i) {
+  OxValue v = ox_value_none();
+  v.kind = OX_V_INT;
+  v.u.i = i;
+  return v;
+}
+
+OxValue ox_value_float(double f) {
+  OxValue v = ox_value_none();
+  v.kind = OX_V_FLOAT;
+  v.u.f = f;
+  return v;
+}
+
+OxValue ox_value_node(OxNodeId id) {
+  OxValue v = ox_value_none();
+  v.kind = OX_V_NODE;
+  v.u.node = id;
+  return v;
+}
+
+OxValue ox_value_dtype(OxDType t) {
+  OxValue v = ox_value_none();
+  v.kind = OX_V_DTYPE;
+  v.u.dtype = t;
+  return v;
+}
+
+static bool str_eq(const char *a, const char *b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  return strcmp(a, b) == 0;
+}
+
+bool ox_value_equal(const OxValue *a, const OxValue *b) {
+  if (a->kind != b->kind) return false;
+  switch ((OxValueKind)a->kind) {
+  case OX_V_NONE:
+  case OX_V_ELLIPSIS: return true;
+  case OX_V_BOOL: return a->u.b == b->u.b;
+  case OX_V_INT: return a->u.i == b->u.i;
+  case OX_V_FLOAT:
+    if (isnan(a->u.f)) return isnan(b->u.f);
+    return a->u.f == b->u.f && signbit(a->u.f) == signbit(b->u.f);
+  case OX_V_NODE: return a->u.node == b->u.node;
+  case OX_V_DTYPE: return a->u.dtype == b->u.dtype && str_eq(a->s, b->s);
+  case OX_V_STR:
+  case OX_V_SYM:
+  case OX_V_DEVICE:
+  case OX_V_ENUM:
+  case OX_V_RAW: return str_eq(a->s, b->s);
+  case OX_V_LIST:
+  case OX_V_TUPLE:
+  case OX_V_SLICE:
+  case OX_V_DICT:
+    if (a->n != b->n) return false;
+    for (uint32_t i = 0; i < a->n; i++) {
+      if (a->kind == OX_V_DICT && !str_eq(a->keys[i], b->keys[i])) return false;
+      if (!ox_value_equal(&a->u.items[i], &b->u.items[i])) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+static bool is_container(const OxValue *v) {
+  return v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT ||
+         v->kind == OX_V_SLICE;
+}
+
+void ox_value_foreach_node(const OxValue *v, OxValueNodeFn fn, void *data) {
+  if (v->kind == OX_V_NODE) {
+    fn(v->u.node, data);
+  } else if (is_container(v)) {
+    for (uint32_t i = 0; i < v->n; i++) ox_value_foreach_node(&v->u.items[i], fn, data);
+  }
+}
+
+/* Rewrites references old -> new in place; returns the number rewritten. */
+static uint32_t value_replace_node(OxValue *v, OxNodeId old_id, OxNodeId new_id) {
+  if (v->kind == OX_V_NODE) {
+    if (v->u.node == old_id) {
+      v->u.node = new_id;
+      return 1;
+    }
+    return 0;
+  }
+  uint32_t c = 0;
+  if (is_container(v))
+    for (uint32_t i = 0; i < v->n; i++) c += value_replace_node(&v->u.items[i], old_id, new_id);
+  return c;
+}
+
+/* ------------------------------------------------------------------ graph lifetime */
+
+OxGraph *ox_graph_new(void) {
+  OxGraph *g = ox_xcalloc(1, sizeof *g);
+  g->cap_nodes = 64;
+  g->nodes = ox_xcalloc(g->cap_nodes, sizeof *g->nodes);
+  g->n_nodes = 1; /* id 0 = none */
+  g->strings = ox_strtab_new(&g->arena);
+  g->names = ox_namemap_new();
+  g->name_counters = ox_namemap_new();
+  g->name = ox_graph_intern(g, "graph");
+  return g;
+}
+
+void ox_graph_free(OxGraph *g) {
+  if (!g) return;
+  for (uint32_t i = 1; i < g->n_nodes; i++) free(g->nodes[i].users);
+  for (uint32_t i = 0; i < g->n_subgraphs; i++) ox_graph_free(g->subgraphs[i]);
+  free(g->subgraphs);
+  free(g->nodes);
+  free(g->mark);
+  ox_strtab_free(g->strings);
+  ox_namemap_free(g->names);
+  ox_namemap_free(g->name_counters);
+  ox_arena_free(&g->arena);
+  free(g);
+}
+
+const char *ox_graph_intern_n(OxGraph *g, const char *s, size_t n) {
+  return ox_strtab_intern(g->strings, s, n);
+}
+
+const char *ox_graph_intern(OxGraph *g, const char *s) {
+  return s ? ox_strtab_intern(g->strings, s, strlen(s)) : NULL;
+}
+
+void *ox_graph_alloc(OxGraph *g, size_t size) { return ox_arena_alloc(&g->arena, size); }
+
+/* Epoch marks: a fresh epoch makes every mark stale in O(1). */
+static uint32_t mark_begin(OxGraph *g) {
+  if (g->mark_cap < g->n_nodes) {
+    uint32_t cap = g->cap_nodes;
+    g->mark = ox_xrealloc(g->mark, cap * sizeof *g->mark);
+    memset(g->mark + g->mark_cap, 0, (cap - g->mark_cap) * sizeof *g->mark);
+    g->mark_cap = cap;
+  }
+  if (++g->epoch == 0) {
+    memset(g->mark, 0, g->mark_cap * sizeof *g->mark);
+    g->epoch = 1;
+  }
+  return g->epoch;
+}
+
+/* ------------------------------------------------------------------ values in the arena */
+
+OxValue ox_graph_value_str(OxGraph *g, OxValueKind kind, const char *s) {
+  OxValue v = ox_value_none();
+  v.kind = (uint8_t)kind;
+  v.s = ox_graph_intern(g, s ? s : "");
+  return v;
+}
+
+OxValue ox_graph_value_seq(OxGraph *g, OxValueKind kind, const OxValue *items, uint32_t n) {
+  OxValue v = ox_value_none();
+  v.kind = (uint8_t)kind;
+  v.n = n;
+  v.u.items = n ? ox_arena_alloc(&g->arena, n * sizeof(OxValue)) : NULL;
+  if (n) memcpy(v.u.items, items, n * sizeof(OxValue));
+  return v;
+}
+
+OxValue ox_graph_value_dict(OxGraph *g, const char *const *keys, const OxValue *items, uint32_t n) {
+  OxValue v = ox_graph_value_seq(g, OX_V_DICT, items, n);
+  v.keys = n ? ox_arena_alloc(&g->arena, n * sizeof(char *)) : NULL;
+  for (uint32_t i = 0; i < n; i++) v.keys[i] = ox_graph_intern(g, keys[i]);
+  return v;
+}
+
+OxValue ox_graph_value_copy(OxGraph *g, const OxValue *src) {
+  OxValue v = *src;
+  if (src->s) v.s = ox_graph_intern(g, src->s);
+  if (is_container(src)) {
+    v.u.items = src->n ? ox_arena_alloc(&g->arena, src->n * sizeof(OxValue)) : NULL;
+    for (uint32_t i = 0; i < src->n; i++) v.u.items[i] = ox_graph_value_copy(g, &src->u.items[i]);
+    if (src->kind == OX_V_DICT) {
+      v.keys = src->n ? ox_arena_alloc(&g->arena, src->n * sizeof(char *)) : NULL;
+      for (uint32_t i = 0; i < src->n; i++) v.keys[i] = ox_graph_intern(g, src->keys[i]);
+    }
+  }
+  return v;
+}
+
+/* ------------------------------------------------------------------ users */
+
+static void users_add(OxNode *n, OxNodeId user) {
+  for (uint32_t i = 0; i < n->n_users; i++)
+    if (n->users[i] == user) return;
+  if (n->n_users == n->cap_users) {
+    n->cap_users = n->cap_users ? n->cap_users * 2 : 2;
+    n->users = ox_xrealloc(n->users, n->cap_users * sizeof *n->users);
+  }
+  n->users[n->n_users++] = user;
+}
+
+static void users_remove(OxNode *n, OxNodeId user) {
+  for (uint32_t i = 0; i < n->n_users; i++) {
+    if (n->users[i] == user) {
+      memmove(n->users + i, n->users + i + 1, (n->n_users - i - 1) * sizeof *n->users);
+      n->n_users--;
+      return;
+    }
+  }
+}
+
+typedef struct {
+  OxGraph *g;
+  uint32_t epoch;
+  OxNodeId *out;
+  uint32_t n, max;
+} CollectCtx;
+
+static void collect_cb(OxNodeId id, void *data) {
+  CollectCtx *c = data;
+  if (!id || id >= c->g->n_nodes) return;
+  if (c->g->mark[id] == c->epoch) return;
+  c->g->mark[id] = c->epoch;
+  if (c->n < c->max) c->out[c->n] = id;
+  c->n++;
+}
+
+uint32_t ox_graph_inputs(const OxGraph *cg, OxNodeId id, OxNodeId *out, uint32_t max) {
+  OxGraph *g = (OxGraph *)cg; /* marks are scratch, not observable state */
+  OxNode *n = ox_graph_node(g, id);
+  if (!n) return 0;
+  CollectCtx c = {g, mark_begin(g), out, 0, max};
+  ox_value_foreach_node(&n->args, collect_cb, &c);
+  ox_value_foreach_node(&n->kwargs, collect_cb, &c);
+  return c.n;
+}
+
+typedef struct {
+  OxGraph *g;
+  OxNodeId user;
+  bool add;
+} UseCtx;
+
+static void use_cb(OxNodeId id, void *data) {
+  UseCtx *c = data;
+  OxNode *in = ox_graph_node(c->g, id);
+  if (!in) return;
+  if (c->add)
+    users_add(in, c->user);
+  else
+    users_remove(in, c->user);
+}
+
+/* users_add dedupes, so visiting an input twice is harmless; users_remove is called for
+ * every reference, also harmless since the user is present at most once. */
+static void node_uses(OxGraph *g, OxNodeId id, bool add) {
+  OxNode *n = &g->nodes[id];
+  UseCtx c = {g, id, add};
+  OxValue args = n->args, kwargs = n->kwargs;
+  ox_value_foreach_node(&args, use_cb, &c);
+  ox_value_foreach_node(&kwargs, use_cb, &c);
+}
+
+/* ------------------------------------------------------------------ naming */
+
+static bool is_ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Base name from a target, as torch.fx derives it: torch.ops.aten.split_with_sizes.default
+ * -> split_with_sizes, operator.getitem -> getitem, layer1.0.conv -> layer1_0_conv. */
+static void base_from_target(OxOp op, const char *target, char *out, size_t cap) {
+  const char *t = target ? target : "node";
+  char tmp[256];
+  if (op == OX_OP_CALL_MODULE || op == OX_OP_GET_ATTR || op == OX_OP_PLACEHOLDER) {
+    snprintf(tmp, sizeof tmp, "%s", t);
+  } else if (strncmp(t, "torch.ops.", 10) == 0) {
+    /* torch.ops.NS.OP[.OVERLOAD] */
+    const char *p = t + 10;
+    const char *dot = strchr(p, '.');
+    const char *opn = dot ? dot + 1 : p;
+    const char *end = strchr(opn, '.');
+    size_t len = end ? (size_t)(end - opn) : strlen(opn);
+    if (len >= sizeof tmp) len = sizeof tmp - 1;
+    memcpy(tmp, opn, len);
+    tmp[len] = 0;
+  } else {
+    const char *dot = strrchr(t, '.');
+    snprintf(tmp, sizeof tmp, "%s", dot ? dot + 1 : t);
+  }
+  size_t o = 0;
+  for (size_t i = 0; tmp[i] && o + 1 < cap; i++) out[o++] = is_ident_char(tmp[i]) ? tmp[i] : '_';
+  if (o == 0 || (out[0] >= '0' && out[0] <= '9')) {
+    memmove(out + 1, out, o < cap - 1 ? o : cap - 2);
+    out[0] = '_';
+    o = o + 1 < cap ? o + 1 : cap - 1;
+  }
+  out[o] = 0;
+}
+
+static const char *unique_name(OxGraph *g, const char *want) {
+  const char *w = ox_graph_intern(g, want);
+  if (!ox_namemap_get(g->names, w)) return w;
+  /* strip a trailing _N so "add_1" taken yields "add_2", not "add_1_1" */
+  size_t len = strlen(want);
+  size_t j = len;
+  while (j > 0 && want[j - 1] >= '0' && want[j - 1] <= '9') j--;
+  size_t base_len = len;
+  if (j < len && j > 1 && want[j - 1] == '_') base_len = j - 1;
+  const char *base = ox_graph_intern_n(g, want, base_len);
+  uint32_t k = ox_namemap_get(g->name_counters, base);
+  if (k == 0) k = 1;
+  char buf[512];
+  for (;;) {
+    snprintf(buf, sizeof buf, "%.*s_%u", (int)(base_len > 400 ? 400 : base_len), want, k);
+    k++;
+    const char *cand = ox_graph_intern(g, buf);
+    if (!ox_namemap_get(g->names, cand)) {
+      ox_namemap_set(g->name_counters, base, k);
+      return cand;
+    }
+  }
+}
+
+bool ox_graph_rename(OxGraph *g, OxNodeId id, const char *name) {
+  OxNode *n = ox_graph_node(g, id);
+  if (!n || n->erased) return false;
+  const char *w = ox_graph_intern(g, name);
+  uint32_t other = ox_namemap_get(g->names, w);
+  if (other && other != id) return false;
+  ox_namemap_del(g->names, n->name);
+  n->name = w;
+  ox_namemap_set(g->names, w, id);
+  return true;
+}
+
+/* ------------------------------------------------------------------ creating nodes */
+
+static void link_after(OxGraph *g, OxNodeId id, OxNodeId prev) {
+  OxNode *n = &g->nodes[id];
+  OxNodeId next = prev ? g->nodes[prev].next : g->head;
+  n->prev = prev;
+  n->next = next;
+  if (prev)
+    g->nodes[prev].next = id;
+  else
+    g->head = id;
+  if (next)
+    g->nodes[next].prev = id;
+  else
+    g->tail = id;
+  g->order_dirty = true;
+}
+
+static void unlink_node(OxGraph *g, OxNodeId id) {
+  OxNode *n = &g->nodes[id];
+  if (n->prev)
+    g->nodes[n->prev].next = n->next;
+  else
+    g->head = n->next;
+  if (n->next)
+    g->nodes[n->next].prev = n->prev;
+  else
+    g->tail = n->prev;
+  g->order_dirty = true;
+}
+
+static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
+                         OxValue kwargs) {
+  if (g->n_nodes == g->cap_nodes) {
+    g->cap_nodes *= 2;
+    g->nodes = ox_xrealloc(g->nodes, g->cap_nodes * sizeof *g->nodes);
+  }
+  OxNodeId id = g->n_nodes++;
+  OxNode *n = &g->nodes[id];
+  memset(n, 0, sizeof *n);
+  n->id = id;
+  n->op = (uint8_t)op;
+  n->declared_users = -1;
+  n->target = ox_graph_intern(g, target ? target : (op == OX_OP_OUTPUT ? "output" : ""));
+  char base[256];
+  if (name && name[0])
+    snprintf(base, sizeof base, "%s", name);
+  else
+    base_from_target(op, n->target, base, sizeof base);
+  n->name = unique_name(g, base);
+  ox_namemap_set(g->names, n->name, id);
+  if (args.kind == OX_V_NONE) args = ox_graph_value_seq(g, OX_V_TUPLE, NULL, 0);
+  if (kwargs.kind == OX_V_NONE) kwargs = ox_graph_value_dict(g, NULL, NULL, 0);
+  assert(args.kind == OX_V_TUPLE && kwargs.kind == OX_V_DICT);
+  n->args = args;
+  n->kwargs = kwargs;
+  g->n_live++;
+  node_uses(g, id, true);
+  return id;
+}
+
+OxNodeId ox_graph_add_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
+                           OxValue kwargs) {
+  OxNodeId id = new_node(g, op, name, target, args, kwargs);
+  link_after(g, id, g->tail);
+  return id;
+}
+
+OxNodeId ox_graph_insert_before(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
+                                const char *target, OxValue args, OxValue kwargs) {
+  OxNodeId id = new_node(g, op, name, target, args, kwargs);
+  link_after(g, id, anchor ? g->nodes[anchor].prev : g->tail);
+  return id;
+}
+
+OxNodeId ox_graph_insert_after(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
+                               const char *target, OxValue args, OxValue kwargs) {
+  OxNodeId id = new_node(g, op, name, target, args, kwargs);
+  link_after(g, id, anchor ? anchor : g->tail);
+  return id;
+}
+
+void ox_graph_move_before(OxGraph *g, OxNodeId id, OxNodeId anchor) {
+  if (id == anchor) return;
+  unlink_node(g, id);
+  link_after(g, id, g->nodes[anchor].prev);
+}
+
+void ox_graph_move_after(OxGraph *g, OxNodeId id, OxNodeId anchor) {
+  if (id == anchor) return;
+  unlink_node(g, id);
+  link_after(g, id, anchor);
+}
+
+/* ------------------------------------------------------------------ mutation */
+
+void ox_graph_set_args(OxGraph *g, OxNodeId id, OxValue args) {
+  node_uses(g, id, false);
+  if (args.kind == OX_V_NONE) args = ox_graph_value_seq(g, OX_V_TUPLE, NULL, 0);
+  g->nodes[id].args = args;
+  node_uses(g, id, true);
+}
+
+void ox_graph_set_kwargs(OxGraph *g, OxNodeId id, OxValue kwargs) {
+  node_uses(g, id, false);
+  if (kwargs.kind == OX_V_NONE) kwargs = ox_graph_value_dict(g, NULL, NULL, 0);
+  g->nodes[id].kwargs = kwargs;
+  node_uses(g, id, true);
+}
+
+void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId new_id) {
+  if (old_id == new_id) return;
+  OxNode *u = &g->nodes[user];
+  uint32_t c = value_replace_node(&u->args, old_id, new_id) +
+               value_replace_node(&u->kwargs, old_id, new_id);
+  if (!c) return;
+  users_remove(&g->nodes[old_id], user);
+  if (new_id) users_add(&g->nodes[new_id], user);
+}
+
+uint32_t ox_graph_replace_all_uses(OxGraph *g, OxNodeId old_id, OxNodeId new_id) {
+  if (old_id == new_id) return 0;
+  OxNode *old = &g->nodes[old_id];
+  uint32_t n = old->n_users;
+  OxNodeId *users = ox_xrealloc(NULL, (n ? n : 1) * sizeof *users);
+  memcpy(users, old->users, n * sizeof *users);
+  uint32_t changed = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (users[i] == new_id) continue; /* new may consume old (x -> f(x) replacing x) */
+    ox_graph_replace_input(g, users[i], old_id, new_id);
+    changed++;
+  }
+  free(users);
+  return changed;
+}
+
+bool ox_graph_erase(OxGraph *g, OxNodeId id) {
+  OxNode *n = ox_graph_node(g, id);
+  if (!n || n->erased || n->n_users) return false;
+  node_uses(g, id, false);
+  unlink_node(g, id);
+  n->erased = true;
+  ox_namemap_del(g->names, n->name);
+  g->n_live--;
+  return true;
+}
+
+static OxTensorMeta copy_tmeta(OxGraph *g, const OxTensorMeta *s) {
+  OxTensorMeta t = *s;
+  t.device = s->device ? ox_graph_intern(g, s->device) : NULL;
+  t.shape = t.stride = NULL;
+  if (s->rank > 0) {
+    t.shape = ox_arena_alloc(&g->arena, (size_t)s->rank * sizeof(OxDim));
+    for (int32_t i = 0; i < s->rank; i++) {
+      t.shape[i] = s->shape[i];
+      if (s->shape[i].sym) t.shape[i].sym = ox_graph_intern(g, s->shape[i].sym);
+    }
+    if (s->has_stride && s->stride) {
+      t.stride = ox_arena_alloc(&g->arena, (size_t)s->rank * sizeof(OxDim));
+      for (int32_t i = 0; i < s->rank; i++) {
+        t.stride[i] = s->stride[i];
+        if (s->stride[i].sym) t.stride[i].sym = ox_graph_intern(g, s->stride[i].sym);
+      }
+    }
+  }
+  if (!t.stride) t.has_stride = false;
+  return t;
+}
+
+static OxMeta copy_meta(OxGraph *g, const OxMeta *m) {
+  OxMeta r = *m;
+  r.sym = m->sym ? ox_graph_intern(g, m->sym) : NULL;
+  r.t = NULL;
+  if (m->n && m->t) {
+    r.t = ox_arena_alloc(&g->arena, m->n * sizeof(OxTensorMeta));
+    for (uint32_t i = 0; i < m->n; i++) r.t[i] = copy_tmeta(g, &m->t[i]);
+  } else {
+    r.n = 0;
+  }
+  return r;
+}
+
+void ox_graph_set_meta(OxGraph *g, OxNodeId id, const OxMeta *m) {
+  g->nodes[id].meta = copy_meta(g, m);
+}
+
+void ox_graph_add_provenance(OxGraph *g, OxNodeId id, OxNodeId from) {
+  OxNode *n = &g->nodes[id];
+  for (uint32_t i = 0; i < n->n_provenance; i++)
+    if (n->provenance[i] == from) return;
+  OxNodeId *p = ox_arena_alloc(&g->arena, (n->n_provenance + 1) * sizeof *p);
+  if (n->n_provenance) memcpy(p, n->provenance, n->n_provenance * sizeof *p);
+  p[n->n_provenance] = from;
+  n = &g->nodes[id];
+  n->provenance = p;
+  n->n_provenance++;
+}
+
+void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub) {
+  g->subgraphs = ox_xrealloc(g->subgraphs, (g->n_subgraphs + 1) * sizeof *g->subgraphs);
+  g->subgraphs[g->n_subgraphs++] = sub;
+}
+
+/* ------------------------------------------------------------------ clone */
+
+OxGraph *ox_graph_clone(const OxGraph *src) {
+  OxGraph *g = ox_graph_new();
+  g->name = ox_graph_intern(g, src->name);
+  g->src_line = src->src_line;
+  g->sub_owner = ox_graph_intern(g, src->sub_owner);
+  if (g->cap_nodes < src->n_nodes) {
+    g->cap_nodes = src->n_nodes;
+    g->nodes = ox_xrealloc(g->nodes, g->cap_nodes * sizeof *g->nodes);
+  }
+  g->n_nodes = src->n_nodes;
+  g->head = src->head;
+  g->tail = src->tail;
+  g->n_live = src->n_live;
+  g->order_dirty = true;
+  for (uint32_t i = 1; i < src->n_nodes; i++) {
+    const OxNode *s = &src->nodes[i];
+    OxNode *n = &g->nodes[i];
+    *n = *s;
+    n->name = ox_graph_intern(g, s->name);
+    n->target = ox_graph_intern(g, s->target);
+    n->type_ann = ox_graph_intern(g, s->type_ann);
+    n->stack_trace = ox_graph_intern(g, s->stack_trace);
+    n->module_path = ox_graph_intern(g, s->module_path);
+    n->module_type = ox_graph_intern(g, s->module_type);
+    n->default_value = ox_graph_intern(g, s->default_value);
+    n->args = ox_graph_value_copy(g, &s->args);
+    n->kwargs = ox_graph_value_copy(g, &s->kwargs);
+    n->meta = copy_meta(g, &s->meta);
+    n->users = NULL;
+    n->cap_users = s->n_users;
+    if (s->n_users) {
+      n->users = ox_xrealloc(NULL, s->n_users * sizeof *n->users);
+      memcpy(n->users, s->users, s->n_users * sizeof *n->users);
+    }
+    n->provenance = NULL;
+    if (s->n_provenance) {
+      n->provenance = ox_arena_alloc(&g->arena, s->n_provenance * sizeof(OxNodeId));
+      memcpy(n->provenance, s->provenance, s->n_provenance * sizeof(OxNodeId));
+    }
+    if (!s->erased) ox_namemap_set(g->names, n->name, i);
+  }
+  for (uint32_t i = 0; i < src->n_subgraphs; i++)
+    ox_graph_add_subgraph(g, ox_graph_clone(src->subgraphs[i]));
+  return g;
+}
+
+/* ------------------------------------------------------------------ queries */
+
+OxNodeId ox_graph_find(const OxGraph *g, const char *name) {
+  if (!name) return 0;
+  /* Only interned pointers are keys: look the string up without inserting it. */
+  const char *w = ox_strtab_lookup(g->strings, name, strlen(name));
+  return w ? ox_namemap_get(g->names, w) : 0;
+}
+
+OxNodeId ox_graph_output(const OxGraph *g) {
+  for (OxNodeId id = g->tail; id; id = g->nodes[id].prev)
+    if (!g->nodes[id].erased && g->nodes[id].op == OX_OP_OUTPUT) return id;
+  return 0;
+}
+
+uint32_t ox_graph_find_nodes(const OxGraph *g, OxOp op, const char *target, OxNodeId *out,
+                             uint32_t max) {
+  uint32_t c = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    if (n->op != op) continue;
+    if (target && strcmp(n->target, target) != 0) continue;
+    if (c < max) out[c] = id;
+    c++;
+  }
+  return c;
+}
+
+void ox_graph_renumber(OxGraph *g) {
+  uint32_t p = 0;
+  for (uint32_t i = 1; i < g->n_nodes; i++)
+    if (g->nodes[i].erased) g->nodes[i].pos = UINT32_MAX;
+  OX_GRAPH_FOREACH(g, id) g->nodes[id].pos = p++;
+  g->order_dirty = false;
+}
+
+bool ox_graph_before(OxGraph *g, OxNodeId a, OxNodeId b) {
+  if (g->order_dirty) ox_graph_renumber(g);
+  return g->nodes[a].pos < g->nodes[b].pos;
+}
+
+/* ------------------------------------------------------------------ stable toposort */
+
+bool ox_graph_stable_toposort(OxGraph *g) {
+  /* Follows spec 1.5: walk the order; a node whose inputs are not all placed yet waits
+   * on its last missing input and is re-checked when that input is placed. */
+  uint32_t nn = g->n_nodes;
+  OxNodeId *order = ox_xcalloc(g->n_live + 1, sizeof *order);
+  uint32_t n_order = 0;
+  OX_GRAPH_FOREACH(g, id) order[n_order++] = id;
+  uint8_t *ready = ox_xcalloc(nn, 1);
+  /* waiting lists as linked lists: head per node, next per waiting node */
+  OxNodeId *wait_head = ox_xcalloc(nn, sizeof *wait_head);
+  OxNodeId *wait_tail = ox_xcalloc(nn, sizeof *wait_tail);
+  OxNodeId *wait_next = ox_xcalloc(nn, sizeof *wait_next);
+  OxNodeId *stack = ox_xcalloc(n_order + 1, sizeof *stack);
+  OxNodeId *result = ox_xcalloc(n_order + 1, sizeof *result);
+  OxNodeId *inputs = NULL;
+  uint32_t inputs_cap = 0;
+  uint32_t sp = 0, n_res = 0;
+  for (uint32_t i = n_order; i-- > 0;) stack[sp++] = order[i];
+  OxNodeId *tmp = ox_xcalloc(n_order + 1, sizeof *tmp);
+  while (sp) {
+    OxNodeId n = stack[--sp];
+    uint32_t k = ox_graph_inputs(g, n, inputs, inputs_cap);
+    if (k > inputs_cap) {
+      inputs_cap = k;
+      inputs = ox_xrealloc(inputs, inputs_cap * sizeof *inputs);
+      k = ox_graph_inputs(g, n, inputs, inputs_cap);
+    }
+    OxNodeId last_missing = 0;
+    for (uint32_t i = 0; i < k; i++)
+      if (!g->nodes[inputs[i]].erased && !ready[inputs[i]]) last_missing = inputs[i];
+    if (last_missing) {
+      if (wait_tail[last_missing])
+        wait_next[wait_tail[last_missing]] = n;
+      else
+        wait_head[last_missing] = n;
+      wait_tail[last_missing] = n;
+      wait_next[n] = 0;
+      continue;
+    }
+    ready[n] = 1;
+    result[n_res++] = n;
+    /* push waiting dependants so that they are popped in original order */
+    uint32_t t = 0;
+    for (OxNodeId w = wait_head[n]; w; w = wait_next[w]) tmp[t++] = w;
+    wait_head[n] = wait_tail[n] = 0;
+    while (t) stack[sp++] = tmp[--t];
+  }
+  bool ok = n_res == n_order;
+  if (ok) {
+    /* relink in result order (only pointers change; stable when already sorted) */
+    OxNodeId prev = 0;
+    for (uint32_t i = 0; i < n_res; i++) {
+      OxNodeId id = result[i];
+      g->nodes[id].prev = prev;
+      if (prev)
+        g->nodes[prev].next = id;
+      else
+        g->head = id;
+      prev = id;
+    }
+    if (prev) g->nodes[prev].next = 0;
+    g->tail = prev;
+    if (!n_res) g->head = g->tail = 0;
+    g->order_dirty = true;
+  }
+  free(order);
+  free(ready);
+  free(wait_head);
+  free(wait_tail);
+  free(wait_next);
+  free(stack);
+  free(result);
+  free(inputs);
+  free(tmp);
+  return ok;
+}
+
+/* ------------------------------------------------------------------ verifier */
+
+typedef struct {
+  OxGraph *g;
+  OxNodeId user;
+  OxDiagList *d;
+  int errors;
+} VerifyCtx;
+
+static void verify_ref(OxNodeId id, void *data) {
+  VerifyCtx *c = data;
+  OxGraph *g = c->g;
+  OxNode *u = &g->nodes[c->user];
+  if (!id || id >= g->n_nodes) {
+    ox_diag_add(c->d, OX_SEV_ERROR, u->src_line, 0, NULL, "node %s refers to a node id %u that does not exist",
+                u->name, id);
+    c->errors++;
+    return;
+  }
+  OxNode *in = &g->nodes[id];
+  if (in->erased) {
+    ox_diag_add(c->d, OX_SEV_ERROR, u->src_line, 0, NULL, "node %s uses erased node %s", u->name, in->name);
+    c->errors++;
+    return;
+  }
+  if (in->pos >= u->pos) {
+    ox_diag_add(c->d, OX_SEV_ERROR, u->src_line, 0, NULL, "node %s uses %s before its definition", u->name,
+                in->name);
+    c->errors++;
+  }
+  bool found = false;
+  for (uint32_t i = 0; i < in->n_users; i++)
+    if (in->users[i] == c->user) found = true;
+  if (!found) {
+    ox_diag_add(c->d, OX_SEV_ERROR, u->src_line, 0, NULL, "users of %s do not list %s, which uses it",
+                in->name, u->name);
+    c->errors++;
+  }
+}
+
+static bool is_getitem(const char *t) {
+  return strcmp(t, "operator.getitem") == 0 || strcmp(t, "_operator.getitem") == 0;
+}
+
+int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
+  int errors = 0;
+  ox_graph_renumber(g);
+  uint32_t n_out = 0;
+  OxNodeId last = 0;
+  OxNodeId *inputs = NULL;
+  uint32_t inputs_cap = 0;
+  /* walk the order checking links both ways, so a corrupted list is reported, not looped */
+  uint32_t steps = 0;
+  OxNodeId prev = 0;
+  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+    if (++steps > g->n_nodes) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "node order list is cyclic");
+      free(inputs);
+      return errors + 1;
+    }
+    if (g->nodes[id].prev != prev) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "node order links are inconsistent at %s", g->nodes[id].name);
+      errors++;
+    }
+    prev = id;
+  }
+  if (steps != g->n_live) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "order holds %u nodes but %u are live", steps, g->n_live);
+    errors++;
+  }
+  OX_GRAPH_FOREACH(g, id) {
+    OxNode *n = &g->nodes[id];
+    last = id;
+    if (ox_namemap_get(g->names, n->name) != id) {
+      ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "name %s is not unique or not indexed", n->name);
+      errors++;
+    }
+    if (n->args.kind != OX_V_TUPLE || n->kwargs.kind != OX_V_DICT) {
+      ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "node %s: args must be a tuple and kwargs a dict",
+                  n->name);
+      errors++;
+      continue;
+    }
+    VerifyCtx c = {g, id, d, 0};
+    ox_value_foreach_node(&n->args, verify_ref, &c);
+    ox_value_foreach_node(&n->kwargs, verify_ref, &c);
+    errors += c.errors;
+    /* users: each listed user is live and actually references n; no duplicates */
+    for (uint32_t i = 0; i < n->n_users; i++) {
+      OxNodeId u = n->users[i];
+      if (!u || u >= g->n_nodes || g->nodes[u].erased) {
+        ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "users of %s list a node that is not live", n->name);
+        errors++;
+        continue;
+      }
+      uint32_t k = ox_graph_inputs(g, u, inputs, inputs_cap);
+      if (k > inputs_cap) {
+        inputs_cap = k;
+        inputs = ox_xrealloc(inputs, inputs_cap * sizeof *inputs);
+        k = ox_graph_inputs(g, u, inputs, inputs_cap);
+      }
+      bool refs = false;
+      for (uint32_t j = 0; j < k; j++)
+        if (inputs[j] == id) refs = true;
+      if (!refs) {
+        ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "users of %s list %s, which does not use it",
+                    n->name, g->nodes[u].name);
+        errors++;
+      }
+      for (uint32_t j = 0; j < i; j++)
+        if (n->users[j] == u) {
+          ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "users of %s list %s twice", n->name,
+                      g->nodes[u].name);
+          errors++;
+        }
+    }
+    if (n->op == OX_OP_OUTPUT) {
+      n_out++;
+      if (n->n_users) {
+        ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "output node %s has users", n->name);
+        errors++;
+      }
+    }
+    if (n->op == OX_OP_CALL_FUNCTION && is_getitem(n->target)) {
+      if (n->args.n != 2 || n->args.u.items[0].kind != OX_V_NODE) {
+        ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL,
+                    "getitem %s must have two arguments, the first a node", n->name);
+        errors++;
+      } else {
+        const OxValue *idx = &n->args.u.items[1];
+        const OxNode *src = ox_graph_node(g, n->args.u.items[0].u.node);
+        if (idx->kind == OX_V_INT && src && src->meta.kind == OX_META_TUPLE) {
+          int64_t k = idx->u.i, cnt = src->meta.n;
+          if (k < -cnt || k >= cnt) {
+            ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL,
+                        "getitem %s takes index %lld of %s, which has %lld outputs", n->name,
+                        (long long)k, src->name, (long long)cnt);
+            errors++;
+          }
+        }
+      }
+    }
+  }
+  if (require_output && n_out != 1) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "graph %s has %u output nodes, expected exactly one",
+                g->name ? g->name : "", n_out);
+    errors++;
+  } else if (n_out > 1) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "graph %s has %u output nodes", g->name ? g->name : "", n_out);
+    errors++;
+  }
+  if (n_out == 1 && last && g->nodes[last].op != OX_OP_OUTPUT) {
+    ox_diag_add(d, OX_SEV_ERROR, g->nodes[last].src_line, 0, NULL, "output is not the last node (%s follows it)",
+                g->nodes[last].name);
+    errors++;
+  }
+  free(inputs);
+  return errors;
+}
+
+/* ------------------------------------------------------------------ meta helpers */
+
+OxTensorMeta *ox_graph_tensor_meta_new(OxGraph *g, OxDType dt, int32_t rank) {
+  OxTensorMeta *t = ox_arena_alloc(&g->arena, sizeof *t);
+  t->dtype = dt;
+  t->rank = rank;
+  if (rank > 0) t->shape = ox_arena_alloc(&g->arena, (size_t)rank * sizeof(OxDim));
+  return t;
+}
+
+const OxTensorMeta *ox_node_tensor_meta(const OxNode *n) {
+  return (n->meta.kind == OX_META_TENSOR && n->meta.n >= 1) ? &n->meta.t[0] : NULL;
+}
+
+static int fmt_dim(const OxDim *d, char *buf, size_t cap) {
+  if (d->sym) return snprintf(buf, cap, "%s", d->sym);
+  return snprintf(buf, cap, "%lld", (long long)d->v);
+}
+
+int ox_tensor_meta_format(const OxTensorMeta *t, bool with_stride, bool with_device, char *buf, size_t cap) {
+  size_t o = 0;
+  char tmp[128];
+#define PUT(str)                                                \
+  do {                                                          \
+    const char *s_ = (str);                                     \
+    size_t l_ = strlen(s_);                                     \
+    if (o < cap) {                                              \
+      size_t c_ = o + l_ < cap ? l_ : (cap > o + 1 ? cap - o - 1 : 0); \
+      memcpy(buf + o, s_, c_);                                  \
+    }                                                           \
+    o += l_;                                                    \
+  } while (0)
+  PUT(ox_dtype_abbr(t->dtype));
+  if (t->rank < 0) goto done; /* shape unknown: dtype only */
+  PUT("[");
+  for (int32_t i = 0; i < t->rank; i++) {
+    if (i) PUT(", ");
+    fmt_dim(&t->shape[i], tmp, sizeof tmp);
+    PUT(tmp);
+  }
+  PUT("]");
+  if (with_stride && t->has_stride) {
+    PUT("[");
+    for (int32_t i = 0; i < t->rank; i++) {
+      if (i) PUT(", ");
+      fmt_dim(&t->stride[i], tmp, sizeof tmp);
+      PUT(tmp);
+    }
+    PUT("]");
+  }
+done:
+  if (with_device && t->device) PUT(t->device);
+#undef PUT
+  if (cap) buf[o < cap ? o : cap - 1] = 0;
+  return (int)o;
+}

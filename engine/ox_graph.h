@@ -1,0 +1,311 @@
+/* ox_graph.h - the Optimus graph IR.
+ *
+ * A graph mirrors torch.fx.Graph: an ordered list of nodes (placeholder, get_attr,
+ * call_function, call_method, call_module, output) whose args/kwargs form a value tree
+ * that may reference other nodes. Nodes live in one growable array owned by the graph
+ * and are addressed by small integer ids (OxNodeId, 0 = none); pointers into the array
+ * are invalidated by node creation, ids never are. Erasing a node leaves a tombstone
+ * that keeps its prev/next links so an iterator standing on it can continue.
+ *
+ * Memory: all strings are interned in the graph (ox_graph_intern), value trees and
+ * tensor meta live in the graph's arena and are freed with the graph. Mutations that
+ * replace a value allocate the new tree in the arena; the old one is garbage until the
+ * graph is freed (rewrites are few compared to node count).
+ *
+ * Invariants kept by every mutation function (checked by ox_graph_verify):
+ *   - users[] of node n lists exactly the live nodes whose args/kwargs reference n,
+ *     once each, in the order the uses were added;
+ *   - the live list order is a topological order unless a caller inserted out of
+ *     order and has not yet called ox_graph_stable_toposort;
+ *   - names are unique among live nodes.
+ *
+ * The engine is pure C11 + libc: no GLib, no GTK.
+ */
+#ifndef OX_GRAPH_H
+#define OX_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ox_diag.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint32_t OxNodeId; /* 0 = no node */
+
+/* ------------------------------------------------------------------ arena */
+
+typedef struct OxArenaBlock OxArenaBlock;
+typedef struct OxArena {
+  OxArenaBlock *head; /* current block; older blocks chained behind it */
+  size_t used;        /* bytes used in head */
+  size_t total;       /* bytes allocated in all blocks (for memory reports) */
+} OxArena;
+
+typedef struct OxArenaMark {
+  OxArenaBlock *block;
+  size_t used;
+} OxArenaMark;
+
+void *ox_arena_alloc(OxArena *a, size_t size); /* zeroed, 16-byte aligned; aborts on OOM */
+char *ox_arena_strndup(OxArena *a, const char *s, size_t n);
+OxArenaMark ox_arena_mark(const OxArena *a);
+void ox_arena_release(OxArena *a, OxArenaMark m); /* frees everything allocated after m */
+void ox_arena_free(OxArena *a);
+
+/* ------------------------------------------------------------------ dtypes */
+
+typedef enum OxDType {
+  OX_DT_UNKNOWN = 0,
+  OX_DT_F32, OX_DT_F64, OX_DT_F16, OX_DT_BF16,
+  OX_DT_I64, OX_DT_I32, OX_DT_I16, OX_DT_I8, OX_DT_U8, OX_DT_U16, OX_DT_U32, OX_DT_U64,
+  OX_DT_BOOL,
+  OX_DT_C32, OX_DT_C64, OX_DT_C128,
+  OX_DT_F8E4M3FN, OX_DT_F8E5M2, OX_DT_F8E4M3FNUZ, OX_DT_F8E5M2FNUZ, OX_DT_F8E8M0FNU,
+  OX_DT_F4E2M1FNX2, OX_DT_B16, OX_DT_B1X8,
+  OX_DT_COUNT
+} OxDType;
+
+const char *ox_dtype_abbr(OxDType t);        /* "f32" ... ; "?" for unknown */
+const char *ox_dtype_torch_name(OxDType t);  /* "torch.float32" ... */
+OxDType ox_dtype_from_abbr(const char *s, size_t n);       /* OX_DT_UNKNOWN if not one */
+OxDType ox_dtype_from_torch_name(const char *s, size_t n); /* accepts "torch.float32", "float32", "torch.float", "torch.long"... */
+size_t ox_dtype_size(OxDType t);             /* bytes per element (0 if sub-byte/unknown) */
+bool ox_dtype_is_float(OxDType t);
+
+/* ------------------------------------------------------------------ values */
+
+typedef enum OxValueKind {
+  OX_V_NONE = 0,
+  OX_V_BOOL,
+  OX_V_INT,
+  OX_V_FLOAT,    /* includes inf, -inf, nan */
+  OX_V_STR,      /* a string constant (quoted in the dump, or a bare word that is not an enum) */
+  OX_V_NODE,     /* reference to a node in the same graph */
+  OX_V_SYM,      /* symbolic int expression, e.g. "s0", "4096*s0" (s = text) */
+  OX_V_DTYPE,    /* u.dtype; s holds the spelling if dtype is unknown to us */
+  OX_V_DEVICE,   /* s = "cuda:0", "cpu" */
+  OX_V_ENUM,     /* memory_format / layout and other torch.* constants, s = "torch.contiguous_format" */
+  OX_V_ELLIPSIS, /* Python ... */
+  OX_V_LIST,
+  OX_V_TUPLE,
+  OX_V_DICT,     /* keys[i] -> items[i]; insertion order kept */
+  OX_V_SLICE,    /* items[0..2] = start, stop, step (each may be NONE) */
+  OX_V_RAW       /* an expression we keep as text but do not interpret (s = text) */
+} OxValueKind;
+
+typedef struct OxValue OxValue;
+struct OxValue {
+  uint8_t kind;   /* OxValueKind */
+  uint32_t n;     /* number of items (LIST, TUPLE, DICT, SLICE=3) */
+  union {
+    bool b;
+    int64_t i;
+    double f;
+    OxNodeId node;
+    OxDType dtype;
+    OxValue *items; /* LIST, TUPLE, DICT, SLICE */
+  } u;
+  const char *s;      /* STR, SYM, DEVICE, ENUM, RAW text; DTYPE spelling if unknown; interned */
+  const char **keys;  /* DICT keys (interned), n of them */
+};
+
+/* Constructors: scalars are returned by value; containers allocate items in the graph arena. */
+OxValue ox_value_none(void);
+OxValue ox_value_bool(bool b);
+OxValue ox_value_int(int64_t i);
+OxValue ox_value_float(double f);
+OxValue ox_value_node(OxNodeId id);
+OxValue ox_value_dtype(OxDType t);
+
+bool ox_value_equal(const OxValue *a, const OxValue *b); /* deep, structural */
+
+/* Calls fn on every node reference in v (depth-first, left to right). */
+typedef void (*OxValueNodeFn)(OxNodeId id, void *data);
+void ox_value_foreach_node(const OxValue *v, OxValueNodeFn fn, void *data);
+
+/* ------------------------------------------------------------------ meta */
+
+typedef struct OxDim {
+  int64_t v;        /* concrete size when sym == NULL */
+  const char *sym;  /* symbolic expression ("s0", "4096*s0"), interned; NULL if concrete */
+} OxDim;
+
+typedef struct OxTensorMeta {
+  OxDType dtype;
+  int32_t rank;       /* -1 = shape unknown */
+  bool has_stride;
+  OxDim *shape;       /* rank entries */
+  OxDim *stride;      /* rank entries when has_stride */
+  const char *device; /* interned "cuda:0", "cpu", or NULL */
+} OxTensorMeta;
+
+typedef enum OxMetaKind {
+  OX_META_NONE = 0, /* nothing known */
+  OX_META_TENSOR,   /* t[0] */
+  OX_META_TUPLE,    /* t[0..n-1], one per output (split, unbind, var_mean ...) */
+  OX_META_SYMINT,   /* a SymInt value: sym = "s0" (or NULL with t==NULL) */
+  OX_META_SCALAR    /* a Python scalar/other non-tensor value, no shape */
+} OxMetaKind;
+
+typedef struct OxMeta {
+  uint8_t kind;      /* OxMetaKind */
+  uint32_t n;        /* number of tensor metas in t */
+  OxTensorMeta *t;
+  const char *sym;   /* SYMINT: the symbol; interned */
+  bool inferred;     /* filled by shape inference rather than read from the dump */
+} OxMeta;
+
+/* ------------------------------------------------------------------ nodes */
+
+typedef enum OxOp {
+  OX_OP_PLACEHOLDER = 0,
+  OX_OP_GET_ATTR,
+  OX_OP_CALL_FUNCTION,
+  OX_OP_CALL_METHOD,
+  OX_OP_CALL_MODULE,
+  OX_OP_OUTPUT,
+  OX_OP_COUNT
+} OxOp;
+
+const char *ox_op_name(OxOp op);          /* "placeholder", ... as torch.fx spells them */
+bool ox_op_from_name(const char *s, size_t n, OxOp *out);
+
+/* Flags describing how a node came to be; loaders set them, writers keep them. */
+enum {
+  OX_NODE_EXTERNAL = 1u << 0,  /* placeholder synthesised for a name a fragment uses but never defines */
+  OX_NODE_MARKER = 1u << 1,    /* came from an Inductor "PlaceHolder[target=x]" marker */
+};
+
+typedef struct OxNode {
+  OxNodeId id;
+  uint8_t op;             /* OxOp */
+  bool erased;            /* tombstone */
+  uint16_t flags;         /* OX_NODE_* */
+  const char *name;       /* interned, unique among live nodes */
+  const char *target;     /* interned; placeholder: arg name; get_attr/call_module: dotted path;
+                             call_function: qualified name; call_method: method name; output: "output" */
+  OxValue args;           /* always a TUPLE */
+  OxValue kwargs;         /* always a DICT */
+  OxMeta meta;
+  OxNodeId prev, next;    /* program order; 0 at the ends */
+  OxNodeId *users;        /* malloc'ed; n_users live users in insertion order */
+  uint32_t n_users, cap_users;
+  int32_t declared_users; /* [num_users=N] as printed in the dump, -1 if absent */
+  uint32_t pos;           /* position in order; valid after ox_graph_renumber */
+  uint32_t src_line;      /* 1-based line in the dump it came from, 0 if none */
+  const char *type_ann;   /* type annotation as printed ("torch.Tensor", "Tensor"), interned or NULL */
+  const char *stack_trace;/* "# File: ..." lines / meta stack_trace, interned or NULL */
+  const char *module_path;/* nn_module_stack leaf path ("layers.0.attn"), interned or NULL */
+  const char *module_type;/* for call_module: the nn.Module class ("torch.nn.Linear"), or NULL */
+  const char *default_value; /* placeholder default as printed, or NULL */
+  OxNodeId *provenance;   /* arena; ids of nodes (in the input graph) this node came from */
+  uint32_t n_provenance;
+} OxNode;
+
+/* ------------------------------------------------------------------ graph */
+
+typedef struct OxStrTab OxStrTab;
+typedef struct OxNameMap OxNameMap;
+
+typedef struct OxGraph {
+  OxNode *nodes;          /* nodes[0] unused; nodes[1..n_nodes-1] */
+  uint32_t n_nodes, cap_nodes;
+  OxNodeId head, tail;    /* first/last live-or-erased node in order */
+  uint32_t n_live;
+  OxArena arena;
+  OxStrTab *strings;
+  OxNameMap *names;       /* live name -> id */
+  const char *name;       /* graph title ("graph", "lowered graph 1", "__compiled_fn_3"), interned */
+  uint32_t src_line;      /* line of the header in the dump, 0 if none */
+  struct OxGraph **subgraphs; /* nested graphs (e.g. executorch "lowered graph():"), owned */
+  uint32_t n_subgraphs;
+  const char *sub_owner;  /* for a subgraph: the name of the node it belongs to, interned */
+  bool order_dirty;       /* positions need ox_graph_renumber */
+  /* private scratch */
+  OxNameMap *name_counters; /* base name -> next numeric suffix, keeps unique naming O(1) */
+  uint32_t *mark;         /* per-node epoch marks for dedupe/visited sets */
+  uint32_t mark_cap, epoch;
+} OxGraph;
+
+OxGraph *ox_graph_new(void);
+void ox_graph_free(OxGraph *g);
+OxGraph *ox_graph_clone(const OxGraph *g); /* deep copy: same ids (tombstones kept), names, order, meta */
+
+const char *ox_graph_intern(OxGraph *g, const char *s);
+const char *ox_graph_intern_n(OxGraph *g, const char *s, size_t n);
+void *ox_graph_alloc(OxGraph *g, size_t size); /* arena memory freed with the graph */
+
+static inline OxNode *ox_graph_node(const OxGraph *g, OxNodeId id) {
+  return (id && id < g->n_nodes) ? &g->nodes[id] : (OxNode *)0;
+}
+
+/* Creates a node at the end of the order (or before/after an anchor). name may be NULL
+ * or taken: a unique name is derived (name, name_1, name_2 ...; from the target when
+ * NULL). args must be a TUPLE (or NONE for empty), kwargs a DICT (or NONE). Users of
+ * referenced nodes are updated. Returns the new id. */
+OxNodeId ox_graph_add_node(OxGraph *g, OxOp op, const char *name, const char *target,
+                           OxValue args, OxValue kwargs);
+OxNodeId ox_graph_insert_before(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
+                                const char *target, OxValue args, OxValue kwargs);
+OxNodeId ox_graph_insert_after(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
+                               const char *target, OxValue args, OxValue kwargs);
+void ox_graph_move_before(OxGraph *g, OxNodeId n, OxNodeId anchor);
+void ox_graph_move_after(OxGraph *g, OxNodeId n, OxNodeId anchor);
+
+/* Value builders (arena-backed). */
+OxValue ox_graph_value_str(OxGraph *g, OxValueKind kind, const char *s); /* STR, SYM, DEVICE, ENUM, RAW */
+OxValue ox_graph_value_seq(OxGraph *g, OxValueKind kind, const OxValue *items, uint32_t n); /* LIST, TUPLE, SLICE */
+OxValue ox_graph_value_dict(OxGraph *g, const char *const *keys, const OxValue *items, uint32_t n);
+OxValue ox_graph_value_copy(OxGraph *g, const OxValue *v); /* deep copy into g's arena */
+
+/* Mutation */
+void ox_graph_set_args(OxGraph *g, OxNodeId n, OxValue args);
+void ox_graph_set_kwargs(OxGraph *g, OxNodeId n, OxValue kwargs);
+/* Replace every use of old by new in all users' args/kwargs (not in new itself). Returns count of users changed. */
+uint32_t ox_graph_replace_all_uses(OxGraph *g, OxNodeId old_id, OxNodeId new_id);
+/* In one user: replace references to old by new. */
+void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId new_id);
+/* Erase a node with no users (returns false and does nothing if it still has users). */
+bool ox_graph_erase(OxGraph *g, OxNodeId n);
+bool ox_graph_rename(OxGraph *g, OxNodeId n, const char *name); /* false if name is taken */
+void ox_graph_set_meta(OxGraph *g, OxNodeId n, const OxMeta *m); /* deep-copies m into the arena */
+void ox_graph_add_provenance(OxGraph *g, OxNodeId n, OxNodeId from);
+void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub); /* takes ownership */
+
+/* Queries */
+OxNodeId ox_graph_find(const OxGraph *g, const char *name);   /* live node by name, 0 if none */
+OxNodeId ox_graph_output(const OxGraph *g);                   /* the output node, 0 if none */
+/* Live nodes with this op (and target, if non-NULL) in order; returns count, fills up to max ids. */
+uint32_t ox_graph_find_nodes(const OxGraph *g, OxOp op, const char *target, OxNodeId *out, uint32_t max);
+/* Unique input nodes of n (args then kwargs, first occurrence order). Returns count; fills up to max. */
+uint32_t ox_graph_inputs(const OxGraph *g, OxNodeId n, OxNodeId *out, uint32_t max);
+void ox_graph_renumber(OxGraph *g); /* recompute pos of live nodes; clears order_dirty */
+bool ox_graph_before(OxGraph *g, OxNodeId a, OxNodeId b); /* a precedes b in order */
+
+#define OX_GRAPH_FOREACH(g, var)                                                     \
+  for (OxNodeId var = (g)->head; var; var = (g)->nodes[var].next)                    \
+    if (!(g)->nodes[var].erased)
+
+/* Re-establish a topological order, moving as few nodes as possible (spec 1.5).
+ * Returns false (order unchanged) if the graph has a cycle. */
+bool ox_graph_stable_toposort(OxGraph *g);
+
+/* Structural verifier: acyclic, defs before uses, users consistent, getitem well-formed,
+ * exactly one output, names unique. Appends errors to diags (node-located); returns the
+ * number of errors. require_output=false accepts fragments with no output node. */
+int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *diags);
+
+/* Meta helpers */
+OxTensorMeta *ox_graph_tensor_meta_new(OxGraph *g, OxDType dt, int32_t rank); /* shape zeroed */
+const OxTensorMeta *ox_node_tensor_meta(const OxNode *n); /* t[0] for TENSOR, NULL otherwise */
+/* Formats "f32[8, 16][16, 1]cuda:0" (without quotes) into buf; returns length (snprintf-like). */
+int ox_tensor_meta_format(const OxTensorMeta *t, bool with_stride, bool with_device, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,30 @@
+/* ox_mem.h - engine-internal memory helpers: checked malloc, string table, name map.
+ * The arena API itself is public (ox_graph.h). */
+#ifndef OX_MEM_H
+#define OX_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ox_graph.h"
+
+void *ox_xrealloc(void *p, size_t n);   /* aborts on OOM (our bug or the machine's, never input's) */
+void *ox_xcalloc(size_t count, size_t size);
+char *ox_xstrdup(const char *s);
+uint64_t ox_hash_bytes(const char *s, size_t n);
+
+OxStrTab *ox_strtab_new(OxArena *arena);
+void ox_strtab_free(OxStrTab *t);
+const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n);
+size_t ox_strtab_count(const OxStrTab *t);
+const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n); /* NULL if not interned */
+size_t ox_strtab_bytes(const OxStrTab *t);
+
+OxNameMap *ox_namemap_new(void);
+void ox_namemap_free(OxNameMap *m);
+uint32_t ox_namemap_get(const OxNameMap *m, const char *interned);
+void ox_namemap_set(OxNameMap *m, const char *interned, uint32_t val);
+void ox_namemap_del(OxNameMap *m, const char *interned);
+size_t ox_namemap_bytes(const OxNameMap *m);
+
+#endif

@@ -1,0 +1,44 @@
+/* ox_write.h - writers: our JSON, print(graph) FX text, DOT, and SVG/PNG via Graphviz.
+ *
+ * Every writer fills an OxBuf; ox_save_* helpers write it atomically (ox_buf.h).
+ * JSON is lossless for everything in the IR (docs/format-json.md); FX text is what
+ * print(graph) prints, with Inductor-style Tensor "f32[..][..]dev" annotations where meta
+ * is known, and round-trips names, targets, args, kwargs and meta through ox_parse_fx_text.
+ */
+#ifndef OX_WRITE_H
+#define OX_WRITE_H
+
+#include "ox_buf.h"
+#include "ox_load.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* JSON: a whole document (all graphs, subgraphs, record). */
+void ox_write_json(const OxDoc *doc, OxBuf *out);
+/* FX text: one graph, "graph():" header, node lines, "return ..." line; subgraphs are
+ * written as nested "lowered graph():" blocks under their owning node. */
+void ox_write_fx_text(const OxGraph *g, OxBuf *out);
+/* Formats one value the way torch.fx prints args ("%x", "[1, 2]", "(%a,)", "{dim: 1}"). */
+void ox_write_fx_value(const OxGraph *g, const OxValue *v, OxBuf *out);
+
+typedef struct OxDotOptions {
+  bool edge_shapes;        /* label edges with the producer's shape */
+  const uint8_t *highlight;/* optional per-node-id mark: 0 none, 1 matched, 2 removed, 3 added; may be NULL */
+  const char *rankdir;     /* "TB" (default) or "LR" */
+} OxDotOptions;
+
+/* DOT with HTML-like labels (no record shapes); node colour by op family. */
+void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out);
+
+/* Lays out with dot and renders in-process with gvc ("svg" or "png", which is png:cairo).
+ * Never loads Graphviz's GTK 2 plugins. Not thread-safe (Graphviz is not): callers
+ * serialise. Returns 0, or -1 with err filled. */
+int ox_render(const OxGraph *g, const OxDotOptions *opt, const char *format, OxBuf *out,
+              char *err, size_t errcap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

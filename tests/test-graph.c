@@ -1,0 +1,551 @@
+/* Tests for the graph IR core: values, nodes, users, mutation, ordering, verifier,
+ * clone, and the small utilities beneath them (arena, names, diags, buffers, dtypes). */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "ox_buf.h"
+#include "ox_graph.h"
+#include "ox_load.h"
+#include "ox_mem.h"
+
+static OxValue tup(OxGraph *g, int n, ...) {
+  OxValue items[16];
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) items[i] = va_arg(ap, OxValue);
+  va_end(ap);
+  return ox_graph_value_seq(g, OX_V_TUPLE, items, (uint32_t)n);
+}
+
+static OxNodeId ph(OxGraph *g, const char *name) {
+  return ox_graph_add_node(g, OX_OP_PLACEHOLDER, name, name, ox_value_none(), ox_value_none());
+}
+
+static OxNodeId call(OxGraph *g, const char *name, const char *target, OxValue args) {
+  return ox_graph_add_node(g, OX_OP_CALL_FUNCTION, name, target, args, ox_value_none());
+}
+
+static int verify_errors(OxGraph *g, bool require_output) {
+  OxDiagList d;
+  ox_diags_init(&d, "t");
+  int e = ox_graph_verify(g, require_output, &d);
+  if (e && g_test_verbose()) ox_diags_print(&d, stderr);
+  ox_diags_clear(&d);
+  return e;
+}
+
+/* x -> relu -> add(relu, x) -> output */
+static OxGraph *small_graph(OxNodeId *x, OxNodeId *relu, OxNodeId *add, OxNodeId *out) {
+  OxGraph *g = ox_graph_new();
+  *x = ph(g, "x");
+  *relu = call(g, NULL, "torch.relu", tup(g, 1, ox_value_node(*x)));
+  *add = call(g, NULL, "operator.add", tup(g, 2, ox_value_node(*relu), ox_value_node(*x)));
+  *out = ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, ox_value_node(*add)),
+                           ox_value_none());
+  return g;
+}
+
+static void test_build_and_users(void) {
+  OxNodeId x, relu, add, out;
+  OxGraph *g = small_graph(&x, &relu, &add, &out);
+  g_assert_cmpuint(g->n_live, ==, 4);
+  g_assert_cmpstr(g->nodes[relu].name, ==, "relu");
+  g_assert_cmpstr(g->nodes[add].name, ==, "add");
+  g_assert_cmpuint(g->nodes[x].n_users, ==, 2);
+  g_assert_cmpuint(g->nodes[x].users[0], ==, relu);
+  g_assert_cmpuint(g->nodes[x].users[1], ==, add);
+  g_assert_cmpuint(g->nodes[add].n_users, ==, 1);
+  g_assert_cmpuint(ox_graph_output(g), ==, out);
+  g_assert_cmpuint(ox_graph_find(g, "relu"), ==, relu);
+  g_assert_cmpuint(ox_graph_find(g, "nope"), ==, 0);
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  /* a node using the same input twice is listed once */
+  OxNodeId mul = ox_graph_insert_before(g, out, OX_OP_CALL_FUNCTION, NULL, "operator.mul",
+                                        tup(g, 2, ox_value_node(x), ox_value_node(x)), ox_value_none());
+  g_assert_cmpuint(g->nodes[x].n_users, ==, 3);
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  g_assert_true(ox_graph_erase(g, mul));
+  g_assert_cmpuint(g->nodes[x].n_users, ==, 2);
+  OxNodeId inputs[4];
+  g_assert_cmpuint(ox_graph_inputs(g, add, inputs, 4), ==, 2);
+  g_assert_cmpuint(inputs[0], ==, relu);
+  g_assert_cmpuint(inputs[1], ==, x);
+  ox_graph_free(g);
+}
+
+static void test_unique_names(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId a = ph(g, "x");
+  OxNodeId ids[5];
+  for (int i = 0; i < 5; i++) ids[i] = call(g, NULL, "torch.ops.aten.split_with_sizes.default", tup(g, 1, ox_value_node(a)));
+  g_assert_cmpstr(g->nodes[ids[0]].name, ==, "split_with_sizes");
+  g_assert_cmpstr(g->nodes[ids[1]].name, ==, "split_with_sizes_1");
+  g_assert_cmpstr(g->nodes[ids[4]].name, ==, "split_with_sizes_4");
+  OxNodeId gi = call(g, NULL, "operator.getitem", tup(g, 2, ox_value_node(ids[0]), ox_value_int(0)));
+  g_assert_cmpstr(g->nodes[gi].name, ==, "getitem");
+  /* asking for a taken name that already ends in _N continues the count, not add_1_1 */
+  OxNodeId m = ox_graph_add_node(g, OX_OP_CALL_MODULE, NULL, "layer1.0.conv", tup(g, 1, ox_value_node(a)), ox_value_none());
+  g_assert_cmpstr(g->nodes[m].name, ==, "layer1_0_conv");
+  OxNodeId d1 = call(g, "add_1", "operator.add", tup(g, 1, ox_value_node(a)));
+  OxNodeId d2 = call(g, "add_1", "operator.add", tup(g, 1, ox_value_node(a)));
+  g_assert_cmpstr(g->nodes[d1].name, ==, "add_1");
+  g_assert_cmpstr(g->nodes[d2].name, ==, "add_2");
+  g_assert_false(ox_graph_rename(g, d2, "add_1"));
+  g_assert_true(ox_graph_rename(g, d2, "renamed"));
+  g_assert_cmpuint(ox_graph_find(g, "renamed"), ==, d2);
+  g_assert_cmpuint(ox_graph_find(g, "add_2"), ==, 0);
+  /* an erased node's name becomes free again */
+  g_assert_true(ox_graph_erase(g, d2));
+  g_assert_cmpuint(ox_graph_find(g, "renamed"), ==, 0);
+  OxNodeId d3 = call(g, "renamed", "operator.add", tup(g, 1, ox_value_node(a)));
+  g_assert_cmpstr(g->nodes[d3].name, ==, "renamed");
+  g_assert_cmpint(verify_errors(g, false), ==, 0);
+  ox_graph_free(g);
+}
+
+static void test_replace_and_erase(void) {
+  OxNodeId x, relu, add, out;
+  OxGraph *g = small_graph(&x, &relu, &add, &out);
+  /* replace relu by sigmoid(x) */
+  OxNodeId sig = ox_graph_insert_after(g, relu, OX_OP_CALL_FUNCTION, NULL, "torch.sigmoid",
+                                       tup(g, 1, ox_value_node(x)), ox_value_none());
+  g_assert_cmpuint(ox_graph_replace_all_uses(g, relu, sig), ==, 1);
+  g_assert_cmpuint(g->nodes[relu].n_users, ==, 0);
+  g_assert_cmpuint(g->nodes[sig].n_users, ==, 1);
+  g_assert_cmpuint(g->nodes[add].args.u.items[0].u.node, ==, sig);
+  g_assert_false(ox_graph_erase(g, x)); /* still used */
+  g_assert_true(ox_graph_erase(g, relu));
+  g_assert_false(ox_graph_erase(g, relu)); /* already a tombstone */
+  g_assert_true(g->nodes[relu].erased);
+  g_assert_cmpuint(g->n_live, ==, 4);
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  /* the tombstone still knows where to continue */
+  g_assert_cmpuint(g->nodes[relu].next, ==, sig);
+  int count = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    g_assert_false(g->nodes[id].erased);
+    count++;
+  }
+  g_assert_cmpint(count, ==, 4);
+  /* replacing x by a node that consumes x leaves that consumer alone */
+  OxNodeId neg = ox_graph_insert_after(g, x, OX_OP_CALL_FUNCTION, NULL, "torch.neg",
+                                       tup(g, 1, ox_value_node(x)), ox_value_none());
+  ox_graph_replace_all_uses(g, x, neg);
+  g_assert_cmpuint(g->nodes[x].n_users, ==, 1);
+  g_assert_cmpuint(g->nodes[x].users[0], ==, neg);
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  /* replace one input only */
+  ox_graph_replace_input(g, add, neg, x);
+  g_assert_cmpuint(g->nodes[add].args.u.items[1].u.node, ==, x);
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  ox_graph_free(g);
+}
+
+static void test_toposort(void) {
+  OxNodeId x, relu, add, out;
+  OxGraph *g = small_graph(&x, &relu, &add, &out);
+  /* already sorted: unchanged */
+  g_assert_true(ox_graph_stable_toposort(g));
+  OxNodeId expect[] = {x, relu, add, out};
+  int i = 0;
+  OX_GRAPH_FOREACH(g, id) g_assert_cmpuint(id, ==, expect[i++]);
+  /* a node inserted at the end but used earlier moves up, others stay */
+  OxNodeId late = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, "torch.tanh", tup(g, 1, ox_value_node(x)),
+                                    ox_value_none());
+  ox_graph_replace_input(g, relu, x, late);
+  g_assert_cmpint(verify_errors(g, true), >, 0); /* used before defined, output not last */
+  g_assert_true(ox_graph_stable_toposort(g));
+  OxNodeId expect2[] = {x, late, relu, add, out};
+  i = 0;
+  OX_GRAPH_FOREACH(g, id) g_assert_cmpuint(id, ==, expect2[i++]);
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  /* a cycle is refused and the order is left as it was */
+  ox_graph_replace_input(g, late, x, add);
+  g_assert_false(ox_graph_stable_toposort(g));
+  i = 0;
+  OX_GRAPH_FOREACH(g, id) g_assert_cmpuint(id, ==, expect2[i++]);
+  g_assert_cmpint(verify_errors(g, true), >, 0);
+  ox_graph_free(g);
+}
+
+static void test_verifier_catches(void) {
+  OxNodeId x, relu, add, out;
+  OxGraph *g = small_graph(&x, &relu, &add, &out);
+  /* corrupt the users list by hand: the verifier must notice */
+  g->nodes[x].n_users = 1;
+  g_assert_cmpint(verify_errors(g, true), >, 0);
+  g->nodes[x].n_users = 2;
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  /* two outputs */
+  OxNodeId out2 = ox_graph_add_node(g, OX_OP_OUTPUT, "output_2", "output", tup(g, 1, ox_value_node(x)),
+                                    ox_value_none());
+  g_assert_cmpint(verify_errors(g, true), >, 0);
+  ox_graph_erase(g, out2);
+  /* malformed getitem: index out of range of a tuple-valued producer */
+  OxNodeId sp = ox_graph_insert_before(g, out, OX_OP_CALL_FUNCTION, NULL, "torch.split",
+                                       tup(g, 2, ox_value_node(x), ox_value_int(2)), ox_value_none());
+  OxMeta m = {0};
+  m.kind = OX_META_TUPLE;
+  m.n = 2;
+  OxTensorMeta tm[2] = {{OX_DT_F32, 0, false, NULL, NULL, NULL}, {OX_DT_F32, 0, false, NULL, NULL, NULL}};
+  m.t = tm;
+  ox_graph_set_meta(g, sp, &m);
+  OxNodeId gi = ox_graph_insert_before(g, out, OX_OP_CALL_FUNCTION, NULL, "operator.getitem",
+                                       tup(g, 2, ox_value_node(sp), ox_value_int(1)), ox_value_none());
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  g->nodes[gi].args.u.items[1].u.i = 2;
+  g_assert_cmpint(verify_errors(g, true), >, 0);
+  g->nodes[gi].args.u.items[1].u.i = -2;
+  g_assert_cmpint(verify_errors(g, true), ==, 0);
+  /* fragments may lack an output */
+  OxGraph *f = ox_graph_new();
+  ph(f, "a");
+  g_assert_cmpint(verify_errors(f, false), ==, 0);
+  g_assert_cmpint(verify_errors(f, true), ==, 1);
+  ox_graph_free(f);
+  ox_graph_free(g);
+}
+
+static void test_clone_and_values(void) {
+  OxNodeId x, relu, add, out;
+  OxGraph *g = small_graph(&x, &relu, &add, &out);
+  OxTensorMeta *t = ox_graph_tensor_meta_new(g, OX_DT_BF16, 2);
+  t->shape[0].v = 8;
+  t->shape[1].sym = ox_graph_intern(g, "s0");
+  t->device = ox_graph_intern(g, "cuda:0");
+  OxMeta m = {.kind = OX_META_TENSOR, .n = 1, .t = t};
+  ox_graph_set_meta(g, x, &m);
+  const char *keys[] = {"dim", "dtype"};
+  OxValue vals[] = {ox_value_int(-1), ox_value_dtype(OX_DT_F16)};
+  ox_graph_set_kwargs(g, relu, ox_graph_value_dict(g, keys, vals, 2));
+  ox_graph_add_provenance(g, add, relu);
+  ox_graph_erase(g, ox_graph_insert_after(g, x, OX_OP_CALL_FUNCTION, "gone", "torch.neg",
+                                          tup(g, 1, ox_value_node(x)), ox_value_none()));
+  OxGraph *c = ox_graph_clone(g);
+  g_assert_cmpuint(c->n_nodes, ==, g->n_nodes);
+  g_assert_cmpuint(c->n_live, ==, g->n_live);
+  for (uint32_t i = 1; i < g->n_nodes; i++) {
+    g_assert_cmpstr(c->nodes[i].name, ==, g->nodes[i].name);
+    g_assert_true(c->nodes[i].name != g->nodes[i].name); /* interned in the clone */
+    g_assert_true(ox_value_equal(&c->nodes[i].args, &g->nodes[i].args));
+    g_assert_true(ox_value_equal(&c->nodes[i].kwargs, &g->nodes[i].kwargs));
+    g_assert_cmpint(c->nodes[i].erased, ==, g->nodes[i].erased);
+  }
+  char buf[64];
+  ox_tensor_meta_format(ox_node_tensor_meta(&c->nodes[x]), true, true, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "bf16[8, s0]cuda:0");
+  g_assert_cmpuint(c->nodes[add].n_provenance, ==, 1);
+  g_assert_cmpint(verify_errors(c, true), ==, 0);
+  /* mutating the clone leaves the original alone */
+  ox_graph_replace_input(c, add, x, relu);
+  g_assert_cmpuint(g->nodes[add].args.u.items[1].u.node, ==, x);
+  g_assert_false(ox_value_equal(&c->nodes[add].args, &g->nodes[add].args));
+  ox_graph_free(c);
+  /* value equality details */
+  OxValue nan1 = ox_value_float(NAN), nan2 = ox_value_float(NAN);
+  g_assert_true(ox_value_equal(&nan1, &nan2));
+  OxValue z = ox_value_float(0.0), nz = ox_value_float(-0.0), i0 = ox_value_int(0);
+  g_assert_false(ox_value_equal(&z, &nz));
+  g_assert_false(ox_value_equal(&z, &i0));
+  OxValue s1 = ox_graph_value_str(g, OX_V_STR, "sum"), e1 = ox_graph_value_str(g, OX_V_ENUM, "sum");
+  g_assert_false(ox_value_equal(&s1, &e1));
+  ox_graph_free(g);
+}
+
+static void test_meta_format(void) {
+  OxGraph *g = ox_graph_new();
+  OxTensorMeta *t = ox_graph_tensor_meta_new(g, OX_DT_F32, 0);
+  char buf[64];
+  ox_tensor_meta_format(t, true, true, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f32[]");
+  t->has_stride = true;
+  t->device = "cpu";
+  ox_tensor_meta_format(t, true, true, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f32[][]cpu");
+  OxTensorMeta *u = ox_graph_tensor_meta_new(g, OX_DT_F16, 3);
+  u->shape[0].v = 1;
+  u->shape[1].sym = "s0";
+  u->shape[2].v = 4096;
+  u->has_stride = true;
+  u->stride = ox_graph_alloc(g, 3 * sizeof(OxDim));
+  u->stride[0].sym = "4096*s0";
+  u->stride[1].v = 4096;
+  u->stride[2].v = 1;
+  u->device = "cuda:0";
+  ox_tensor_meta_format(u, true, true, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f16[1, s0, 4096][4096*s0, 4096, 1]cuda:0");
+  ox_tensor_meta_format(u, false, false, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f16[1, s0, 4096]");
+  /* truncation is safe and reports the full length */
+  int n = ox_tensor_meta_format(u, true, true, buf, 8);
+  g_assert_cmpint(n, ==, (int)strlen("f16[1, s0, 4096][4096*s0, 4096, 1]cuda:0"));
+  g_assert_cmpuint(strlen(buf), ==, 7);
+  OxTensorMeta *unk = ox_graph_tensor_meta_new(g, OX_DT_I64, -1);
+  ox_tensor_meta_format(unk, true, true, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "i64");
+  ox_graph_free(g);
+}
+
+static void test_dtypes(void) {
+  for (int i = 1; i < OX_DT_COUNT; i++) {
+    const char *a = ox_dtype_abbr((OxDType)i);
+    g_assert_cmpint(ox_dtype_from_abbr(a, strlen(a)), ==, i);
+    const char *t = ox_dtype_torch_name((OxDType)i);
+    g_assert_cmpint(ox_dtype_from_torch_name(t, strlen(t)), ==, i);
+  }
+  g_assert_cmpint(ox_dtype_from_abbr("b8", 2), ==, OX_DT_BOOL);
+  g_assert_cmpint(ox_dtype_from_torch_name("torch.long", 10), ==, OX_DT_I64);
+  g_assert_cmpint(ox_dtype_from_torch_name("torch.float", 11), ==, OX_DT_F32);
+  g_assert_cmpint(ox_dtype_from_torch_name("float16", 7), ==, OX_DT_F16);
+  g_assert_cmpint(ox_dtype_from_abbr("f33", 3), ==, OX_DT_UNKNOWN);
+  g_assert_cmpuint(ox_dtype_size(OX_DT_BF16), ==, 2);
+  g_assert_true(ox_dtype_is_float(OX_DT_BF16));
+  g_assert_false(ox_dtype_is_float(OX_DT_I32));
+}
+
+static void test_pyfloat(void) {
+  struct {
+    double v;
+    const char *s;
+  } cases[] = {
+    {1.0, "1.0"},         {0.1, "0.1"},       {1e-05, "1e-05"},   {0.09999999999999998, "0.09999999999999998"},
+    {-100.0, "-100.0"},   {1e16, "1e+16"},    {123456789.0, "123456789.0"}, {0.0001, "0.0001"},
+    {1.1920928955078125e-07, "1.1920928955078125e-07"}, {-0.5, "-0.5"}, {2.5e-300, "2.5e-300"},
+    {INFINITY, "inf"},    {-INFINITY, "-inf"}, {0.0, "0.0"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_buf_put_pyfloat(&b, cases[i].v);
+    g_assert_cmpstr(b.data, ==, cases[i].s);
+    ox_buf_free(&b);
+  }
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_buf_put_pyfloat(&b, NAN);
+  g_assert_cmpstr(b.data, ==, "nan");
+  ox_buf_free(&b);
+  /* property: every printed double reads back to itself */
+  GRand *r = g_rand_new_with_seed(7);
+  for (int i = 0; i < 20000; i++) {
+    union {
+      guint64 u;
+      double d;
+    } x;
+    x.u = ((guint64)g_rand_int(r) << 32) | g_rand_int(r);
+    if (!isfinite(x.d)) continue;
+    ox_buf_init(&b);
+    ox_buf_put_pyfloat(&b, x.d);
+    g_assert_cmpfloat(g_ascii_strtod(b.data, NULL), ==, x.d);
+    ox_buf_free(&b);
+  }
+  g_rand_free(r);
+}
+
+static void test_buf_quoted_and_printf(void) {
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_buf_put_quoted(&b, "a\"b\\c\n\x01");
+  g_assert_cmpstr(b.data, ==, "\"a\\\"b\\\\c\\n\\u0001\"");
+  ox_buf_free(&b);
+  ox_buf_init(&b);
+  char big[1000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  ox_buf_printf(&b, "<%s>", big);
+  g_assert_cmpuint(b.len, ==, 1001);
+  ox_buf_free(&b);
+}
+
+static void test_atomic_write(void) {
+  g_autofree char *dir = g_dir_make_tmp("oxtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "out.txt", NULL);
+  char err[256];
+  g_assert_true(ox_write_file_atomic(path, "hello", 5, err, sizeof err));
+  size_t len;
+  char *back = ox_read_file(path, &len, 0, err, sizeof err);
+  g_assert_nonnull(back);
+  g_assert_cmpuint(len, ==, 5);
+  g_assert_cmpstr(back, ==, "hello");
+  free(back);
+  /* a write into a missing directory fails with a message and creates nothing */
+  g_autofree char *bad = g_build_filename(dir, "missing", "x.txt", NULL);
+  g_assert_false(ox_write_file_atomic(bad, "x", 1, err, sizeof err));
+  g_assert_nonnull(strstr(err, "missing"));
+  /* the original file survives a failed write over it (directory made read-only) */
+  if (geteuid() != 0) {
+    g_chmod(dir, 0500);
+    g_assert_false(ox_write_file_atomic(path, "bye", 3, err, sizeof err));
+    g_chmod(dir, 0700);
+    back = ox_read_file(path, &len, 0, err, sizeof err);
+    g_assert_cmpstr(back, ==, "hello");
+    free(back);
+  }
+  /* no temp files left behind */
+  GDir *d = g_dir_open(dir, 0, NULL);
+  int n = 0;
+  while (g_dir_read_name(d)) n++;
+  g_dir_close(d);
+  g_assert_cmpint(n, ==, 1);
+  g_assert_null(ox_read_file(dir, &len, 0, err, sizeof err)); /* a directory */
+  g_assert_nonnull(strstr(err, "directory"));
+  g_assert_null(ox_read_file(path, &len, 3, err, sizeof err)); /* over the limit */
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+static void test_diags(void) {
+  OxDiagList d;
+  ox_diags_init(&d, "dump.txt");
+  ox_diag_add(&d, OX_SEV_WARNING, 3, 5, "  %x : bad\x01line\n next", "skipped %s", "line");
+  ox_diag_add(&d, OX_SEV_ERROR, 0, 0, NULL, "no graph");
+  g_assert_cmpuint(d.n_warnings, ==, 1);
+  g_assert_cmpuint(d.n_errors, ==, 1);
+  char *s = ox_diag_format(&d, &d.items[0]);
+  g_assert_cmpstr(s, ==, "dump.txt:3:5: warning: skipped line");
+  free(s);
+  g_assert_cmpstr(d.items[0].snippet, ==, "%x : bad\\x01line");
+  s = ox_diag_format(&d, &d.items[1]);
+  g_assert_cmpstr(s, ==, "dump.txt: error: no graph");
+  free(s);
+  ox_diags_promote_warnings(&d);
+  g_assert_cmpuint(d.n_errors, ==, 2);
+  g_assert_cmpint(d.items[0].sev, ==, OX_SEV_ERROR);
+  d.max_items = 3;
+  for (int i = 0; i < 10; i++) ox_diag_add(&d, OX_SEV_WARNING, 1, 1, NULL, "w");
+  g_assert_cmpuint(d.n, ==, 3);
+  g_assert_cmpuint(d.n_dropped, ==, 9);
+  g_assert_cmpuint(d.n_warnings, ==, 10);
+  ox_diags_clear(&d);
+  g_assert_cmpuint(d.n, ==, 0);
+}
+
+static void test_arena(void) {
+  OxArena a = {0};
+  void *p = ox_arena_alloc(&a, 10);
+  g_assert_cmpuint((uintptr_t)p % 16, ==, 0);
+  OxArenaMark m = ox_arena_mark(&a);
+  size_t total = a.total;
+  for (int i = 0; i < 1000; i++) ox_arena_alloc(&a, 1000);
+  g_assert_cmpuint(a.total, >, total);
+  ox_arena_release(&a, m);
+  g_assert_cmpuint(a.total, ==, total);
+  char *s = ox_arena_strndup(&a, "hello world", 5);
+  g_assert_cmpstr(s, ==, "hello");
+  void *big = ox_arena_alloc(&a, 3u << 20); /* larger than a block */
+  memset(big, 1, 3u << 20);
+  ox_arena_free(&a);
+  g_assert_cmpuint(a.total, ==, 0);
+}
+
+/* Property: the name map agrees with a GHashTable model under random set/del. */
+static void test_namemap_model(void) {
+  OxGraph *g = ox_graph_new();
+  OxNameMap *m = ox_namemap_new();
+  GHashTable *model = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GRand *r = g_rand_new_with_seed(42);
+  const char *keys[500];
+  for (int i = 0; i < 500; i++) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "n%d", i);
+    keys[i] = ox_graph_intern(g, buf);
+  }
+  for (int step = 0; step < 100000; step++) {
+    const char *k = keys[g_rand_int_range(r, 0, 500)];
+    if (g_rand_boolean(r)) {
+      guint v = g_rand_int_range(r, 1, 1000000);
+      ox_namemap_set(m, k, v);
+      g_hash_table_insert(model, (gpointer)k, GUINT_TO_POINTER(v));
+    } else {
+      ox_namemap_del(m, k);
+      g_hash_table_remove(model, k);
+    }
+    if (step % 1000 == 0) {
+      for (int i = 0; i < 500; i++)
+        g_assert_cmpuint(ox_namemap_get(m, keys[i]), ==,
+                         GPOINTER_TO_UINT(g_hash_table_lookup(model, keys[i])));
+    }
+  }
+  g_rand_free(r);
+  g_hash_table_unref(model);
+  ox_namemap_free(m);
+  ox_graph_free(g);
+}
+
+/* Property: random graphs, scrambled by moving nodes, always sort back into an order
+ * the verifier accepts, and a sorted graph is left untouched. */
+static void test_toposort_property(void) {
+  GRand *r = g_rand_new_with_seed(1234);
+  for (int trial = 0; trial < 200; trial++) {
+    OxGraph *g = ox_graph_new();
+    int n = g_rand_int_range(r, 2, 60);
+    OxNodeId ids[64];
+    ids[0] = ph(g, "x");
+    for (int i = 1; i < n; i++) {
+      int k = g_rand_int_range(r, 1, 4);
+      OxValue items[4];
+      for (int j = 0; j < k; j++) items[j] = ox_value_node(ids[g_rand_int_range(r, 0, i)]);
+      ids[i] = call(g, NULL, "operator.add", ox_graph_value_seq(g, OX_V_TUPLE, items, (uint32_t)k));
+    }
+    g_assert_true(ox_graph_stable_toposort(g));
+    int i = 0;
+    OX_GRAPH_FOREACH(g, id) g_assert_cmpuint(id, ==, ids[i++]);
+    for (int s = 0; s < 10; s++) {
+      OxNodeId a = ids[g_rand_int_range(r, 0, n)], b = ids[g_rand_int_range(r, 0, n)];
+      if (a != b) ox_graph_move_before(g, a, b);
+    }
+    g_assert_true(ox_graph_stable_toposort(g));
+    g_assert_cmpint(verify_errors(g, false), ==, 0);
+    ox_graph_free(g);
+  }
+  g_rand_free(r);
+}
+
+static void test_detect_format(void) {
+  const char *fx = "graph():\n    %x : [num_users=1] = placeholder[target=x]\n    return x\n";
+  g_assert_cmpint(ox_detect_format(fx, strlen(fx)), ==, OX_FMT_FX_TEXT);
+  const char *py = "class GraphModule(torch.nn.Module):\n    def forward(self, x):\n        return (x,)\n";
+  g_assert_cmpint(ox_detect_format(py, strlen(py)), ==, OX_FMT_FX_READABLE);
+  const char *js = "  {\"format\": \"optimus-fx\"}";
+  g_assert_cmpint(ox_detect_format(js, strlen(js)), ==, OX_FMT_JSON);
+  const char *junk = "hello world\n";
+  g_assert_cmpint(ox_detect_format(junk, strlen(junk)), ==, OX_FMT_UNKNOWN);
+  OxDiagList d;
+  ox_diags_init(&d, "j.txt");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(junk, strlen(junk), OX_FMT_UNKNOWN, NULL, &doc, &d), ==, -1);
+  g_assert_null(doc);
+  g_assert_cmpuint(d.n_errors, ==, 1);
+  g_assert_nonnull(strstr(d.items[0].msg, "no graph found"));
+  ox_diags_clear(&d);
+  g_assert_cmpint(ox_load_buffer("", 0, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, -1);
+  g_assert_nonnull(strstr(d.items[0].msg, "empty"));
+  ox_diags_clear(&d);
+  OxLoadOptions opt = {.max_bytes = 4};
+  g_assert_cmpint(ox_load_buffer(fx, strlen(fx), OX_FMT_UNKNOWN, &opt, &doc, &d), ==, -1);
+  g_assert_nonnull(strstr(d.items[0].msg, "limit"));
+  ox_diags_clear(&d);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/engine/graph/build-users", test_build_and_users);
+  g_test_add_func("/engine/graph/unique-names", test_unique_names);
+  g_test_add_func("/engine/graph/replace-erase", test_replace_and_erase);
+  g_test_add_func("/engine/graph/toposort", test_toposort);
+  g_test_add_func("/engine/graph/toposort-property", test_toposort_property);
+  g_test_add_func("/engine/graph/verifier", test_verifier_catches);
+  g_test_add_func("/engine/graph/clone-values", test_clone_and_values);
+  g_test_add_func("/engine/graph/meta-format", test_meta_format);
+  g_test_add_func("/engine/util/dtypes", test_dtypes);
+  g_test_add_func("/engine/util/pyfloat", test_pyfloat);
+  g_test_add_func("/engine/util/buf", test_buf_quoted_and_printf);
+  g_test_add_func("/engine/util/atomic-write", test_atomic_write);
+  g_test_add_func("/engine/util/diags", test_diags);
+  g_test_add_func("/engine/util/arena", test_arena);
+  g_test_add_func("/engine/util/namemap-model", test_namemap_model);
+  g_test_add_func("/engine/load/detect", test_detect_format);
+  return g_test_run();
+}
