@@ -1,0 +1,93 @@
+/* ox_ops.h - the op table: one entry per op (ox_ops.def), all its spellings across PyTorch
+ * levels, argument normalization onto canonical slots, flags, shape rules (ox_shape.c) and
+ * reference kernels (ox_kernels.c, used by the interpreter).
+ *
+ * Passes read flags and slots from here instead of keeping their own target lists, so a new
+ * spelling (e.g. torch._C._nn.linear, which upstream batch_linear_lhs once missed) is added
+ * in one place and every pass sees it.
+ */
+#ifndef OX_OPS_H
+#define OX_OPS_H
+
+#include "ox_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  OX_OPF_POINTWISE = 1u << 0,
+  OX_OPF_VIEW = 1u << 1,
+  OX_OPF_MULTI = 1u << 2,
+  OX_OPF_MUTATING = 1u << 3,
+  OX_OPF_RANDOM = 1u << 4,
+  OX_OPF_REDUCTION = 1u << 5,
+  OX_OPF_PLUMBING = 1u << 6,
+};
+
+typedef enum OxOpId {
+  OX_OPID_NONE = 0, /* unknown op */
+#define OX_OPDEF(id, name, flags, schema) OX_OPID_##id,
+#include "ox_ops.def"
+#undef OX_OPDEF
+  OX_OPID_COUNT
+} OxOpId;
+
+/* Where a spelling lives. */
+typedef enum OxOpLevel {
+  OX_LEVEL_TORCH = 0, /* pre-grad / Dynamo call_function: torch.split, F.linear, operator.add */
+  OX_LEVEL_METHOD,    /* call_method: x.split(...) */
+  OX_LEVEL_ATEN,      /* post-grad: torch.ops.aten.split_with_sizes.default */
+  OX_LEVEL_MODULE     /* call_module whose module type is known: torch.nn.Linear */
+} OxOpLevel;
+
+#define OX_MAX_SLOTS 8
+
+typedef struct OxOpInfo {
+  OxOpId id;
+  const char *name;     /* canonical name, "split" */
+  unsigned flags;       /* OX_OPF_* */
+  const char *schema;   /* canonical slot schema text, as in ox_ops.def */
+  uint32_t n_slots;
+  const char *slot_names[OX_MAX_SLOTS];
+  const OxValue *slot_defaults[OX_MAX_SLOTS]; /* NULL = required */
+} OxOpInfo;
+
+typedef struct OxSpelling {
+  const char *target;   /* as printed: "torch.split", "split" (method), "torch.ops.aten.split.Tensor",
+                           "torch.nn.Linear" (module type) */
+  OxOpLevel level;
+  OxOpId op;
+  const char *schema;   /* this spelling's own printed schema, mapped onto canonical slots */
+  const char *note;     /* e.g. "sections from split_size: int or list" */
+} OxSpelling;
+
+/* The table (initialised once, thread-safe). */
+const OxOpInfo *ox_op_info(OxOpId id);
+OxOpId ox_op_by_name(const char *canonical_name);
+/* All spellings, for docs/ops.md generation and `optimus ops`. */
+const OxSpelling *ox_op_spellings(size_t *count);
+
+/* The op a node computes (by op kind, target, and module_type for call_module), with the
+ * spelling matched; OX_OPID_NONE if unknown. */
+OxOpId ox_op_of_node(const OxGraph *g, const OxNode *n, const OxSpelling **spelling);
+
+/* Normalized arguments: slot[i] points into the node's args/kwargs or at the default. */
+typedef struct OxOpArgs {
+  OxOpId op;
+  const OxSpelling *spelling;
+  uint32_t n_slots;
+  const OxValue *slot[OX_MAX_SLOTS];
+  bool from_default[OX_MAX_SLOTS];
+  /* call_module: the module path whose parameters (path.weight, path.bias) feed the op */
+  const char *module_path;
+} OxOpArgs;
+
+/* Maps a node's args/kwargs onto its op's slots. Returns 0, or -1 with err naming the
+ * problem ("torch.split: missing argument split_size", "unexpected keyword foo"). */
+int ox_op_normalize(const OxGraph *g, const OxNode *n, OxOpArgs *out, char *err, size_t errcap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Optimus developer entry point. Two commands (see README):
+#   bash tools/dev.sh run    install what is missing, build, run the main job on the bundled example
+#   bash tools/dev.sh test   install what is missing, build (plain + ASan/UBSan), run every test,
+#                            print one line "N passed, N failed, N skipped"
+# Works on a fresh Debian 12 machine as root or with sudo.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+
+# Debian 12 packages the project needs (build, tests, headless UI tests, the PyTorch bridge).
+PKGS=(
+  build-essential pkg-config meson ninja-build
+  libglib2.0-dev libgtk-4-dev libgraphviz-dev graphviz libjson-c-dev
+  xvfb xauth x11-utils dbus at-spi2-core librsvg2-common libgl1-mesa-dri fonts-dejavu-core
+  imagemagick xdotool
+  python3 python3-torch python3-torchvision
+)
+
+install_deps() {
+  local missing=()
+  for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then return 0; fi
+  echo "dev.sh: installing ${missing[*]}" >&2
+  local sudo=()
+  if [[ $(id -u) != 0 ]]; then sudo=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  local dir=$1; shift
+  if [[ ! -f $dir/build.ninja ]]; then
+    meson setup "$dir" "$@" >/dev/null
+  fi
+  ninja -C "$dir" >/dev/null
+}
+
+cmd_run() {
+  install_deps
+  build build
+  local example=data/examples/recsys-towers.txt
+  ./build/app/optimus info "$example"
+  ./build/app/optimus convert "$example" -o build/recsys-towers.svg
+  echo "wrote build/recsys-towers.svg"
+}
+
+cmd_test() {
+  install_deps
+  build build
+  build build-asan -Db_sanitize=address,undefined -Dbuildtype=debug
+  local rc=0
+  # Every suite, with a virtual display for the UI tests.
+  xvfb-run -a -s "-screen 0 1600x1000x24" meson test -C build --print-errorlogs --num-processes 2 || rc=1
+  # The engine suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+  meson test -C build-asan --suite engine --print-errorlogs --num-processes 2 \
+    --timeout-multiplier 3 || rc=1
+  ./build/tests/tap-summary build/meson-logs/testlog.json build-asan/meson-logs/testlog.json || rc=1
+  return $rc
+}
+
+case "${1:-}" in
+  run) cmd_run ;;
+  test) cmd_test ;;
+  *) echo "usage: bash tools/dev.sh run|test" >&2; exit 2 ;;
+esac
