@@ -148,6 +148,8 @@ static uint32_t value_replace_node(OxValue *v, OxNodeId old_id, OxNodeId new_id)
   return c;
 }
 
+static void txn_clear(OxGraph *g);
+
 /* ------------------------------------------------------------------ graph lifetime */
 
 OxGraph *ox_graph_new(void) {
@@ -169,6 +171,9 @@ void ox_graph_free(OxGraph *g) {
   free(g->subgraphs);
   free(g->nodes);
   free(g->mark);
+  txn_clear(g);
+  free(g->txn);
+  free(g->txn_mark);
   ox_strtab_free(g->strings);
   ox_namemap_free(g->names);
   ox_namemap_free(g->name_counters);
@@ -199,6 +204,64 @@ static uint32_t mark_begin(OxGraph *g) {
     g->epoch = 1;
   }
   return g->epoch;
+}
+
+/* ------------------------------------------------------------------ transaction log */
+
+static OxEdit *txn_push(OxGraph *g, OxEditKind kind, OxNodeId node) {
+  if (g->n_txn == g->cap_txn) {
+    g->cap_txn = g->cap_txn ? g->cap_txn * 2 : 32;
+    g->txn = ox_xrealloc(g->txn, g->cap_txn * sizeof *g->txn);
+  }
+  OxEdit *e = &g->txn[g->n_txn++];
+  memset(e, 0, sizeof *e);
+  e->kind = (uint8_t)kind;
+  e->node = node;
+  return e;
+}
+
+static bool txn_logging(const OxGraph *g) { return g->txn_active && !g->txn_replaying; }
+
+static void txn_snapshot_users(OxGraph *g, OxNodeId id) {
+  if (!txn_logging(g)) return;
+  if (g->txn_mark_cap <= id) {
+    uint32_t cap = g->cap_nodes > id ? g->cap_nodes : id + 1;
+    g->txn_mark = ox_xrealloc(g->txn_mark, cap * sizeof *g->txn_mark);
+    memset(g->txn_mark + g->txn_mark_cap, 0, (cap - g->txn_mark_cap) * sizeof *g->txn_mark);
+    g->txn_mark_cap = cap;
+  }
+  if (g->txn_mark[id] == g->txn_serial) return;
+  g->txn_mark[id] = g->txn_serial;
+  OxNode *n = &g->nodes[id];
+  OxEdit *e = txn_push(g, OX_EDIT_USERS, id);
+  e->old_n = n->n_users;
+  e->old_ids = ox_xrealloc(NULL, (n->n_users ? n->n_users : 1) * sizeof(OxNodeId));
+  if (n->n_users) memcpy(e->old_ids, n->users, n->n_users * sizeof(OxNodeId));
+}
+
+static void txn_clear(OxGraph *g) {
+  for (uint32_t i = 0; i < g->n_txn; i++) free(g->txn[i].old_ids);
+  g->n_txn = 0;
+}
+
+void ox_graph_txn_begin(OxGraph *g) {
+  assert(!g->txn_active);
+  txn_clear(g);
+  g->txn_active = true;
+  if (++g->txn_serial == 0) {
+    if (g->txn_mark) memset(g->txn_mark, 0, g->txn_mark_cap * sizeof *g->txn_mark);
+    g->txn_serial = 1;
+  }
+}
+
+void ox_graph_txn_commit(OxGraph *g) {
+  g->txn_active = false;
+  /* the log stays readable (ox_graph_txn_edits) until the next begin */
+}
+
+const OxEdit *ox_graph_txn_edits(const OxGraph *g, uint32_t *n) {
+  *n = g->n_txn;
+  return g->txn;
 }
 
 /* ------------------------------------------------------------------ values in the arena */
@@ -242,7 +305,12 @@ OxValue ox_graph_value_copy(OxGraph *g, const OxValue *src) {
 
 /* ------------------------------------------------------------------ users */
 
-static void users_add(OxNode *n, OxNodeId user) {
+static void users_add(OxGraph *g, OxNodeId nid, OxNodeId user) {
+  OxNode *n = &g->nodes[nid];
+  for (uint32_t i = 0; i < n->n_users; i++)
+    if (n->users[i] == user) return;
+  txn_snapshot_users(g, nid);
+  n = &g->nodes[nid];
   for (uint32_t i = 0; i < n->n_users; i++)
     if (n->users[i] == user) return;
   if (n->n_users == n->cap_users) {
@@ -252,9 +320,11 @@ static void users_add(OxNode *n, OxNodeId user) {
   n->users[n->n_users++] = user;
 }
 
-static void users_remove(OxNode *n, OxNodeId user) {
+static void users_remove(OxGraph *g, OxNodeId nid, OxNodeId user) {
+  OxNode *n = &g->nodes[nid];
   for (uint32_t i = 0; i < n->n_users; i++) {
     if (n->users[i] == user) {
+      txn_snapshot_users(g, nid);
       memmove(n->users + i, n->users + i + 1, (n->n_users - i - 1) * sizeof *n->users);
       n->n_users--;
       return;
@@ -296,12 +366,11 @@ typedef struct {
 
 static void use_cb(OxNodeId id, void *data) {
   UseCtx *c = data;
-  OxNode *in = ox_graph_node(c->g, id);
-  if (!in) return;
+  if (!ox_graph_node(c->g, id)) return;
   if (c->add)
-    users_add(in, c->user);
+    users_add(c->g, id, c->user);
   else
-    users_remove(in, c->user);
+    users_remove(c->g, id, c->user);
 }
 
 /* users_add dedupes, so visiting an input twice is harmless; users_remove is called for
@@ -381,6 +450,7 @@ bool ox_graph_rename(OxGraph *g, OxNodeId id, const char *name) {
   const char *w = ox_graph_intern(g, name);
   uint32_t other = ox_namemap_get(g->names, w);
   if (other && other != id) return false;
+  if (txn_logging(g)) txn_push(g, OX_EDIT_RENAME, id)->old_name = n->name;
   ox_namemap_del(g->names, n->name);
   n->name = w;
   ox_namemap_set(g->names, w, id);
@@ -445,6 +515,7 @@ static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *targ
   n->kwargs = kwargs;
   g->n_live++;
   node_uses(g, id, true);
+  if (txn_logging(g)) txn_push(g, OX_EDIT_ADD, id);
   return id;
 }
 
@@ -471,19 +542,30 @@ OxNodeId ox_graph_insert_after(OxGraph *g, OxNodeId anchor, OxOp op, const char 
 
 void ox_graph_move_before(OxGraph *g, OxNodeId id, OxNodeId anchor) {
   if (id == anchor) return;
+  if (txn_logging(g)) txn_push(g, OX_EDIT_MOVE, id)->prev = g->nodes[id].prev;
   unlink_node(g, id);
   link_after(g, id, g->nodes[anchor].prev);
 }
 
 void ox_graph_move_after(OxGraph *g, OxNodeId id, OxNodeId anchor) {
   if (id == anchor) return;
+  if (txn_logging(g)) txn_push(g, OX_EDIT_MOVE, id)->prev = g->nodes[id].prev;
   unlink_node(g, id);
   link_after(g, id, anchor);
 }
 
 /* ------------------------------------------------------------------ mutation */
 
+static void txn_log_args(OxGraph *g, OxNodeId id, bool copy) {
+  if (!txn_logging(g)) return;
+  OxEdit *e = txn_push(g, OX_EDIT_ARGS, id);
+  OxNode *n = &g->nodes[id];
+  e->old_args = copy ? ox_graph_value_copy(g, &n->args) : n->args;
+  e->old_kwargs = copy ? ox_graph_value_copy(g, &n->kwargs) : n->kwargs;
+}
+
 void ox_graph_set_args(OxGraph *g, OxNodeId id, OxValue args) {
+  txn_log_args(g, id, false);
   node_uses(g, id, false);
   if (args.kind == OX_V_NONE) args = ox_graph_value_seq(g, OX_V_TUPLE, NULL, 0);
   g->nodes[id].args = args;
@@ -491,6 +573,7 @@ void ox_graph_set_args(OxGraph *g, OxNodeId id, OxValue args) {
 }
 
 void ox_graph_set_kwargs(OxGraph *g, OxNodeId id, OxValue kwargs) {
+  txn_log_args(g, id, false);
   node_uses(g, id, false);
   if (kwargs.kind == OX_V_NONE) kwargs = ox_graph_value_dict(g, NULL, NULL, 0);
   g->nodes[id].kwargs = kwargs;
@@ -499,12 +582,14 @@ void ox_graph_set_kwargs(OxGraph *g, OxNodeId id, OxValue kwargs) {
 
 void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId new_id) {
   if (old_id == new_id) return;
+  /* the rewrite is in place, so the log keeps a copy of the trees as they were */
+  txn_log_args(g, user, true);
   OxNode *u = &g->nodes[user];
   uint32_t c = value_replace_node(&u->args, old_id, new_id) +
                value_replace_node(&u->kwargs, old_id, new_id);
   if (!c) return;
-  users_remove(&g->nodes[old_id], user);
-  if (new_id) users_add(&g->nodes[new_id], user);
+  users_remove(g, old_id, user);
+  if (new_id) users_add(g, new_id, user);
 }
 
 uint32_t ox_graph_replace_all_uses(OxGraph *g, OxNodeId old_id, OxNodeId new_id) {
@@ -526,6 +611,7 @@ uint32_t ox_graph_replace_all_uses(OxGraph *g, OxNodeId old_id, OxNodeId new_id)
 bool ox_graph_erase(OxGraph *g, OxNodeId id) {
   OxNode *n = ox_graph_node(g, id);
   if (!n || n->erased || n->n_users) return false;
+  if (txn_logging(g)) txn_push(g, OX_EDIT_ERASE, id)->prev = n->prev;
   node_uses(g, id, false);
   unlink_node(g, id);
   n->erased = true;
@@ -570,6 +656,7 @@ static OxMeta copy_meta(OxGraph *g, const OxMeta *m) {
 }
 
 void ox_graph_set_meta(OxGraph *g, OxNodeId id, const OxMeta *m) {
+  if (txn_logging(g)) txn_push(g, OX_EDIT_META, id)->old_meta = g->nodes[id].meta;
   g->nodes[id].meta = copy_meta(g, m);
 }
 
@@ -577,6 +664,13 @@ void ox_graph_add_provenance(OxGraph *g, OxNodeId id, OxNodeId from) {
   OxNode *n = &g->nodes[id];
   for (uint32_t i = 0; i < n->n_provenance; i++)
     if (n->provenance[i] == from) return;
+  if (txn_logging(g)) {
+    OxEdit *e = txn_push(g, OX_EDIT_PROVENANCE, id);
+    e->old_n = n->n_provenance;
+    e->old_ids = ox_xrealloc(NULL, (n->n_provenance + 1) * sizeof(OxNodeId));
+    if (n->n_provenance) memcpy(e->old_ids, n->provenance, n->n_provenance * sizeof(OxNodeId));
+    n = &g->nodes[id];
+  }
   OxNodeId *p = ox_arena_alloc(&g->arena, (n->n_provenance + 1) * sizeof *p);
   if (n->n_provenance) memcpy(p, n->provenance, n->n_provenance * sizeof *p);
   p[n->n_provenance] = from;
@@ -588,6 +682,108 @@ void ox_graph_add_provenance(OxGraph *g, OxNodeId id, OxNodeId from) {
 void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub) {
   g->subgraphs = ox_xrealloc(g->subgraphs, (g->n_subgraphs + 1) * sizeof *g->subgraphs);
   g->subgraphs[g->n_subgraphs++] = sub;
+}
+
+/* ------------------------------------------------------------------ rollback */
+
+static void relink_order(OxGraph *g, const OxNodeId *ids, uint32_t n) {
+  OxNodeId prev = 0;
+  g->head = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    OxNodeId id = ids[i];
+    g->nodes[id].prev = prev;
+    if (prev)
+      g->nodes[prev].next = id;
+    else
+      g->head = id;
+    prev = id;
+  }
+  if (prev) g->nodes[prev].next = 0;
+  g->tail = prev;
+  g->order_dirty = true;
+}
+
+void ox_graph_txn_rollback(OxGraph *g) {
+  assert(g->txn_active);
+  g->txn_replaying = true;
+  /* Pass 1: undo everything but users snapshots, newest first. Undoing may shuffle users
+   * arrays; pass 2 puts every touched users array back exactly as it was. */
+  for (uint32_t i = g->n_txn; i-- > 0;) {
+    OxEdit *e = &g->txn[i];
+    OxNode *n = &g->nodes[e->node];
+    switch ((OxEditKind)e->kind) {
+    case OX_EDIT_ADD:
+      node_uses(g, e->node, false);
+      unlink_node(g, e->node);
+      n = &g->nodes[e->node];
+      n->erased = true;
+      n->n_users = 0;
+      ox_namemap_del(g->names, n->name);
+      g->n_live--;
+      break;
+    case OX_EDIT_ERASE:
+      n->erased = false;
+      link_after(g, e->node, e->prev);
+      ox_namemap_set(g->names, g->nodes[e->node].name, e->node);
+      g->n_live++;
+      node_uses(g, e->node, true);
+      break;
+    case OX_EDIT_ARGS: {
+      /* Touch only the inputs that differ: an input used before and after keeps its users
+       * array untouched (it has no snapshot to be restored from). */
+      uint32_t nc = ox_graph_inputs(g, e->node, NULL, 0);
+      OxNodeId *cur = ox_xrealloc(NULL, (nc + 1) * sizeof *cur);
+      ox_graph_inputs(g, e->node, cur, nc);
+      n = &g->nodes[e->node];
+      n->args = e->old_args;
+      n->kwargs = e->old_kwargs;
+      uint32_t no = ox_graph_inputs(g, e->node, NULL, 0);
+      OxNodeId *old = ox_xrealloc(NULL, (no + 1) * sizeof *old);
+      ox_graph_inputs(g, e->node, old, no);
+      uint32_t ep = mark_begin(g);
+      for (uint32_t b = 0; b < no; b++) g->mark[old[b]] = ep;
+      for (uint32_t a = 0; a < nc; a++)
+        if (g->mark[cur[a]] != ep) users_remove(g, cur[a], e->node);
+      ep = mark_begin(g);
+      for (uint32_t a = 0; a < nc; a++) g->mark[cur[a]] = ep;
+      for (uint32_t b = 0; b < no; b++)
+        if (g->mark[old[b]] != ep) users_add(g, old[b], e->node);
+      free(cur);
+      free(old);
+      break;
+    }
+    case OX_EDIT_MOVE:
+      unlink_node(g, e->node);
+      link_after(g, e->node, e->prev);
+      break;
+    case OX_EDIT_RENAME:
+      ox_namemap_del(g->names, n->name);
+      n->name = e->old_name;
+      ox_namemap_set(g->names, n->name, e->node);
+      break;
+    case OX_EDIT_META: n->meta = e->old_meta; break;
+    case OX_EDIT_PROVENANCE:
+      n->n_provenance = e->old_n;
+      if (e->old_n) memcpy(n->provenance, e->old_ids, e->old_n * sizeof(OxNodeId));
+      break;
+    case OX_EDIT_ORDER: relink_order(g, e->old_ids, e->old_n); break;
+    case OX_EDIT_USERS: break;
+    }
+  }
+  for (uint32_t i = 0; i < g->n_txn; i++) {
+    OxEdit *e = &g->txn[i];
+    if (e->kind != OX_EDIT_USERS) continue;
+    OxNode *n = &g->nodes[e->node];
+    if (n->cap_users < e->old_n) {
+      n->cap_users = e->old_n;
+      n->users = ox_xrealloc(n->users, n->cap_users * sizeof *n->users);
+    }
+    if (e->old_n) memcpy(n->users, e->old_ids, e->old_n * sizeof *n->users);
+    n->n_users = e->old_n;
+  }
+  g->txn_replaying = false;
+  g->txn_active = false;
+  txn_clear(g);
 }
 
 /* ------------------------------------------------------------------ clone */
@@ -729,6 +925,12 @@ bool ox_graph_stable_toposort(OxGraph *g) {
     while (t) stack[sp++] = tmp[--t];
   }
   bool ok = n_res == n_order;
+  if (ok && txn_logging(g)) {
+    OxEdit *e = txn_push(g, OX_EDIT_ORDER, 0);
+    e->old_n = n_order;
+    e->old_ids = ox_xrealloc(NULL, (n_order ? n_order : 1) * sizeof(OxNodeId));
+    if (n_order) memcpy(e->old_ids, order, n_order * sizeof(OxNodeId));
+  }
   if (ok) {
     /* relink in result order (only pointers change; stable when already sorted) */
     OxNodeId prev = 0;

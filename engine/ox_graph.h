@@ -211,6 +211,31 @@ typedef struct OxNode {
 typedef struct OxStrTab OxStrTab;
 typedef struct OxNameMap OxNameMap;
 
+/* One logged mutation of a transaction (ox_graph_txn_*). The log is what rollback undoes and
+ * what the step trace reads to learn which nodes a rewrite added, erased or rewired. */
+typedef enum OxEditKind {
+  OX_EDIT_ADD = 0,   /* node was created */
+  OX_EDIT_ERASE,     /* node was erased; prev = its predecessor at the time */
+  OX_EDIT_ARGS,      /* args/kwargs of node changed; old_* hold the previous trees */
+  OX_EDIT_MOVE,      /* node moved; prev = predecessor before the move */
+  OX_EDIT_RENAME,    /* old_name */
+  OX_EDIT_META,      /* old_meta */
+  OX_EDIT_PROVENANCE,/* old_n entries, old_ids */
+  OX_EDIT_USERS,     /* users array of node before its first change in this txn (old_ids, old_n) */
+  OX_EDIT_ORDER      /* whole order before a toposort (old_ids, old_n) */
+} OxEditKind;
+
+typedef struct OxEdit {
+  uint8_t kind;        /* OxEditKind */
+  OxNodeId node;
+  OxNodeId prev;
+  OxValue old_args, old_kwargs;
+  const char *old_name;
+  OxMeta old_meta;
+  uint32_t old_n;
+  OxNodeId *old_ids;   /* malloc'ed, owned by the log */
+} OxEdit;
+
 typedef struct OxGraph {
   OxNode *nodes;          /* nodes[0] unused; nodes[1..n_nodes-1] */
   uint32_t n_nodes, cap_nodes;
@@ -229,6 +254,13 @@ typedef struct OxGraph {
   OxNameMap *name_counters; /* base name -> next numeric suffix, keeps unique naming O(1) */
   uint32_t *mark;         /* per-node epoch marks for dedupe/visited sets */
   uint32_t mark_cap, epoch;
+  /* transaction log (ox_graph_txn_*) */
+  OxEdit *txn;
+  uint32_t n_txn, cap_txn;
+  bool txn_active, txn_replaying;
+  uint32_t txn_serial;    /* current transaction number */
+  uint32_t *txn_mark;     /* per node: serial of the txn that snapshotted its users */
+  uint32_t txn_mark_cap;
 } OxGraph;
 
 OxGraph *ox_graph_new(void);
@@ -275,6 +307,14 @@ bool ox_graph_rename(OxGraph *g, OxNodeId n, const char *name); /* false if name
 void ox_graph_set_meta(OxGraph *g, OxNodeId n, const OxMeta *m); /* deep-copies m into the arena */
 void ox_graph_add_provenance(OxGraph *g, OxNodeId n, OxNodeId from);
 void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub); /* takes ownership */
+
+/* Transactions: every mutation between begin and commit/rollback is logged; rollback undoes
+ * them exactly (order, names, args, meta, users arrays in their original order); nodes created
+ * inside a rolled-back transaction remain as tombstones. Not nestable. */
+void ox_graph_txn_begin(OxGraph *g);
+void ox_graph_txn_commit(OxGraph *g);
+void ox_graph_txn_rollback(OxGraph *g);
+const OxEdit *ox_graph_txn_edits(const OxGraph *g, uint32_t *n);
 
 /* Queries */
 OxNodeId ox_graph_find(const OxGraph *g, const char *name);   /* live node by name, 0 if none */

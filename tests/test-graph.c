@@ -503,6 +503,89 @@ static void test_toposort_property(void) {
   g_rand_free(r);
 }
 
+/* Exact structural equality of the live state: order, names, targets, args, users order, meta. */
+static void assert_same_graph(OxGraph *a, OxGraph *b) {
+  g_assert_cmpuint(a->n_live, ==, b->n_live);
+  OxNodeId x = a->head, y = b->head;
+  while (x || y) {
+    g_assert_cmpuint(x, ==, y);
+    const OxNode *p = &a->nodes[x], *q = &b->nodes[y];
+    g_assert_cmpstr(p->name, ==, q->name);
+    g_assert_cmpstr(p->target, ==, q->target);
+    g_assert_false(p->erased);
+    g_assert_true(ox_value_equal(&p->args, &q->args));
+    g_assert_true(ox_value_equal(&p->kwargs, &q->kwargs));
+    g_assert_cmpuint(p->n_users, ==, q->n_users);
+    for (uint32_t i = 0; i < p->n_users; i++) g_assert_cmpuint(p->users[i], ==, q->users[i]);
+    g_assert_cmpint(p->meta.kind, ==, q->meta.kind);
+    g_assert_cmpuint(p->n_provenance, ==, q->n_provenance);
+    g_assert_cmpuint(ox_graph_find(a, p->name), ==, x);
+    x = p->next;
+    y = q->next;
+  }
+}
+
+/* Property: any sequence of mutations inside a transaction rolls back to the exact prior state. */
+static void test_txn_rollback_property(void) {
+  GRand *r = g_rand_new_with_seed(99);
+  for (int trial = 0; trial < 300; trial++) {
+    OxGraph *g = ox_graph_new();
+    int n = g_rand_int_range(r, 3, 30);
+    OxNodeId ids[256];
+    int n_ids = 0;
+    ids[n_ids++] = ph(g, "x");
+    for (int i = 1; i < n; i++) {
+      OxValue items[3];
+      int k = g_rand_int_range(r, 1, 4);
+      for (int j = 0; j < k; j++) items[j] = ox_value_node(ids[g_rand_int_range(r, 0, n_ids)]);
+      ids[n_ids++] = call(g, NULL, "operator.add", ox_graph_value_seq(g, OX_V_TUPLE, items, (uint32_t)k));
+    }
+    OxGraph *before = ox_graph_clone(g);
+    ox_graph_txn_begin(g);
+    int steps = g_rand_int_range(r, 1, 25);
+    for (int s = 0; s < steps && n_ids < 250; s++) {
+      OxNodeId a = ids[g_rand_int_range(r, 0, n_ids)], b = ids[g_rand_int_range(r, 0, n_ids)];
+      if (g->nodes[a].erased || g->nodes[b].erased) continue;
+      switch (g_rand_int_range(r, 0, 8)) {
+      case 0:
+        ids[n_ids++] = ox_graph_insert_before(g, b, OX_OP_CALL_FUNCTION, NULL, "torch.relu",
+                                              tup(g, 1, ox_value_node(a)), ox_value_none());
+        break;
+      case 1: ox_graph_replace_all_uses(g, a, b); break;
+      case 2: ox_graph_erase(g, a); break; /* refused when it has users */
+      case 3: ox_graph_set_args(g, a, tup(g, 2, ox_value_node(b), ox_value_int(s))); break;
+      case 4: ox_graph_move_after(g, a, b); break;
+      case 5: ox_graph_rename(g, a, "renamed"); break;
+      case 6: {
+        OxMeta m = {.kind = OX_META_SYMINT, .sym = "s0"};
+        ox_graph_set_meta(g, a, &m);
+        ox_graph_add_provenance(g, a, b);
+        break;
+      }
+      case 7: ox_graph_stable_toposort(g); break;
+      }
+    }
+    uint32_t n_edits;
+    ox_graph_txn_edits(g, &n_edits);
+    ox_graph_txn_rollback(g);
+    assert_same_graph(g, before);
+    g_assert_cmpint(verify_errors(g, false), ==, 0);
+    /* a committed transaction keeps its changes and its log */
+    ox_graph_txn_begin(g);
+    OxNodeId added = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, "torch.tanh",
+                                       tup(g, 1, ox_value_node(ids[0])), ox_value_none());
+    ox_graph_txn_commit(g);
+    const OxEdit *e = ox_graph_txn_edits(g, &n_edits);
+    g_assert_cmpuint(n_edits, >=, 2); /* users snapshot of x + the add */
+    g_assert_cmpint(e[n_edits - 1].kind, ==, OX_EDIT_ADD);
+    g_assert_cmpuint(e[n_edits - 1].node, ==, added);
+    g_assert_false(g->nodes[added].erased);
+    ox_graph_free(before);
+    ox_graph_free(g);
+  }
+  g_rand_free(r);
+}
+
 static void test_detect_format(void) {
   const char *fx = "graph():\n    %x : [num_users=1] = placeholder[target=x]\n    return x\n";
   g_assert_cmpint(ox_detect_format(fx, strlen(fx)), ==, OX_FMT_FX_TEXT);
@@ -537,6 +620,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/graph/toposort", test_toposort);
   g_test_add_func("/engine/graph/toposort-property", test_toposort_property);
   g_test_add_func("/engine/graph/verifier", test_verifier_catches);
+  g_test_add_func("/engine/graph/txn-rollback-property", test_txn_rollback_property);
   g_test_add_func("/engine/graph/clone-values", test_clone_and_values);
   g_test_add_func("/engine/graph/meta-format", test_meta_format);
   g_test_add_func("/engine/util/dtypes", test_dtypes);
