@@ -519,39 +519,51 @@ static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *targ
   return id;
 }
 
+/* Links a fresh node and records where it went, for the trace's edit script. */
+static void place_new(OxGraph *g, OxNodeId id, OxNodeId prev) {
+  link_after(g, id, prev);
+  if (txn_logging(g) && g->n_txn && g->txn[g->n_txn - 1].kind == OX_EDIT_ADD && g->txn[g->n_txn - 1].node == id)
+    g->txn[g->n_txn - 1].now_prev = prev;
+}
+
 OxNodeId ox_graph_add_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
                            OxValue kwargs) {
   OxNodeId id = new_node(g, op, name, target, args, kwargs);
-  link_after(g, id, g->tail);
+  place_new(g, id, g->tail);
   return id;
 }
 
 OxNodeId ox_graph_insert_before(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
                                 const char *target, OxValue args, OxValue kwargs) {
   OxNodeId id = new_node(g, op, name, target, args, kwargs);
-  link_after(g, id, anchor ? g->nodes[anchor].prev : g->tail);
+  place_new(g, id, anchor ? g->nodes[anchor].prev : g->tail);
   return id;
 }
 
 OxNodeId ox_graph_insert_after(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
                                const char *target, OxValue args, OxValue kwargs) {
   OxNodeId id = new_node(g, op, name, target, args, kwargs);
-  link_after(g, id, anchor ? anchor : g->tail);
+  place_new(g, id, anchor ? anchor : g->tail);
   return id;
 }
 
 void ox_graph_move_before(OxGraph *g, OxNodeId id, OxNodeId anchor) {
   if (id == anchor) return;
-  if (txn_logging(g)) txn_push(g, OX_EDIT_MOVE, id)->prev = g->nodes[id].prev;
+  OxEdit *e = txn_logging(g) ? txn_push(g, OX_EDIT_MOVE, id) : NULL;
+  if (e) e->prev = g->nodes[id].prev;
   unlink_node(g, id);
-  link_after(g, id, g->nodes[anchor].prev);
+  OxNodeId to = g->nodes[anchor].prev;
+  link_after(g, id, to);
+  if (e) g->txn[g->n_txn - 1].now_prev = to;
 }
 
 void ox_graph_move_after(OxGraph *g, OxNodeId id, OxNodeId anchor) {
   if (id == anchor) return;
-  if (txn_logging(g)) txn_push(g, OX_EDIT_MOVE, id)->prev = g->nodes[id].prev;
+  OxEdit *e = txn_logging(g) ? txn_push(g, OX_EDIT_MOVE, id) : NULL;
+  if (e) e->prev = g->nodes[id].prev;
   unlink_node(g, id);
   link_after(g, id, anchor);
+  if (e) g->txn[g->n_txn - 1].now_prev = anchor;
 }
 
 /* ------------------------------------------------------------------ mutation */

@@ -228,7 +228,8 @@ typedef enum OxEditKind {
 typedef struct OxEdit {
   uint8_t kind;        /* OxEditKind */
   OxNodeId node;
-  OxNodeId prev;
+  OxNodeId prev;       /* ERASE/MOVE: predecessor before the edit */
+  OxNodeId now_prev;   /* ADD/MOVE: predecessor right after the edit (0 = head) */
   OxValue old_args, old_kwargs;
   const char *old_name;
   OxMeta old_meta;

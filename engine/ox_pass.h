@@ -1,0 +1,170 @@
+/* ox_pass.h - passes, configuration and the greedy driver.
+ *
+ * A pass is one named unit of the pipeline with PyTorch's name (normalization_pass,
+ * batch_linear, split_cat_pass ...). Two engines implement passes:
+ *   - the batch-fusion engine (ox_batch.c): bounded upstream BFS from every root, grouping by
+ *     key, greedy independent subsets, one fused replacement per subset (spec 3.1-3.3);
+ *   - the pattern engine (ox_pattern.c + ox_splitcat.c): patterns kept as DATA (OxPat trees)
+ *     interpreted by one matcher, with a handler per entry (spec 3.4-3.5).
+ * Both report every step through the step protocol below, which wraps each rewrite in a graph
+ * transaction, runs the semantic checks, rolls back on a failed check, and records the trace.
+ *
+ * Determinism: passes iterate in graph order (or its reverse) and never over hash tables.
+ */
+#ifndef OX_PASS_H
+#define OX_PASS_H
+
+#include "ox_graph.h"
+#include "ox_trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ options */
+
+/* Options of one pass (spec 2.3 defaults). Unknown keys in a config file are an error. */
+typedef struct OxPassOptions {
+  int min_fuse_set_size;         /* 5 */
+  int max_fuse_set_size;         /* 300 */
+  int max_fuse_search_depth;     /* 5 */
+  int max_fuse_tensor_size_group_linear; /* 4096 */
+  bool fuse_nodes_with_same_parent;      /* false */
+  bool fuse_nodes_with_same_users;       /* false */
+  bool shape_broadcast_batch_linear;     /* false */
+  bool require_fbgemm;                   /* false: our grouped_mm needs no fbgemm */
+  int threshold_to_cat;          /* 10 (pre), split_cat_aten default 10, select_cat 10 */
+  int counter;                   /* repeat the pass N times (pre-grad "counter"), default 1 */
+} OxPassOptions;
+
+void ox_pass_options_default(OxPassOptions *o);
+
+typedef enum OxPhase { OX_PHASE_PRE = 0, OX_PHASE_POST } OxPhase;
+typedef enum OxEngineKind { OX_ENGINE_BATCH = 0, OX_ENGINE_PATTERN } OxEngineKind;
+
+typedef struct OxPassCtx OxPassCtx;
+typedef int (*OxPassFn)(OxPassCtx *ctx); /* returns number of applied steps, or -1 on internal error */
+
+typedef struct OxPassInfo {
+  const char *name;      /* PyTorch's name, also its counter name */
+  OxPhase phase;
+  OxEngineKind engine;
+  OxPassFn run;
+  const char *summary;   /* one line for --help / docs */
+} OxPassInfo;
+
+/* All built-in passes in the spec's default order (pre-grad then post-grad). */
+const OxPassInfo *ox_passes(size_t *count);
+const OxPassInfo *ox_pass_find(const char *name);
+
+/* A pipeline: the ordered passes to run, each with its options. */
+typedef struct OxPipelineEntry {
+  const OxPassInfo *pass;
+  OxPassOptions opt;
+} OxPipelineEntry;
+
+typedef struct OxPipeline {
+  OxPipelineEntry *entries;
+  uint32_t n;
+} OxPipeline;
+
+/* Default pipeline for a graph: every pass whose phase fits the graph's level (aten targets
+ * → post-grad, else pre-grad), in spec order. */
+void ox_pipeline_default(const OxGraph *g, OxPipeline *out);
+/* From a JSON config shaped like PyTorch's options:
+ *   {"pre_grad_fusion_options": {"batch_linear": {"min_fuse_set_size": 3}, ...},
+ *    "post_grad_fusion_options": {...}}
+ * Presence enables a pass; order = execution order within a phase. Errors are located. */
+int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPipeline *out, OxDiagList *d);
+/* --passes a,b,c (comma list) */
+int ox_pipeline_from_list(const char *list, OxPipeline *out, OxDiagList *d);
+/* --option pass.key=value */
+int ox_pipeline_set_option(OxPipeline *p, const char *assignment, OxDiagList *d);
+void ox_pipeline_free(OxPipeline *p);
+
+/* ------------------------------------------------------------------ checks configuration */
+
+typedef struct OxCheckConfig {
+  bool structure, shape, numeric;
+  uint64_t numeric_budget;     /* FLOPs per step; default 50e6 */
+  uint32_t numeric_trials;     /* default 3 */
+  uint64_t seed;               /* default 1337 */
+  bool keep_failed;            /* keep steps whose check failed (debugging the checks) */
+} OxCheckConfig;
+
+void ox_check_config_default(OxCheckConfig *c);
+int ox_check_config_parse(const char *list, OxCheckConfig *c, char *err, size_t errcap); /* "structure,shape" | all | none */
+
+/* ------------------------------------------------------------------ pass context & step protocol */
+
+struct OxPassCtx {
+  OxGraph *g;
+  const OxPassInfo *pass;
+  const OxPassOptions *opt;
+  const OxCheckConfig *checks;
+  OxTrace *trace;              /* may be NULL: nothing recorded */
+  bool record_rejections;      /* record rejected attempts (default true) */
+  /* counters of this run (PyTorch names: pass name, scmerge_* ...) */
+  const char **counter_names;
+  int64_t *counter_values;
+  uint32_t n_counters, cap_counters;
+  /* step in progress (staged here, appended to the trace at commit) */
+  bool in_step;
+  OxStep staged;
+  OxNodeId anchor_id;
+  OxNodeId *matched_ids;
+  uint32_t n_matched_ids, cap_matched_ids;
+  double t_start;
+};
+
+/* Runs the configured checks on the open step (ox_check.c). Fills step->checks; returns false
+ * if any check FAILED (skipped checks do not fail a step). */
+bool ox_checks_run(OxPassCtx *c, OxStep *step);
+/* Frees per-context scratch (matched ids, counters); the trace is not touched. */
+void ox_pass_ctx_clear(OxPassCtx *c);
+
+/* Opens a step anchored at `anchor`: starts a graph transaction. The pass then mutates the graph
+ * freely with the ox_graph API. */
+void ox_step_begin(OxPassCtx *c, const char *rule, OxNodeId anchor);
+/* Records the matched nodes of the open step (names are taken now, before any erase). */
+void ox_step_matched(OxPassCtx *c, const OxNodeId *nodes, uint32_t n);
+void ox_step_key(OxPassCtx *c, const char *key);
+/* Closes the step: collects added/removed/provenance and the edit script from the transaction
+ * log, runs the configured checks, and either commits (returns true, step APPLIED) or rolls back
+ * (returns false, step CHECK_FAILED, graph unchanged unless keep_failed). */
+bool ox_step_commit(OxPassCtx *c);
+/* Abandons an open step without a record (the pass found nothing to do after all): rollback. */
+void ox_step_abort(OxPassCtx *c);
+/* Records a rejected attempt (no step may be open). nodes = candidate set / partial match. */
+void ox_step_reject(OxPassCtx *c, const char *rule, OxNodeId anchor, const OxNodeId *nodes, uint32_t n,
+                    const OxReason *reason);
+/* Builds a reason; args are copied (interned into the trace). Use NULL-terminated varargs of
+ * const char*; a node argument is given as its name and also listed in reason.nodes. */
+OxReason ox_reason(OxPassCtx *c, OxReasonCode code, ...);
+OxReason ox_reason_nodes(OxPassCtx *c, OxReasonCode code, const char *const *args, uint32_t n, const bool *is_node);
+
+void ox_counter_add(OxPassCtx *c, const char *name, int64_t delta);
+
+/* ------------------------------------------------------------------ the driver */
+
+typedef struct OxOptimizeResult {
+  uint32_t applied, rejected, check_failures;
+  double seconds;
+  const char **counter_names; int64_t *counter_values; uint32_t n_counters; /* owned by the trace */
+} OxOptimizeResult;
+
+/* Runs the pipeline on g (mutated in place), recording into trace (may be NULL). */
+int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, OxTrace *trace,
+                OxOptimizeResult *res, OxDiagList *d);
+
+/* Replays the first k applied steps of trace on g (the input graph); k = UINT32_MAX: all. */
+int ox_replay(OxGraph *g, const OxTrace *trace, uint32_t k, OxDiagList *d);
+
+/* explain: every recorded step (applied or rejected) that mentions node `name` as anchor,
+ * matched node, or reason argument, in trace order. Returns count, fills up to max indices. */
+uint32_t ox_trace_steps_for_node(const OxTrace *t, const char *name, uint32_t *out, uint32_t max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,161 @@
+/* ox_trace.c - trace storage, reasons, and name-based value conversion.
+ *
+ * The trace keeps its strings and value trees in a private "pool" graph, whose only nodes are
+ * placeholders standing for node names referenced by edits. Steps live in one growable array;
+ * per-step arrays (matched, removed, edits ...) live in the pool arena.
+ */
+#include "ox_trace.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ox_mem.h"
+
+static const char *const reason_names[] = {
+#define OX_REASON_NAME(code, tmpl) #code,
+  OX_REASON_LIST(OX_REASON_NAME)
+#undef OX_REASON_NAME
+};
+
+static const char *const reason_templates[] = {
+#define OX_REASON_TMPL(code, tmpl) tmpl,
+  OX_REASON_LIST(OX_REASON_TMPL)
+#undef OX_REASON_TMPL
+};
+
+const char *ox_reason_code_name(OxReasonCode c) {
+  return (unsigned)c < OX_REASON_COUNT ? reason_names[c] : "OTHER";
+}
+
+const char *ox_reason_template(OxReasonCode c) {
+  return (unsigned)c < OX_REASON_COUNT ? reason_templates[c] : "%0";
+}
+
+bool ox_reason_code_from_name(const char *s, OxReasonCode *out) {
+  for (int i = 0; i < OX_REASON_COUNT; i++) {
+    if (strcmp(reason_names[i], s) == 0) {
+      *out = (OxReasonCode)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+char *ox_reason_format(const OxReason *r) {
+  OxBuf b;
+  ox_buf_init(&b);
+  const char *t = ox_reason_template((OxReasonCode)r->code);
+  for (const char *p = t; *p; p++) {
+    if (p[0] == '%' && p[1] >= '0' && p[1] <= '9') {
+      int k = p[1] - '0';
+      ox_buf_puts(&b, k < r->n_args && r->args[k] ? r->args[k] : "?");
+      p++;
+    } else {
+      ox_buf_putc(&b, *p);
+    }
+  }
+  if (!b.data) ox_buf_puts(&b, "");
+  return b.data;
+}
+
+static const char *const check_kind_names[OX_CHECK_KINDS] = {"structure", "shape", "numeric"};
+static const char *const check_status_names[] = {"not-run", "passed", "failed", "skipped"};
+
+const char *ox_check_kind_name(OxCheckKind k) {
+  return (unsigned)k < OX_CHECK_KINDS ? check_kind_names[k] : "?";
+}
+
+const char *ox_check_status_name(OxCheckStatus s) {
+  return (unsigned)s <= OX_CHECK_SKIPPED ? check_status_names[s] : "?";
+}
+
+OxTrace *ox_trace_new(void) {
+  OxTrace *t = ox_xcalloc(1, sizeof *t);
+  t->pool = ox_graph_new();
+  t->pool->name = ox_graph_intern(t->pool, "trace-pool");
+  return t;
+}
+
+void ox_trace_free(OxTrace *t) {
+  if (!t) return;
+  free(t->steps);
+  ox_graph_free(t->pool);
+  free(t);
+}
+
+const char *ox_trace_intern(OxTrace *t, const char *s) { return s ? ox_graph_intern(t->pool, s) : NULL; }
+
+OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind) {
+  if (t->n_steps == t->cap_steps) {
+    t->cap_steps = t->cap_steps ? t->cap_steps * 2 : 64;
+    t->steps = ox_xrealloc(t->steps, t->cap_steps * sizeof *t->steps);
+  }
+  OxStep *s = &t->steps[t->n_steps];
+  memset(s, 0, sizeof *s);
+  s->seq = t->n_steps++;
+  s->kind = (uint8_t)kind;
+  switch (kind) {
+  case OX_STEP_APPLIED: t->n_applied++; break;
+  case OX_STEP_REJECTED: t->n_rejected++; break;
+  case OX_STEP_CHECK_FAILED: t->n_check_failed++; break;
+  }
+  return s;
+}
+
+OxNodeId ox_trace_name_ref(OxTrace *t, const char *name) {
+  OxNodeId id = ox_graph_find(t->pool, name);
+  if (id) return id;
+  id = ox_graph_add_node(t->pool, OX_OP_PLACEHOLDER, name, name, ox_value_none(), ox_value_none());
+  return id;
+}
+
+static bool is_container(const OxValue *v) {
+  return v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE;
+}
+
+OxValue ox_trace_value_from_graph(OxTrace *t, const OxGraph *g, const OxValue *v) {
+  if (v->kind == OX_V_NODE) {
+    const OxNode *n = ox_graph_node(g, v->u.node);
+    return ox_value_node(ox_trace_name_ref(t, n ? n->name : "?"));
+  }
+  OxValue r = *v;
+  if (v->s) r.s = ox_graph_intern(t->pool, v->s);
+  if (is_container(v)) {
+    r.u.items = v->n ? ox_graph_alloc(t->pool, v->n * sizeof(OxValue)) : NULL;
+    for (uint32_t i = 0; i < v->n; i++) r.u.items[i] = ox_trace_value_from_graph(t, g, &v->u.items[i]);
+    if (v->kind == OX_V_DICT) {
+      r.keys = v->n ? ox_graph_alloc(t->pool, v->n * sizeof(char *)) : NULL;
+      for (uint32_t i = 0; i < v->n; i++) r.keys[i] = ox_graph_intern(t->pool, v->keys[i]);
+    }
+  }
+  return r;
+}
+
+bool ox_trace_value_to_graph(const OxTrace *t, OxGraph *g, const OxValue *v, OxValue *out, char *err,
+                             size_t errcap) {
+  if (v->kind == OX_V_NODE) {
+    const OxNode *ref = ox_graph_node(t->pool, v->u.node);
+    OxNodeId id = ref ? ox_graph_find(g, ref->name) : 0;
+    if (!id) {
+      if (err) snprintf(err, errcap, "node %s is not in the graph", ref ? ref->name : "?");
+      return false;
+    }
+    *out = ox_value_node(id);
+    return true;
+  }
+  OxValue r = *v;
+  if (v->s) r.s = ox_graph_intern(g, v->s);
+  if (is_container(v)) {
+    r.u.items = v->n ? ox_graph_alloc(g, v->n * sizeof(OxValue)) : NULL;
+    for (uint32_t i = 0; i < v->n; i++)
+      if (!ox_trace_value_to_graph(t, g, &v->u.items[i], &r.u.items[i], err, errcap)) return false;
+    if (v->kind == OX_V_DICT) {
+      r.keys = v->n ? ox_graph_alloc(g, v->n * sizeof(char *)) : NULL;
+      for (uint32_t i = 0; i < v->n; i++) r.keys[i] = ox_graph_intern(g, v->keys[i]);
+    }
+  }
+  *out = r;
+  return true;
+}
