@@ -38,6 +38,8 @@ typedef struct OxPassOptions {
 } OxPassOptions;
 
 void ox_pass_options_default(OxPassOptions *o);
+/* Sets one option by its PyTorch name; 0 ok, -1 unknown key, -2 bad value. */
+int ox_pass_option_set(OxPassOptions *o, const char *key, const char *value);
 
 typedef enum OxPhase { OX_PHASE_PRE = 0, OX_PHASE_POST } OxPhase;
 typedef enum OxEngineKind { OX_ENGINE_BATCH = 0, OX_ENGINE_PATTERN } OxEngineKind;
@@ -112,6 +114,10 @@ struct OxPassCtx {
   bool in_step;
   OxStep staged;
   OxNodeId anchor_id;
+  /* filled during ox_step_commit for the checks: what the open step changed */
+  const OxNodeId *step_added, *step_removed, *step_rewired, *step_prov_old, *step_prov_new;
+  uint32_t n_step_added, n_step_removed, n_step_rewired, n_step_prov;
+  uint32_t n_step_replaced; /* the first n pairs are replacements (new took over old's users); the rest scaffolding */
   OxNodeId *matched_ids;
   uint32_t n_matched_ids, cap_matched_ids;
   double t_start;
@@ -120,6 +126,8 @@ struct OxPassCtx {
 /* Runs the configured checks on the open step (ox_check.c). Fills step->checks; returns false
  * if any check FAILED (skipped checks do not fail a step). */
 bool ox_checks_run(OxPassCtx *c, OxStep *step);
+/* Numeric check (ox_check_numeric.c): region before vs after in the interpreter. */
+void ox_check_numeric(OxPassCtx *c, OxCheckResult *r);
 /* Frees per-context scratch (matched ids, counters); the trace is not touched. */
 void ox_pass_ctx_clear(OxPassCtx *c);
 
@@ -156,6 +164,10 @@ typedef struct OxOptimizeResult {
 /* Runs the pipeline on g (mutated in place), recording into trace (may be NULL). */
 int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, OxTrace *trace,
                 OxOptimizeResult *res, OxDiagList *d);
+
+/* Hash of the graph's structure (order, names, ops, targets): a trace refuses to replay on
+ * a graph with another hash. */
+uint64_t ox_graph_structure_hash(const OxGraph *g);
 
 /* Replays the first k applied steps of trace on g (the input graph); k = UINT32_MAX: all. */
 int ox_replay(OxGraph *g, const OxTrace *trace, uint32_t k, OxDiagList *d);

@@ -19,6 +19,7 @@
 
 #include "ox_mem.h"
 #include "ox_pass.h"
+#include "ox_shape.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -103,8 +104,8 @@ void ox_step_abort(OxPassCtx *c) {
 /* ---------------------------------------------------------------- reading the log */
 
 typedef struct {
-  OxNodeId *added, *removed;
-  uint32_t n_added, n_removed;
+  OxNodeId *added, *removed, *rewired;
+  uint32_t n_added, n_removed, n_rewired;
 } Changes;
 
 static bool in_list(const OxNodeId *l, uint32_t n, OxNodeId x) {
@@ -118,7 +119,8 @@ static void collect_changes(OxGraph *g, Changes *ch) {
   const OxEdit *e = ox_graph_txn_edits(g, &n);
   ch->added = ox_xcalloc(n + 1, sizeof(OxNodeId));
   ch->removed = ox_xcalloc(n + 1, sizeof(OxNodeId));
-  ch->n_added = ch->n_removed = 0;
+  ch->rewired = ox_xcalloc(n + 1, sizeof(OxNodeId));
+  ch->n_added = ch->n_removed = ch->n_rewired = 0;
   /* mark nodes created inside the transaction */
   for (uint32_t i = 0; i < n; i++)
     if (e[i].kind == OX_EDIT_ADD && !g->nodes[e[i].node].erased) ch->added[ch->n_added++] = e[i].node;
@@ -129,6 +131,29 @@ static void collect_changes(OxGraph *g, Changes *ch) {
       if (e[j].kind == OX_EDIT_ADD && e[j].node == e[i].node) created_here = true;
     if (!created_here && g->nodes[e[i].node].erased && !in_list(ch->removed, ch->n_removed, e[i].node))
       ch->removed[ch->n_removed++] = e[i].node;
+  }
+  /* live pre-existing nodes whose inputs changed */
+  for (uint32_t i = 0; i < n; i++) {
+    if (e[i].kind != OX_EDIT_ARGS) continue;
+    OxNodeId x = e[i].node;
+    if (g->nodes[x].erased || in_list(ch->added, ch->n_added, x) || in_list(ch->rewired, ch->n_rewired, x)) continue;
+    ch->rewired[ch->n_rewired++] = x;
+  }
+}
+
+/* New nodes get meta (upstream bug #120974: created nodes lacking example_value made later
+ * passes skip them): infer it where the pass did not set it. Inside the transaction, so a
+ * rollback drops it and the edit script carries it. */
+static void fill_added_meta(OxGraph *g, const Changes *ch) {
+  for (uint32_t i = 0; i < ch->n_added; i++) {
+    OxNodeId id = ch->added[i];
+    if (g->nodes[id].meta.kind != OX_META_NONE) continue;
+    OxMeta m;
+    char err[256];
+    if (ox_shape_infer_node(g, id, &m, err, sizeof err) == 0) {
+      m.inferred = true;
+      ox_graph_set_meta(g, id, &m);
+    }
   }
 }
 
@@ -162,7 +187,7 @@ static void add_pair(OxNodeId **po, OxNodeId **pn, uint32_t *np, uint32_t *cap, 
   (*np)++;
 }
 
-static void provenance_pairs(OxPassCtx *c, const Changes *ch, OxNodeId **po, OxNodeId **pn, uint32_t *np) {
+static uint32_t provenance_pairs(OxPassCtx *c, const Changes *ch, OxNodeId **po, OxNodeId **pn, uint32_t *np) {
   OxGraph *g = c->g;
   uint32_t n, cap = 0;
   *po = *pn = NULL;
@@ -192,11 +217,13 @@ static void provenance_pairs(OxPassCtx *c, const Changes *ch, OxNodeId **po, OxN
     free(before.ids);
     free(after.ids);
   }
+  uint32_t n_replaced = *np;
   /* added nodes with no pair come from every matched node (scaffolding) */
   for (uint32_t k = 0; k < ch->n_added; k++) {
     if (in_list(*pn, *np, ch->added[k])) continue;
     for (uint32_t m = 0; m < c->n_matched_ids; m++) add_pair(po, pn, np, &cap, c->matched_ids[m], ch->added[k]);
   }
+  return n_replaced;
 }
 
 /* Name of node id as it was just after log position i (renames later in the log hold it). */
@@ -350,9 +377,10 @@ bool ox_step_commit(OxPassCtx *c) {
   OxStep *s = &c->staged;
   Changes ch;
   collect_changes(g, &ch);
+  fill_added_meta(g, &ch);
   OxNodeId *po, *pn;
   uint32_t np;
-  provenance_pairs(c, &ch, &po, &pn, &np);
+  uint32_t n_replaced = provenance_pairs(c, &ch, &po, &pn, &np);
   /* transitive provenance in the graph itself */
   for (uint32_t i = 0; i < np; i++) {
     const OxNode *old = &g->nodes[po[i]];
@@ -378,7 +406,19 @@ bool ox_step_commit(OxPassCtx *c) {
     s->n_prov = np;
     build_edits(c, s);
   }
+  c->step_added = ch.added;
+  c->n_step_added = ch.n_added;
+  c->step_removed = ch.removed;
+  c->n_step_removed = ch.n_removed;
+  c->step_rewired = ch.rewired;
+  c->n_step_rewired = ch.n_rewired;
+  c->step_prov_old = po;
+  c->step_prov_new = pn;
+  c->n_step_prov = np;
+  c->n_step_replaced = n_replaced;
   bool ok = c->checks ? ox_checks_run(c, s) : true;
+  c->step_added = c->step_removed = c->step_rewired = c->step_prov_old = c->step_prov_new = NULL;
+  c->n_step_added = c->n_step_removed = c->n_step_rewired = c->n_step_prov = c->n_step_replaced = 0;
   bool keep = ok || (c->checks && c->checks->keep_failed);
   if (!ok) {
     for (int k = 0; k < OX_CHECK_KINDS; k++)
@@ -403,6 +443,7 @@ bool ox_step_commit(OxPassCtx *c) {
   }
   free(ch.added);
   free(ch.removed);
+  free(ch.rewired);
   free(po);
   free(pn);
   c->in_step = false;

@@ -1,0 +1,433 @@
+/* ox_driver.c - pipelines, the greedy driver, replay and explain.
+ *
+ * ox_optimize runs the pipeline's passes in order on one graph, each with its own options,
+ * recording every step in the trace; counters are PyTorch's names. A pass sees the graph in
+ * a topological order (stable toposort before each pass, as upstream does before each batch
+ * rule), so passes may insert out of order.
+ *
+ * ox_replay rebuilds the graph after applied step k from the input graph and the trace's edit
+ * scripts alone (no matching is re-run), after checking that the trace was recorded on a
+ * graph with the same structure hash.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ox_mem.h"
+#include "ox_pass.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ox_pass_options_default(OxPassOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->min_fuse_set_size = 5;
+  o->max_fuse_set_size = 300;
+  o->max_fuse_search_depth = 5;
+  o->max_fuse_tensor_size_group_linear = 4096;
+  o->threshold_to_cat = 10;
+  o->counter = 1;
+}
+
+void ox_check_config_default(OxCheckConfig *c) {
+  memset(c, 0, sizeof *c);
+  c->structure = c->shape = c->numeric = true;
+  c->numeric_budget = 50000000ull;
+  c->numeric_trials = 3;
+  c->seed = 1337;
+}
+
+int ox_check_config_parse(const char *list, OxCheckConfig *c, char *err, size_t errcap) {
+  c->structure = c->shape = c->numeric = false;
+  if (strcmp(list, "all") == 0) {
+    c->structure = c->shape = c->numeric = true;
+    return 0;
+  }
+  if (strcmp(list, "none") == 0) return 0;
+  const char *p = list;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == 9 && strncmp(p, "structure", 9) == 0)
+      c->structure = true;
+    else if (n == 5 && strncmp(p, "shape", 5) == 0)
+      c->shape = true;
+    else if (n == 7 && strncmp(p, "numeric", 7) == 0)
+      c->numeric = true;
+    else {
+      snprintf(err, errcap, "--checks: unknown check '%.*s' (use structure, shape, numeric, all or none)", (int)n, p);
+      return -1;
+    }
+    p = e ? e + 1 : p + n;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ pipelines */
+
+const OxPassInfo *ox_pass_find(const char *name) {
+  size_t n;
+  const OxPassInfo *all = ox_passes(&n);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(all[i].name, name) == 0) return &all[i];
+  return NULL;
+}
+
+/* A graph is post-grad when its calls are aten overloads. */
+static OxPhase graph_phase(const OxGraph *g) {
+  uint32_t aten = 0, calls = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    if (n->op != OX_OP_CALL_FUNCTION) continue;
+    calls++;
+    if (strncmp(n->target, "torch.ops.", 10) == 0 || strncmp(n->target, "aten.", 5) == 0) aten++;
+  }
+  return (calls && aten * 2 >= calls) ? OX_PHASE_POST : OX_PHASE_PRE;
+}
+
+static void pipeline_push(OxPipeline *p, const OxPassInfo *pass) {
+  p->entries = ox_xrealloc(p->entries, (p->n + 1) * sizeof *p->entries);
+  p->entries[p->n].pass = pass;
+  ox_pass_options_default(&p->entries[p->n].opt);
+  p->n++;
+}
+
+void ox_pipeline_default(const OxGraph *g, OxPipeline *out) {
+  memset(out, 0, sizeof *out);
+  OxPhase ph = graph_phase(g);
+  size_t n;
+  const OxPassInfo *all = ox_passes(&n);
+  for (size_t i = 0; i < n; i++)
+    if (all[i].phase == ph) pipeline_push(out, &all[i]);
+}
+
+int ox_pipeline_from_list(const char *list, OxPipeline *out, OxDiagList *d) {
+  memset(out, 0, sizeof *out);
+  const char *p = list;
+  int errors = 0;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+    const OxPassInfo *pass = ox_pass_find(name);
+    if (!pass) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "--passes: unknown pass '%s' (see `optimus optimize --list-passes`)",
+                  name);
+      errors++;
+    } else {
+      pipeline_push(out, pass);
+    }
+    p = e ? e + 1 : p + n;
+  }
+  if (errors) ox_pipeline_free(out);
+  return errors ? -1 : 0;
+}
+
+static bool parse_bool(const char *v, bool *out) {
+  if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "True")) {
+    *out = true;
+    return true;
+  }
+  if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "False")) {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+static bool parse_int(const char *v, int *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || x < 0 || x > 1000000000) return false;
+  *out = (int)x;
+  return true;
+}
+
+/* Sets one option by name; returns 0, -1 unknown key, -2 bad value. */
+int ox_pass_option_set(OxPassOptions *o, const char *key, const char *value) {
+  struct {
+    const char *name;
+    int *i;
+    bool *b;
+  } table[] = {
+    {"min_fuse_set_size", &o->min_fuse_set_size, NULL},
+    {"max_fuse_set_size", &o->max_fuse_set_size, NULL},
+    {"max_fuse_search_depth", &o->max_fuse_search_depth, NULL},
+    {"max_fuse_tensor_size_group_linear", &o->max_fuse_tensor_size_group_linear, NULL},
+    {"threshold_to_cat", &o->threshold_to_cat, NULL},
+    {"counter", &o->counter, NULL},
+    {"fuse_nodes_with_same_parent", NULL, &o->fuse_nodes_with_same_parent},
+    {"fuse_nodes_with_same_users", NULL, &o->fuse_nodes_with_same_users},
+    {"shape_broadcast_batch_linear", NULL, &o->shape_broadcast_batch_linear},
+    {"require_fbgemm", NULL, &o->require_fbgemm},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    if (strcmp(table[i].name, key) != 0) continue;
+    if (table[i].i) return parse_int(value, table[i].i) ? 0 : -2;
+    return parse_bool(value, table[i].b) ? 0 : -2;
+  }
+  return -1;
+}
+
+int ox_pipeline_set_option(OxPipeline *p, const char *assignment, OxDiagList *d) {
+  const char *dot = strchr(assignment, '.');
+  const char *eq = strchr(assignment, '=');
+  if (!dot || !eq || eq < dot) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "--option %s: expected PASS.KEY=VALUE", assignment);
+    return -1;
+  }
+  char pass[128], key[128];
+  snprintf(pass, sizeof pass, "%.*s", (int)(dot - assignment), assignment);
+  snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+  bool found = false;
+  for (uint32_t i = 0; i < p->n; i++) {
+    if (strcmp(p->entries[i].pass->name, pass) != 0) continue;
+    found = true;
+    int rc = ox_pass_option_set(&p->entries[i].opt, key, eq + 1);
+    if (rc == -1) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "--option %s: unknown option '%s'", assignment, key);
+      return -1;
+    }
+    if (rc == -2) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "--option %s: bad value '%s'", assignment, eq + 1);
+      return -1;
+    }
+  }
+  if (!found) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "--option %s: pass '%s' is not in the pipeline", assignment, pass);
+    return -1;
+  }
+  return 0;
+}
+
+void ox_pipeline_free(OxPipeline *p) {
+  free(p->entries);
+  p->entries = NULL;
+  p->n = 0;
+}
+
+/* ------------------------------------------------------------------ optimize */
+
+static void trace_counter_add(OxTrace *t, const char *name, int64_t v) {
+  for (uint32_t i = 0; i < t->n_counters; i++) {
+    if (strcmp(t->counter_names[i], name) == 0) {
+      t->counter_values[i] += v;
+      return;
+    }
+  }
+  /* counters live in the pool arena: grow by copying */
+  const char **names = ox_graph_alloc(t->pool, (t->n_counters + 1) * sizeof *names);
+  int64_t *vals = ox_graph_alloc(t->pool, (t->n_counters + 1) * sizeof *vals);
+  if (t->n_counters) {
+    memcpy(names, t->counter_names, t->n_counters * sizeof *names);
+    memcpy(vals, t->counter_values, t->n_counters * sizeof *vals);
+  }
+  names[t->n_counters] = ox_trace_intern(t, name);
+  vals[t->n_counters] = v;
+  t->counter_names = names;
+  t->counter_values = vals;
+  t->n_counters++;
+}
+
+int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, OxTrace *trace, OxOptimizeResult *res,
+                OxDiagList *d) {
+  double t0 = now_s();
+  memset(res, 0, sizeof *res);
+  OxTrace *own = NULL;
+  if (!trace) trace = own = ox_trace_new(); /* counters need a home even without a trace */
+  if (!trace->input_hash) {
+    char h[32];
+    snprintf(h, sizeof h, "%016llx", (unsigned long long)ox_graph_structure_hash(g));
+    trace->input_hash = ox_trace_intern(trace, h);
+  }
+  int rc = 0;
+  for (uint32_t i = 0; i < p->n && rc == 0; i++) {
+    const OxPipelineEntry *e = &p->entries[i];
+    int reps = e->opt.counter > 0 ? e->opt.counter : 1;
+    for (int r = 0; r < reps; r++) {
+      if (!ox_graph_stable_toposort(g)) {
+        ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "graph has a cycle before pass %s", e->pass->name);
+        rc = -1;
+        break;
+      }
+      OxPassCtx c;
+      memset(&c, 0, sizeof c);
+      c.g = g;
+      c.pass = e->pass;
+      c.opt = &e->opt;
+      c.checks = checks;
+      c.trace = trace;
+      c.record_rejections = own == NULL;
+      int n = e->pass->run(&c);
+      if (n < 0) {
+        ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "pass %s failed", e->pass->name);
+        rc = -1;
+      }
+      for (uint32_t k = 0; k < c.n_counters; k++) trace_counter_add(trace, c.counter_names[k], c.counter_values[k]);
+      ox_pass_ctx_clear(&c);
+      if (rc) break;
+    }
+  }
+  if (rc == 0 && !ox_graph_stable_toposort(g)) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "optimized graph has a cycle");
+    rc = -1;
+  }
+  trace->seconds += now_s() - t0;
+  res->applied = trace->n_applied;
+  res->rejected = trace->n_rejected;
+  res->check_failures = trace->n_check_failed;
+  res->seconds = now_s() - t0;
+  res->counter_names = trace->counter_names;
+  res->counter_values = trace->counter_values;
+  res->n_counters = trace->n_counters;
+  if (own) {
+    /* the caller gave no trace: counters must not dangle */
+    res->counter_names = NULL;
+    res->counter_values = NULL;
+    res->n_counters = 0;
+    ox_trace_free(own);
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------------------ replay */
+
+uint64_t ox_graph_structure_hash(const OxGraph *g) {
+  uint64_t h = 1469598103934665603ull;
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    h ^= ox_hash_bytes(n->name, strlen(n->name));
+    h *= 1099511628211ull;
+    h ^= ox_hash_bytes(n->target, strlen(n->target)) + n->op;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTraceEdit *e, OxDiagList *d) {
+  char err[256];
+  OxNodeId id = e->name ? ox_graph_find(g, e->name) : 0;
+  switch ((OxTraceEditKind)e->kind) {
+  case OX_TEDIT_ADD: {
+    if (id) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: node %s already exists", s->seq, e->name);
+      return -1;
+    }
+    OxValue args, kwargs;
+    if (!ox_trace_value_to_graph(t, g, &e->args, &args, err, sizeof err) ||
+        !ox_trace_value_to_graph(t, g, &e->kwargs, &kwargs, err, sizeof err)) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: adding %s: %s", s->seq, e->name, err);
+      return -1;
+    }
+    OxNodeId after = e->after ? ox_graph_find(g, e->after) : 0;
+    if (e->after && !after) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: position node %s not found", s->seq, e->after);
+      return -1;
+    }
+    OxNodeId nid = after ? ox_graph_insert_after(g, after, (OxOp)e->op, e->name, e->target, args, kwargs)
+                         : ox_graph_insert_before(g, g->head, (OxOp)e->op, e->name, e->target, args, kwargs);
+    if (strcmp(g->nodes[nid].name, e->name) != 0) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: could not name the new node %s", s->seq, e->name);
+      return -1;
+    }
+    if (e->has_meta) ox_graph_set_meta(g, nid, &e->meta);
+    return 0;
+  }
+  case OX_TEDIT_ERASE:
+    if (!id || !ox_graph_erase(g, id)) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot erase %s (%s)", s->seq, e->name,
+                  id ? "still used" : "not found");
+      return -1;
+    }
+    return 0;
+  case OX_TEDIT_ARGS: {
+    OxValue args, kwargs;
+    if (!id || !ox_trace_value_to_graph(t, g, &e->args, &args, err, sizeof err) ||
+        !ox_trace_value_to_graph(t, g, &e->kwargs, &kwargs, err, sizeof err)) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: rewiring %s: %s", s->seq, e->name,
+                  id ? err : "not found");
+      return -1;
+    }
+    ox_graph_set_args(g, id, args);
+    ox_graph_set_kwargs(g, id, kwargs);
+    return 0;
+  }
+  case OX_TEDIT_MOVE: {
+    if (!e->name) return ox_graph_stable_toposort(g) ? 0 : -1;
+    OxNodeId after = e->after ? ox_graph_find(g, e->after) : 0;
+    if (!id || (e->after && !after)) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot move %s", s->seq, e->name);
+      return -1;
+    }
+    if (after)
+      ox_graph_move_after(g, id, after);
+    else if (g->head != id)
+      ox_graph_move_before(g, id, g->head);
+    return 0;
+  }
+  case OX_TEDIT_META:
+    if (!id) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: %s not found", s->seq, e->name);
+      return -1;
+    }
+    ox_graph_set_meta(g, id, &e->meta);
+    return 0;
+  case OX_TEDIT_RENAME:
+    if (!id || !ox_graph_rename(g, id, e->new_name)) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot rename %s", s->seq, e->name);
+      return -1;
+    }
+    return 0;
+  }
+  return -1;
+}
+
+int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
+  if (t->input_hash) {
+    char h[32];
+    snprintf(h, sizeof h, "%016llx", (unsigned long long)ox_graph_structure_hash(g));
+    if (strcmp(h, t->input_hash) != 0) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL,
+                  "the trace was recorded on another graph (structure hash %s, this graph has %s)", t->input_hash,
+                  h);
+      return -1;
+    }
+  }
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    const OxStep *s = &t->steps[i];
+    if (!s->applied_index || s->applied_index > k) continue;
+    for (uint32_t j = 0; j < s->n_edits; j++)
+      if (apply_edit(g, t, s, &s->edits[j], d) != 0) return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ explain */
+
+static bool mentions(const OxStep *s, const char *name) {
+  if (s->anchor && strcmp(s->anchor, name) == 0) return true;
+  for (uint32_t i = 0; i < s->n_matched; i++)
+    if (strcmp(s->matched[i], name) == 0) return true;
+  for (uint32_t i = 0; i < s->n_removed; i++)
+    if (strcmp(s->removed[i], name) == 0) return true;
+  for (uint32_t i = 0; i < s->n_added; i++)
+    if (strcmp(s->added[i], name) == 0) return true;
+  for (uint32_t i = 0; i < s->reason.n_args; i++)
+    if (s->reason.nodes[i] && strcmp(s->reason.nodes[i], name) == 0) return true;
+  return false;
+}
+
+uint32_t ox_trace_steps_for_node(const OxTrace *t, const char *name, uint32_t *out, uint32_t max) {
+  uint32_t c = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    if (!mentions(&t->steps[i], name)) continue;
+    if (c < max) out[c] = i;
+    c++;
+  }
+  return c;
+}
