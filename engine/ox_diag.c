@@ -7,6 +7,7 @@
  */
 #include "ox_diag.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,19 @@ static char *clean_snippet(const char *s) {
   while (s[i] == ' ' || s[i] == '\t') i++;
   for (; s[i] && s[i] != '\n' && s[i] != '\r' && o < MAX; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c < 0x20 || c == 0x7f) {
+    if (c >= 0x80) {
+      /* pass valid UTF-8 sequences through, escape every other high byte */
+      size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+      bool valid = len > 0;
+      for (size_t k = 1; valid && k < len; k++) valid = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+      if (valid) {
+        memcpy(out + o, s + i, len);
+        o += len;
+        i += len - 1;
+      } else {
+        o += (size_t)snprintf(out + o, 8, "\\x%02x", c);
+      }
+    } else if (c < 0x20 || c == 0x7f) {
       o += (size_t)snprintf(out + o, 8, "\\x%02x", c);
     } else {
       out[o++] = (char)c;

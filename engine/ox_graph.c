@@ -432,13 +432,15 @@ static const char *unique_name(OxGraph *g, const char *want) {
   const char *base = ox_graph_intern_n(g, want, base_len);
   uint32_t k = ox_namemap_get(g->name_counters, base);
   if (k == 0) k = 1;
-  char buf[512];
+  size_t cap = base_len + 16;
+  char *buf = ox_xrealloc(NULL, cap);
   for (;;) {
-    snprintf(buf, sizeof buf, "%.*s_%u", (int)(base_len > 400 ? 400 : base_len), want, k);
+    snprintf(buf, cap, "%.*s_%u", (int)base_len, want, k);
     k++;
     const char *cand = ox_graph_intern(g, buf);
     if (!ox_namemap_get(g->names, cand)) {
       ox_namemap_set(g->name_counters, base, k);
+      free(buf);
       return cand;
     }
   }
@@ -501,12 +503,13 @@ static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *targ
   n->op = (uint8_t)op;
   n->declared_users = -1;
   n->target = ox_graph_intern(g, target ? target : (op == OX_OP_OUTPUT ? "output" : ""));
-  char base[256];
-  if (name && name[0])
-    snprintf(base, sizeof base, "%s", name);
-  else
+  if (name && name[0]) {
+    n->name = unique_name(g, name); /* any length: names from dumps must survive intact */
+  } else {
+    char base[256];
     base_from_target(op, n->target, base, sizeof base);
-  n->name = unique_name(g, base);
+    n->name = unique_name(g, base);
+  }
   ox_namemap_set(g->names, n->name, id);
   if (args.kind == OX_V_NONE) args = ox_graph_value_seq(g, OX_V_TUPLE, NULL, 0);
   if (kwargs.kind == OX_V_NONE) kwargs = ox_graph_value_dict(g, NULL, NULL, 0);
@@ -650,7 +653,7 @@ static OxTensorMeta copy_tmeta(OxGraph *g, const OxTensorMeta *s) {
       }
     }
   }
-  if (!t.stride) t.has_stride = false;
+  if (!t.stride && t.rank > 0) t.has_stride = false; /* rank 0: "f32[][]" has (empty) strides */
   return t;
 }
 

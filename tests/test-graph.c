@@ -93,6 +93,14 @@ static void test_unique_names(void) {
   g_assert_cmpstr(g->nodes[d1].name, ==, "add_1");
   g_assert_cmpstr(g->nodes[d2].name, ==, "add_2");
   g_assert_false(ox_graph_rename(g, d2, "add_1"));
+  /* long names survive intact, also when a suffix is needed */
+  char longname[1200];
+  memset(longname, 'n', sizeof longname - 1);
+  longname[sizeof longname - 1] = 0;
+  OxNodeId l1 = ph(g, longname), l2 = ph(g, longname);
+  g_assert_cmpstr(g->nodes[l1].name, ==, longname);
+  g_assert_cmpuint(strlen(g->nodes[l2].name), ==, strlen(longname) + 2);
+  g_assert_cmpuint(ox_graph_find(g, longname), ==, l1);
   g_assert_true(ox_graph_rename(g, d2, "renamed"));
   g_assert_cmpuint(ox_graph_find(g, "renamed"), ==, d2);
   g_assert_cmpuint(ox_graph_find(g, "add_2"), ==, 0);
@@ -407,16 +415,18 @@ static void test_diags(void) {
   g_assert_cmpstr(s, ==, "dump.txt:3:5: warning: skipped line");
   free(s);
   g_assert_cmpstr(d.items[0].snippet, ==, "%x : bad\\x01line");
+  ox_diag_add(&d, OX_SEV_WARNING, 1, 1, "caf\xc3\xa9 \xff\xfe ok", "utf8");
+  g_assert_cmpstr(d.items[d.n - 1].snippet, ==, "caf\xc3\xa9 \\xff\\xfe ok");
   s = ox_diag_format(&d, &d.items[1]);
   g_assert_cmpstr(s, ==, "dump.txt: error: no graph");
   free(s);
   ox_diags_promote_warnings(&d);
-  g_assert_cmpuint(d.n_errors, ==, 2);
+  g_assert_cmpuint(d.n_errors, ==, 3);
   g_assert_cmpint(d.items[0].sev, ==, OX_SEV_ERROR);
   d.max_items = 3;
   for (int i = 0; i < 10; i++) ox_diag_add(&d, OX_SEV_WARNING, 1, 1, NULL, "w");
   g_assert_cmpuint(d.n, ==, 3);
-  g_assert_cmpuint(d.n_dropped, ==, 9);
+  g_assert_cmpuint(d.n_dropped, ==, 10);
   g_assert_cmpuint(d.n_warnings, ==, 10);
   ox_diags_clear(&d);
   g_assert_cmpuint(d.n, ==, 0);
