@@ -1,0 +1,532 @@
+#!/usr/bin/python3
+"""The torch suite: tools/optimus_fx.py against real PyTorch, and the committed fixtures.
+
+Run by meson (suite 'torch') with /usr/bin/python3; prints TAP itself. Without torch it
+prints "1..0 # SKIP torch not available" and exits 0.
+
+Per fixture model (tests/torch/fixture_models.py):
+  roundtrip/NAME  load(export(m)) on m gives bit-identical outputs and the same node targets
+  current/NAME    the committed tests/data/fixtures/NAME.json equals a fresh export (graph
+                  exactly, record within 1e-6 of the output scale) and, loaded from disk,
+                  reproduces its recorded outputs
+  verify/NAME     `optimus verify NAME.json` exits 0            (SKIP until the CLI has it)
+  shapes/NAME     `optimus convert --input-shape` infers ShapeProp's shapes/dtypes on every
+                  node                                          (SKIP until the CLI has it)
+plus tests of the target whitelist, the engine-op map, an engine-style rewritten graph, and
+the optimus_fx.py command line.
+
+Environment: OPTIMUS_SOURCE_ROOT (source tree), OPTIMUS_CLI (the optimus binary).
+"""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.environ.get("OPTIMUS_SOURCE_ROOT") or os.path.dirname(os.path.dirname(HERE))
+os.environ["OPTIMUS_SOURCE_ROOT"] = SOURCE_ROOT
+PYTHON = sys.executable
+TOOL = os.path.join(SOURCE_ROOT, "tools", "optimus_fx.py")
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    torch = None
+
+if torch is not None:
+    sys.path.insert(0, HERE)
+    import fixture_models as fm
+    import op_coverage
+    import optimus_fx as ox
+
+FRESH_TOL = 1e-6  # committed fixture vs fresh export, relative to max(1, output scale)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+_fresh = {}
+
+
+def fresh_export(name):
+    """(doc, module, path) of a fresh export of fixture `name`, cached per run."""
+    if name not in _fresh:
+        d = tempfile.mkdtemp(prefix="optimus-bridge-")
+        path = os.path.join(d, name + ".json")
+        doc, m = fm.export_fixture(name, path)
+        _fresh[name] = (doc, m, path)
+    return _fresh[name]
+
+
+def load_committed(name):
+    path = fm.fixture_path(name)
+    with open(path, encoding="utf-8") as f:
+        return json.load(f), path
+
+
+def max_rel(a, b):
+    _, rel, _ = ox.diff(a, b)
+    return rel
+
+
+_cli_help = {}
+
+
+def cli_help(*cmd):
+    """`optimus CMD --help` output ('' if the CLI is missing or fails)."""
+    cli = os.environ.get("OPTIMUS_CLI")
+    if not cli or not os.path.exists(cli):
+        return ""
+    if cmd not in _cli_help:
+        try:
+            p = subprocess.run([cli, *cmd, "--help"], capture_output=True, text=True, timeout=60)
+            _cli_help[cmd] = p.stdout + p.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            _cli_help[cmd] = ""
+    return _cli_help[cmd]
+
+
+def cli_has_command(name):
+    text = cli_help()
+    return any(line.split()[:1] == [name] or ("optimus " + name) in line
+               for line in text.splitlines())
+
+
+def run_cli(*args):
+    return subprocess.run([os.environ["OPTIMUS_CLI"], *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+# ----------------------------------------------------------------------------- per fixture
+
+class FixtureTests(unittest.TestCase):
+    pass
+
+
+def _roundtrip(self, name):
+    doc, m, path = fresh_export(name)
+    _, inputs, _ = fm.build(name)  # same seed -> same inputs
+    gm = ox.load(path, m)
+    with torch.no_grad():
+        want = ox._flatten_outputs(m(*inputs), [])
+    got = ox.run(gm, inputs)
+    self.assertEqual(len(want), len(got))
+    for i, (w, g) in enumerate(zip(want, got)):
+        self.assertEqual((w.dtype, w.shape), (g.dtype, g.shape), "output %d" % i)
+        self.assertTrue(torch.equal(torch.isnan(w), torch.isnan(g)), "output %d nan" % i)
+        self.assertTrue(torch.equal(torch.nan_to_num(w), torch.nan_to_num(g)),
+                        "output %d not bit-identical" % i)
+    want_t = [(n["name"], n["op"], n["target"]) for n in doc["graphs"][0]["nodes"]]
+    got_t = [(n.name, n.op, ox.target_name(n.target)) for n in gm.graph.nodes]
+    self.assertEqual(want_t, got_t)
+    # the recorded outputs are exactly what the module computed
+    for i, (w, r) in enumerate(zip(want, ox.record_outputs(doc))):
+        self.assertTrue(torch.equal(torch.nan_to_num(w), torch.nan_to_num(r)), "record %d" % i)
+
+
+def _current(self, name):
+    doc, _, _ = fresh_export(name)
+    committed, path = load_committed(name)
+    stale = "stale fixture %s: regenerate with tests/torch/make_fixtures.py" % path
+    self.assertEqual(committed["graphs"], doc["graphs"], stale + " (graph differs)")
+    rec_c, rec_f = committed["record"], doc["record"]
+    self.assertEqual(rec_c["inputs"], rec_f["inputs"], stale + " (inputs differ)")
+    self.assertEqual(sorted(rec_c["params"]), sorted(rec_f["params"]), stale + " (param set)")
+    for k, v in rec_c["params"].items():
+        if "fill" in v or "fill" in rec_f["params"][k]:
+            self.assertEqual(v, rec_f["params"][k], stale + " (param %s)" % k)
+        else:
+            rel = max_rel(ox.tensor_from_json(rec_f["params"][k]), ox.tensor_from_json(v))
+            self.assertLessEqual(rel, FRESH_TOL, stale + " (param %s)" % k)
+    outs_c, outs_f = ox.record_outputs(committed), ox.record_outputs(doc)
+    self.assertEqual(len(outs_c), len(outs_f), stale)
+    for i, (c, f) in enumerate(zip(outs_c, outs_f)):
+        self.assertLessEqual(max_rel(f, c), FRESH_TOL, stale + " (output %d)" % i)
+    # the file on disk alone (fresh root + recorded params) reproduces its outputs
+    m, _, _ = fm.build(name)
+    ox.restore_params(m, committed)
+    got = ox.run(ox.load(committed, m), ox.record_inputs(committed))
+    for i, (c, g) in enumerate(zip(outs_c, got)):
+        _, rel, ok = ox.diff(c, g)
+        self.assertTrue(ok, "output %d of the loaded fixture: rel %.3g" % (i, rel))
+
+
+def _verify(self, name):
+    if not cli_has_command("verify"):
+        self.skipTest("optimus verify not available")
+    p = run_cli("verify", fm.fixture_path(name))
+    self.assertEqual(p.returncode, 0, "optimus verify %s:\n%s%s" % (name, p.stdout, p.stderr))
+
+
+def _shape_specs(doc):
+    """--input-shape NAME=D0,D1 for every placeholder, and the doc with metas stripped
+    (placeholders keep theirs only when not f32, so the dtype is known)."""
+    stripped = copy.deepcopy(doc)
+    stripped.pop("record", None)
+    specs = []
+    for n in stripped["graphs"][0]["nodes"]:
+        meta = n.get("meta", {})
+        if n["op"] == "placeholder" and "tensor" in meta:
+            specs += ["--input-shape",
+                      "%s=%s" % (n["name"], ",".join(str(d) for d in meta["tensor"]["shape"]))]
+            if meta["tensor"]["dtype"] == "f32":
+                n.pop("meta")
+        else:
+            n.pop("meta", None)
+    return stripped, specs
+
+
+def _shapes(self, name):
+    if "--input-shape" not in cli_help("convert"):
+        self.skipTest("optimus convert --input-shape not available")
+    committed, _ = load_committed(name)
+    stripped, specs = _shape_specs(committed)
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "in.json"), os.path.join(d, "out.json")
+        with open(src, "w", encoding="utf-8") as f:
+            json.dump(stripped, f)
+        p = run_cli("convert", src, *specs, "-o", out)
+        self.assertEqual(p.returncode, 0, "optimus convert:\n%s%s" % (p.stdout, p.stderr))
+        with open(out, encoding="utf-8") as f:
+            inferred = {n["name"]: n.get("meta") for n in json.load(f)["graphs"][0]["nodes"]}
+    problems = []
+    for n in committed["graphs"][0]["nodes"]:
+        if n["op"] == "output":
+            continue  # its meta restates the outputs' metas
+        want = n.get("meta") or {}
+        got = inferred.get(n["name"]) or {}
+        if "tensor" in want:
+            w, g = want["tensor"], got.get("tensor") or {}
+            if (w["shape"], w["dtype"]) != (g.get("shape"), g.get("dtype")):
+                problems.append("%s: ShapeProp %s %s, inferred %s" %
+                                (n["name"], w["dtype"], w["shape"], got or "nothing"))
+        elif "tuple" in want:
+            w = [(t["dtype"], t["shape"]) for t in want["tuple"]]
+            g = [(t.get("dtype"), t.get("shape")) for t in got.get("tuple") or []]
+            if w != g:
+                problems.append("%s: ShapeProp %s, inferred %s" % (n["name"], w, g or "nothing"))
+    self.assertFalse(problems, "\n".join(problems))
+
+
+def _add_fixture_tests():
+    for name in fm.MODELS:
+        for kind, fn in (("roundtrip", _roundtrip), ("current", _current), ("verify", _verify),
+                         ("shapes", _shapes)):
+            def test(self, fn=fn, name=name):
+                fn(self, name)
+            test.__doc__ = "%s/%s" % (kind, name)
+            setattr(FixtureTests, "test_%s_%s" % (kind, name), test)
+
+
+# ----------------------------------------------------------------------------- bridge
+
+class BridgeTests(unittest.TestCase):
+    def test_fixtures_cover_op_table(self):
+        """coverage/ox_ops.def: every op of the engine's op table is used by a fixture"""
+        self.assertEqual(op_coverage.uncovered_ops(), [])
+
+    def test_engine_op_map_complete(self):
+        """engine-ops/map: every op of ox_ops.def maps back to a torch callable"""
+        missing = [op for op in op_coverage.def_ops() if op not in ox.OPTIMUS_OPS]
+        self.assertEqual(missing, [])
+        for op in op_coverage.def_ops():
+            for prefix in ("", "optimus."):
+                self.assertIs(ox.resolve_target(prefix + op), ox.OPTIMUS_OPS[op])
+
+    def test_fixture_dir_small(self):
+        """fixtures/size: the committed fixtures stay under 2 MB"""
+        total = sum(os.path.getsize(os.path.join(fm.FIXTURE_DIR, f))
+                    for f in os.listdir(fm.FIXTURE_DIR))
+        self.assertLess(total, 2 * 1024 * 1024)
+
+    def test_target_whitelist(self):
+        """targets/whitelist: qualified names resolve, anything else is refused"""
+        import operator
+        import torch.nn.functional as F
+        ok = {"torch.cat": torch.cat, "operator.getitem": operator.getitem,
+              "_operator.add": operator.add, "torch.nn.functional.relu": F.relu,
+              "torch._C._nn.linear": F.linear, "torch.functional.split": torch.functional.split,
+              "builtins.getattr": getattr, "getattr": getattr,
+              "torch.ops.aten.mm.default": torch.ops.aten.mm.default,
+              "aten.addmm.default": torch.ops.aten.addmm.default,
+              "torch.ops.aten.split_with_sizes": torch.ops.aten.split_with_sizes}
+        for name, fn in ok.items():
+            self.assertIs(ox.resolve_target(name), fn, name)
+        for bad in ("os.system", "torch.load", "torch.save", "torch.serialization.os.system",
+                    "builtins.eval", "eval", "exec", "__import__", "torch.manual_seed",
+                    "torch.set_default_dtype", "torch._C._nn.__dict__", "torch.ops.aten.mm.default();x",
+                    "torch.ops.fake.op.default", "subprocess.run", "torch.fx.graph.Graph",
+                    "torch.nn.Linear", "torch.hub.load", "torch.jit.load", "torch.os",
+                    "torch.Tensor.__init__", "operator.attrgetter.__call__", ""):
+            with self.assertRaises(ox.TargetError, msg=bad):
+                ox.resolve_target(bad)
+        self.assertEqual(ox.check_method("view"), "view")
+        for bad in ("__class__", "__reduce_ex__", "numpy", "register_hook", "a.b", "__init__"):
+            with self.assertRaises(ox.TargetError, msg=bad):
+                ox.check_method(bad)
+
+    def test_values_roundtrip(self):
+        """values/encode-decode: every value kind of the schema survives encode + decode"""
+        vals = [None, True, 3, -2, 1.0, 1e-5, float("inf"), float("-inf"), "mean", [1, 2],
+                (1, (2, 3)), torch.float16, torch.int64, torch.device("cpu"),
+                torch.contiguous_format, Ellipsis, slice(1, None, 2), {"a": 1, "b": [1.5]}]
+        for v in vals:
+            enc = ox.encode_value(v)
+            self.assertEqual(json.loads(json.dumps(enc)), enc)
+            self.assertEqual(ox.decode_value(enc, {}), v)
+        self.assertEqual(json.dumps(ox.encode_value(1.0)), "1.0")
+        nan = ox.decode_value(ox.encode_value(float("nan")), {})
+        self.assertNotEqual(nan, nan)
+        for bad in ({"raw": "__import__('os')"}, {"sym": "s0"}, {"node": "missing"},
+                    {"dtype": "torch.nonsense"}, {"enum": "os.system"}, {"tuple": [1], "x": 2}):
+            with self.assertRaises(ValueError, msg=str(bad)):
+                ox.decode_value(bad, {})
+
+    def test_tensor_json_exact(self):
+        """tensors/exact: recorded data and sin fills round-trip bit-exactly"""
+        g = torch.Generator().manual_seed(3)
+        for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+            t = (torch.randn(257, generator=g) * 1e3).to(dt)
+            t[5], t[6], t[7] = float("nan"), float("inf"), float("-inf")
+            back = ox.tensor_from_json(json.loads(json.dumps(ox.tensor_to_json(t))))
+            self.assertEqual(back.dtype, dt)
+            self.assertTrue(torch.equal(torch.nan_to_num(back), torch.nan_to_num(t)), dt)
+        for t in (torch.tensor([[True, False]]), torch.tensor([-(2 ** 62), 7]),
+                  torch.tensor([3], dtype=torch.int32)):
+            self.assertTrue(torch.equal(ox.tensor_from_json(ox.tensor_to_json(t)), t))
+        f = ox.tensor_from_json({"dtype": "f32", "shape": [2, 2],
+                                 "fill": {"kind": "sin", "scale": 0.5, "freq": 0.7, "phase": 0.1}})
+        import math
+        want = [0.5 * math.sin(0.7 * i + 0.1) for i in range(4)]
+        self.assertTrue(torch.equal(f, torch.tensor(want, dtype=torch.float64).float().reshape(2, 2)))
+
+    def test_engine_ops_numerics(self):
+        """engine-ops/numerics: canonical-slot helpers compute what torch computes"""
+        import torch.nn.functional as F
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(3, 4, generator=g)
+        y = torch.randn(3, 4, generator=g)
+        w = torch.randn(10, 4, generator=g)
+        idx = torch.tensor([1, 2, 3, 4, 5, 6])
+        off = torch.tensor([0, 2, 2])
+        op = ox.OPTIMUS_OPS
+        eq = self.assertTrue
+        eq(torch.equal(op["slice"](x, 1, 1, None, 2), x[:, 1::2]))
+        eq(torch.equal(op["add"](x, y, alpha=0.3), torch.add(x, y, alpha=0.3)))
+        eq(torch.equal(op["sub"](x, y, alpha=0.3), torch.sub(x, y, alpha=0.3)))
+        eq(torch.equal(op["add"](2.0, x), 2.0 + x))
+        eq(torch.equal(op["sub"](1, x), 1 - x))
+        eq(torch.equal(op["div"](x, y, rounding_mode="floor"), torch.div(x, y, rounding_mode="floor")))
+        eq(torch.equal(op["div"](3.0, x, "trunc"), torch.div(torch.tensor(3.0), x, rounding_mode="trunc")))
+        eq(torch.equal(op["sum"](x), x.sum()))
+        eq(torch.equal(op["mean"](x, [0], True), x.mean([0], keepdim=True)))
+        eq(torch.equal(op["squeeze"](x[None]), x))
+        eq(torch.equal(op["embedding"](w, idx), F.embedding(idx, w)))
+        out = op["embedding_bag"](w, idx, off, "mean")
+        eq(isinstance(out, tuple) and len(out) == 4)
+        eq(torch.equal(out[0], F.embedding_bag(idx, w, off, mode="mean")))
+        eq(torch.equal(op["embedding_bag"](w, idx.view(3, 2), None, "sum")[0],
+                       F.embedding_bag(idx.view(3, 2), w, mode="sum")))
+        eq(torch.equal(op["split_with_sizes"](x, [1, 3], 1)[1], x[:, 1:]))
+        eq(op["to"](x, torch.float64).dtype == torch.float64 and op["to"](x) is x)
+        eq(op["size"](x) == (3, 4) and op["size"](x, -1) == 4)
+        b0, b1 = w[:, 0], w[1, :3]
+        gm = ox.grouped_mm([x, y[:, :2]], [w, w[:3, :2]], [b0, b1])
+        eq(torch.equal(gm[0], F.linear(x, w, b0)))
+        eq(torch.equal(gm[1], F.linear(y[:, :2], w[:3, :2], b1)))
+        eq(torch.equal(ox.grouped_mm([x], [w])[0], F.linear(x, w)))
+
+    def test_engine_style_rewrite(self):
+        """load/optimized: an engine-style rewrite (4 towers -> optimus.grouped_mm on
+        get_attr weights) loads against the original module and matches"""
+        committed, _ = load_committed("recsys_layernorm")
+        doc = copy.deepcopy(committed)
+        nodes = doc["graphs"][0]["nodes"]
+        towers = [n for n in nodes if n["op"] == "call_module" and n["target"].startswith("towers.")]
+        self.assertEqual(len(towers), 4)
+        first = nodes.index(towers[0])
+        new = []
+        for i, t in enumerate(towers):
+            for leaf in ("weight", "bias"):
+                new.append({"name": "w_%d_%s" % (i, leaf), "op": "get_attr",
+                            "target": "%s.%s" % (t["target"], leaf), "args": [], "kwargs": {}})
+        new.append({"name": "gmm", "op": "call_function", "target": "optimus.grouped_mm",
+                    "args": [[t["args"][0] for t in towers],
+                             [{"node": "w_%d_weight" % i} for i in range(4)],
+                             [{"node": "w_%d_bias" % i} for i in range(4)]], "kwargs": {}})
+        for i, t in enumerate(towers):
+            new.append({"name": t["name"], "op": "call_function", "target": "operator.getitem",
+                        "args": [{"node": "gmm"}, i], "kwargs": {}})
+        rest = [n for n in nodes if n not in towers]
+        # placed where the first tower was: some users now come before the group; the
+        # JSON format allows forward references and load() orders the nodes
+        doc["graphs"][0]["nodes"] = rest[:first] + new + rest[first:]
+        m, _, _ = fm.build("recsys_layernorm")
+        ox.restore_params(m, committed)
+        inputs = ox.record_inputs(committed)
+        ref = ox.run(ox.load(committed, m), inputs)
+        got = ox.run(ox.load(doc, m), inputs)
+        gm = ox.load(doc, m)
+        self.assertIn("optimus.grouped_mm", [ox.target_name(n.target) for n in gm.graph.nodes])
+        for r, o in zip(ref, got):
+            self.assertTrue(ox.diff(r, o)[2])
+
+    def test_hparam_mismatch_refused(self):
+        """load/hparams: a call_module hyper-parameter that differs from root's module is refused"""
+        committed, _ = load_committed("cnn")
+        doc = copy.deepcopy(committed)
+        for n in doc["graphs"][0]["nodes"]:
+            if n["target"] == "conv2":
+                n["kwargs"]["stride"] = {"tuple": [1, 1]}
+        m, _, _ = fm.build("cnn")
+        with self.assertRaisesRegex(ValueError, "stride"):
+            ox.load(doc, m)
+        ox.load(committed, m)
+
+    def test_py311_patch_scope(self):
+        """fx/py311-patch: the Proxy.__iter__ fix is installed only on Python>=3.11 with torch<2,
+        and tuple unpacking traces"""
+        needs = sys.version_info >= (3, 11) and int(torch.__version__.split(".")[0]) < 2
+        self.assertEqual(ox._fx_needs_py311_patch(), needs)
+
+        class Unpack(nn.Module):
+            def forward(self, x):
+                a, b = torch.split(x, 2, dim=1)
+                return a * b
+
+        with tempfile.TemporaryDirectory() as d:
+            x = torch.randn(2, 4)
+            self.assertEqual(ox.roundtrip(Unpack(), [x], os.path.join(d, "u.json")), [])
+        self.assertEqual(torch.fx.proxy.Proxy.__iter__ is ox._proxy_iter_py311, needs)
+
+
+class CliTests(unittest.TestCase):
+    """tools/optimus_fx.py as a command."""
+
+    def tool(self, *args):
+        return subprocess.run([PYTHON, TOOL, *args], capture_output=True, text=True, timeout=600,
+                              cwd=SOURCE_ROOT)
+
+    def test_export_roundtrip_compare(self):
+        """cli/export-roundtrip-compare: export a model file, round trip it, compare dumps"""
+        spec = os.path.join(HERE, "cli_model.py") + ":Net"
+        with tempfile.TemporaryDirectory() as d:
+            a = os.path.join(d, "a.json")
+            p = self.tool("export", spec, "--input-shape", "4,8", "--input-shape", "4:i64",
+                          "-o", a, "--record")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(a, encoding="utf-8") as f:
+                doc = json.load(f)
+            self.assertEqual(doc["format"], "optimus-fx")
+            self.assertEqual(sorted(doc["record"]["inputs"]), ["ids", "x"])
+            p = self.tool("roundtrip", spec, "--input-shape", "4,8", "--input-shape", "4:i64")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            p = self.tool("compare", a, a, "--module", spec)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("OK", p.stdout)
+            # an "optimized" dump that computes something else is caught
+            for n in doc["graphs"][0]["nodes"]:
+                if n["target"] == "torch.tanh":
+                    n["target"] = "torch.sigmoid"
+            b = os.path.join(d, "b.json")
+            with open(b, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            p = self.tool("compare", a, b, "--module", spec)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("MISMATCH", p.stdout)
+
+    def test_compare_without_module(self):
+        """cli/compare-no-module: get_attr-only dumps (make_fx) compare from the record alone"""
+        path = fm.fixture_path("aten_post_grad")
+        p = self.tool("compare", path, path)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_export_torchvision_spec(self):
+        """cli/torchvision: MODULE_SPEC package:function (resnet18, sin fill)"""
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "r.json")
+            p = self.tool("export", "torchvision.models:resnet18", "--input-shape", "1,3,32,32",
+                          "--record", "--param-fill", "sin", "-o", out)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertLess(os.path.getsize(out), 200000)
+            p = self.tool("compare", out, out, "--module", "torchvision.models:resnet18")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_bad_spec(self):
+        """cli/errors: a bad MODULE_SPEC or a non-dump file is an error, not a traceback"""
+        p = self.tool("export", "nonsense", "--input-shape", "2", "-o", "/nonexistent/x.json")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("error", p.stderr)
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            f.write('{"format": "other"}')
+            f.flush()
+            p = self.tool("compare", f.name, f.name)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("not an optimus-fx document", p.stderr)
+
+
+# ----------------------------------------------------------------------------- TAP
+
+class TapResult(unittest.TestResult):
+    def __init__(self):
+        super().__init__()
+        self.k = 0
+
+    def _name(self, test):
+        doc = test.shortDescription() or test.id()
+        return doc.split(":")[0] if "/" in doc.split(":")[0] else test.id()
+
+    def _line(self, status, test, extra=""):
+        self.k += 1
+        print("%s %d %s%s" % (status, self.k, self._name(test), extra), flush=True)
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._line("ok", test)
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._line("ok", test, " # SKIP " + reason)
+
+    def _fail(self, test, err):
+        self._line("not ok", test)
+        for line in self._exc_info_to_string(err, test).rstrip().splitlines():
+            print("# " + line)
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._fail(test, err)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._fail(test, err)
+
+
+def main():
+    if torch is None:
+        print("1..0 # SKIP torch not available")
+        return 0
+    _add_fixture_tests()
+    loader = unittest.TestLoader()
+    suite = unittest.TestSuite()
+    for cls in (BridgeTests, CliTests, FixtureTests):
+        suite.addTests(loader.loadTestsFromTestCase(cls))
+    only = sys.argv[1:]
+    if only:
+        suite = unittest.TestSuite(t for t in suite if any(o in t.id() or o in
+                                                           (t.shortDescription() or "")
+                                                           for o in only))
+    print("1..%d" % suite.countTestCases(), flush=True)
+    result = TapResult()
+    suite.run(result)
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
