@@ -1,0 +1,274 @@
+/* ox_check_numeric.c - the per-step numeric check.
+ *
+ * While the step's transaction is still open, the nodes the step removed (tombstones keep
+ * their args) form the region BEFORE and the nodes it added form the region AFTER. Each
+ * region is copied into a small standalone graph: its inputs from outside become
+ * placeholders named like the nodes they stand for (get_attr inputs stay get_attr, so
+ * parameters are drawn by path), so both graphs draw identical seeded random values for
+ * identical boundary names. Both run in the reference interpreter; every value the step
+ * replaced is compared with its replacement using dtype-aware tolerances, over several
+ * trials with different seeds.
+ *
+ * The check is SKIPPED, with the reason, when it cannot run: nothing was replaced, a kernel
+ * is missing, sizes are symbolic, an op is random, a boundary has no meta, or the regions
+ * need more work than the budget. It FAILS only on a real disagreement, or when the AFTER
+ * region cannot execute although BEFORE could (a broken rewrite).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ox_interp.h"
+#include "ox_mem.h"
+#include "ox_pass.h"
+
+typedef struct {
+  const OxGraph *src;
+  OxGraph *dst;
+  OxNodeId *map; /* src id -> dst id */
+} Remap;
+
+static bool is_container(const OxValue *v) {
+  return v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE;
+}
+
+static OxValue remap_value(Remap *r, const OxValue *v) {
+  if (v->kind == OX_V_NODE) return ox_value_node(r->map[v->u.node]);
+  OxValue out = *v;
+  if (v->s) out.s = ox_graph_intern(r->dst, v->s);
+  if (is_container(v)) {
+    out.u.items = v->n ? ox_graph_alloc(r->dst, v->n * sizeof(OxValue)) : NULL;
+    for (uint32_t i = 0; i < v->n; i++) out.u.items[i] = remap_value(r, &v->u.items[i]);
+    if (v->kind == OX_V_DICT) {
+      out.keys = v->n ? ox_graph_alloc(r->dst, v->n * sizeof(char *)) : NULL;
+      for (uint32_t i = 0; i < v->n; i++) out.keys[i] = ox_graph_intern(r->dst, v->keys[i]);
+    }
+  }
+  return out;
+}
+
+typedef struct {
+  OxNodeId *ids;
+  uint32_t n, cap;
+} Ids;
+
+static void ids_cb(OxNodeId id, void *data) {
+  Ids *l = data;
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 8;
+    l->ids = ox_xrealloc(l->ids, l->cap * sizeof *l->ids);
+  }
+  l->ids[l->n++] = id;
+}
+
+static void node_refs(const OxNode *n, Ids *out) {
+  out->n = 0;
+  ox_value_foreach_node(&n->args, ids_cb, out);
+  ox_value_foreach_node(&n->kwargs, ids_cb, out);
+}
+
+/* Adds the stand-in for a node outside the region. */
+static void add_boundary(Remap *r, OxNodeId id) {
+  if (r->map[id]) return;
+  const OxNode *s = &r->src->nodes[id];
+  OxNodeId nid;
+  if (s->op == OX_OP_GET_ATTR)
+    nid = ox_graph_add_node(r->dst, OX_OP_GET_ATTR, s->name, s->target, ox_value_none(), ox_value_none());
+  else
+    nid = ox_graph_add_node(r->dst, OX_OP_PLACEHOLDER, s->name, s->name, ox_value_none(), ox_value_none());
+  ox_graph_set_meta(r->dst, nid, &s->meta);
+  r->map[id] = nid;
+}
+
+/* Copies the region (any order; erased nodes allowed) into a fresh graph in a topological
+ * order of its own edges. Returns NULL with err on a cycle. */
+static OxGraph *extract(const OxGraph *g, const OxNodeId *nodes, uint32_t n, const OxNodeId *extra, uint32_t n_extra,
+                        OxNodeId **map_out, char *err, size_t errcap) {
+  OxGraph *t = ox_graph_new();
+  OxNodeId *map = ox_xcalloc(g->n_nodes + 1, sizeof *map);
+  uint8_t *in_region = ox_xcalloc(g->n_nodes + 1, 1);
+  uint8_t *done = ox_xcalloc(g->n_nodes + 1, 1);
+  for (uint32_t i = 0; i < n; i++) in_region[nodes[i]] = 1;
+  Remap r = {g, t, map};
+  Ids refs = {0};
+  uint32_t placed = 0;
+  /* repeated sweeps: place every region node whose region inputs are placed (regions are small) */
+  bool progress = true;
+  while (placed < n && progress) {
+    progress = false;
+    for (uint32_t i = 0; i < n; i++) {
+      OxNodeId id = nodes[i];
+      if (done[id]) continue;
+      const OxNode *s = &g->nodes[id];
+      node_refs(s, &refs);
+      bool ready = true;
+      for (uint32_t k = 0; k < refs.n && ready; k++)
+        if (in_region[refs.ids[k]] && !done[refs.ids[k]]) ready = false;
+      if (!ready) continue;
+      for (uint32_t k = 0; k < refs.n; k++)
+        if (!in_region[refs.ids[k]]) add_boundary(&r, refs.ids[k]);
+      OxValue args = remap_value(&r, &s->args), kwargs = remap_value(&r, &s->kwargs);
+      OxNodeId nid = ox_graph_add_node(t, (OxOp)s->op, s->name, s->target, args, kwargs);
+      OxNode *d = &t->nodes[nid];
+      d->module_type = ox_graph_intern(t, s->module_type);
+      ox_graph_set_meta(t, nid, &s->meta);
+      map[id] = nid;
+      done[id] = 1;
+      placed++;
+      progress = true;
+    }
+  }
+  for (uint32_t i = 0; i < n_extra; i++)
+    if (!in_region[extra[i]]) add_boundary(&r, extra[i]);
+  free(refs.ids);
+  free(in_region);
+  free(done);
+  if (placed < n) {
+    snprintf(err, errcap, "the region has a cycle");
+    ox_graph_free(t);
+    free(map);
+    return NULL;
+  }
+  *map_out = map;
+  return t;
+}
+
+static bool skippable(const char *msg) {
+  return strstr(msg, "no kernel") || strstr(msg, "symbolic") || strstr(msg, "random op") || strstr(msg, "budget") ||
+         strstr(msg, "no shape") || strstr(msg, "not supported") || strstr(msg, "unsupported");
+}
+
+typedef struct {
+  double max_abs, max_rel, tol;
+  bool fail;
+  char why[256];
+} Cmp;
+
+static void compare_values(const OxRtValue *got, const OxRtValue *want, Cmp *c) {
+  if (!got || !want) {
+    c->fail = true;
+    snprintf(c->why, sizeof c->why, "a value is missing");
+    return;
+  }
+  if (want->kind == OX_RT_TENSOR && got->kind == OX_RT_TENSOR) {
+    OxCompare r;
+    bool ok = ox_tensor_compare(got->u.t, want->u.t, NULL, &r);
+    if (r.max_abs > c->max_abs) c->max_abs = r.max_abs;
+    if (r.max_rel > c->max_rel) c->max_rel = r.max_rel;
+    double tol = r.tol.atol * r.scale;
+    if (tol > c->tol) c->tol = tol;
+    if (!ok && !c->fail) {
+      c->fail = true;
+      snprintf(c->why, sizeof c->why, "%s", r.why);
+    }
+    return;
+  }
+  if ((want->kind == OX_RT_TUPLE || want->kind == OX_RT_LIST) && (got->kind == OX_RT_TUPLE || got->kind == OX_RT_LIST)) {
+    if (want->n != got->n) {
+      c->fail = true;
+      snprintf(c->why, sizeof c->why, "%u values vs %u", got->n, want->n);
+      return;
+    }
+    for (uint32_t i = 0; i < want->n; i++) compare_values(got->u.items[i], want->u.items[i], c);
+    return;
+  }
+  if (ox_rt_is_scalar(want) && ox_rt_is_scalar(got)) {
+    if (ox_rt_scalar(want) != ox_rt_scalar(got)) {
+      c->fail = true;
+      snprintf(c->why, sizeof c->why, "scalar %g vs %g", ox_rt_scalar(got), ox_rt_scalar(want));
+    }
+    return;
+  }
+  if (want->kind != got->kind) {
+    c->fail = true;
+    snprintf(c->why, sizeof c->why, "%s vs %s", ox_rt_kind_name(got->kind), ox_rt_kind_name(want->kind));
+  }
+}
+
+void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
+  OxGraph *g = c->g;
+  char err[512], msg[900];
+  const char *why_skip = NULL;
+  if (!c->n_step_replaced) {
+    r->status = OX_CHECK_SKIPPED;
+    r->detail = c->trace ? ox_trace_intern(c->trace, "the step replaced no value") : NULL;
+    return;
+  }
+  /* the replacements that are not added nodes still need stand-ins in AFTER */
+  OxNodeId *extra = ox_xcalloc(c->n_step_replaced + 1, sizeof *extra);
+  uint32_t n_extra = 0;
+  for (uint32_t i = 0; i < c->n_step_replaced; i++) extra[n_extra++] = c->step_prov_new[i];
+  OxNodeId *map_b = NULL, *map_a = NULL;
+  OxGraph *before = extract(g, c->step_removed, c->n_step_removed, NULL, 0, &map_b, err, sizeof err);
+  OxGraph *after = before ? extract(g, c->step_added, c->n_step_added, extra, n_extra, &map_a, err, sizeof err) : NULL;
+  free(extra);
+  if (!before || !after) {
+    snprintf(msg, sizeof msg, "cannot extract the regions: %s", err);
+    r->status = OX_CHECK_FAILED;
+    r->detail = c->trace ? ox_trace_intern(c->trace, msg) : NULL;
+    ox_graph_free(before);
+    free(map_b);
+    return;
+  }
+  uint64_t flops = ox_interp_estimate_flops(before, NULL, 0) + ox_interp_estimate_flops(after, NULL, 0);
+  uint64_t budget = c->checks->numeric_budget ? c->checks->numeric_budget : 50000000ull;
+  Cmp cmp = {0};
+  uint32_t trials = c->checks->numeric_trials ? c->checks->numeric_trials : 3;
+  uint32_t t;
+  if (flops > budget) {
+    snprintf(msg, sizeof msg, "the regions need about %llu FLOPs, over the budget of %llu (--numeric-budget)",
+             (unsigned long long)flops, (unsigned long long)budget);
+    why_skip = msg;
+    trials = 0;
+  }
+  for (t = 0; t < trials && !why_skip && !cmp.fail; t++) {
+    uint64_t seed = c->checks->seed + t * 7919u;
+    OxInterp *ib = ox_interp_new(before, seed), *ia = ox_interp_new(after, seed);
+    if (ox_interp_run(ib, NULL, 0, err, sizeof err) != 0) {
+      snprintf(msg, sizeof msg, "before: %s", err);
+      why_skip = msg;
+    } else if (ox_interp_run(ia, NULL, 0, err, sizeof err) != 0) {
+      snprintf(msg, sizeof msg, "after: %s", err);
+      if (skippable(err)) {
+        why_skip = msg;
+      } else {
+        cmp.fail = true;
+        snprintf(cmp.why, sizeof cmp.why, "after: %.200s", err);
+      }
+    } else {
+      for (uint32_t i = 0; i < c->n_step_replaced && !cmp.fail; i++) {
+        OxNodeId o = c->step_prov_old[i], nw = c->step_prov_new[i];
+        const OxRtValue *want = ox_interp_value(ib, map_b[o]);
+        const OxRtValue *got = ox_interp_value(ia, map_a[nw]);
+        compare_values(got, want, &cmp);
+        if (cmp.fail) {
+          char tmp[256];
+          snprintf(tmp, sizeof tmp, "%s", cmp.why);
+          snprintf(cmp.why, sizeof cmp.why, "%.60s vs %.60s: %.120s", g->nodes[nw].name, g->nodes[o].name, tmp);
+        }
+      }
+    }
+    ox_interp_free(ib);
+    ox_interp_free(ia);
+  }
+  r->trials = t;
+  r->max_abs = cmp.max_abs;
+  r->max_rel = cmp.max_rel;
+  r->tol = cmp.tol;
+  if (cmp.fail) {
+    r->status = OX_CHECK_FAILED;
+    snprintf(msg, sizeof msg, "%s (trial %u)", cmp.why, t);
+  } else if (why_skip) {
+    r->status = OX_CHECK_SKIPPED;
+    if (why_skip != msg) snprintf(msg, sizeof msg, "%s", why_skip);
+  } else {
+    r->status = OX_CHECK_PASSED;
+    snprintf(msg, sizeof msg, "%u values equal over %u trials: max abs %.3g, max rel %.3g (tol %.3g)",
+             c->n_step_replaced, t, cmp.max_abs, cmp.max_rel, cmp.tol);
+  }
+  r->detail = c->trace ? ox_trace_intern(c->trace, msg) : NULL;
+  ox_graph_free(before);
+  ox_graph_free(after);
+  free(map_b);
+  free(map_a);
+}
