@@ -81,6 +81,9 @@ typedef struct OxOpArgs {
   bool from_default[OX_MAX_SLOTS];
   /* call_module: the module path whose parameters (path.weight, path.bias) feed the op */
   const char *module_path;
+  /* storage for a packed varargs slot (x.view(2, 3) -> size = (2, 3)): such a slot points
+     here, so use an OxOpArgs where it was filled (do not copy it by value). Added by ops. */
+  OxValue packed;
 } OxOpArgs;
 
 /* Maps a node's args/kwargs onto its op's slots. Returns 0, or -1 with err naming the
