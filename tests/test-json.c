@@ -1,0 +1,865 @@
+/* Tests for our JSON format (engine/ox_json.c, docs/format-json.md): exact output for a
+ * small graph, lossless load -> save -> load on hand-built documents holding every value
+ * kind, meta kind and optional field, located errors for every class of bad input, no
+ * crash on truncated or damaged input, and the round trip over the real corpus.
+ *
+ * Corpus path: $OPTIMUS_SHARED/corpus/fx-real, OPTIMUS_SHARED defaulting to
+ * "$OPTIMUS_SOURCE_ROOT/../shared"; corpus tests are skipped with a reason when absent. */
+#include <glib.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ox_buf.h"
+#include "ox_graph.h"
+#include "ox_load.h"
+#include "ox_write.h"
+
+/* ------------------------------------------------------------------ deep compare */
+
+/* Appends the first difference found to *why (a test failure message). */
+static bool differ(GString *why, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static bool differ(GString *why, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_string_append_vprintf(why, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool str_same(const char *a, const char *b) {
+  if (!a || !b) return a == b;
+  return strcmp(a, b) == 0;
+}
+
+/* Values compared structurally; node references by the referenced node's name, so two
+ * graphs whose ids differ (tombstones dropped on save) still compare. */
+static bool value_same(const OxGraph *ga, const OxValue *a, const OxGraph *gb, const OxValue *b) {
+  if (a->kind != b->kind) return false;
+  if (a->kind == OX_V_NODE) {
+    const OxNode *na = ox_graph_node(ga, a->u.node), *nb = ox_graph_node(gb, b->u.node);
+    return na && nb && strcmp(na->name, nb->name) == 0;
+  }
+  if (a->kind == OX_V_LIST || a->kind == OX_V_TUPLE || a->kind == OX_V_SLICE || a->kind == OX_V_DICT) {
+    if (a->n != b->n) return false;
+    for (uint32_t i = 0; i < a->n; i++) {
+      if (a->kind == OX_V_DICT && !str_same(a->keys[i], b->keys[i])) return false;
+      if (!value_same(ga, &a->u.items[i], gb, &b->u.items[i])) return false;
+    }
+    return true;
+  }
+  return ox_value_equal(a, b);
+}
+
+static bool dims_same(const OxDim *a, const OxDim *b, int32_t rank) {
+  for (int32_t i = 0; i < rank; i++) {
+    if (!str_same(a[i].sym, b[i].sym)) return false;
+    if (!a[i].sym && a[i].v != b[i].v) return false;
+  }
+  return true;
+}
+
+static bool tmeta_same(const OxTensorMeta *a, const OxTensorMeta *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank || a->has_stride != b->has_stride) return false;
+  if (!str_same(a->device, b->device)) return false;
+  if (a->rank > 0 && !dims_same(a->shape, b->shape, a->rank)) return false;
+  if (a->has_stride && a->rank > 0 && !dims_same(a->stride, b->stride, a->rank)) return false;
+  return true;
+}
+
+static bool meta_same(const OxMeta *a, const OxMeta *b) {
+  if (a->kind != b->kind || a->inferred != b->inferred) return false;
+  switch (a->kind) {
+  case OX_META_TENSOR: return a->n >= 1 && b->n >= 1 && tmeta_same(&a->t[0], &b->t[0]);
+  case OX_META_TUPLE:
+    if (a->n != b->n) return false;
+    for (uint32_t i = 0; i < a->n; i++)
+      if (!tmeta_same(&a->t[i], &b->t[i])) return false;
+    return true;
+  case OX_META_SYMINT: return str_same(a->sym, b->sym);
+  default: return true;
+  }
+}
+
+/* Everything the IR holds. same_ids: ids must match too (true for load -> save -> load). */
+static bool graph_same(const OxGraph *a, const OxGraph *b, bool same_ids, GString *why) {
+  if (!str_same(a->name, b->name)) return differ(why, "graph name %s vs %s", a->name, b->name);
+  if (a->src_line != b->src_line) return differ(why, "graph %s: src_line %u vs %u", a->name, a->src_line, b->src_line);
+  if (!str_same(a->sub_owner, b->sub_owner)) return differ(why, "graph %s: owner differs", a->name);
+  if (a->n_live != b->n_live) return differ(why, "graph %s: %u vs %u live nodes", a->name, a->n_live, b->n_live);
+  OxNodeId ia = a->head, ib = b->head;
+  for (;;) {
+    while (ia && a->nodes[ia].erased) ia = a->nodes[ia].next;
+    while (ib && b->nodes[ib].erased) ib = b->nodes[ib].next;
+    if (!ia || !ib) break;
+    const OxNode *x = &a->nodes[ia], *y = &b->nodes[ib];
+    const char *nm = x->name;
+    if (same_ids && ia != ib) return differ(why, "node %s: id %u vs %u", nm, ia, ib);
+    if (!str_same(x->name, y->name)) return differ(why, "node name %s vs %s", x->name, y->name);
+    if (x->op != y->op) return differ(why, "node %s: op differs", nm);
+    if (!str_same(x->target, y->target)) return differ(why, "node %s: target %s vs %s", nm, x->target, y->target);
+    if (!value_same(a, &x->args, b, &y->args)) return differ(why, "node %s: args differ", nm);
+    if (!value_same(a, &x->kwargs, b, &y->kwargs)) return differ(why, "node %s: kwargs differ", nm);
+    if (!meta_same(&x->meta, &y->meta)) return differ(why, "node %s: meta differs", nm);
+    if (x->declared_users != y->declared_users) return differ(why, "node %s: declared_users", nm);
+    if (x->flags != y->flags) return differ(why, "node %s: flags %u vs %u", nm, x->flags, y->flags);
+    if (x->src_line != y->src_line) return differ(why, "node %s: src_line %u vs %u", nm, x->src_line, y->src_line);
+    if (!str_same(x->type_ann, y->type_ann)) return differ(why, "node %s: type_ann", nm);
+    if (!str_same(x->stack_trace, y->stack_trace)) return differ(why, "node %s: stack_trace", nm);
+    if (!str_same(x->module_path, y->module_path)) return differ(why, "node %s: module_path", nm);
+    if (!str_same(x->module_type, y->module_type)) return differ(why, "node %s: module_type", nm);
+    if (!str_same(x->default_value, y->default_value)) return differ(why, "node %s: default_value", nm);
+    if (x->n_provenance != y->n_provenance) return differ(why, "node %s: provenance count", nm);
+    for (uint32_t i = 0; i < x->n_provenance; i++)
+      if (x->provenance[i] != y->provenance[i]) return differ(why, "node %s: provenance[%u]", nm, i);
+    if (x->n_users != y->n_users) return differ(why, "node %s: %u vs %u users", nm, x->n_users, y->n_users);
+    for (uint32_t i = 0; i < x->n_users; i++)
+      if (!str_same(a->nodes[x->users[i]].name, b->nodes[y->users[i]].name))
+        return differ(why, "node %s: users[%u] differ", nm, i);
+    ia = x->next;
+    ib = y->next;
+  }
+  if (a->n_subgraphs != b->n_subgraphs) return differ(why, "graph %s: subgraph count", a->name);
+  for (uint32_t i = 0; i < a->n_subgraphs; i++)
+    if (!graph_same(a->subgraphs[i], b->subgraphs[i], same_ids, why)) return false;
+  return true;
+}
+
+static bool doc_same(const OxDoc *a, const OxDoc *b, bool same_ids, GString *why) {
+  if (a->n_graphs != b->n_graphs) return differ(why, "%u vs %u graphs", a->n_graphs, b->n_graphs);
+  for (uint32_t i = 0; i < a->n_graphs; i++)
+    if (!graph_same(a->graphs[i], b->graphs[i], same_ids, why)) return false;
+  return true;
+}
+
+static void assert_doc_same(const OxDoc *a, const OxDoc *b, bool same_ids) {
+  GString *why = g_string_new(NULL);
+  if (!doc_same(a, b, same_ids, why)) g_error("documents differ: %s", why->str);
+  g_string_free(why, TRUE);
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static char *write_doc(const OxDoc *d) {
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_json(d, &b);
+  char *s = g_strndup(b.data ? b.data : "", b.len);
+  ox_buf_free(&b);
+  return s;
+}
+
+/* Loads JSON through the public entry point; fails the test with the diagnostics if it fails. */
+static OxDoc *load_ok(const char *text) {
+  OxDiagList d;
+  ox_diags_init(&d, "mem.json");
+  OxDoc *doc = NULL;
+  int rc = ox_load_buffer(text, strlen(text), OX_FMT_JSON, NULL, &doc, &d);
+  if (rc != 0 || d.n_warnings) {
+    ox_diags_print(&d, stderr);
+    g_error("load failed or warned (rc %d)", rc);
+  }
+  ox_diags_clear(&d);
+  return doc;
+}
+
+/* Loads text expected to fail; returns the diagnostics (caller clears them). */
+static void load_bad(const char *text, size_t len, const OxLoadOptions *opt, OxDiagList *d) {
+  ox_diags_init(d, "bad.json");
+  OxDoc *doc = NULL;
+  int rc = ox_load_buffer(text, len, OX_FMT_JSON, opt, &doc, d);
+  g_assert_cmpint(rc, ==, -1);
+  g_assert_null(doc);
+  g_assert_cmpuint(d->n_errors, >, 0);
+}
+
+static const OxDiag *first_error(const OxDiagList *d) {
+  for (size_t i = 0; i < d->n; i++)
+    if (d->items[i].sev == OX_SEV_ERROR) return &d->items[i];
+  return NULL;
+}
+
+static OxValue seq(OxGraph *g, OxValueKind k, int n, ...) {
+  OxValue items[16];
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) items[i] = va_arg(ap, OxValue);
+  va_end(ap);
+  return ox_graph_value_seq(g, k, items, (uint32_t)n);
+}
+
+static OxValue strv(OxGraph *g, OxValueKind k, const char *s) { return ox_graph_value_str(g, k, s); }
+
+static OxValue dict1(OxGraph *g, const char *k, OxValue v) {
+  const char *keys[1] = {k};
+  return ox_graph_value_dict(g, keys, &v, 1);
+}
+
+static OxTensorMeta *tmeta(OxGraph *g, OxDType dt, int rank, const int64_t *shape, const char *sym0,
+                           const int64_t *stride, const char *device) {
+  OxTensorMeta *t = ox_graph_tensor_meta_new(g, dt, rank);
+  for (int i = 0; i < rank; i++) t->shape[i].v = shape[i];
+  if (sym0 && rank > 0) t->shape[0].sym = ox_graph_intern(g, sym0);
+  if (stride) {
+    t->has_stride = true;
+    t->stride = ox_graph_alloc(g, (size_t)(rank ? rank : 1) * sizeof(OxDim));
+    for (int i = 0; i < rank; i++) t->stride[i].v = stride[i];
+  }
+  t->device = device ? ox_graph_intern(g, device) : NULL;
+  return t;
+}
+
+static void set_tensor(OxGraph *g, OxNodeId id, OxTensorMeta *t) {
+  OxMeta m = {0};
+  m.kind = OX_META_TENSOR;
+  m.n = 1;
+  m.t = t;
+  ox_graph_set_meta(g, id, &m);
+}
+
+/* A graph exercising every value kind, meta kind and optional node field. */
+static OxGraph *rich_graph(void) {
+  OxGraph *g = ox_graph_new();
+  g->name = ox_graph_intern(g, "rich graph");
+  g->src_line = 7;
+  OxNodeId x = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  int64_t sh[2] = {8, 16}, st[2] = {16, 1};
+  set_tensor(g, x, tmeta(g, OX_DT_F32, 2, sh, "s0", st, "cuda:0"));
+  OxNode *nx = &g->nodes[x];
+  nx->declared_users = 3;
+  nx->src_line = 2;
+  nx->type_ann = ox_graph_intern(g, "torch.Tensor");
+  nx->default_value = ox_graph_intern(g, "None");
+  nx->flags = OX_NODE_EXTERNAL | OX_NODE_MARKER;
+  OxNodeId w = ox_graph_add_node(g, OX_OP_GET_ATTR, "w", "layer.weight", ox_value_none(), ox_value_none());
+  set_tensor(g, w, tmeta(g, OX_DT_BF16, 0, NULL, NULL, st, NULL)); /* rank 0, empty stride */
+  /* every scalar and container kind */
+  OxValue floats = seq(g, OX_V_LIST, 12, ox_value_float(1.0), ox_value_float(0.1), ox_value_float(1e-05),
+                       ox_value_float(-0.0), ox_value_float(INFINITY), ox_value_float(-INFINITY),
+                       ox_value_float(NAN), ox_value_float(5e-324), ox_value_float(1.7976931348623157e308),
+                       ox_value_float(0.09999999999999998), ox_value_float(1e16), ox_value_float(-2.5e-300));
+  OxValue ints = seq(g, OX_V_TUPLE, 4, ox_value_int(INT64_MIN), ox_value_int(INT64_MAX), ox_value_int(0),
+                     ox_value_int(-1));
+  OxValue atoms = seq(g, OX_V_LIST, 12, ox_value_none(), ox_value_bool(true), ox_value_bool(false),
+                      strv(g, OX_V_STR, "sum"), strv(g, OX_V_STR, "quote\" back\\ nl\n tab\t ctl\x01 é ✓"),
+                      strv(g, OX_V_STR, ""), strv(g, OX_V_SYM, "4096*s0"), ox_value_dtype(OX_DT_F16),
+                      strv(g, OX_V_DEVICE, "cuda:0"), strv(g, OX_V_ENUM, "torch.contiguous_format"),
+                      strv(g, OX_V_RAW, "device(type='cpu')"), seq(g, OX_V_TUPLE, 0));
+  OxValue unk_dt = ox_value_dtype(OX_DT_UNKNOWN);
+  unk_dt.s = ox_graph_intern(g, "torch.float128");
+  OxValue alias_dt = ox_value_dtype(OX_DT_F32);
+  alias_dt.s = ox_graph_intern(g, "torch.float");
+  OxValue ell = ox_value_none();
+  ell.kind = OX_V_ELLIPSIS;
+  OxValue sl = seq(g, OX_V_SLICE, 3, ox_value_none(), ox_value_int(64), ox_value_node(x));
+  const char *dk[3] = {"b", "a", "weird key: \"x\""};
+  OxValue dv[3] = {ox_value_int(1), seq(g, OX_V_LIST, 1, ox_value_node(w)), dict1(g, "inner", seq(g, OX_V_TUPLE, 1, ox_value_node(x)))};
+  OxValue d = ox_graph_value_dict(g, dk, dv, 3);
+  OxValue args = seq(g, OX_V_TUPLE, 10, ox_value_node(x), floats, ints, atoms, unk_dt, alias_dt, ell, sl, d,
+                     seq(g, OX_V_LIST, 0));
+  const char *kk[2] = {"dim", "out"};
+  OxValue kv[2] = {ox_value_int(-1), ox_value_node(w)};
+  OxNodeId f = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "f", "torch.ops.aten.foo.default", args,
+                                 ox_graph_value_dict(g, kk, kv, 2));
+  OxMeta tm = {0};
+  tm.kind = OX_META_TUPLE;
+  tm.n = 2;
+  tm.t = ox_graph_alloc(g, 2 * sizeof(OxTensorMeta));
+  tm.t[0] = *tmeta(g, OX_DT_I64, -1, NULL, NULL, NULL, "cpu");
+  tm.t[1] = *tmeta(g, OX_DT_UNKNOWN, 1, sh, "u0", NULL, NULL);
+  tm.inferred = true;
+  ox_graph_set_meta(g, f, &tm);
+  OxNode *nf = &g->nodes[f];
+  nf->stack_trace = ox_graph_intern(g, "File: a.py:3 in forward, code: return f(x)\n  second line");
+  nf->module_path = ox_graph_intern(g, "layers.0.attn");
+  nf->module_type = ox_graph_intern(g, "torch.nn.Linear");
+  ox_graph_add_provenance(g, f, 3);
+  ox_graph_add_provenance(g, f, 1);
+  OxNodeId s = ox_graph_add_node(g, OX_OP_CALL_METHOD, "size", "size", seq(g, OX_V_TUPLE, 1, ox_value_node(f)),
+                                 ox_value_none());
+  OxMeta sm = {0};
+  sm.kind = OX_META_SYMINT;
+  sm.sym = ox_graph_intern(g, "s0");
+  ox_graph_set_meta(g, s, &sm);
+  OxNodeId m = ox_graph_add_node(g, OX_OP_CALL_MODULE, "lin", "layers.0.lin",
+                                 seq(g, OX_V_TUPLE, 1, ox_value_node(s)), ox_value_none());
+  OxMeta scal = {0};
+  scal.kind = OX_META_SCALAR;
+  ox_graph_set_meta(g, m, &scal);
+  OxNodeId e = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "e", "operator.getitem",
+                                 seq(g, OX_V_TUPLE, 2, ox_value_node(f), ox_value_int(0)), ox_value_none());
+  OxMeta none_inf = {0};
+  none_inf.inferred = true;
+  ox_graph_set_meta(g, e, &none_inf);
+  OxMeta symnull = {0};
+  symnull.kind = OX_META_SYMINT;
+  OxNodeId q = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "q", "torch.sym_size", seq(g, OX_V_TUPLE, 1, ox_value_node(e)),
+                                 ox_value_none());
+  ox_graph_set_meta(g, q, &symnull);
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output",
+                    seq(g, OX_V_TUPLE, 1, seq(g, OX_V_TUPLE, 3, ox_value_node(m), ox_value_node(q), ox_value_none())),
+                    ox_value_none());
+  /* subgraph owned by w, itself with a nested subgraph */
+  OxGraph *sub = ox_graph_new();
+  sub->name = ox_graph_intern(sub, "lowered graph 1");
+  sub->sub_owner = ox_graph_intern(sub, "w");
+  sub->src_line = 40;
+  OxNodeId p = ox_graph_add_node(sub, OX_OP_PLACEHOLDER, "p", "p", ox_value_none(), ox_value_none());
+  OxNodeId r = ox_graph_add_node(sub, OX_OP_CALL_FUNCTION, "relu", "torch.relu", seq(sub, OX_V_TUPLE, 1, ox_value_node(p)),
+                                 ox_value_none());
+  ox_graph_add_node(sub, OX_OP_OUTPUT, "output", "output", seq(sub, OX_V_TUPLE, 1, seq(sub, OX_V_LIST, 1, ox_value_node(r))),
+                    ox_value_none());
+  OxGraph *subsub = ox_graph_new();
+  subsub->name = ox_graph_intern(subsub, "lowered graph 2");
+  subsub->sub_owner = ox_graph_intern(subsub, "relu");
+  ox_graph_add_node(subsub, OX_OP_PLACEHOLDER, "z", "z", ox_value_none(), ox_value_none());
+  ox_graph_add_subgraph(sub, subsub);
+  ox_graph_add_subgraph(g, sub);
+  return g;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_exact_output(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  int64_t sh[2] = {8, 0}, st[2] = {16, 1};
+  set_tensor(g, x, tmeta(g, OX_DT_F32, 2, sh, NULL, st, "cuda:0"));
+  g->nodes[x].meta.t[0].shape[1].sym = ox_graph_intern(g, "s0");
+  OxNodeId mul = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "mul", "torch.ops.aten.mul.Tensor",
+                                   seq(g, OX_V_TUPLE, 2, ox_value_node(x), ox_value_float(1.0)),
+                                   dict1(g, "dtype", ox_value_dtype(OX_DT_BF16)));
+  g->nodes[mul].declared_users = 1;
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", seq(g, OX_V_TUPLE, 1, ox_value_node(mul)), ox_value_none());
+  OxDoc *doc = ox_doc_new(OX_FMT_JSON);
+  ox_doc_add_graph(doc, g);
+  char *text = write_doc(doc);
+  const char *want =
+    "{\n"
+    "  \"format\": \"optimus-fx\",\n"
+    "  \"version\": 1,\n"
+    "  \"graphs\": [\n"
+    "    {\n"
+    "      \"name\": \"graph\",\n"
+    "      \"src_line\": 0,\n"
+    "      \"nodes\": [\n"
+    "        {\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"args\": [], \"kwargs\": {}, "
+    "\"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [8, \"s0\"], \"stride\": [16, 1], \"device\": \"cuda:0\"}}},\n"
+    "        {\"name\": \"mul\", \"op\": \"call_function\", \"target\": \"torch.ops.aten.mul.Tensor\", "
+    "\"args\": [{\"node\": \"x\"}, 1.0], \"kwargs\": {\"dtype\": {\"dtype\": \"torch.bfloat16\"}}, \"declared_users\": 1},\n"
+    "        {\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"mul\"}], \"kwargs\": {}}\n"
+    "      ],\n"
+    "      \"subgraphs\": []\n"
+    "    }\n"
+    "  ]\n"
+    "}\n";
+  g_assert_cmpstr(text, ==, want);
+  g_free(text);
+  ox_doc_free(doc);
+}
+
+static void test_roundtrip_rich(void) {
+  OxDoc *doc = ox_doc_new(OX_FMT_JSON);
+  ox_doc_add_graph(doc, rich_graph());
+  OxGraph *second = ox_graph_new();
+  second->name = ox_graph_intern(second, "__compiled_fn_3");
+  ox_graph_add_node(second, OX_OP_PLACEHOLDER, "only", "only", ox_value_none(), ox_value_none());
+  ox_doc_add_graph(doc, second);
+  OxDoc *empty_graph_doc = NULL;
+  (void)empty_graph_doc;
+  char *t1 = write_doc(doc);
+  OxDoc *d1 = load_ok(t1);
+  assert_doc_same(doc, d1, true);
+  char *t2 = write_doc(d1);
+  g_assert_cmpstr(t1, ==, t2); /* the writer is deterministic and the reader lossless */
+  OxDoc *d2 = load_ok(t2);
+  assert_doc_same(d1, d2, true);
+  /* spot checks that the compare is not vacuous */
+  const OxGraph *g = d2->graphs[0];
+  OxNodeId f = ox_graph_find(g, "f");
+  g_assert_cmpuint(f, !=, 0);
+  const OxValue *floats = &g->nodes[f].args.u.items[1];
+  g_assert_cmpint(floats->kind, ==, OX_V_LIST);
+  g_assert_true(signbit(floats->u.items[3].u.f) && floats->u.items[3].u.f == 0.0);
+  g_assert_true(isnan(floats->u.items[6].u.f));
+  g_assert_cmpfloat(floats->u.items[7].u.f, ==, 5e-324);
+  g_assert_cmpint(g->nodes[f].args.u.items[4].kind, ==, OX_V_DTYPE);
+  g_assert_cmpstr(g->nodes[f].args.u.items[4].s, ==, "torch.float128");
+  g_assert_cmpint(g->nodes[f].args.u.items[5].u.dtype, ==, OX_DT_F32);
+  g_assert_cmpstr(g->nodes[f].args.u.items[5].s, ==, "torch.float");
+  g_assert_cmpuint(g->nodes[f].n_provenance, ==, 2);
+  g_assert_cmpuint(g->nodes[f].provenance[0], ==, 3);
+  g_assert_true(g->nodes[f].meta.inferred);
+  g_assert_cmpuint(g->n_subgraphs, ==, 1);
+  g_assert_cmpstr(g->subgraphs[0]->sub_owner, ==, "w");
+  g_assert_cmpuint(g->subgraphs[0]->n_subgraphs, ==, 1);
+  g_assert_cmpstr(g->subgraphs[0]->subgraphs[0]->sub_owner, ==, "relu");
+  /* and that a real difference is caught */
+  GString *why = g_string_new(NULL);
+  ((OxGraph *)g)->nodes[f].args.u.items[1].u.items[0].u.f = 1.0000000000000002;
+  g_assert_false(doc_same(d1, d2, true, why));
+  g_string_free(why, TRUE);
+  g_free(t1);
+  g_free(t2);
+  ox_doc_free(doc);
+  ox_doc_free(d1);
+  ox_doc_free(d2);
+}
+
+/* Erased nodes are not written: ids are renumbered, everything else survives. */
+static void test_roundtrip_erased(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  OxNodeId dead = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "dead", "torch.neg", seq(g, OX_V_TUPLE, 1, ox_value_node(x)),
+                                    ox_value_none());
+  OxNodeId r = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "r", "torch.relu", seq(g, OX_V_TUPLE, 1, ox_value_node(x)),
+                                 ox_value_none());
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", seq(g, OX_V_TUPLE, 1, ox_value_node(r)), ox_value_none());
+  g_assert_true(ox_graph_erase(g, dead));
+  OxDoc *doc = ox_doc_new(OX_FMT_JSON);
+  ox_doc_add_graph(doc, g);
+  char *t = write_doc(doc);
+  g_assert_null(strstr(t, "dead"));
+  OxDoc *d1 = load_ok(t);
+  assert_doc_same(doc, d1, false);
+  g_assert_cmpuint(ox_graph_find(d1->graphs[0], "r"), ==, 2);
+  g_free(t);
+  ox_doc_free(doc);
+  ox_doc_free(d1);
+}
+
+/* References may point forward; users come out in program order. */
+static void test_forward_refs(void) {
+  const char *text =
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": [\n"
+    "  {\"name\": \"b\", \"op\": \"call_function\", \"target\": \"torch.neg\", \"args\": [{\"node\": \"a\"}]},\n"
+    "  {\"name\": \"a\", \"op\": \"placeholder\", \"target\": \"a\"},\n"
+    "  {\"name\": \"c\", \"op\": \"call_function\", \"target\": \"operator.add\", \"args\": [{\"node\": \"a\"}, {\"node\": \"b\"}]}\n"
+    "]}]}";
+  OxDoc *d = load_ok(text);
+  const OxGraph *g = d->graphs[0];
+  g_assert_cmpstr(g->name, ==, "graph");
+  /* the same with a UTF-8 byte order mark in front */
+  char *bom = g_strconcat("\xef\xbb\xbf", text, NULL);
+  OxDoc *d_bom = load_ok(bom);
+  assert_doc_same(d, d_bom, true);
+  ox_doc_free(d_bom);
+  OxDiagList bd;
+  char *bom_bad = g_strconcat("\xef\xbb\xbf{\"format\": 1}", NULL);
+  load_bad(bom_bad, strlen(bom_bad), NULL, &bd);
+  g_assert_cmpuint(first_error(&bd)->line, ==, 1);
+  g_assert_cmpuint(first_error(&bd)->col, ==, 15); /* byte column, counting the 3 BOM bytes */
+  ox_diags_clear(&bd);
+  g_free(bom_bad);
+  g_free(bom);
+  OxNodeId a = ox_graph_find(g, "a"), b = ox_graph_find(g, "b"), c = ox_graph_find(g, "c");
+  g_assert_cmpuint(a, ==, 2);
+  g_assert_cmpuint(g->nodes[b].args.u.items[0].u.node, ==, a);
+  g_assert_cmpuint(g->nodes[a].n_users, ==, 2);
+  g_assert_cmpuint(g->nodes[a].users[0], ==, b);
+  g_assert_cmpuint(g->nodes[a].users[1], ==, c);
+  g_assert_cmpint(g->nodes[a].declared_users, ==, -1);
+  g_assert_cmpint(g->nodes[a].args.kind, ==, OX_V_TUPLE);
+  g_assert_cmpint(g->nodes[a].kwargs.kind, ==, OX_V_DICT);
+  ox_doc_free(d);
+}
+
+typedef struct {
+  const char *text;
+  const char *msg;   /* substring of the first error */
+  uint32_t line, col;/* expected location (0 = do not check) */
+} BadCase;
+
+#define HDR "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": [\n"
+#define X_NODE "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\"}"
+
+static const BadCase bad_cases[] = {
+  {"", "unexpected end of input", 1, 1},
+  {"{\n  \"format\": \"optimus-fx\",\n  \"version\": 1,\n  \"graphs\": [ }\n}", "JSON syntax error", 4, 15},
+  {"{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [", "unexpected end of input", 1, 51},
+  {"{\"format\": \"optimus-fx\"} trailing", "JSON syntax error", 1, 26},
+  {"{\"a\": 1,}", "JSON syntax error", 1, 9},
+  {"\x01\x02\xff garbage", "JSON syntax error", 1, 1},
+  {"[1, 2]", "must be a JSON object", 1, 1},
+  {"{\"version\": 1, \"graphs\": []}", "no \"format\" key", 1, 1},
+  {"{\"format\": \"other\", \"version\": 1, \"graphs\": []}", "format must be \"optimus-fx\"", 1, 12},
+  {"{\"format\": \"optimus-fx\", \"graphs\": []}", "no \"version\"", 0, 0},
+  {"{\"format\": \"optimus-fx\",\n \"version\": 2, \"graphs\": []}", "unsupported version 2", 2, 13},
+  {"{\"format\": \"optimus-fx\", \"version\": \"1\", \"graphs\": []}", "version must be an integer", 0, 0},
+  {"{\"format\": \"optimus-fx\", \"version\": 1}", "no \"graphs\"", 0, 0},
+  {"{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": []}", "no graph", 0, 0},
+  {"{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": {}}", "graphs must be an array", 0, 0},
+  {"{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{}]}", "graphs[0]: graph has no \"nodes\"", 0, 0},
+  {HDR X_NODE ",\n {\"name\": \"add\", \"op\": \"call_fn\", \"target\": \"t\"}]}]}",
+   "graphs[0].nodes[1] (name 'add'): op: unknown op 'call_fn'", 3, 24},
+  {HDR "{\"op\": \"placeholder\", \"target\": \"x\"}]}]}", "graphs[0].nodes[0]: node has no \"name\"", 2, 1},
+  {HDR "{\"name\": \"\", \"op\": \"placeholder\", \"target\": \"x\"}]}]}", "name must not be empty", 2, 10},
+  {HDR "{\"name\": 3, \"op\": \"placeholder\", \"target\": \"x\"}]}]}", "name must be a string, not an integer", 2, 10},
+  {HDR "{\"name\": \"x\", \"target\": \"x\"}]}]}", "node has no \"op\"", 0, 0},
+  {HDR "{\"name\": \"x\", \"op\": \"placeholder\"}]}]}", "node has no \"target\"", 0, 0},
+  {HDR X_NODE ",\n" X_NODE "]}]}", "graphs[0].nodes[1] (name 'x'): name: duplicate node name 'x'", 3, 10},
+  {HDR X_NODE ",\n{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [1, [{\"node\": \"zz\"}]]}]}]}",
+   "graphs[0].nodes[1] (name 'y'): args[1][0].node: reference to unknown node 'zz'", 3, 75},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": {}}]}]}", "args must be an array", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"kwargs\": []}]}]}", "kwargs must be an object", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"tuple\": [1], \"x\": 2}]}]}]}",
+   "exactly one key", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"complex\": [1, 2]}]}]}]}",
+   "unknown value tag 'complex'", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"float\": \"Infinity\"}]}]}]}",
+   "float must be \"inf\", \"-inf\" or \"nan\"", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [NaN]}]}]}", "must be finite", 2, 62},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [1e999]}]}]}", "must be finite", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [9223372036854775808]}]}]}",
+   "out of the 64-bit integer range", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [-9223372036854775809]}]}]}",
+   "out of the 64-bit integer range", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [\"a\\u0000b\"]}]}]}",
+   "contains a NUL character", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"slice\": [1, 2]}]}]}]}",
+   "a slice must have 3 items", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"dict\": [[1, 2]]}]}]}]}",
+   "a dict key must be a string", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"dict\": [[\"k\"]]}]}]}]}",
+   "[key, value] pair", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"ellipsis\": false}]}]}]}",
+   "ellipsis must be true", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"sym\": \"\"}]}]}]}",
+   "sym must not be empty", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"node\": null}]}]}]}",
+   "a node reference must be a string, not null", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"meta\": {\"tensor\": {\"dtype\": \"f33\"}}}]}]}",
+   "graphs[0].nodes[0] (name 'y'): meta.tensor.dtype: unknown dtype abbreviation 'f33'", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"meta\": {\"tensor\": {\"shape\": [1]}}}]}]}",
+   "needs a \"dtype\"", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"stride\": [1]}}}]}]}",
+   "stride given without a shape", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, 3], \"stride\": [1]}}}]}]}",
+   "stride has 1 entries but the shape has 2", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2.5]}}}]}]}",
+   "meta.tensor.shape[0]: a dimension must be an integer or a string", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"meta\": {\"tensor\": {\"dtype\": \"f32\"}, \"scalar\": true}}]}]}",
+   "at most one of", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"meta\": {\"scalar\": 1}}]}]}", "scalar must be true", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"meta\": {\"inferred\": \"yes\"}}]}]}",
+   "inferred must be a boolean", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"declared_users\": -2}]}]}",
+   "declared_users must be between -1 and", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"flags\": 65536}]}]}", "flags must be between", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"provenance\": [0]}]}]}",
+   "provenance[0]: a provenance id must be between 1", 0, 0},
+  {HDR "{\"name\": \"y\", \"op\": \"placeholder\", \"target\": \"y\", \"stack_trace\": 5}]}]}",
+   "stack_trace must be a string", 0, 0},
+  {HDR X_NODE "], \"subgraphs\": [{\"owner\": \"x\", \"nodes\": [" X_NODE ", {\"name\": \"q\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"nope\"}]}]}]}]}",
+   "graphs[0].subgraphs[0].nodes[1] (name 'q'): args[0].node: reference to unknown node 'nope'", 0, 0},
+  {HDR X_NODE "]}, 5]}", "graphs[1]: a graph must be an object", 0, 0},
+  {HDR "7]}]}", "graphs[0].nodes[0]: a node must be an object, not an integer", 2, 1},
+};
+
+static void test_bad_inputs(void) {
+  int bad = 0;
+  for (size_t i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
+    const BadCase *c = &bad_cases[i];
+    OxDiagList d;
+    load_bad(c->text, strlen(c->text), NULL, &d);
+    const OxDiag *e = first_error(&d);
+    g_assert_nonnull(e);
+    if (!strstr(e->msg, c->msg) || (c->line && (e->line != c->line || e->col != c->col))) {
+      ox_diags_print(&d, stderr);
+      g_printerr("case %zu: got %u:%u '%s', want %u:%u containing '%s'\n", i, e->line, e->col, e->msg, c->line,
+                 c->col, c->msg);
+      bad++;
+    }
+    ox_diags_clear(&d);
+  }
+  g_assert_cmpint(bad, ==, 0);
+}
+
+/* One bad node gives one error, not one more per reference to it. */
+static void test_no_cascade(void) {
+  const char *t = HDR X_NODE ",\n{\"name\": \"a\", \"op\": \"bogus\", \"target\": \"f\", \"args\": [{\"node\": \"x\"}]},\n"
+                  "{\"name\": \"b\", \"op\": \"call_function\", \"target\": \"g\", \"args\": [{\"node\": \"a\"}, {\"node\": \"a\"}]}]}]}";
+  OxDiagList d;
+  load_bad(t, strlen(t), NULL, &d);
+  g_assert_cmpuint(d.n_errors, ==, 1);
+  g_assert_nonnull(strstr(first_error(&d)->msg, "unknown op 'bogus'"));
+  g_assert_cmpuint(first_error(&d)->line, ==, 3);
+  ox_diags_clear(&d);
+}
+
+static void test_version_message(void) {
+  OxDiagList d;
+  const char *t = "{\"format\": \"optimus-fx\", \"version\": 7, \"graphs\": []}";
+  load_bad(t, strlen(t), NULL, &d);
+  char *s = ox_diag_format(&d, first_error(&d));
+  g_assert_nonnull(strstr(s, "bad.json:1:37: error: version: unsupported version 7"));
+  g_free(s);
+  ox_diags_clear(&d);
+}
+
+/* Unknown keys are warnings (forward compatible), errors under strict. */
+static void test_unknown_keys(void) {
+  const char *t = HDR "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"colour\": \"red\"}]}], \"extra\": 1}";
+  OxDiagList d;
+  ox_diags_init(&d, "w.json");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(t, strlen(t), OX_FMT_JSON, NULL, &doc, &d), ==, 0);
+  g_assert_nonnull(doc);
+  g_assert_cmpuint(d.n_warnings, ==, 2);
+  g_assert_cmpuint(d.n_errors, ==, 0);
+  gboolean saw_colour = FALSE;
+  for (size_t i = 0; i < d.n; i++)
+    if (strstr(d.items[i].msg, "graphs[0].nodes[0] (name 'x'): colour: unknown key 'colour' ignored")) {
+      saw_colour = TRUE;
+      g_assert_cmpuint(d.items[i].line, ==, 2);
+      g_assert_cmpuint(d.items[i].col, ==, 61);
+    }
+  g_assert_true(saw_colour);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+  OxLoadOptions strict = {.strict = true};
+  load_bad(t, strlen(t), &strict, &d);
+  ox_diags_clear(&d);
+}
+
+static void test_depth_limit(void) {
+  GString *s = g_string_new(HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [");
+  for (int i = 0; i < 100000; i++) g_string_append_c(s, '[');
+  OxDiagList d;
+  load_bad(s->str, s->len, NULL, &d);
+  g_assert_nonnull(strstr(first_error(&d)->msg, "nesting deeper than the limit of 256"));
+  g_assert_cmpuint(first_error(&d)->line, ==, 2);
+  ox_diags_clear(&d);
+  g_string_free(s, TRUE);
+  /* a small explicit limit applies too */
+  const char *t = HDR "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [[[[1]]]]}]}]}";
+  OxLoadOptions opt = {.max_depth = 6};
+  load_bad(t, strlen(t), &opt, &d);
+  g_assert_nonnull(strstr(first_error(&d)->msg, "nesting deeper than the limit of 6"));
+  ox_diags_clear(&d);
+  opt.max_depth = 12;
+  OxDoc *doc = NULL;
+  ox_diags_init(&d, "x");
+  g_assert_cmpint(ox_load_buffer(t, strlen(t), OX_FMT_JSON, &opt, &doc, &d), ==, 0);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+}
+
+/* Every prefix and many byte flips of a valid document: never crash, and a failure
+ * always comes with an error. */
+static void test_damaged_input(void) {
+  OxDoc *doc = ox_doc_new(OX_FMT_JSON);
+  ox_doc_add_graph(doc, rich_graph());
+  char *text = write_doc(doc);
+  size_t len = strlen(text);
+  unsigned ok = 0, failed = 0, tried = 0;
+  /* every cut near the start and the end, a sample in between (parsing is linear, the
+   * loop quadratic: sanitizer builds would crawl) */
+  for (size_t cut = 0; cut < len; cut += (cut < 150 || cut + 150 > len) ? 1 : 29) {
+    tried++;
+    char *t = g_strndup(text, cut);
+    OxDiagList d;
+    ox_diags_init(&d, "cut.json");
+    OxDoc *out = NULL;
+    int rc = ox_load_buffer(t, cut, OX_FMT_JSON, NULL, &out, &d);
+    if (rc == 0) ok++;
+    else {
+      g_assert_cmpuint(d.n_errors, >, 0);
+      failed++;
+    }
+    ox_doc_free(out);
+    ox_diags_clear(&d);
+    g_free(t);
+  }
+  g_assert_cmpuint(ok, ==, 1); /* only the prefix lacking just the final newline is complete */
+  GRand *rnd = g_rand_new_with_seed(1234);
+  const char flips[] = "{}[]\",:0-e.tn\\ x\x00\xff";
+  for (int k = 0; k < 600; k++) {
+    char *t = g_memdup2(text, len + 1);
+    int nflip = g_rand_int_range(rnd, 1, 4);
+    for (int j = 0; j < nflip; j++) t[g_rand_int_range(rnd, 0, (gint32)len)] = flips[g_rand_int_range(rnd, 0, sizeof flips - 1)];
+    OxDiagList d;
+    ox_diags_init(&d, "flip.json");
+    OxDoc *out = NULL;
+    int rc = ox_load_buffer(t, len, OX_FMT_JSON, NULL, &out, &d);
+    if (rc == 0) {
+      /* whatever loaded must be consistent */
+      for (uint32_t gi = 0; gi < out->n_graphs; gi++) {
+        OxDiagList v;
+        ox_diags_init(&v, "v");
+        /* forward references are allowed by the format, so check only users/names, not order */
+        ox_graph_verify(out->graphs[gi], false, &v);
+        for (size_t i = 0; i < v.n; i++)
+          g_assert_null(strstr(v.items[i].msg, "users of"));
+        ox_diags_clear(&v);
+      }
+    } else {
+      g_assert_cmpuint(d.n_errors, >, 0);
+    }
+    ox_doc_free(out);
+    ox_diags_clear(&d);
+    g_free(t);
+  }
+  g_rand_free(rnd);
+  g_assert_cmpuint(failed, ==, tried - 1);
+  g_free(text);
+  ox_doc_free(doc);
+}
+
+/* ------------------------------------------------------------------ files in the tree */
+
+static char *source_path(const char *rel) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (!root || !*root) return NULL;
+  return g_build_filename(root, rel, NULL);
+}
+
+/* The complete example in docs/format-json.md loads, and saving it loses nothing. */
+static void test_doc_example(void) {
+  char *path = source_path("docs/format-json.md");
+  char *md = NULL;
+  if (!path || !g_file_get_contents(path, &md, NULL, NULL)) {
+    g_test_skip("docs/format-json.md not found (OPTIMUS_SOURCE_ROOT unset?)");
+    g_free(path);
+    return;
+  }
+  const char *sec = strstr(md, "## Complete example");
+  g_assert_nonnull(sec);
+  const char *start = strstr(sec, "```json\n");
+  g_assert_nonnull(start);
+  start += 8;
+  const char *end = strstr(start, "```");
+  g_assert_nonnull(end);
+  char *json = g_strndup(start, (gsize)(end - start));
+  OxDoc *d = load_ok(json);
+  g_assert_cmpuint(d->n_graphs, ==, 1);
+  g_assert_cmpuint(d->graphs[0]->n_live, ==, 7);
+  g_assert_cmpuint(d->graphs[0]->n_subgraphs, ==, 1);
+  char *t = write_doc(d);
+  OxDoc *d2 = load_ok(t);
+  assert_doc_same(d, d2, true);
+  g_free(t);
+  ox_doc_free(d);
+  ox_doc_free(d2);
+  g_free(json);
+  g_free(md);
+  g_free(path);
+}
+
+/* Golden file: the rich graph's JSON, byte for byte (OPTIMUS_UPDATE_GOLDEN=1 rewrites it). */
+static void test_golden(void) {
+  char *path = source_path("tests/data/json/rich.json");
+  if (!path) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT unset: cannot find tests/data/json/rich.json");
+    return;
+  }
+  OxDoc *doc = ox_doc_new(OX_FMT_JSON);
+  ox_doc_add_graph(doc, rich_graph());
+  char *text = write_doc(doc);
+  if (g_getenv("OPTIMUS_UPDATE_GOLDEN")) g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  char *want = NULL;
+  g_assert_true(g_file_get_contents(path, &want, NULL, NULL));
+  if (strcmp(want, text) != 0) {
+    g_printerr("--- want (%s)\n%s--- got\n%s", path, want, text);
+    g_test_fail_printf("JSON output differs from %s", path);
+  }
+  /* and the golden file loads back to the same document */
+  OxDoc *d1 = load_ok(want);
+  assert_doc_same(doc, d1, true);
+  ox_doc_free(d1);
+  g_free(want);
+  g_free(text);
+  ox_doc_free(doc);
+  g_free(path);
+}
+
+/* ------------------------------------------------------------------ corpus */
+
+static char *corpus_dir(void) {
+  const char *shared = g_getenv("OPTIMUS_SHARED");
+  char *base;
+  if (shared && *shared) {
+    base = g_strdup(shared);
+  } else {
+    const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+    base = g_build_filename(root && *root ? root : ".", "..", "shared", NULL);
+  }
+  char *dir = g_build_filename(base, "corpus", "fx-real", NULL);
+  g_free(base);
+  return dir;
+}
+
+/* Path of corpus file number nn, or NULL after marking the test skipped. */
+static char *corpus_file_or_skip(int nn) {
+  char *dir = corpus_dir();
+  GDir *dh = g_dir_open(dir, 0, NULL);
+  char *path = NULL;
+  if (dh) {
+    char prefix[8];
+    g_snprintf(prefix, sizeof prefix, "%02d-", nn);
+    const char *e;
+    while ((e = g_dir_read_name(dh)))
+      if (g_str_has_prefix(e, prefix)) path = g_build_filename(dir, e, NULL);
+    g_dir_close(dh);
+  }
+  if (!path) {
+    char *msg = g_strdup_printf("corpus file %02d not found in %s (set OPTIMUS_SHARED)", nn, dir);
+    g_test_skip(msg);
+    g_free(msg);
+  }
+  g_free(dir);
+  return path;
+}
+
+static void test_corpus_roundtrip(gconstpointer data) {
+  int nn = GPOINTER_TO_INT(data);
+  char *path = corpus_file_or_skip(nn);
+  if (!path) return;
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxDoc *src = NULL;
+  if (ox_load_file(path, OX_FMT_UNKNOWN, NULL, &src, &d) != 0) {
+    ox_diags_print(&d, stderr);
+    g_test_fail_printf("corpus file %s does not load, so its JSON round trip cannot run", path);
+    ox_diags_clear(&d);
+    g_free(path);
+    return;
+  }
+  ox_diags_clear(&d);
+  char *t1 = write_doc(src);
+  OxDoc *d1 = load_ok(t1);
+  assert_doc_same(src, d1, false); /* the loaders may leave tombstones; names carry the comparison */
+  char *t2 = write_doc(d1);
+  g_assert_cmpstr(t1, ==, t2);
+  OxDoc *d2 = load_ok(t2);
+  assert_doc_same(d1, d2, true);
+  g_free(t1);
+  g_free(t2);
+  ox_doc_free(src);
+  ox_doc_free(d1);
+  ox_doc_free(d2);
+  g_free(path);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/engine/json/exact-output", test_exact_output);
+  g_test_add_func("/engine/json/roundtrip-rich", test_roundtrip_rich);
+  g_test_add_func("/engine/json/roundtrip-erased", test_roundtrip_erased);
+  g_test_add_func("/engine/json/forward-refs", test_forward_refs);
+  g_test_add_func("/engine/json/bad-inputs", test_bad_inputs);
+  g_test_add_func("/engine/json/no-cascade", test_no_cascade);
+  g_test_add_func("/engine/json/version-message", test_version_message);
+  g_test_add_func("/engine/json/unknown-keys", test_unknown_keys);
+  g_test_add_func("/engine/json/depth-limit", test_depth_limit);
+  g_test_add_func("/engine/json/damaged-input", test_damaged_input);
+  g_test_add_func("/engine/json/doc-example", test_doc_example);
+  g_test_add_func("/engine/json/golden", test_golden);
+  for (int nn = 1; nn <= 29; nn++) {
+    char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);
+    g_test_add_data_func(p, GINT_TO_POINTER(nn), test_corpus_roundtrip);
+    g_free(p);
+  }
+  return g_test_run();
+}
