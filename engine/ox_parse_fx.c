@@ -65,7 +65,7 @@ typedef struct Ctx {
   bool nested;          /* a "lowered graph():" block inside another graph */
   int header_indent;    /* indentation of the header line, -1 if none */
   int body_indent;      /* indentation of the first body line, -1 until seen */
-  const char *last_get_attr; /* name of the last node line if it was get_attr (sub_owner) */
+  const char *last_get_attr; /* name of the last node line (owner of a following lowered graph) */
   uint32_t n_sub;
 } Ctx;
 
@@ -220,16 +220,11 @@ static bool is_device_word(const char *s, size_t n) {
   return false;
 }
 
-static bool is_enum_word(const char *s, size_t n) {
-  static const char *const enums[] = {
-    "torch.contiguous_format", "torch.preserve_format", "torch.channels_last", "torch.channels_last_3d",
-    "torch.strided", "torch.sparse_coo", "torch.sparse_csr", "torch.sparse_csc", "torch.sparse_bsr",
-    "torch.sparse_bsc", "torch._mkldnn", "torch.jagged",
-  };
-  for (size_t i = 0; i < sizeof enums / sizeof enums[0]; i++)
-    if (word_eq(s, n, enums[i])) return true;
-  return false;
-}
+/* torch.contiguous_format, torch.strided, an op object such as
+ * torch.ops.aten._scaled_dot_product_flash_attention.default ...: any torch.* word that is not
+ * a dtype (dtypes are recognised first) is a torch constant, kept as an enum like the
+ * readable loader does. */
+static bool is_enum_word(const char *s, size_t n) { return n > 6 && memcmp(s, "torch.", 6) == 0; }
 
 /* s0, u12: a SymInt symbol. */
 static bool is_symbol(const char *s, size_t n) {
@@ -1394,7 +1389,7 @@ int ox_parse_fx_text(const char *text, size_t len, const OxLoadOptions *opt, OxD
         Rec *rc = new_rec(c);
         if (parse_node_line(&p, c, s, le, rc)) {
           c->n_recs++;
-          c->last_get_attr = rc->op == OX_OP_GET_ATTR ? rc->name : NULL;
+          c->last_get_attr = rc->name; /* executorch: get_attr; others print it after any node */
           report_raw(&p, s);
         } else {
           c->n_refs = refs_before;
