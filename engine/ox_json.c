@@ -35,6 +35,7 @@
 
 #include <json.h>
 
+#include "ox_record.h"
 #include "ox_write.h"
 
 /* ================================================================== writer */
@@ -308,7 +309,14 @@ void ox_write_json(const OxDoc *doc, OxBuf *out) {
     write_graph(doc->graphs[i], 4, out);
   }
   if (doc->n_graphs) ox_buf_puts(out, "\n  ");
-  ox_buf_puts(out, "]\n}\n");
+  ox_buf_putc(out, ']');
+  if (doc->record) {
+    json_object *rec = ox_record_to_json(doc->record);
+    ox_buf_puts(out, ",\n  \"record\": ");
+    ox_buf_puts(out, json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(rec);
+  }
+  ox_buf_puts(out, "\n}\n");
 }
 
 /* ================================================================== reader */
@@ -1151,7 +1159,7 @@ static OxGraph *read_graph(Rd *r, json_object *o) {
   return g;
 }
 
-static const char *const root_keys[] = {"format", "version", "graphs", NULL};
+static const char *const root_keys[] = {"format", "version", "graphs", "record", NULL};
 
 int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags) {
   Rd *r = calloc(1, sizeof *r); /* the path stack is too big for a comfortable stack frame */
@@ -1267,6 +1275,11 @@ int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *
       ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "too many errors (%u); stopped reading", r->errors);
   }
   path_pop(r);
+  if (json_object_object_get_ex(root, "record", &v) && r->errors == 0) {
+    /* recorded example data (docs/interpreter.md); ox_record.c reads and validates it */
+    size_t before = diags->n_errors;
+    if (ox_record_from_json(v, &doc->record, diags) != 0 && diags->n_errors == before) ERR(r, "bad \"record\"");
+  }
 out:
   json_object_put(root);
   free(r);

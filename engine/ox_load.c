@@ -11,6 +11,7 @@
 
 #include "ox_buf.h"
 #include "ox_mem.h"
+#include "ox_record.h"
 
 const char *ox_format_name(OxFormat f) {
   switch (f) {
@@ -31,6 +32,7 @@ void ox_doc_free(OxDoc *d) {
   if (!d) return;
   for (uint32_t i = 0; i < d->n_graphs; i++) ox_graph_free(d->graphs[i]);
   free(d->graphs);
+  ox_record_free(d->record);
   free(d);
 }
 
