@@ -593,6 +593,7 @@ static bool expect_type(Rd *r, json_object *o, json_type t, const char *what) {
 typedef struct {
   OxGraph *g;
   Rd *r;
+  bool create_refs; /* trace values: an unknown name becomes a placeholder standing for it */
 } Ctx;
 
 static bool read_value(Ctx *c, json_object *o, OxValue *out);
@@ -649,6 +650,8 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
     if (get_str(r, v, "a node reference", &s, &n)) {
       const char *name = ox_graph_intern_n(c->g, s, n);
       OxNodeId id = ox_graph_find(c->g, name);
+      if (!id && c->create_refs)
+        id = ox_graph_add_node(c->g, OX_OP_PLACEHOLDER, name, name, ox_value_none(), ox_value_none());
       if (!id)
         ERR(r, "reference to unknown node '%.100s'", name);
       else {
@@ -1002,7 +1005,7 @@ static OxNodeId create_node(Rd *r, OxGraph *g, json_object *o) {
 
 /* Pass 2: everything else about the node (all names are known now). */
 static void fill_node(Rd *r, OxGraph *g, OxNodeId id, json_object *o) {
-  Ctx c = {g, r};
+  Ctx c = {g, r, false};
   json_object_object_foreach(o, k, v) {
     path_push_key(r, k);
     if (!is_known(node_keys, k)) {
@@ -1161,31 +1164,24 @@ static OxGraph *read_graph(Rd *r, json_object *o) {
 
 static const char *const root_keys[] = {"format", "version", "graphs", "record", NULL};
 
-int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags) {
-  Rd *r = calloc(1, sizeof *r); /* the path stack is too big for a comfortable stack frame */
-  if (!r) {
-    ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
-    return -1;
-  }
+/* Parses the whole text into a json-c tree: a BOM is skipped, depth limited, trailing text
+ * refused, syntax errors located. NULL with diagnostics on failure. */
+static json_object *parse_root(Rd *r, const char *text, size_t len, uint32_t max_depth, OxDiagList *diags) {
   r->text = text;
   r->len = len;
   r->d = diags;
   /* editors on some systems prepend a byte order mark; json-c does not skip it */
   if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) r->start = 3;
-  size_t errors_before = diags->n_errors;
-  uint32_t max_depth = opt && opt->max_depth ? opt->max_depth : 256;
   if (max_depth > INT_MAX) max_depth = INT_MAX;
   if (len > (size_t)INT_MAX) {
     ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "JSON input of %zu bytes is larger than the reader's 2 GiB limit",
                 len);
-    free(r);
-    return -1;
+    return NULL;
   }
   struct json_tokener *tok = json_tokener_new_ex((int)max_depth);
   if (!tok) {
     ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
-    free(r);
-    return -1;
+    return NULL;
   }
   json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
   json_object *root = json_tokener_parse_ex(tok, text + r->start, (int)(len - r->start));
@@ -1205,8 +1201,7 @@ int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *
       ox_diag_add(diags, OX_SEV_ERROR, line, col, text + off, "JSON syntax error: %s",
                   json_tokener_error_desc(jerr));
     json_tokener_free(tok);
-    free(r);
-    return -1;
+    return NULL;
   }
   json_tokener_free(tok);
   if (skip_ws(text, len, end) < len) {
@@ -1215,6 +1210,21 @@ int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *
     offset_to_linecol(text, len, off, &line, &col);
     ox_diag_add(diags, OX_SEV_ERROR, line, col, text + off, "JSON syntax error: unexpected text after the document");
     json_object_put(root);
+    return NULL;
+  }
+  return root;
+}
+
+int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags) {
+  Rd *r = calloc(1, sizeof *r); /* the path stack is too big for a comfortable stack frame */
+  if (!r) {
+    ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
+    return -1;
+  }
+  size_t errors_before = diags->n_errors;
+  uint32_t max_depth = opt && opt->max_depth ? opt->max_depth : 256;
+  json_object *root = parse_root(r, text, len, max_depth, diags);
+  if (!root) {
     free(r);
     return -1;
   }
@@ -1285,4 +1295,506 @@ out:
   free(r);
   if (diags->n_errors > errors_before) return -1;
   return doc->n_graphs ? 0 : -1;
+}
+
+/* ================================================================== trace files */
+
+/* docs/trace-format.md. The writer lays out one step per block; the reader validates every
+ * field it knows and reports located errors like the document reader. */
+
+#include "ox_trace.h"
+
+static const char *const step_kind_names[] = {"applied", "rejected", "check_failed"};
+static const char *const edit_kind_names[] = {"add", "erase", "args", "move", "meta", "rename"};
+
+static void put_names(OxBuf *b, const char *key, const char *const *names, uint32_t n) {
+  if (!n) return;
+  ox_buf_puts(b, ", ");
+  put_key(b, key);
+  ox_buf_putc(b, '[');
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) ox_buf_puts(b, ", ");
+    put_str(b, names[i]);
+  }
+  ox_buf_putc(b, ']');
+}
+
+static void put_num(OxBuf *b, const char *key, double v) {
+  ox_buf_puts(b, ", ");
+  put_key(b, key);
+  if (isfinite(v))
+    ox_buf_put_pyfloat(b, v);
+  else
+    ox_buf_puts(b, "null");
+}
+
+static void write_edit(const OxTrace *t, const OxTraceEdit *e, OxBuf *b) {
+  const char *kind = e->kind == OX_TEDIT_MOVE && !e->name ? "toposort" : edit_kind_names[e->kind];
+  ox_buf_puts(b, "{\"kind\": ");
+  put_str(b, kind);
+  write_opt_str(b, "name", e->name);
+  switch ((OxTraceEditKind)e->kind) {
+  case OX_TEDIT_ADD:
+    ox_buf_puts(b, ", \"after\": ");
+    if (e->after)
+      put_str(b, e->after);
+    else
+      ox_buf_puts(b, "null");
+    write_opt_str(b, "op", ox_op_name((OxOp)e->op));
+    write_opt_str(b, "target", e->target);
+    ox_buf_puts(b, ", \"args\": ");
+    write_items(t->pool, &e->args, b);
+    ox_buf_puts(b, ", \"kwargs\": ");
+    write_value(t->pool, &e->kwargs, b);
+    if (e->has_meta) write_meta(&e->meta, b);
+    break;
+  case OX_TEDIT_ARGS:
+    ox_buf_puts(b, ", \"args\": ");
+    write_items(t->pool, &e->args, b);
+    ox_buf_puts(b, ", \"kwargs\": ");
+    write_value(t->pool, &e->kwargs, b);
+    break;
+  case OX_TEDIT_MOVE:
+    if (e->name) {
+      ox_buf_puts(b, ", \"after\": ");
+      if (e->after)
+        put_str(b, e->after);
+      else
+        ox_buf_puts(b, "null");
+    }
+    break;
+  case OX_TEDIT_META: write_meta(&e->meta, b); break;
+  case OX_TEDIT_RENAME: write_opt_str(b, "to", e->new_name); break;
+  case OX_TEDIT_ERASE: break;
+  }
+  ox_buf_putc(b, '}');
+}
+
+static void write_step(const OxTrace *t, const OxStep *s, OxBuf *b) {
+  ox_buf_printf(b, "    {\"seq\": %u, \"kind\": ", s->seq);
+  put_str(b, step_kind_names[s->kind < 3 ? s->kind : 0]);
+  if (s->applied_index) ox_buf_printf(b, ", \"applied_index\": %u", s->applied_index);
+  write_opt_str(b, "phase", s->phase);
+  write_opt_str(b, "pass", s->pass);
+  write_opt_str(b, "rule", s->rule);
+  write_opt_str(b, "rule_file", s->rule_file);
+  if (s->rule_line) ox_buf_printf(b, ", \"rule_line\": %u", s->rule_line);
+  write_opt_str(b, "anchor", s->anchor);
+  write_opt_str(b, "key", s->key);
+  put_names(b, "matched", s->matched, s->n_matched);
+  put_names(b, "removed", s->removed, s->n_removed);
+  put_names(b, "added", s->added, s->n_added);
+  if (s->n_prov) {
+    ox_buf_puts(b, ", \"provenance\": [");
+    for (uint32_t i = 0; i < s->n_prov; i++) {
+      if (i) ox_buf_puts(b, ", ");
+      ox_buf_putc(b, '[');
+      put_str(b, s->prov_old[i]);
+      ox_buf_puts(b, ", ");
+      put_str(b, s->prov_new[i]);
+      ox_buf_putc(b, ']');
+    }
+    ox_buf_putc(b, ']');
+  }
+  if (s->kind != OX_STEP_APPLIED) {
+    ox_buf_puts(b, ",\n     \"reason\": {\"code\": ");
+    put_str(b, ox_reason_code_name((OxReasonCode)s->reason.code));
+    ox_buf_puts(b, ", \"args\": [");
+    for (uint32_t i = 0; i < s->reason.n_args; i++) {
+      if (i) ox_buf_puts(b, ", ");
+      put_str(b, s->reason.args[i]);
+    }
+    ox_buf_puts(b, "], \"nodes\": [");
+    for (uint32_t i = 0; i < s->reason.n_args; i++) {
+      if (i) ox_buf_puts(b, ", ");
+      ox_buf_puts(b, s->reason.nodes[i] ? "true" : "false");
+    }
+    char *text = ox_reason_format(&s->reason);
+    ox_buf_puts(b, "], \"text\": ");
+    put_str(b, text);
+    free(text);
+    ox_buf_putc(b, '}');
+  }
+  bool any = false;
+  for (int k = 0; k < OX_CHECK_KINDS; k++) any |= s->checks[k].status != OX_CHECK_NOT_RUN;
+  if (any) {
+    ox_buf_puts(b, ",\n     \"checks\": {");
+    bool first = true;
+    for (int k = 0; k < OX_CHECK_KINDS; k++) {
+      const OxCheckResult *c = &s->checks[k];
+      if (c->status == OX_CHECK_NOT_RUN) continue;
+      if (!first) ox_buf_puts(b, ", ");
+      first = false;
+      put_key(b, ox_check_kind_name((OxCheckKind)k));
+      ox_buf_puts(b, "{\"status\": ");
+      put_str(b, ox_check_status_name((OxCheckStatus)c->status));
+      write_opt_str(b, "detail", c->detail);
+      if (k == OX_CHECK_NUMERIC && c->trials) {
+        put_num(b, "max_abs", c->max_abs);
+        put_num(b, "max_rel", c->max_rel);
+        put_num(b, "tol", c->tol);
+        ox_buf_printf(b, ", \"trials\": %u", c->trials);
+      }
+      write_opt_str(b, "checked_shape", c->checked_shape);
+      put_num(b, "seconds", c->seconds);
+      ox_buf_putc(b, '}');
+    }
+    ox_buf_putc(b, '}');
+  }
+  if (s->n_edits) {
+    ox_buf_puts(b, ",\n     \"edits\": [");
+    for (uint32_t i = 0; i < s->n_edits; i++) {
+      ox_buf_puts(b, i ? ",\n       " : "\n       ");
+      write_edit(t, &s->edits[i], b);
+    }
+    ox_buf_puts(b, "]");
+  }
+  if (s->options) {
+    ox_buf_puts(b, ", \"options\": ");
+    put_str(b, s->options);
+  }
+  put_num(b, "seconds", s->seconds);
+  ox_buf_putc(b, '}');
+}
+
+void ox_trace_write_json(const OxTrace *t, OxBuf *out) {
+  ox_buf_puts(out, "{\n  \"format\": \"optimus-trace\",\n  \"version\": 1,\n  \"input\": {\"file\": ");
+  put_str(out, t->input_file ? t->input_file : "");
+  ox_buf_puts(out, ", \"hash\": ");
+  put_str(out, t->input_hash ? t->input_hash : "");
+  ox_buf_puts(out, "}");
+  if (t->config) {
+    ox_buf_puts(out, ",\n  \"config\": ");
+    put_str(out, t->config);
+  }
+  if (t->checks) {
+    ox_buf_puts(out, ",\n  \"checks\": ");
+    put_str(out, t->checks);
+  }
+  ox_buf_printf(out, ",\n  \"summary\": {\"steps\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u}",
+                t->n_steps, t->n_applied, t->n_rejected, t->n_check_failed);
+  ox_buf_puts(out, ",\n  \"counters\": {");
+  for (uint32_t i = 0; i < t->n_counters; i++) {
+    if (i) ox_buf_puts(out, ", ");
+    put_key(out, t->counter_names[i]);
+    ox_buf_printf(out, "%lld", (long long)t->counter_values[i]);
+  }
+  ox_buf_puts(out, "}");
+  put_num(out, "seconds", t->seconds);
+  ox_buf_puts(out, ",\n  \"steps\": [");
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    ox_buf_puts(out, i ? ",\n" : "\n");
+    write_step(t, &t->steps[i], out);
+  }
+  ox_buf_puts(out, t->n_steps ? "\n  ]\n}\n" : "]\n}\n");
+}
+
+/* ---- reader */
+
+static const char *opt_string(Rd *r, OxTrace *t, json_object *o, const char *key) {
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) return NULL;
+  path_push_key(r, key);
+  const char *s = json_object_is_type(v, json_type_string) ? ox_trace_intern(t, json_object_get_string(v)) : NULL;
+  if (!s) ERR(r, "%s must be a string, not %s", key, jtype_name(v));
+  path_pop(r);
+  return s;
+}
+
+static uint32_t opt_u32(Rd *r, json_object *o, const char *key) {
+  json_object *v;
+  int64_t x = 0;
+  if (!json_object_object_get_ex(o, key, &v)) return 0;
+  path_push_key(r, key);
+  if (!get_range(r, v, key, 0, UINT32_MAX, &x)) x = 0;
+  path_pop(r);
+  return (uint32_t)x;
+}
+
+static double opt_num(json_object *o, const char *key) {
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v)) return 0;
+  if (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) return json_object_get_double(v);
+  return NAN;
+}
+
+static const char **read_names(Rd *r, OxTrace *t, json_object *o, const char *key, uint32_t *n) {
+  json_object *v;
+  *n = 0;
+  if (!json_object_object_get_ex(o, key, &v)) return NULL;
+  path_push_key(r, key);
+  const char **out = NULL;
+  if (expect_type(r, v, json_type_array, key)) {
+    size_t len = json_object_array_length(v);
+    out = ox_graph_alloc(t->pool, (len + 1) * sizeof *out);
+    for (size_t i = 0; i < len; i++) {
+      json_object *e = json_object_array_get_idx(v, i);
+      path_push_idx(r, i);
+      if (json_object_is_type(e, json_type_string))
+        out[(*n)++] = ox_trace_intern(t, json_object_get_string(e));
+      else
+        ERR(r, "node names must be strings, not %s", jtype_name(e));
+      path_pop(r);
+    }
+  }
+  path_pop(r);
+  return out;
+}
+
+static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
+  memset(e, 0, sizeof *e);
+  if (!expect_type(r, o, json_type_object, "an edit")) return;
+  const char *kind = opt_string(r, t, o, "kind");
+  if (!kind) {
+    ERR(r, "an edit needs a \"kind\"");
+    return;
+  }
+  int k = -1;
+  if (strcmp(kind, "toposort") == 0) {
+    e->kind = OX_TEDIT_MOVE;
+    return;
+  }
+  for (int i = 0; i < 6; i++)
+    if (strcmp(kind, edit_kind_names[i]) == 0) k = i;
+  if (k < 0) {
+    ERR(r, "unknown edit kind '%.40s'", kind);
+    return;
+  }
+  e->kind = (uint8_t)k;
+  e->name = opt_string(r, t, o, "name");
+  if (!e->name) ERR(r, "a %s edit needs a \"name\"", kind);
+  e->after = opt_string(r, t, o, "after");
+  e->new_name = opt_string(r, t, o, "to");
+  e->target = opt_string(r, t, o, "target");
+  const char *op = opt_string(r, t, o, "op");
+  if (k == OX_TEDIT_ADD) {
+    OxOp opv;
+    if (!op || !ox_op_from_name(op, strlen(op), &opv))
+      ERR(r, "an add edit needs a valid \"op\"");
+    else
+      e->op = (uint8_t)opv;
+    if (!e->target) ERR(r, "an add edit needs a \"target\"");
+  }
+  Ctx c = {t->pool, r, true};
+  json_object *v;
+  e->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
+  e->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
+  if (json_object_object_get_ex(o, "args", &v)) {
+    path_push_key(r, "args");
+    if (expect_type(r, v, json_type_array, "args")) read_items(&c, v, OX_V_TUPLE, &e->args);
+    path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "kwargs", &v)) {
+    path_push_key(r, "kwargs");
+    OxValue kw;
+    if (read_value(&c, v, &kw)) {
+      if (kw.kind == OX_V_DICT)
+        e->kwargs = kw;
+      else
+        ERR(r, "kwargs must be an object");
+    }
+    path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "meta", &v)) {
+    path_push_key(r, "meta");
+    if (read_meta(r, t->pool, v, &e->meta)) e->has_meta = true;
+    path_pop(r);
+  }
+}
+
+static void read_step(Rd *r, OxTrace *t, json_object *o) {
+  if (!expect_type(r, o, json_type_object, "a step")) return;
+  const char *kind = opt_string(r, t, o, "kind");
+  int k = -1;
+  for (int i = 0; kind && i < 3; i++)
+    if (strcmp(kind, step_kind_names[i]) == 0) k = i;
+  if (k < 0) {
+    ERR(r, "a step needs \"kind\": applied, rejected or check_failed");
+    return;
+  }
+  OxStep *s = ox_trace_add_step(t, (OxStepKind)k);
+  s->applied_index = opt_u32(r, o, "applied_index");
+  if (s->applied_index > t->n_graph_steps) t->n_graph_steps = s->applied_index;
+  s->phase = opt_string(r, t, o, "phase");
+  s->pass = opt_string(r, t, o, "pass");
+  s->rule = opt_string(r, t, o, "rule");
+  s->rule_file = opt_string(r, t, o, "rule_file");
+  s->rule_line = opt_u32(r, o, "rule_line");
+  s->anchor = opt_string(r, t, o, "anchor");
+  s->key = opt_string(r, t, o, "key");
+  s->options = opt_string(r, t, o, "options");
+  s->matched = read_names(r, t, o, "matched", &s->n_matched);
+  s->removed = read_names(r, t, o, "removed", &s->n_removed);
+  s->added = read_names(r, t, o, "added", &s->n_added);
+  s->seconds = opt_num(o, "seconds");
+  json_object *v;
+  if (json_object_object_get_ex(o, "provenance", &v)) {
+    path_push_key(r, "provenance");
+    if (expect_type(r, v, json_type_array, "provenance")) {
+      size_t n = json_object_array_length(v);
+      s->prov_old = ox_graph_alloc(t->pool, (n + 1) * sizeof(char *));
+      s->prov_new = ox_graph_alloc(t->pool, (n + 1) * sizeof(char *));
+      for (size_t i = 0; i < n; i++) {
+        json_object *p = json_object_array_get_idx(v, i);
+        path_push_idx(r, i);
+        if (json_object_is_type(p, json_type_array) && json_object_array_length(p) == 2 &&
+            json_object_is_type(json_object_array_get_idx(p, 0), json_type_string) &&
+            json_object_is_type(json_object_array_get_idx(p, 1), json_type_string)) {
+          s->prov_old[s->n_prov] = ox_trace_intern(t, json_object_get_string(json_object_array_get_idx(p, 0)));
+          s->prov_new[s->n_prov++] = ox_trace_intern(t, json_object_get_string(json_object_array_get_idx(p, 1)));
+        } else {
+          ERR(r, "a provenance entry must be [old name, new name]");
+        }
+        path_pop(r);
+      }
+    }
+    path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "reason", &v)) {
+    path_push_key(r, "reason");
+    if (expect_type(r, v, json_type_object, "reason")) {
+      const char *code = opt_string(r, t, v, "code");
+      OxReasonCode rc;
+      if (!code || !ox_reason_code_from_name(code, &rc)) {
+        ERR(r, "unknown reason code '%.40s'", code ? code : "");
+      } else {
+        s->reason.code = (uint16_t)rc;
+        json_object *args, *nodes = NULL;
+        json_object_object_get_ex(v, "nodes", &nodes);
+        if (json_object_object_get_ex(v, "args", &args) && json_object_is_type(args, json_type_array)) {
+          size_t n = json_object_array_length(args);
+          if (n > OX_REASON_MAX_ARGS) n = OX_REASON_MAX_ARGS;
+          for (size_t i = 0; i < n; i++) {
+            json_object *a = json_object_array_get_idx(args, i);
+            s->reason.args[i] = ox_trace_intern(t, json_object_is_type(a, json_type_string) ? json_object_get_string(a) : "");
+            json_object *isn = nodes && json_object_is_type(nodes, json_type_array) ? json_object_array_get_idx(nodes, i) : NULL;
+            if (isn && json_object_get_boolean(isn)) s->reason.nodes[i] = s->reason.args[i];
+          }
+          s->reason.n_args = (uint8_t)n;
+        }
+      }
+    }
+    path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "checks", &v)) {
+    path_push_key(r, "checks");
+    if (expect_type(r, v, json_type_object, "checks")) {
+      json_object_object_foreach(v, ck, cv) {
+        int kk = -1;
+        for (int i = 0; i < OX_CHECK_KINDS; i++)
+          if (strcmp(ck, ox_check_kind_name((OxCheckKind)i)) == 0) kk = i;
+        path_push_key(r, ck);
+        if (kk < 0 || !json_object_is_type(cv, json_type_object)) {
+          ERR(r, "unknown check '%.40s'", ck);
+          path_pop(r);
+          continue;
+        }
+        OxCheckResult *c = &s->checks[kk];
+        const char *st = opt_string(r, t, cv, "status");
+        int si = -1;
+        for (int i = 0; st && i <= OX_CHECK_SKIPPED; i++)
+          if (strcmp(st, ox_check_status_name((OxCheckStatus)i)) == 0) si = i;
+        if (si < 0) ERR(r, "check status must be not-run, passed, failed or skipped");
+        c->status = (uint8_t)(si < 0 ? 0 : si);
+        c->detail = opt_string(r, t, cv, "detail");
+        c->checked_shape = opt_string(r, t, cv, "checked_shape");
+        c->max_abs = opt_num(cv, "max_abs");
+        c->max_rel = opt_num(cv, "max_rel");
+        c->tol = opt_num(cv, "tol");
+        c->trials = opt_u32(r, cv, "trials");
+        c->seconds = opt_num(cv, "seconds");
+        path_pop(r);
+      }
+    }
+    path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "edits", &v)) {
+    path_push_key(r, "edits");
+    if (expect_type(r, v, json_type_array, "edits")) {
+      size_t n = json_object_array_length(v);
+      OxTraceEdit *edits = ox_graph_alloc(t->pool, (n + 1) * sizeof *edits);
+      for (size_t i = 0; i < n; i++) {
+        path_push_idx(r, i);
+        read_edit(r, t, json_object_array_get_idx(v, i), &edits[i]);
+        path_pop(r);
+      }
+      /* s stays valid: nothing in this loop adds steps */
+      s->edits = edits;
+      s->n_edits = (uint32_t)n;
+    }
+    path_pop(r);
+  }
+}
+
+int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *diags) {
+  (void)file;
+  *out = NULL;
+  Rd *r = calloc(1, sizeof *r);
+  if (!r) return -1;
+  size_t errors_before = diags->n_errors;
+  json_object *root = parse_root(r, text, len, 256, diags);
+  if (!root) {
+    free(r);
+    return -1;
+  }
+  OxTrace *t = ox_trace_new();
+  json_object *v;
+  if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "format", &v) ||
+      !json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), "optimus-trace") != 0) {
+    ERR(r, "not an Optimus trace (expected \"format\": \"optimus-trace\")");
+    goto out;
+  }
+  if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int) ||
+      json_object_get_int64(v) != 1) {
+    path_push_key(r, "version");
+    ERR(r, "unsupported trace version (this reader knows version 1)");
+    path_pop(r);
+    goto out;
+  }
+  if (json_object_object_get_ex(root, "input", &v) && json_object_is_type(v, json_type_object)) {
+    path_push_key(r, "input");
+    t->input_file = opt_string(r, t, v, "file");
+    t->input_hash = opt_string(r, t, v, "hash");
+    if (t->input_hash && !t->input_hash[0]) t->input_hash = NULL;
+    path_pop(r);
+  }
+  t->config = opt_string(r, t, root, "config");
+  t->checks = opt_string(r, t, root, "checks");
+  t->seconds = opt_num(root, "seconds");
+  if (json_object_object_get_ex(root, "counters", &v) && json_object_is_type(v, json_type_object)) {
+    uint32_t n = 0;
+    json_object_object_foreach(v, ck, cv) {
+      (void)ck;
+      (void)cv;
+      n++;
+    }
+    t->counter_names = ox_graph_alloc(t->pool, (n + 1) * sizeof(char *));
+    t->counter_values = ox_graph_alloc(t->pool, (n + 1) * sizeof(int64_t));
+    json_object_object_foreach(v, ck2, cv2) {
+      t->counter_names[t->n_counters] = ox_trace_intern(t, ck2);
+      t->counter_values[t->n_counters++] = json_object_get_int64(cv2);
+    }
+  }
+  if (!json_object_object_get_ex(root, "steps", &v)) {
+    ERR(r, "no \"steps\" key");
+    goto out;
+  }
+  path_push_key(r, "steps");
+  if (expect_type(r, v, json_type_array, "steps")) {
+    for (size_t i = 0; i < json_object_array_length(v) && r->errors < MAX_ERRORS; i++) {
+      path_push_idx(r, i);
+      read_step(r, t, json_object_array_get_idx(v, i));
+      path_pop(r);
+    }
+  }
+  path_pop(r);
+out:
+  json_object_put(root);
+  free(r);
+  if (diags->n_errors > errors_before) {
+    ox_trace_free(t);
+    return -1;
+  }
+  *out = t;
+  return 0;
 }

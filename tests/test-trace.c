@@ -1,0 +1,419 @@
+/* Tests for the step protocol, the checks, the driver, trace files and replay, using small
+ * test-local passes (good and deliberately broken ones) so they do not depend on the
+ * built-in passes. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "ox_pass.h"
+#include "ox_shape.h"
+#include "ox_write.h"
+
+static OxValue tup(OxGraph *g, uint32_t n, const OxValue *items) { return ox_graph_value_seq(g, OX_V_TUPLE, items, n); }
+
+static OxNodeId ph(OxGraph *g, const char *name, int64_t a, int64_t b) {
+  OxNodeId id = ox_graph_add_node(g, OX_OP_PLACEHOLDER, name, name, ox_value_none(), ox_value_none());
+  OxTensorMeta *t = ox_graph_tensor_meta_new(g, OX_DT_F32, 2);
+  t->shape[0].v = a;
+  t->shape[1].v = b;
+  OxMeta m = {.kind = OX_META_TENSOR, .n = 1, .t = t};
+  ox_graph_set_meta(g, id, &m);
+  return id;
+}
+
+static OxNodeId unary(OxGraph *g, const char *target, OxNodeId x) {
+  OxValue a[1] = {ox_value_node(x)};
+  return ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, target, tup(g, 1, a), ox_value_none());
+}
+
+/* x -> relu -> relu -> tanh -> add(tanh, x) -> output; with inferred meta */
+static OxGraph *sample(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x", 4, 8);
+  OxNodeId r1 = unary(g, "torch.relu", x);
+  OxNodeId r2 = unary(g, "torch.relu", r1);
+  OxNodeId t = unary(g, "torch.tanh", r2);
+  OxValue a[2] = {ox_value_node(t), ox_value_node(x)};
+  OxNodeId add = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, "operator.add", tup(g, 2, a), ox_value_none());
+  OxValue o[1] = {ox_value_node(add)};
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, o), ox_value_none());
+  g_assert_cmpint(ox_shape_infer_graph(g, NULL, NULL), ==, 0);
+  return g;
+}
+
+/* A correct pass: relu(relu(x)) -> relu(x) (the outer relu is replaced by a new relu of x). */
+static int pass_relu_relu(OxPassCtx *c) {
+  int applied = 0;
+  OxGraph *g = c->g;
+  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+    OxNode *n = &g->nodes[id];
+    if (n->erased || strcmp(n->target, "torch.relu") != 0) continue;
+    OxNodeId in = n->args.u.items[0].u.node;
+    if (strcmp(g->nodes[in].target, "torch.relu") != 0) {
+      const OxNode *src = &g->nodes[in];
+      const char *what = src->op == OX_OP_CALL_FUNCTION ? src->target : ox_op_name((OxOp)src->op);
+      OxReason r = ox_reason(c, OX_REASON_TARGET_MISMATCH, src->name, what, "torch.relu", NULL);
+      ox_step_reject(c, "relu_relu", id, &id, 1, &r);
+      continue;
+    }
+    ox_step_begin(c, "relu_relu", id);
+    OxNodeId m[2] = {in, id};
+    ox_step_matched(c, m, 2);
+    OxNodeId nw = ox_graph_insert_after(g, id, OX_OP_CALL_FUNCTION, NULL, "torch.relu",
+                                        ox_graph_value_copy(g, &g->nodes[in].args), ox_value_none());
+    ox_graph_replace_all_uses(g, id, nw);
+    ox_graph_erase(g, id);
+    if (!g->nodes[in].n_users) ox_graph_erase(g, in);
+    if (ox_step_commit(c)) {
+      applied++;
+      ox_counter_add(c, "relu_relu", 1);
+    }
+    id = nw;
+  }
+  return applied;
+}
+
+/* A broken pass: tanh(x) -> sigmoid(x). Same shape, wrong values: only the numeric check sees it. */
+static int pass_bad_values(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  int applied = 0;
+  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+    if (g->nodes[id].erased || strcmp(g->nodes[id].target, "torch.tanh") != 0) continue;
+    ox_step_begin(c, "tanh_to_sigmoid", id);
+    ox_step_matched(c, &id, 1);
+    OxNodeId nw = ox_graph_insert_after(g, id, OX_OP_CALL_FUNCTION, NULL, "torch.sigmoid",
+                                        ox_graph_value_copy(g, &g->nodes[id].args), ox_value_none());
+    ox_graph_replace_all_uses(g, id, nw);
+    ox_graph_erase(g, id);
+    applied += ox_step_commit(c);
+    break;
+  }
+  return applied;
+}
+
+/* A broken pass: tanh(x) -> sum(x, 1). Wrong shape: the shape check sees it. */
+static int pass_bad_shape(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+    if (g->nodes[id].erased || strcmp(g->nodes[id].target, "torch.tanh") != 0) continue;
+    ox_step_begin(c, "tanh_to_sum", id);
+    ox_step_matched(c, &id, 1);
+    OxValue a[2] = {ox_graph_value_copy(g, &g->nodes[id].args.u.items[0]), ox_value_int(1)};
+    OxNodeId nw = ox_graph_insert_after(g, id, OX_OP_CALL_FUNCTION, NULL, "torch.sum", tup(g, 2, a), ox_value_none());
+    ox_graph_replace_all_uses(g, id, nw);
+    ox_graph_erase(g, id);
+    return ox_step_commit(c);
+  }
+  return 0;
+}
+
+/* A broken pass: makes a cycle (tanh's input becomes the add that consumes it). */
+static int pass_cycle(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  OxNodeId t = 0, add = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    if (!strcmp(g->nodes[id].target, "torch.tanh")) t = id;
+    if (!strcmp(g->nodes[id].target, "operator.add")) add = id;
+  }
+  ox_step_begin(c, "cycle", t);
+  ox_step_matched(c, &t, 1);
+  ox_graph_replace_input(g, t, g->nodes[t].args.u.items[0].u.node, add);
+  return ox_step_commit(c);
+}
+
+static const OxPassInfo good = {"relu_relu", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_relu_relu, "test"};
+static const OxPassInfo bad_values = {"bad_values", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_bad_values, "test"};
+static const OxPassInfo bad_shape = {"bad_shape", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_bad_shape, "test"};
+static const OxPassInfo cycle = {"cycle", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_cycle, "test"};
+
+static void pipeline_of(OxPipeline *p, const OxPassInfo *pass) {
+  p->n = 1;
+  p->entries = g_new0(OxPipelineEntry, 1);
+  p->entries[0].pass = pass;
+  ox_pass_options_default(&p->entries[0].opt);
+}
+
+static char *fx_of(const OxGraph *g) {
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(g, &b);
+  return b.data;
+}
+
+static OxTrace *run(OxGraph *g, const OxPassInfo *pass, bool keep_failed, OxOptimizeResult *res) {
+  OxPipeline p;
+  pipeline_of(&p, pass);
+  OxCheckConfig cc;
+  ox_check_config_default(&cc);
+  cc.keep_failed = keep_failed;
+  OxTrace *t = ox_trace_new();
+  OxDiagList d;
+  ox_diags_init(&d, "t");
+  g_assert_cmpint(ox_optimize(g, &p, &cc, t, res, &d), ==, 0);
+  ox_diags_clear(&d);
+  g_free(p.entries);
+  return t;
+}
+
+static void test_applied_step(void) {
+  OxGraph *g = sample();
+  OxGraph *input = ox_graph_clone(g);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &good, false, &res);
+  g_assert_cmpuint(res.applied, ==, 1);
+  g_assert_cmpuint(res.check_failures, ==, 0);
+  g_assert_cmpuint(res.rejected, ==, 1); /* the first relu's input is x */
+  g_assert_cmpuint(res.n_counters, ==, 1);
+  g_assert_cmpstr(res.counter_names[0], ==, "relu_relu");
+  g_assert_cmpint(res.counter_values[0], ==, 1);
+  const OxStep *rej = &t->steps[0], *s = &t->steps[1];
+  g_assert_cmpint(rej->kind, ==, OX_STEP_REJECTED);
+  char *why = ox_reason_format(&rej->reason);
+  g_assert_cmpstr(why, ==, "x is placeholder, pattern wants torch.relu");
+  free(why);
+  g_assert_cmpint(s->kind, ==, OX_STEP_APPLIED);
+  g_assert_cmpuint(s->applied_index, ==, 1);
+  g_assert_cmpstr(s->anchor, ==, "relu_1");
+  g_assert_cmpuint(s->n_removed, ==, 2);
+  g_assert_cmpuint(s->n_added, ==, 1);
+  g_assert_cmpstr(s->added[0], ==, "relu_2");
+  /* relu_2 took over relu_1's users: a replacement pair; shape and numbers checked */
+  g_assert_cmpuint(s->n_prov, >=, 1);
+  g_assert_cmpstr(s->prov_old[0], ==, "relu_1");
+  g_assert_cmpstr(s->prov_new[0], ==, "relu_2");
+  for (int k = 0; k < OX_CHECK_KINDS; k++) {
+    if (s->checks[k].status != OX_CHECK_PASSED) g_printerr("check %d: %s\n", k, s->checks[k].detail);
+    g_assert_cmpint(s->checks[k].status, ==, OX_CHECK_PASSED);
+  }
+  g_assert_cmpuint(s->checks[OX_CHECK_NUMERIC].trials, ==, 3);
+  g_assert_cmpfloat(s->checks[OX_CHECK_NUMERIC].max_abs, ==, 0.0);
+  /* meta of the new node was inferred, provenance points into the input graph */
+  OxNodeId nw = ox_graph_find(g, "relu_2");
+  g_assert_cmpint(g->nodes[nw].meta.kind, ==, OX_META_TENSOR);
+  g_assert_cmpuint(g->nodes[nw].n_provenance, >=, 1);
+  g_assert_cmpint(ox_graph_verify(g, true, &(OxDiagList){0}), ==, 0);
+  /* replay rebuilds the optimized graph from the input and the edit script */
+  OxGraph *re = ox_graph_clone(input);
+  OxDiagList d;
+  ox_diags_init(&d, "replay");
+  g_assert_cmpint(ox_replay(re, t, UINT32_MAX, &d), ==, 0);
+  char *a = fx_of(g), *b = fx_of(re);
+  g_assert_cmpstr(a, ==, b);
+  free(a);
+  free(b);
+  /* replay to step 0 is the input */
+  OxGraph *re0 = ox_graph_clone(input);
+  g_assert_cmpint(ox_replay(re0, t, 0, &d), ==, 0);
+  a = fx_of(input);
+  b = fx_of(re0);
+  g_assert_cmpstr(a, ==, b);
+  free(a);
+  free(b);
+  /* explain: steps mentioning relu_1 are the rejection? no: rejection is about relu (anchor), applied about relu_1 */
+  uint32_t idx[8];
+  g_assert_cmpuint(ox_trace_steps_for_node(t, "relu_1", idx, 8), ==, 1);
+  g_assert_cmpuint(idx[0], ==, 1);
+  g_assert_cmpuint(ox_trace_steps_for_node(t, "relu", idx, 8), ==, 2);
+  /* a trace refuses to replay on a different graph */
+  OxGraph *other = sample();
+  ox_graph_rename(other, ox_graph_find(other, "x"), "y");
+  ox_diags_clear(&d);
+  g_assert_cmpint(ox_replay(other, t, UINT32_MAX, &d), ==, -1);
+  g_assert_nonnull(strstr(d.items[0].msg, "another graph"));
+  ox_diags_clear(&d);
+  ox_graph_free(other);
+  ox_graph_free(re0);
+  ox_graph_free(re);
+  ox_graph_free(input);
+  ox_trace_free(t);
+  ox_graph_free(g);
+}
+
+static void test_trace_json_roundtrip(void) {
+  OxGraph *g = sample();
+  OxGraph *input = ox_graph_clone(g);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &good, false, &res);
+  t->input_file = ox_trace_intern(t, "sample.txt");
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_trace_write_json(t, &b);
+  OxTrace *t2 = NULL;
+  OxDiagList d;
+  ox_diags_init(&d, "trace.json");
+  int rc = ox_trace_read_json(b.data, b.len, "trace.json", &t2, &d);
+  if (rc) ox_diags_print(&d, stderr);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_cmpuint(t2->n_steps, ==, t->n_steps);
+  g_assert_cmpuint(t2->n_applied, ==, 1);
+  g_assert_cmpuint(t2->n_rejected, ==, 1);
+  g_assert_cmpstr(t2->input_hash, ==, t->input_hash);
+  g_assert_cmpstr(t2->steps[1].checks[OX_CHECK_NUMERIC].detail, ==, t->steps[1].checks[OX_CHECK_NUMERIC].detail);
+  char *r1 = ox_reason_format(&t->steps[0].reason), *r2 = ox_reason_format(&t2->steps[0].reason);
+  g_assert_cmpstr(r1, ==, r2);
+  free(r1);
+  free(r2);
+  /* writing the read trace gives the same bytes */
+  OxBuf b2;
+  ox_buf_init(&b2);
+  ox_trace_write_json(t2, &b2);
+  g_assert_cmpstr(b.data, ==, b2.data);
+  /* the read trace replays to the same graph */
+  OxGraph *re = ox_graph_clone(input);
+  g_assert_cmpint(ox_replay(re, t2, UINT32_MAX, &d), ==, 0);
+  char *a = fx_of(g), *c = fx_of(re);
+  g_assert_cmpstr(a, ==, c);
+  free(a);
+  free(c);
+  /* damaged trace files give located errors */
+  const char *bad[] = {
+    "{\"format\": \"optimus-trace\", \"version\": 2, \"steps\": []}",
+    "{\"format\": \"optimus-fx\", \"version\": 1}",
+    "{\"format\": \"optimus-trace\", \"version\": 1,\n \"steps\": [{\"kind\": \"maybe\"}]}",
+    "{\"format\": \"optimus-trace\", \"version\": 1, \"steps\": [{\"kind\": \"rejected\", \"reason\": {\"code\": \"NOPE\"}}]}",
+    "{\"format\": \"optimus-trace\", \"version\": 1, \"steps\": [{\"kind\": \"applied\", \"edits\": [{\"kind\": \"add\"}]}]}",
+    "{\"format\": \"optimus-trace\", \"version\": 1, \"steps\": [",
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    OxTrace *tb = NULL;
+    ox_diags_clear(&d);
+    g_assert_cmpint(ox_trace_read_json(bad[i], strlen(bad[i]), "bad.json", &tb, &d), ==, -1);
+    g_assert_null(tb);
+    g_assert_cmpuint(d.n_errors, >, 0);
+    g_assert_cmpuint(d.items[0].line, >, 0);
+  }
+  ox_diags_clear(&d);
+  ox_buf_free(&b);
+  ox_buf_free(&b2);
+  ox_graph_free(re);
+  ox_graph_free(input);
+  ox_trace_free(t);
+  ox_trace_free(t2);
+  ox_graph_free(g);
+}
+
+static void assert_unchanged(OxGraph *before, OxGraph *after) {
+  char *a = fx_of(before), *b = fx_of(after);
+  g_assert_cmpstr(a, ==, b);
+  free(a);
+  free(b);
+}
+
+static void test_numeric_check_rolls_back(void) {
+  OxGraph *g = sample();
+  OxGraph *input = ox_graph_clone(g);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &bad_values, false, &res);
+  g_assert_cmpuint(res.applied, ==, 0);
+  g_assert_cmpuint(res.check_failures, ==, 1);
+  const OxStep *s = &t->steps[0];
+  g_assert_cmpint(s->kind, ==, OX_STEP_CHECK_FAILED);
+  g_assert_cmpint(s->checks[OX_CHECK_STRUCTURE].status, ==, OX_CHECK_PASSED);
+  g_assert_cmpint(s->checks[OX_CHECK_SHAPE].status, ==, OX_CHECK_PASSED);
+  g_assert_cmpint(s->checks[OX_CHECK_NUMERIC].status, ==, OX_CHECK_FAILED);
+  g_assert_cmpfloat(s->checks[OX_CHECK_NUMERIC].max_abs, >, 0.01);
+  char *why = ox_reason_format(&s->reason);
+  g_assert_nonnull(strstr(why, "check numeric failed"));
+  g_assert_nonnull(strstr(why, "sigmoid vs tanh"));
+  free(why);
+  assert_unchanged(input, g);
+  ox_trace_free(t);
+  ox_graph_free(g);
+  /* --keep-failed keeps the rewrite for debugging */
+  g = ox_graph_clone(input);
+  t = run(g, &bad_values, true, &res);
+  g_assert_cmpuint(res.check_failures, ==, 1);
+  g_assert_cmpuint(t->steps[0].applied_index, ==, 1);
+  g_assert_cmpuint(ox_graph_find(g, "tanh"), ==, 0);
+  ox_trace_free(t);
+  ox_graph_free(g);
+  ox_graph_free(input);
+}
+
+static void test_shape_check_rolls_back(void) {
+  OxGraph *g = sample();
+  OxGraph *input = ox_graph_clone(g);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &bad_shape, false, &res);
+  g_assert_cmpuint(res.check_failures, ==, 1);
+  const OxStep *s = &t->steps[0];
+  g_assert_cmpint(s->checks[OX_CHECK_SHAPE].status, ==, OX_CHECK_FAILED);
+  g_assert_nonnull(strstr(s->checks[OX_CHECK_SHAPE].detail, "tanh (f32[4, 8]) was replaced by sum (f32[4])"));
+  g_assert_cmpint(s->checks[OX_CHECK_NUMERIC].status, ==, OX_CHECK_NOT_RUN); /* stops at the first failure */
+  assert_unchanged(input, g);
+  ox_trace_free(t);
+  ox_graph_free(g);
+  ox_graph_free(input);
+}
+
+static void test_structure_check_catches_cycle(void) {
+  OxGraph *g = sample();
+  OxGraph *input = ox_graph_clone(g);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &cycle, false, &res);
+  g_assert_cmpuint(res.check_failures, ==, 1);
+  g_assert_cmpint(t->steps[0].checks[OX_CHECK_STRUCTURE].status, ==, OX_CHECK_FAILED);
+  g_assert_nonnull(strstr(t->steps[0].checks[OX_CHECK_STRUCTURE].detail, "cycle"));
+  assert_unchanged(input, g);
+  ox_trace_free(t);
+  ox_graph_free(g);
+  ox_graph_free(input);
+}
+
+static void test_skipped_is_not_passed(void) {
+  /* a graph whose ops have no kernel: the numeric check must say skipped, with the reason */
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x", 4, 8);
+  OxNodeId r1 = unary(g, "torch.relu", x);
+  OxNodeId r2 = unary(g, "torch.relu", r1);
+  OxValue a[1] = {ox_value_node(r2)};
+  OxNodeId u = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, "torch.special.unknown_op", tup(g, 1, a), ox_value_none());
+  OxValue o[1] = {ox_value_node(u)};
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, o), ox_value_none());
+  ox_shape_infer_graph(g, NULL, NULL);
+  /* x's meta removed: the boundary of the region has no shape */
+  OxMeta none = {0};
+  ox_graph_set_meta(g, x, &none);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &good, false, &res);
+  g_assert_cmpuint(res.applied, ==, 1);
+  const OxStep *s = &t->steps[t->n_steps - 1];
+  g_assert_cmpint(s->checks[OX_CHECK_NUMERIC].status, ==, OX_CHECK_SKIPPED);
+  g_assert_nonnull(strstr(s->checks[OX_CHECK_NUMERIC].detail, "no shape"));
+  ox_trace_free(t);
+  ox_graph_free(g);
+}
+
+static void test_check_config(void) {
+  OxCheckConfig c;
+  char err[128];
+  g_assert_cmpint(ox_check_config_parse("structure,shape", &c, err, sizeof err), ==, 0);
+  g_assert_true(c.structure && c.shape && !c.numeric);
+  g_assert_cmpint(ox_check_config_parse("none", &c, err, sizeof err), ==, 0);
+  g_assert_false(c.structure || c.shape || c.numeric);
+  g_assert_cmpint(ox_check_config_parse("all", &c, err, sizeof err), ==, 0);
+  g_assert_true(c.structure && c.shape && c.numeric);
+  g_assert_cmpint(ox_check_config_parse("structure,speed", &c, err, sizeof err), ==, -1);
+  g_assert_nonnull(strstr(err, "speed"));
+  OxPassOptions o;
+  ox_pass_options_default(&o);
+  g_assert_cmpint(o.min_fuse_set_size, ==, 5);
+  g_assert_cmpint(ox_pass_option_set(&o, "min_fuse_set_size", "3"), ==, 0);
+  g_assert_cmpint(o.min_fuse_set_size, ==, 3);
+  g_assert_cmpint(ox_pass_option_set(&o, "fuse_nodes_with_same_parent", "true"), ==, 0);
+  g_assert_true(o.fuse_nodes_with_same_parent);
+  g_assert_cmpint(ox_pass_option_set(&o, "nope", "1"), ==, -1);
+  g_assert_cmpint(ox_pass_option_set(&o, "min_fuse_set_size", "x"), ==, -2);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/engine/trace/applied-step", test_applied_step);
+  g_test_add_func("/engine/trace/json-roundtrip", test_trace_json_roundtrip);
+  g_test_add_func("/engine/trace/numeric-check-rolls-back", test_numeric_check_rolls_back);
+  g_test_add_func("/engine/trace/shape-check-rolls-back", test_shape_check_rolls_back);
+  g_test_add_func("/engine/trace/structure-check-cycle", test_structure_check_catches_cycle);
+  g_test_add_func("/engine/trace/skipped-is-not-passed", test_skipped_is_not_passed);
+  g_test_add_func("/engine/trace/check-config", test_check_config);
+  return g_test_run();
+}
