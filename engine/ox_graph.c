@@ -612,7 +612,7 @@ uint32_t ox_graph_replace_all_uses(OxGraph *g, OxNodeId old_id, OxNodeId new_id)
   OxNode *old = &g->nodes[old_id];
   uint32_t n = old->n_users;
   OxNodeId *users = ox_xrealloc(NULL, (n ? n : 1) * sizeof *users);
-  memcpy(users, old->users, n * sizeof *users);
+  if (n) memcpy(users, old->users, n * sizeof *users);
   uint32_t changed = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (users[i] == new_id) continue; /* new may consume old (x -> f(x) replacing x) */

@@ -1,0 +1,471 @@
+/* ox_write_dot.c - a graph as Graphviz DOT with HTML-like labels.
+ *
+ * One DOT node per live node, named "n<id>" so node names never need DOT quoting and the
+ * output does not depend on name spelling; the label shows the node name (bold), a short
+ * target (torch.ops.aten. prefix and .default overload stripped) and the tensor meta when
+ * known. Edges run from each distinct input to its user, in program order, so the output is
+ * deterministic: the same graph always gives byte-identical text (ids, order and meta are
+ * the only inputs; no pointers, hashes or clocks).
+ *
+ * Everything user-controlled (names, targets, meta text, graph title) passes through
+ * html_escape or comment_safe: DOT is parsed by Graphviz, and a stray '<', '&', quote or
+ * invalid UTF-8 byte would otherwise break the parse or inject markup. Record shapes are
+ * never used (their field syntax would need a second escaping scheme).
+ *
+ * Fill colour comes from a coarse op family guessed from the target name; the op table of a
+ * later issue replaces op_family_of. Nested subgraphs are not drawn: they are listed in a
+ * comment and their owning node says so in its label.
+ *
+ * Requires: a graph whose live nodes reference valid ids (references to erased or unknown
+ * ids are skipped, never followed). Preserves: the graph (ox_graph_inputs only touches the
+ * graph's private mark scratch).
+ */
+#include "ox_write.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ox_mem.h"
+
+/* ------------------------------------------------------------------ escaping */
+
+/* Length of the valid UTF-8 sequence starting at s (1..4), or 0 if s does not start one. */
+static size_t utf8_seq_len(const unsigned char *s) {
+  unsigned char c = s[0];
+  size_t n;
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c >= 0xe0 && c <= 0xef) n = 3;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4;
+  else return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  /* reject overlong 3/4-byte forms, surrogates and code points past U+10FFFF */
+  if (n == 3 && c == 0xe0 && s[1] < 0xa0) return 0;
+  if (n == 3 && c == 0xed && s[1] >= 0xa0) return 0;
+  if (n == 4 && c == 0xf0 && s[1] < 0x90) return 0;
+  if (n == 4 && c == 0xf4 && s[1] >= 0x90) return 0;
+  return n;
+}
+
+/* Appends at most max_bytes of s (cut on a character boundary, "..." marks a cut) as text
+ * for an HTML-like label: markup characters become entities, control characters a space,
+ * bytes that are not UTF-8 a '?'. */
+static void html_escape(OxBuf *b, const char *s, size_t max_bytes) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t used = 0;
+  while (*p) {
+    size_t n = utf8_seq_len(p);
+    if (used + (n ? n : 1) > max_bytes) {
+      ox_buf_puts(b, "...");
+      return;
+    }
+    if (n == 0) {
+      ox_buf_putc(b, '?');
+      p++;
+      used++;
+      continue;
+    }
+    if (n == 1) {
+      switch (*p) {
+      case '<': ox_buf_puts(b, "&lt;"); break;
+      case '>': ox_buf_puts(b, "&gt;"); break;
+      case '&': ox_buf_puts(b, "&amp;"); break;
+      case '"': ox_buf_puts(b, "&quot;"); break;
+      case '\'': ox_buf_puts(b, "&#39;"); break;
+      default: ox_buf_putc(b, (*p < 0x20 || *p == 0x7f) ? ' ' : (char)*p); break;
+      }
+    } else {
+      ox_buf_append(b, (const char *)p, n);
+    }
+    p += n;
+    used += n;
+  }
+}
+
+/* Appends s inside a DOT double-quoted escString (tooltips): quote and backslash escaped,
+ * control characters and invalid UTF-8 replaced, so the string can neither end early nor
+ * start an escape sequence of its own. */
+static void dot_quoted(OxBuf *b, const char *s, size_t max_bytes) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t used = 0;
+  ox_buf_putc(b, '"');
+  while (*p && used < max_bytes) {
+    size_t n = utf8_seq_len(p);
+    if (n == 0) {
+      ox_buf_putc(b, '?');
+      p++;
+      used++;
+      continue;
+    }
+    if (n == 1) {
+      if (*p == '"' || *p == '\\') ox_buf_putc(b, '\\');
+      ox_buf_putc(b, (*p < 0x20 || *p == 0x7f) ? ' ' : (char)*p);
+    } else {
+      ox_buf_append(b, (const char *)p, n);
+    }
+    p += n;
+    used += n;
+  }
+  if (*p) ox_buf_puts(b, "...");
+  ox_buf_putc(b, '"');
+}
+
+/* Text for a "//" comment line: anything that could end the line or confuse a reader is
+ * replaced by a space. */
+static void comment_safe(OxBuf *b, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    ox_buf_putc(b, (*p < 0x20 || *p == 0x7f || *p >= 0x80) ? '?' : (char)*p);
+}
+
+/* ------------------------------------------------------------------ op families */
+
+typedef enum DotFamily {
+  FAM_INPUT = 0, /* placeholder, get_attr */
+  FAM_OUTPUT,
+  FAM_MATMUL,    /* mm, addmm, linear, conv, attention, embedding */
+  FAM_NORM,      /* layer/batch/group/rms norm, softmax */
+  FAM_ELEMENTWISE,
+  FAM_PLUMBING,  /* split, cat, stack, unbind, getitem, gather/scatter-like indexing */
+  FAM_VIEW,      /* view, reshape, permute, transpose, expand, slice ... */
+  FAM_REDUCTION, /* sum, mean, amax, var, pooling ... */
+  FAM_OTHER,
+  FAM_COUNT
+} DotFamily;
+
+static const struct {
+  const char *cls;  /* SVG class, so a stylesheet or a test can find the family */
+  const char *fill;
+} family_style[FAM_COUNT] = {
+  [FAM_INPUT] = {"ox-input", "#dbe9f9"},
+  [FAM_OUTPUT] = {"ox-output", "#d9d9d9"},
+  [FAM_MATMUL] = {"ox-matmul", "#f8c8a0"},
+  [FAM_NORM] = {"ox-norm", "#d9caf2"},
+  [FAM_ELEMENTWISE] = {"ox-elementwise", "#cdebc5"},
+  [FAM_PLUMBING] = {"ox-plumbing", "#fbe7a1"},
+  [FAM_VIEW] = {"ox-view", "#c9ebeb"},
+  [FAM_REDUCTION] = {"ox-reduction", "#f5c6d5"},
+  [FAM_OTHER] = {"ox-other", "#ffffff"},
+};
+
+static bool in_list(const char *s, const char *const *list) {
+  for (; *list; list++)
+    if (strcmp(s, *list) == 0) return true;
+  return false;
+}
+
+static bool starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The bare op name of a target, lower-cased into buf: "torch.ops.aten.add.Tensor" -> "add",
+ * "aten._native_batch_norm_legit.no_stats" -> "native_batch_norm_legit",
+ * "torch.nn.functional.linear" -> "linear", "operator.getitem" -> "getitem",
+ * "torch.nn.modules.conv.Conv2d" -> "conv2d". Leading/trailing underscores (private and
+ * in-place spellings) and a "_backward" suffix are dropped: a backward op belongs to the
+ * family of its forward op. */
+static void op_base_name(const char *target, char *buf, size_t cap) {
+  const char *parts[16];
+  size_t lens[16];
+  size_t np = 0;
+  const char *p = target;
+  while (np < 16) {
+    const char *dot = strchr(p, '.');
+    parts[np] = p;
+    lens[np] = dot ? (size_t)(dot - p) : strlen(p);
+    np++;
+    if (!dot) break;
+    p = dot + 1;
+  }
+  size_t pick = np - 1;
+  /* namespaced operator overloads: [prefix.]ops.NS.OP[.OVERLOAD] or aten.OP[.OVERLOAD]
+   * (edge dialect: executorch.exir.dialects.edge._ops.aten.OP.OVERLOAD) */
+  for (size_t i = 0; i + 1 < np; i++) {
+    bool ns = (lens[i] == 4 && memcmp(parts[i], "aten", 4) == 0) ||
+              (lens[i] == 5 && memcmp(parts[i], "prims", 5) == 0) ||
+              (lens[i] == 9 && memcmp(parts[i], "quantized", 9) == 0);
+    if (ns) {
+      pick = i + 1;
+      break;
+    }
+  }
+  const char *s = parts[pick];
+  size_t n = lens[pick];
+  while (n && *s == '_') s++, n--;
+  while (n && s[n - 1] == '_') n--;
+  if (n > 9 && memcmp(s + n - 9, "_backward", 9) == 0) n -= 9;
+  if (n >= cap) n = cap - 1;
+  for (size_t i = 0; i < n; i++) buf[i] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] - 'A' + 'a' : s[i]);
+  buf[n] = 0;
+}
+
+/* Guess a family from a target (or module class) name. A heuristic on spellings only:
+ * the op table of a later issue replaces it. */
+static DotFamily op_family(const char *target) {
+  static const char *const plumbing[] = {
+    "split", "split_with_sizes", "chunk", "tensor_split", "cat", "concat", "concatenate", "stack",
+    "hstack", "vstack", "unbind", "getitem", "gather", "scatter", "scatter_add", "index", "index_select",
+    "index_put", "index_add", "index_copy", "slice_scatter", "select_scatter", "masked_select",
+    "unsafe_index", "pad", "constant_pad_nd", "repeat", "tile", "roll", "flip", NULL};
+  static const char *const view[] = {
+    "view", "reshape", "unsafe_view", "permute", "transpose", "t", "expand", "expand_as", "unsqueeze",
+    "squeeze", "flatten", "unflatten", "contiguous", "view_as", "reshape_as", "movedim", "swapaxes",
+    "as_strided", "alias", "slice", "select", "narrow", "unfold", "detach", "view_copy", "permute_copy",
+    "expand_copy", "squeeze_copy", "unsqueeze_copy", "t_copy", "transpose_copy", "slice_copy",
+    "select_copy", "alias_copy", NULL};
+  static const char *const reduction[] = {
+    "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "var_mean", "std",
+    "std_mean", "logsumexp", "any", "all", "norm", "linalg_vector_norm", "count_nonzero", "cumsum",
+    "cumprod", "topk", "sort", "nansum", "embedding_bag_sum", NULL};
+  static const char *const matmul[] = {
+    "mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "mv", "dot", "einsum", "tensordot",
+    "outer", "fc", "convolution", "embedding", "embedding_bag", "flex_attention", "addmv", NULL};
+  static const char *const elementwise[] = {
+    "add", "sub", "rsub", "mul", "div", "truediv", "floordiv", "mod", "remainder", "fmod", "neg", "pos",
+    "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "pow", "reciprocal",
+    "sign", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "erfc",
+    "erfinv", "floor", "ceil", "round", "trunc", "frac", "relu", "relu6", "gelu", "silu", "sigmoid",
+    "hardswish", "hardsigmoid", "hardtanh", "leaky_relu", "elu", "selu", "celu", "mish", "softplus",
+    "softsign", "tanhshrink", "threshold", "prelu", "glu", "dropout", "native_dropout", "feature_dropout",
+    "where", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+    "ge", "logical_and", "logical_or", "logical_not", "logical_xor", "bitwise_and", "bitwise_or",
+    "bitwise_not", "bitwise_xor", "and", "or", "xor", "invert", "masked_fill", "lerp", "addcmul",
+    "addcdiv", "copy", "fill", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like",
+    "randn_like", "isnan", "isinf", "nan_to_num", "square", "iadd", "imul", "isub", "itruediv",
+    "clone", "to_copy", "to", "type_as", "float", "half", "bfloat16", NULL};
+  char base[96];
+  op_base_name(target, base, sizeof base);
+  if (in_list(base, plumbing)) return FAM_PLUMBING;
+  if (in_list(base, view)) return FAM_VIEW;
+  if (in_list(base, reduction) || strstr(base, "pool")) return FAM_REDUCTION;
+  if (strstr(base, "norm") || strstr(base, "softmax") || in_list(base, (const char *const[]){"bn", "ln", NULL}))
+    return FAM_NORM;
+  if (in_list(base, matmul) || starts_with(base, "conv") || starts_with(base, "linear") ||
+      strstr(base, "attention") || strstr(base, "dot_product"))
+    return FAM_MATMUL;
+  if (in_list(base, elementwise)) return FAM_ELEMENTWISE;
+  return FAM_OTHER;
+}
+
+/* call_module targets are module paths ("layer1.0.conv1"): classify by the module class when
+ * the dump names it, else by the last path component without its trailing digits. */
+static DotFamily node_family(const OxNode *n) {
+  switch ((OxOp)n->op) {
+  case OX_OP_PLACEHOLDER:
+  case OX_OP_GET_ATTR: return FAM_INPUT;
+  case OX_OP_OUTPUT: return FAM_OUTPUT;
+  case OX_OP_CALL_MODULE: {
+    if (n->module_type) return op_family(n->module_type);
+    const char *t = n->target ? n->target : "";
+    const char *leaf = strrchr(t, '.');
+    leaf = leaf ? leaf + 1 : t;
+    char tmp[96];
+    size_t len = strlen(leaf);
+    if (len >= sizeof tmp) len = sizeof tmp - 1;
+    memcpy(tmp, leaf, len);
+    while (len && ((tmp[len - 1] >= '0' && tmp[len - 1] <= '9') || tmp[len - 1] == '_')) len--;
+    tmp[len] = 0;
+    return op_family(tmp);
+  }
+  default: return op_family(n->target ? n->target : "");
+  }
+}
+
+/* ------------------------------------------------------------------ labels */
+
+/* "torch.ops.aten.addmm.default" -> "addmm", "torch.ops.aten.add.Tensor" -> "add.Tensor". */
+static void short_target(const char *t, char *buf, size_t cap) {
+  static const char *const prefixes[] = {"torch.ops.aten.", "aten.", NULL};
+  for (const char *const *p = prefixes; *p; p++)
+    if (starts_with(t, *p)) {
+      t += strlen(*p);
+      break;
+    }
+  size_t n = strlen(t);
+  if (n > 8 && strcmp(t + n - 8, ".default") == 0) n -= 8;
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, t, n);
+  buf[n] = 0;
+}
+
+/* Formats one node's meta ("f32[8, 16]", "(f32[4], f32[4])", "sym s0"); empty if unknown. */
+static void meta_text(const OxMeta *m, char *buf, size_t cap) {
+  buf[0] = 0;
+  if (m->kind == OX_META_TENSOR && m->n >= 1) {
+    ox_tensor_meta_format(&m->t[0], false, false, buf, cap);
+  } else if (m->kind == OX_META_TUPLE && m->n >= 1) {
+    size_t o = 0;
+    o += (size_t)snprintf(buf, cap, "(");
+    for (uint32_t i = 0; i < m->n && o < cap; i++) {
+      char one[160];
+      ox_tensor_meta_format(&m->t[i], false, false, one, sizeof one);
+      o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", one);
+    }
+    if (o < cap) snprintf(buf + o, cap - o, m->n == 1 ? ",)" : ")");
+  } else if (m->kind == OX_META_SYMINT && m->sym) {
+    snprintf(buf, cap, "sym %s", m->sym);
+  }
+}
+
+static bool is_getitem(const char *t) {
+  return t && (strcmp(t, "operator.getitem") == 0 || strcmp(t, "_operator.getitem") == 0);
+}
+
+/* The shape that flows along producer -> user: the element a getitem picks out of a tuple
+ * producer, else the producer's own meta. */
+static void edge_text(const OxNode *producer, const OxNode *user, char *buf, size_t cap) {
+  buf[0] = 0;
+  if (producer->meta.kind == OX_META_TUPLE && user->op == OX_OP_CALL_FUNCTION && is_getitem(user->target) &&
+      user->args.n == 2 && user->args.u.items[1].kind == OX_V_INT) {
+    int64_t k = user->args.u.items[1].u.i, cnt = producer->meta.n;
+    if (k < 0) k += cnt;
+    if (k >= 0 && k < cnt) {
+      ox_tensor_meta_format(&producer->meta.t[k], false, false, buf, cap);
+      return;
+    }
+  }
+  meta_text(&producer->meta, buf, cap);
+}
+
+static uint32_t count_live(const OxGraph *g) {
+  uint32_t n = 0;
+  OX_GRAPH_FOREACH(g, id) n++;
+  return n;
+}
+
+static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *opt, OxBuf *out) {
+  DotFamily fam = node_family(n);
+  const char *name = n->name ? n->name : "";
+  const char *target = n->target ? n->target : "";
+  ox_buf_printf(out, "  n%u [class=\"%s\", fillcolor=\"%s\"", n->id, family_style[fam].cls,
+                family_style[fam].fill);
+  uint8_t mark = opt && opt->highlight ? opt->highlight[n->id] : 0;
+  switch (mark) {
+  case 1: ox_buf_puts(out, ", color=\"#1f5fbf\", penwidth=3"); break;
+  case 2: ox_buf_puts(out, ", color=\"#c62828\", penwidth=3, style=\"rounded,filled,dashed\""); break;
+  case 3: ox_buf_puts(out, ", color=\"#2e7d32\", penwidth=3, style=\"rounded,filled,bold\""); break;
+  default: break;
+  }
+  ox_buf_puts(out, ", tooltip=");
+  {
+    OxBuf tip;
+    ox_buf_init(&tip);
+    ox_buf_printf(&tip, "%s = %s[%s]", name, ox_op_name((OxOp)n->op), target);
+    dot_quoted(out, tip.data, 400);
+    ox_buf_free(&tip);
+  }
+  ox_buf_puts(out, ", label=<<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
+  ox_buf_puts(out, "<TR><TD><B>");
+  html_escape(out, name, 64);
+  ox_buf_puts(out, "</B></TD></TR>");
+  /* the target line: placeholders and outputs say what they are instead */
+  char tshort[256];
+  if (n->op == OX_OP_PLACEHOLDER)
+    snprintf(tshort, sizeof tshort, "%s", (n->flags & OX_NODE_EXTERNAL) ? "input (external)" : "input");
+  else if (n->op == OX_OP_OUTPUT)
+    snprintf(tshort, sizeof tshort, "output");
+  else if (n->op == OX_OP_GET_ATTR)
+    snprintf(tshort, sizeof tshort, "attr %s", target);
+  else if (n->op == OX_OP_CALL_METHOD)
+    snprintf(tshort, sizeof tshort, ".%s()", target);
+  else if (n->op == OX_OP_CALL_MODULE && n->module_type) {
+    const char *cls = strrchr(n->module_type, '.');
+    snprintf(tshort, sizeof tshort, "%s: %s", target, cls ? cls + 1 : n->module_type);
+  } else
+    short_target(target, tshort, sizeof tshort);
+  /* skip a line that would only repeat the name ("x" / "input", "output" / "output") */
+  bool repeat = (n->op == OX_OP_PLACEHOLDER && strcmp(name, target) == 0 && !(n->flags & OX_NODE_EXTERNAL)) ||
+                (n->op == OX_OP_OUTPUT && strcmp(name, "output") == 0);
+  if (!repeat) {
+    ox_buf_puts(out, "<TR><TD>");
+    html_escape(out, tshort, 64);
+    ox_buf_puts(out, "</TD></TR>");
+  }
+  char meta[512];
+  meta_text(&n->meta, meta, sizeof meta);
+  if (meta[0]) {
+    ox_buf_puts(out, "<TR><TD><FONT POINT-SIZE=\"9\">");
+    html_escape(out, meta, 96);
+    ox_buf_puts(out, "</FONT></TD></TR>");
+  }
+  for (uint32_t i = 0; i < g->n_subgraphs; i++) {
+    const OxGraph *sub = g->subgraphs[i];
+    if (sub->sub_owner && strcmp(sub->sub_owner, name) == 0) {
+      char s[128];
+      snprintf(s, sizeof s, "subgraph: %u nodes (not drawn)", count_live(sub));
+      ox_buf_puts(out, "<TR><TD><FONT POINT-SIZE=\"9\"><I>");
+      html_escape(out, s, sizeof s);
+      ox_buf_puts(out, "</I></FONT></TD></TR>");
+    }
+  }
+  ox_buf_puts(out, "</TABLE>>];\n");
+}
+
+void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
+  const char *rankdir = "TB";
+  if (opt && opt->rankdir &&
+      (strcmp(opt->rankdir, "LR") == 0 || strcmp(opt->rankdir, "TB") == 0 || strcmp(opt->rankdir, "RL") == 0 ||
+       strcmp(opt->rankdir, "BT") == 0))
+    rankdir = opt->rankdir;
+  ox_buf_puts(out, "digraph optimus {\n");
+  ox_buf_puts(out, "  // graph: ");
+  comment_safe(out, g->name ? g->name : "graph");
+  ox_buf_printf(out, " (%u nodes)\n", g->n_live);
+  if (g->n_subgraphs) {
+    ox_buf_printf(out, "  // %u nested subgraph%s not drawn:", g->n_subgraphs, g->n_subgraphs == 1 ? "" : "s");
+    for (uint32_t i = 0; i < g->n_subgraphs; i++) {
+      const OxGraph *sub = g->subgraphs[i];
+      ox_buf_puts(out, i ? ", " : " ");
+      comment_safe(out, sub->name ? sub->name : "graph");
+      if (sub->sub_owner) {
+        ox_buf_puts(out, " of ");
+        comment_safe(out, sub->sub_owner);
+      }
+      ox_buf_printf(out, " (%u nodes)", count_live(sub));
+    }
+    ox_buf_putc(out, '\n');
+  }
+  /* dot's x-coordinate network simplex and its spline router grow much faster than linear
+   * (minutes at 2,000 nodes with edge labels, which become virtual nodes): past
+   * OX_DOT_LARGE nodes bound the simplex and crossing-minimisation work, and place edge
+   * labels as xlabels after layout instead of reserving rank space for them. */
+  enum { OX_DOT_LARGE = 1000 };
+  bool large = g->n_live > OX_DOT_LARGE;
+  ox_buf_printf(out, "  graph [rankdir=%s, nodesep=0.25, ranksep=0.35, fontname=\"Helvetica\"%s];\n", rankdir,
+                large ? ", nslimit=1, mclimit=0.3" : "");
+  ox_buf_puts(out, "  node [shape=box, style=\"rounded,filled\", margin=\"0.10,0.05\", fontname=\"Helvetica\", "
+                   "fontsize=11, color=\"#555555\", penwidth=1];\n");
+  ox_buf_puts(out, "  edge [color=\"#666666\", arrowsize=0.6, fontname=\"Helvetica\", fontsize=9, "
+                   "fontcolor=\"#444444\"];\n");
+  OX_GRAPH_FOREACH(g, id) write_node(g, &g->nodes[id], opt, out);
+  OxNodeId stack_in[32];
+  OxNodeId *in = stack_in;
+  uint32_t in_cap = 32;
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *user = &g->nodes[id];
+    uint32_t k = ox_graph_inputs(g, id, in, in_cap);
+    if (k > in_cap) {
+      in_cap = k;
+      in = (in == stack_in) ? ox_xcalloc(in_cap, sizeof *in) : ox_xrealloc(in, in_cap * sizeof *in);
+      k = ox_graph_inputs(g, id, in, in_cap);
+    }
+    for (uint32_t i = 0; i < k; i++) {
+      const OxNode *src = ox_graph_node(g, in[i]);
+      if (!src || src->erased) continue; /* a dangling reference: the verifier reports it */
+      ox_buf_printf(out, "  n%u -> n%u", src->id, user->id);
+      char label[512];
+      if (opt && opt->edge_shapes) {
+        edge_text(src, user, label, sizeof label);
+        if (label[0]) {
+          ox_buf_puts(out, large ? " [xlabel=<" : " [label=<");
+          html_escape(out, label, 96);
+          ox_buf_puts(out, ">]");
+        }
+      }
+      ox_buf_puts(out, ";\n");
+    }
+  }
+  if (in != stack_in) free(in);
+  ox_buf_puts(out, "}\n");
+}

@@ -1,0 +1,1316 @@
+/* Tests for the DOT writer (/engine/dot/...), the in-process Graphviz renderer
+ * (/engine/render/...) and the optimus CLI (/cli/...), which is run as a child process
+ * (path in OPTIMUS_CLI) on small inputs written to a temporary directory and on the real
+ * corpus when it is present. */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "ox_buf.h"
+#include "ox_graph.h"
+#include "ox_load.h"
+#include "ox_write.h"
+
+/* ------------------------------------------------------------------ graph helpers */
+
+static OxValue tup(OxGraph *g, int n, ...) {
+  OxValue items[16];
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) items[i] = va_arg(ap, OxValue);
+  va_end(ap);
+  return ox_graph_value_seq(g, OX_V_TUPLE, items, (uint32_t)n);
+}
+
+static OxNodeId call(OxGraph *g, const char *name, const char *target, OxValue args) {
+  return ox_graph_add_node(g, OX_OP_CALL_FUNCTION, name, target, args, ox_value_none());
+}
+
+static void set_tensor(OxGraph *g, OxNodeId id, OxDType dt, int rank, const int64_t *dims) {
+  OxMeta m = {0};
+  m.kind = OX_META_TENSOR;
+  m.n = 1;
+  m.t = ox_graph_tensor_meta_new(g, dt, rank);
+  for (int i = 0; i < rank; i++) m.t->shape[i].v = dims[i];
+  ox_graph_set_meta(g, id, &m);
+}
+
+typedef struct Ids {
+  OxNodeId x, w, mm, relu, split, gi0, gi1, view, sum, cat, out;
+} Ids;
+
+/* x, w -> mm -> relu -> split -> getitem 0/1 -> view -> sum ; cat([gi1, gi1]) ; output */
+static OxGraph *sample_graph(Ids *ids) {
+  OxGraph *g = ox_graph_new();
+  g->name = ox_graph_intern(g, "graph");
+  ids->x = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  set_tensor(g, ids->x, OX_DT_F32, 2, (const int64_t[]){8, 16});
+  ids->w = ox_graph_add_node(g, OX_OP_GET_ATTR, "w", "layer.weight", ox_value_none(), ox_value_none());
+  set_tensor(g, ids->w, OX_DT_F32, 2, (const int64_t[]){16, 32});
+  ids->mm = call(g, "mm", "torch.ops.aten.mm.default", tup(g, 2, ox_value_node(ids->x), ox_value_node(ids->w)));
+  set_tensor(g, ids->mm, OX_DT_F32, 2, (const int64_t[]){8, 32});
+  ids->relu = call(g, "relu", "torch.ops.aten.relu.default", tup(g, 1, ox_value_node(ids->mm)));
+  set_tensor(g, ids->relu, OX_DT_F32, 2, (const int64_t[]){8, 32});
+  ids->split = call(g, "split", "torch.ops.aten.split.Tensor",
+                    tup(g, 3, ox_value_node(ids->relu), ox_value_int(16), ox_value_int(1)));
+  OxMeta m = {0};
+  m.kind = OX_META_TUPLE;
+  m.n = 2;
+  m.t = ox_graph_alloc(g, 2 * sizeof *m.t);
+  for (int i = 0; i < 2; i++) {
+    OxTensorMeta *t = ox_graph_tensor_meta_new(g, OX_DT_F32, 2);
+    t->shape[0].v = 8;
+    t->shape[1].v = i ? 17 : 16; /* distinct so the getitem edge label shows which one */
+    m.t[i] = *t;
+  }
+  ox_graph_set_meta(g, ids->split, &m);
+  ids->gi0 = call(g, "getitem", "operator.getitem", tup(g, 2, ox_value_node(ids->split), ox_value_int(0)));
+  ids->gi1 = call(g, "getitem_1", "operator.getitem", tup(g, 2, ox_value_node(ids->split), ox_value_int(1)));
+  ids->view = call(g, "view", "torch.ops.aten.view.default", tup(g, 1, ox_value_node(ids->gi0)));
+  ids->sum = call(g, "sum_1", "torch.ops.aten.sum.default", tup(g, 1, ox_value_node(ids->view)));
+  OxValue pair[2] = {ox_value_node(ids->gi1), ox_value_node(ids->gi1)};
+  ids->cat = call(g, "cat", "torch.ops.aten.cat.default", tup(g, 1, ox_graph_value_seq(g, OX_V_LIST, pair, 2)));
+  OxValue outs[2] = {ox_value_node(ids->sum), ox_value_node(ids->cat)};
+  ids->out = ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output",
+                               tup(g, 1, ox_graph_value_seq(g, OX_V_TUPLE, outs, 2)), ox_value_none());
+  return g;
+}
+
+static char *dot_of(const OxGraph *g, const OxDotOptions *opt) {
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_dot(g, opt, &b);
+  char *s = g_strdup(b.data ? b.data : "");
+  ox_buf_free(&b);
+  return s;
+}
+
+/* The statement line of DOT node n<id> (without the newline), or NULL. */
+static char *node_line(const char *dot, OxNodeId id) {
+  char *key = g_strdup_printf("\n  n%u [", id);
+  const char *p = strstr(dot, key);
+  g_free(key);
+  if (!p) return NULL;
+  p += 3;
+  const char *e = strchr(p, '\n');
+  return g_strndup(p, e ? (size_t)(e - p) : strlen(p));
+}
+
+static guint count_substr(const char *hay, const char *needle) {
+  guint n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* dot without its tooltip="..." strings (which are DOT strings, where markup is plain text). */
+static char *strip_tooltips(const char *dot) {
+  GString *s = g_string_new(NULL);
+  for (const char *p = dot; *p;) {
+    if (g_str_has_prefix(p, "tooltip=\"")) {
+      p += 9;
+      while (*p && *p != '"') p += (*p == '\\' && p[1]) ? 2 : 1;
+      if (*p) p++;
+      continue;
+    }
+    g_string_append_c(s, *p++);
+  }
+  return g_string_free(s, FALSE);
+}
+
+static guint count_node_statements(const char *dot) {
+  guint n = 0;
+  gchar **lines = g_strsplit(dot, "\n", -1);
+  for (gchar **l = lines; *l; l++)
+    if (g_regex_match_simple("^  n[0-9]+ \\[", *l, 0, 0)) n++;
+  g_strfreev(lines);
+  return n;
+}
+
+/* ------------------------------------------------------------------ /engine/dot */
+
+static void test_dot_structure(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  char *dot = dot_of(g, NULL);
+  g_assert_true(g_str_has_prefix(dot, "digraph optimus {\n"));
+  g_assert_true(g_str_has_suffix(dot, "}\n"));
+  g_assert_null(strstr(dot, "record"));
+  g_assert_nonnull(strstr(dot, "shape=box"));
+  g_assert_cmpuint(count_node_statements(dot), ==, g->n_live);
+  /* edges from each input to its user, in program order */
+  char *e = g_strdup_printf("  n%u -> n%u;\n", ids.x, ids.mm);
+  g_assert_nonnull(strstr(dot, e));
+  g_free(e);
+  e = g_strdup_printf("  n%u -> n%u;\n", ids.w, ids.mm);
+  g_assert_nonnull(strstr(dot, e));
+  g_free(e);
+  /* cat uses getitem_1 twice: one edge */
+  e = g_strdup_printf("  n%u -> n%u;\n", ids.gi1, ids.cat);
+  g_assert_cmpuint(count_substr(dot, e), ==, 1);
+  g_free(e);
+  g_assert_cmpuint(count_substr(dot, " -> "), ==, 11);
+  /* label: bold name, short target, meta */
+  char *l = node_line(dot, ids.mm);
+  g_assert_nonnull(l);
+  g_assert_nonnull(strstr(l, "<B>mm</B>"));
+  g_assert_nonnull(strstr(l, "<TD>mm</TD>"));
+  g_assert_null(strstr(strstr(l, "label=<"), "torch.ops.aten.mm")); /* only the tooltip has it */
+  g_assert_nonnull(strstr(l, "tooltip=\"mm = call_function[torch.ops.aten.mm.default]\""));
+  g_assert_nonnull(strstr(l, "f32[8, 32]"));
+  g_free(l);
+  l = node_line(dot, ids.split);
+  g_assert_nonnull(strstr(l, "<TD>split.Tensor</TD>"));
+  g_assert_nonnull(strstr(l, "(f32[8, 16], f32[8, 17])"));
+  g_free(l);
+  g_assert_nonnull(strstr(dot, "rankdir=TB"));
+  g_free(dot);
+  ox_graph_free(g);
+}
+
+static void test_dot_escaping(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "a<b>&c\"d'", "a<b>&c\"d'", ox_value_none(), ox_value_none());
+  OxNodeId y = call(g, "y", "my.custom<op>&\"q\\\"", tup(g, 1, ox_value_node(x)));
+  OxNodeId z = call(g, "z", "bad\xff\xfeutf8.\xc3\xa9t\xe2\x82\xac\x01", tup(g, 1, ox_value_node(y)));
+  char *dot = dot_of(g, NULL);
+  char *labels = strip_tooltips(dot);
+  g_assert_null(strstr(labels, "<b>"));
+  g_assert_null(strstr(labels, "<op>"));
+  g_assert_null(strstr(labels, "\"q"));
+  g_free(labels);
+  char *l = node_line(dot, x);
+  g_assert_nonnull(strstr(l, "<B>a&lt;b&gt;&amp;c&quot;d&#39;</B>"));
+  g_free(l);
+  l = node_line(dot, y);
+  g_assert_nonnull(strstr(l, "my.custom&lt;op&gt;&amp;&quot;q\\&quot;"));
+  /* in the quoted tooltip, the quote and the backslash are escaped */
+  g_assert_nonnull(strstr(l, "tooltip=\"y = call_function[my.custom<op>&\\\"q\\\\\\\"]\""));
+  g_free(l);
+  l = node_line(dot, z);
+  /* invalid bytes become '?', valid multi-byte UTF-8 is kept, control characters become spaces */
+  g_assert_nonnull(strstr(l, "bad??utf8.\xc3\xa9t\xe2\x82\xac "));
+  g_assert_true(g_utf8_validate(dot, -1, NULL));
+  g_free(l);
+  /* a long target is cut on a character boundary and marked */
+  GString *longt = g_string_new("pkg.");
+  for (int i = 0; i < 40; i++) g_string_append(longt, "\xc3\xa9");
+  OxNodeId lt = call(g, "long", longt->str, tup(g, 1, ox_value_node(z)));
+  g_free(dot);
+  dot = dot_of(g, NULL);
+  l = node_line(dot, lt);
+  g_assert_nonnull(strstr(l, "...</TD>"));
+  g_assert_true(g_utf8_validate(l, -1, NULL));
+  g_free(l);
+  g_string_free(longt, TRUE);
+  g_free(dot);
+  ox_graph_free(g);
+}
+
+typedef struct FamilyCase {
+  OxOp op;
+  const char *target;
+  const char *module_type;
+  const char *cls;
+} FamilyCase;
+
+static void test_dot_colours(void) {
+  static const FamilyCase cases[] = {
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.addmm.default", NULL, "ox-matmul"},
+    {OX_OP_CALL_FUNCTION, "torch.nn.functional.linear", NULL, "ox-matmul"},
+    {OX_OP_CALL_FUNCTION, "torch.conv2d", NULL, "ox-matmul"},
+    {OX_OP_CALL_FUNCTION, "executorch.exir.dialects.edge._ops.aten.convolution.default", NULL, "ox-matmul"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten._scaled_dot_product_efficient_attention.default", NULL, "ox-matmul"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.native_layer_norm.default", NULL, "ox-norm"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten._softmax.default", NULL, "ox-norm"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten._native_batch_norm_legit_no_training.default", NULL, "ox-norm"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.gelu.default", NULL, "ox-elementwise"},
+    {OX_OP_CALL_FUNCTION, "operator.add", NULL, "ox-elementwise"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.mul.Tensor", NULL, "ox-elementwise"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.threshold_backward.default", NULL, "ox-elementwise"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.relu_.default", NULL, "ox-elementwise"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.split_with_sizes.default", NULL, "ox-plumbing"},
+    {OX_OP_CALL_FUNCTION, "operator.getitem", NULL, "ox-plumbing"},
+    {OX_OP_CALL_FUNCTION, "torch.cat", NULL, "ox-plumbing"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.unbind.int", NULL, "ox-plumbing"},
+    {OX_OP_CALL_FUNCTION, "torch.stack", NULL, "ox-plumbing"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.permute.default", NULL, "ox-view"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten._unsafe_view.default", NULL, "ox-view"},
+    {OX_OP_CALL_FUNCTION, "torch.flatten", NULL, "ox-view"},
+    {OX_OP_CALL_METHOD, "view", NULL, "ox-view"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.sum.dim_IntList", NULL, "ox-reduction"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.mean.dim", NULL, "ox-reduction"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.aten.var_mean.correction", NULL, "ox-reduction"},
+    {OX_OP_CALL_FUNCTION, "torch.ops.higher_order.executorch_call_delegate", NULL, "ox-other"},
+    {OX_OP_CALL_MODULE, "layer1.0.bn1", "torch.nn.modules.batchnorm.BatchNorm2d", "ox-norm"},
+    {OX_OP_CALL_MODULE, "layer1.0.conv1", NULL, "ox-matmul"},
+    {OX_OP_CALL_MODULE, "fc", "torch.nn.Linear", "ox-matmul"},
+    {OX_OP_CALL_MODULE, "maxpool", "torch.nn.MaxPool2d", "ox-reduction"},
+    {OX_OP_CALL_MODULE, "relu", NULL, "ox-elementwise"},
+  };
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  OxNodeId a = ox_graph_add_node(g, OX_OP_GET_ATTR, "p", "param", ox_value_none(), ox_value_none());
+  OxNodeId ids[G_N_ELEMENTS(cases)];
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    ids[i] = ox_graph_add_node(g, cases[i].op, NULL, cases[i].target, tup(g, 1, ox_value_node(x)), ox_value_none());
+    if (cases[i].module_type) g->nodes[ids[i]].module_type = ox_graph_intern(g, cases[i].module_type);
+  }
+  OxNodeId out = ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, ox_value_node(a)), ox_value_none());
+  char *dot = dot_of(g, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    char *l = node_line(dot, ids[i]);
+    char *want = g_strdup_printf("class=\"%s\"", cases[i].cls);
+    if (!strstr(l, want)) g_test_message("%s: %s", cases[i].target, l);
+    g_assert_nonnull(strstr(l, want));
+    g_free(want);
+    g_free(l);
+  }
+  char *l = node_line(dot, x);
+  g_assert_nonnull(strstr(l, "class=\"ox-input\""));
+  g_free(l);
+  l = node_line(dot, a);
+  g_assert_nonnull(strstr(l, "class=\"ox-input\""));
+  g_assert_nonnull(strstr(l, "attr param"));
+  g_free(l);
+  l = node_line(dot, out);
+  g_assert_nonnull(strstr(l, "class=\"ox-output\""));
+  g_free(l);
+  /* each family has its own fill colour */
+  char *fills[4];
+  OxNodeId pick[4] = {ids[0], ids[5], ids[8], ids[13]};
+  for (int i = 0; i < 4; i++) {
+    l = node_line(dot, pick[i]);
+    const char *f = strstr(l, "fillcolor=\"#");
+    g_assert_nonnull(f);
+    fills[i] = g_strndup(f, 20);
+    g_free(l);
+  }
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++) g_assert_cmpstr(fills[i], !=, fills[j]);
+  for (int i = 0; i < 4; i++) g_free(fills[i]);
+  g_free(dot);
+  ox_graph_free(g);
+}
+
+static void test_dot_highlight(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  uint8_t *hl = g_malloc0(g->n_nodes);
+  hl[ids.mm] = 1;
+  hl[ids.relu] = 2;
+  hl[ids.view] = 3;
+  OxDotOptions opt = {.highlight = hl};
+  char *dot = dot_of(g, &opt);
+  char *l = node_line(dot, ids.mm);
+  g_assert_nonnull(strstr(l, "penwidth=3"));
+  g_assert_nonnull(strstr(l, "color=\"#1f5fbf\""));
+  g_free(l);
+  l = node_line(dot, ids.relu);
+  g_assert_nonnull(strstr(l, "penwidth=3"));
+  g_assert_nonnull(strstr(l, "dashed"));
+  g_assert_nonnull(strstr(l, "color=\"#c62828\""));
+  g_free(l);
+  l = node_line(dot, ids.view);
+  g_assert_nonnull(strstr(l, "penwidth=3"));
+  g_assert_nonnull(strstr(l, "color=\"#2e7d32\""));
+  g_free(l);
+  l = node_line(dot, ids.sum);
+  g_assert_null(strstr(l, "penwidth"));
+  g_free(l);
+  g_assert_cmpuint(count_substr(dot, "penwidth=3"), ==, 3);
+  g_free(dot);
+  /* without highlight nothing is outlined */
+  dot = dot_of(g, NULL);
+  g_assert_cmpuint(count_substr(dot, "penwidth=3"), ==, 0);
+  g_free(dot);
+  g_free(hl);
+  ox_graph_free(g);
+}
+
+static void test_dot_edge_labels(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  OxDotOptions opt = {.edge_shapes = true};
+  char *dot = dot_of(g, &opt);
+  char *e = g_strdup_printf("  n%u -> n%u [label=<f32[8, 16]>];\n", ids.x, ids.mm);
+  g_assert_nonnull(strstr(dot, e));
+  g_free(e);
+  /* a getitem edge carries the element it picks out of the tuple */
+  e = g_strdup_printf("  n%u -> n%u [label=<f32[8, 17]>];\n", ids.split, ids.gi1);
+  g_assert_nonnull(strstr(dot, e));
+  g_free(e);
+  /* no meta, no label */
+  e = g_strdup_printf("  n%u -> n%u;\n", ids.view, ids.sum);
+  g_assert_nonnull(strstr(dot, e));
+  g_free(e);
+  g_free(dot);
+  dot = dot_of(g, NULL);
+  g_assert_null(strstr(dot, "] [label"));
+  g_assert_cmpuint(count_substr(dot, " -> n"), ==, 11);
+  gchar **lines = g_strsplit(dot, "\n", -1);
+  for (gchar **l = lines; *l; l++)
+    if (strstr(*l, " -> ")) g_assert_null(strstr(*l, "label"));
+  g_strfreev(lines);
+  g_free(dot);
+  ox_graph_free(g);
+}
+
+static void test_dot_rankdir(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  OxDotOptions opt = {.rankdir = "LR"};
+  char *dot = dot_of(g, &opt);
+  g_assert_nonnull(strstr(dot, "rankdir=LR"));
+  g_free(dot);
+  opt.rankdir = "XX\"; evil";
+  dot = dot_of(g, &opt);
+  g_assert_nonnull(strstr(dot, "rankdir=TB"));
+  g_assert_null(strstr(dot, "evil"));
+  g_free(dot);
+  ox_graph_free(g);
+}
+
+static void test_dot_deterministic(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  /* an erased node is not drawn and leaves no edge behind */
+  OxNodeId dead = call(g, "dead", "torch.ops.aten.neg.default", tup(g, 1, ox_value_node(ids.relu)));
+  g_assert_true(ox_graph_erase(g, dead));
+  char *a = dot_of(g, NULL);
+  char *b = dot_of(g, NULL);
+  g_assert_cmpstr(a, ==, b);
+  g_assert_null(strstr(a, "dead"));
+  char *dl = node_line(a, dead);
+  g_assert_null(dl);
+  OxGraph *c = ox_graph_clone(g);
+  char *cd = dot_of(c, NULL);
+  g_assert_cmpstr(a, ==, cd);
+  g_free(cd);
+  ox_graph_free(c);
+  g_free(a);
+  g_free(b);
+  ox_graph_free(g);
+}
+
+static void test_dot_subgraphs(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  OxGraph *sub = ox_graph_new();
+  sub->name = ox_graph_intern(sub, "lowered graph");
+  sub->sub_owner = ox_graph_intern(sub, "relu");
+  OxNodeId p = ox_graph_add_node(sub, OX_OP_PLACEHOLDER, "inner_x", "inner_x", ox_value_none(), ox_value_none());
+  OxNodeId q = call(sub, "inner_neg", "torch.ops.aten.neg.default", tup(sub, 1, ox_value_node(p)));
+  ox_graph_add_node(sub, OX_OP_OUTPUT, "output", "output", tup(sub, 1, ox_value_node(q)), ox_value_none());
+  ox_graph_add_subgraph(g, sub);
+  char *dot = dot_of(g, NULL);
+  g_assert_nonnull(strstr(dot, "// 1 nested subgraph not drawn: lowered graph of relu (3 nodes)"));
+  g_assert_null(strstr(dot, "inner_neg"));
+  char *l = node_line(dot, ids.relu);
+  g_assert_nonnull(strstr(l, "subgraph: 3 nodes (not drawn)"));
+  g_free(l);
+  g_free(dot);
+  ox_graph_free(g);
+}
+
+/* Past 1,000 nodes the DOT bounds dot's work and uses xlabels for edge shapes. */
+static void test_dot_large(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId prev = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  set_tensor(g, prev, OX_DT_F16, 1, (const int64_t[]){4});
+  for (int i = 0; i < 1000; i++) {
+    prev = call(g, NULL, "torch.ops.aten.neg.default", tup(g, 1, ox_value_node(prev)));
+    set_tensor(g, prev, OX_DT_F16, 1, (const int64_t[]){4});
+  }
+  OxDotOptions opt = {.edge_shapes = true};
+  char *dot = dot_of(g, &opt);
+  g_assert_nonnull(strstr(dot, "nslimit=1"));
+  g_assert_cmpuint(count_substr(dot, "[xlabel=<f16[4]>]"), ==, 1000);
+  g_assert_null(strstr(dot, "[label=<f16"));
+  g_free(dot);
+  ox_graph_erase(g, prev); /* 1000 nodes: the normal layout */
+  dot = dot_of(g, &opt);
+  g_assert_null(strstr(dot, "nslimit"));
+  g_assert_cmpuint(count_substr(dot, "[label=<f16[4]>]"), ==, 999);
+  g_free(dot);
+  ox_graph_free(g);
+}
+
+/* ------------------------------------------------------------------ /engine/render */
+
+static void test_render_svg(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  OxBuf b;
+  ox_buf_init(&b);
+  char err[512] = "junk";
+  OxDotOptions opt = {.edge_shapes = true, .rankdir = "LR"};
+  g_assert_cmpint(ox_render(g, &opt, "svg", &b, err, sizeof err), ==, 0);
+  g_assert_cmpstr(err, ==, ""); /* no Graphviz warnings for our DOT */
+  g_assert_true(g_str_has_prefix(b.data, "<?xml") || g_str_has_prefix(b.data, "<svg"));
+  g_assert_nonnull(strstr(b.data, "</svg>"));
+  g_assert_nonnull(strstr(b.data, ">getitem_1</text>"));
+  g_assert_nonnull(strstr(b.data, "class=\"node ox&#45;matmul\""));
+  g_assert_nonnull(strstr(b.data, ">f32[8, 17]</text>"));
+  /* appends: a second render keeps the first */
+  size_t first = b.len;
+  g_assert_cmpint(ox_render(g, NULL, "svg", &b, err, sizeof err), ==, 0);
+  g_assert_cmpuint(b.len, >, first);
+  ox_buf_free(&b);
+  ox_graph_free(g);
+}
+
+static void test_render_png(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  OxBuf b;
+  ox_buf_init(&b);
+  char err[512];
+  g_assert_cmpint(ox_render(g, NULL, "png", &b, err, sizeof err), ==, 0);
+  g_assert_cmpuint(b.len, >, 100);
+  g_assert_cmpmem(b.data, 8, "\x89PNG\r\n\x1a\n", 8);
+  ox_buf_free(&b);
+  ox_graph_free(g);
+}
+
+static void test_render_bad_format(void) {
+  Ids ids;
+  OxGraph *g = sample_graph(&ids);
+  OxBuf b;
+  ox_buf_init(&b);
+  char err[512];
+  static const char *const bad[] = {"jpg", "png:gdk", "gtk", "dot", "SVG", ""};
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_assert_cmpint(ox_render(g, NULL, bad[i], &b, err, sizeof err), ==, -1);
+    g_assert_nonnull(strstr(err, "only svg and png"));
+    g_assert_cmpuint(b.len, ==, 0);
+  }
+  g_assert_cmpint(ox_render(g, NULL, NULL, &b, err, sizeof err), ==, -1);
+  g_assert_cmpuint(b.len, ==, 0);
+  /* a tiny err buffer is still NUL-terminated */
+  char tiny[8];
+  g_assert_cmpint(ox_render(g, NULL, "jpg", &b, tiny, sizeof tiny), ==, -1);
+  g_assert_cmpuint(strlen(tiny), ==, 7);
+  ox_buf_free(&b);
+  ox_graph_free(g);
+}
+
+/* Names and targets full of markup and bad bytes must still give DOT that Graphviz parses
+ * without a single warning. */
+static void test_render_hostile_names(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "<TABLE>&amp;\"", "x", ox_value_none(), ox_value_none());
+  OxNodeId y = call(g, "]; n1 -> n2 [", "x</TD></TR></TABLE>>\\\"\n", tup(g, 1, ox_value_node(x)));
+  OxNodeId z = call(g, "z", "\xff\xfe\xc3", tup(g, 1, ox_value_node(y)));
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, ox_value_node(z)), ox_value_none());
+  g->name = ox_graph_intern(g, "*/ evil \n graph");
+  OxBuf b;
+  ox_buf_init(&b);
+  char err[512];
+  g_assert_cmpint(ox_render(g, NULL, "svg", &b, err, sizeof err), ==, 0);
+  g_assert_cmpstr(err, ==, "");
+  g_assert_nonnull(strstr(b.data, "&lt;TABLE&gt;&amp;amp;&quot;"));
+  ox_buf_free(&b);
+  ox_graph_free(g);
+}
+
+static void test_render_empty_graph(void) {
+  OxGraph *g = ox_graph_new();
+  OxBuf b;
+  ox_buf_init(&b);
+  char err[512];
+  g_assert_cmpint(ox_render(g, NULL, "svg", &b, err, sizeof err), ==, 0);
+  g_assert_nonnull(strstr(b.data, "</svg>"));
+  ox_buf_free(&b);
+  ox_graph_free(g);
+}
+
+static gpointer render_worker(gpointer data) {
+  OxGraph *g = data;
+  for (int i = 0; i < 4; i++) {
+    OxBuf b;
+    ox_buf_init(&b);
+    char err[256];
+    if (ox_render(g, NULL, i % 2 ? "png" : "svg", &b, err, sizeof err) != 0) {
+      ox_buf_free(&b);
+      return GINT_TO_POINTER(1);
+    }
+    ox_buf_free(&b);
+  }
+  return GINT_TO_POINTER(0);
+}
+
+/* Graphviz crashes when two threads lay out at once; ox_render's lock must serialise them. */
+static void test_render_threads(void) {
+  Ids a, b;
+  OxGraph *g1 = sample_graph(&a), *g2 = sample_graph(&b);
+  /* each thread needs its own graph: ox_write_dot uses the graph's mark scratch */
+  GThread *t1 = g_thread_new("render-1", render_worker, g1);
+  GThread *t2 = g_thread_new("render-2", render_worker, g2);
+  g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(t1)), ==, 0);
+  g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(t2)), ==, 0);
+  ox_graph_free(g1);
+  ox_graph_free(g2);
+}
+
+/* ------------------------------------------------------------------ CLI helpers */
+
+static const char *cli_path(void) {
+  const char *p = g_getenv("OPTIMUS_CLI");
+  return p && *p ? p : NULL;
+}
+
+typedef struct Run {
+  int status; /* exit code; -1 if killed by a signal */
+  char *out, *err;
+} Run;
+
+static void run_clear(Run *r) {
+  g_free(r->out);
+  g_free(r->err);
+  memset(r, 0, sizeof *r);
+}
+
+typedef struct ChildSetup {
+  const char *stdin_path; /* opened as fd 0 when set */
+  rlim_t fsize_limit;     /* RLIMIT_FSIZE when non-zero */
+} ChildSetup;
+
+static void child_setup(gpointer data) {
+  const ChildSetup *cs = data;
+  if (!cs) return;
+  if (cs->stdin_path) {
+    int fd = open(cs->stdin_path, O_RDONLY);
+    if (fd >= 0) {
+      dup2(fd, 0);
+      close(fd);
+    }
+  }
+  if (cs->fsize_limit) {
+    struct rlimit rl = {cs->fsize_limit, cs->fsize_limit};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    signal(SIGXFSZ, SIG_IGN); /* ignored dispositions survive exec: write() fails with EFBIG */
+  }
+}
+
+/* Runs the CLI with the given arguments (NULL-terminated), capturing stdout and stderr. */
+static void run_cli_setup(Run *r, const ChildSetup *cs, const char *first, ...) {
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (gpointer)cli_path());
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a = first; a; a = va_arg(ap, const char *)) g_ptr_array_add(argv, (gpointer)a);
+  va_end(ap);
+  g_ptr_array_add(argv, NULL);
+  int wait_status = 0;
+  GError *error = NULL;
+  memset(r, 0, sizeof *r);
+  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, child_setup, (gpointer)cs, &r->out,
+                             &r->err, &wait_status, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+  r->status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  if (g_test_verbose()) g_test_message("exit %d\nstdout:\n%s\nstderr:\n%s", r->status, r->out, r->err);
+  g_ptr_array_free(argv, TRUE);
+}
+
+#define run_cli(r, ...) run_cli_setup(r, NULL, __VA_ARGS__, NULL)
+
+static char *write_tmp(const char *dir, const char *name, const char *text) {
+  char *path = g_build_filename(dir, name, NULL);
+  GError *error = NULL;
+  g_file_set_contents(path, text, -1, &error);
+  g_assert_no_error(error);
+  return path;
+}
+
+static void rm_rf(const char *dir) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d) {
+    const char *n;
+    while ((n = g_dir_read_name(d))) {
+      char *p = g_build_filename(dir, n, NULL);
+      if (g_file_test(p, G_FILE_TEST_IS_DIR)) {
+        g_chmod(p, 0755);
+        rm_rf(p);
+      } else {
+        g_unlink(p);
+      }
+      g_free(p);
+    }
+    g_dir_close(d);
+  }
+  g_rmdir(dir);
+}
+
+static bool need_cli(void) {
+  if (cli_path()) return true;
+  g_test_skip("OPTIMUS_CLI is not set (run through meson test)");
+  return false;
+}
+
+static const char small_fx[] =
+  "graph():\n"
+  "    %x : [num_users=2] = placeholder[target=x]\n"
+  "    %relu : [num_users=1] = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+  "    %add : [num_users=1] = call_function[target=operator.add](args = (%relu, %x), kwargs = {})\n"
+  "    %add_1 : [num_users=1] = call_function[target=operator.add](args = (%add, 1), kwargs = {})\n"
+  "    return add_1\n";
+
+static const char two_graphs_fx[] =
+  "graph():\n"
+  "    %a : [num_users=1] = placeholder[target=a]\n"
+  "    %neg : [num_users=1] = call_function[target=torch.neg](args = (%a,), kwargs = {})\n"
+  "    return neg\n"
+  "graph():\n"
+  "    %b : [num_users=1] = placeholder[target=b]\n"
+  "    %c : [num_users=1] = placeholder[target=c]\n"
+  "    %mul : [num_users=1] = call_function[target=operator.mul](args = (%b, %c), kwargs = {})\n"
+  "    return mul\n";
+
+/* line 3 is damaged: a lenient load skips it with a warning, --strict makes that an error */
+static const char damaged_fx[] =
+  "graph():\n"
+  "    %x : [num_users=1] = placeholder[target=x]\n"
+  "    %relu : [num_users=1] = call_function[target=torch.relu](args = (%x,, kwargs = {}\n"
+  "    %neg : [num_users=1] = call_function[target=torch.neg](args = (%x,), kwargs = {})\n"
+  "    return neg\n";
+
+static json_object *parse_json(const char *text) {
+  json_tokener *tok = json_tokener_new();
+  json_object *o = json_tokener_parse_ex(tok, text, (int)strlen(text));
+  enum json_tokener_error jerr = json_tokener_get_error(tok);
+  if (jerr != json_tokener_success) g_test_message("JSON error %s in:\n%s", json_tokener_error_desc(jerr), text);
+  g_assert_cmpint(jerr, ==, json_tokener_success);
+  /* exactly one object: only white space may follow */
+  for (size_t i = json_tokener_get_parse_end(tok); text[i]; i++) g_assert_true(g_ascii_isspace(text[i]));
+  json_tokener_free(tok);
+  g_assert_true(json_object_is_type(o, json_type_object));
+  return o;
+}
+
+static json_object *jget(json_object *o, const char *key) {
+  json_object *v = NULL;
+  if (!json_object_object_get_ex(o, key, &v)) g_test_message("missing key %s", key);
+  g_assert_true(json_object_object_get_ex(o, key, &v));
+  return v;
+}
+
+/* ------------------------------------------------------------------ /cli */
+
+static void test_cli_help(void) {
+  if (!need_cli()) return;
+  Run r;
+  run_cli(&r, "--help");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_true(g_str_has_prefix(r.out, "Usage: optimus"));
+  g_assert_nonnull(strstr(r.out, "convert"));
+  run_clear(&r);
+  run_cli(&r, "-h");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_true(g_str_has_prefix(r.out, "Usage: optimus"));
+  run_clear(&r);
+  static const char *const cmds[] = {"info", "convert", "check"};
+  for (guint i = 0; i < G_N_ELEMENTS(cmds); i++) {
+    for (int h = 0; h < 2; h++) {
+      run_cli(&r, cmds[i], h ? "-h" : "--help");
+      g_assert_cmpint(r.status, ==, 0);
+      char *want = g_strdup_printf("Usage: optimus %s FILE", cmds[i]);
+      g_assert_true(g_str_has_prefix(r.out, want));
+      g_free(want);
+      g_assert_cmpstr(r.err, ==, "");
+      run_clear(&r);
+    }
+  }
+  run_cli(&r, "--version");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_true(g_regex_match_simple("^optimus [0-9]+\\.[0-9]+\\.[0-9]+\n$", r.out, 0, 0));
+  run_clear(&r);
+}
+
+static void test_cli_usage_errors(void) {
+  if (!need_cli()) return;
+  Run r;
+  run_cli_setup(&r, NULL, NULL);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "Usage: optimus"));
+  run_clear(&r);
+  run_cli(&r, "frobnicate", "x");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "unknown command 'frobnicate'"));
+  g_assert_cmpstr(r.out, ==, "");
+  run_clear(&r);
+  /* later issues' commands are not there yet */
+  run_cli(&r, "optimize", "x");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "--bogus");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "info", "x.txt", "--bogus");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "unknown option '--bogus'"));
+  g_assert_nonnull(strstr(r.err, "Usage: optimus info"));
+  run_clear(&r);
+  run_cli(&r, "info");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "missing FILE"));
+  run_clear(&r);
+  run_cli(&r, "info", "a.txt", "b.txt");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "info", "a.txt", "--graph");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "needs a value"));
+  run_clear(&r);
+  static const char *const bad_graph[] = {"0", "-1", "x", "1x", ""};
+  for (guint i = 0; i < G_N_ELEMENTS(bad_graph); i++) {
+    run_cli(&r, "check", "a.txt", "--graph", bad_graph[i]);
+    g_assert_cmpint(r.status, ==, 2);
+    run_clear(&r);
+  }
+  run_cli(&r, "info", "a.txt", "--format", "yaml");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "info", "a.txt", "--json=yes");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  /* an option of another command */
+  run_cli(&r, "check", "a.txt", "--json");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "convert", "a.txt");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "missing -o OUT"));
+  run_clear(&r);
+  run_cli(&r, "convert", "a.txt", "-o", "out.xyz");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "cannot tell the output format"));
+  run_clear(&r);
+  run_cli(&r, "convert", "a.txt", "-o", "-");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "convert", "a.txt", "-o", "-", "--to", "png");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "convert", "a.txt", "-o", "x.svg", "--rankdir", "UP");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "convert", "a.txt", "-o", "x.svg", "--to", "bmp");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+}
+
+static void test_cli_bad_input(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("optimus-cli-XXXXXX", NULL);
+  Run r;
+  char *missing = g_build_filename(dir, "missing.txt", NULL);
+  run_cli(&r, "info", missing);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "missing.txt"));
+  g_assert_nonnull(strstr(r.err, "error:"));
+  run_clear(&r);
+  char *junk = write_tmp(dir, "junk.txt", "hello world\nthis is not a graph\n");
+  run_cli(&r, "check", junk);
+  g_assert_cmpint(r.status, ==, 1);
+  char *want = g_strdup_printf("%s:1:1: error: no graph found", junk);
+  g_assert_nonnull(strstr(r.err, want));
+  g_free(want);
+  g_assert_cmpstr(r.out, ==, "");
+  run_clear(&r);
+  /* --json still prints one object, with the errors */
+  run_cli(&r, "info", "--json", junk);
+  g_assert_cmpint(r.status, ==, 1);
+  json_object *o = parse_json(r.out);
+  g_assert_cmpint(json_object_array_length(jget(o, "errors")), >=, 1);
+  g_assert_nonnull(strstr(json_object_get_string(json_object_array_get_idx(jget(o, "errors"), 0)), "error: no graph"));
+  json_object_put(o);
+  run_clear(&r);
+  char *empty = write_tmp(dir, "empty.txt", "");
+  run_cli(&r, "convert", empty, "-o", "-", "--to", "dot");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_cmpstr(r.out, ==, "");
+  run_clear(&r);
+  g_free(missing);
+  g_free(junk);
+  g_free(empty);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* Everything below needs the FX text loader; a loader that cannot read the small input
+ * fails here with its own diagnostics in the log. */
+static void test_cli_info(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("optimus-cli-XXXXXX", NULL);
+  char *f = write_tmp(dir, "small.txt", small_fx);
+  Run r;
+  run_cli(&r, "info", f);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "format: fx-text\n"));
+  g_assert_nonnull(strstr(r.out, "graphs: 1\n"));
+  g_assert_nonnull(strstr(r.out, "  nodes: 4\n"));
+  g_assert_nonnull(strstr(r.out, "  placeholders: 1\n"));
+  /* histogram: count descending, then name */
+  const char *add = strstr(r.out, "     2  operator.add\n");
+  const char *relu = strstr(r.out, "     1  torch.relu\n");
+  g_assert_nonnull(add);
+  g_assert_nonnull(relu);
+  g_assert_true(add < relu);
+  run_clear(&r);
+
+  run_cli(&r, "info", "--json", f);
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  g_assert_cmpstr(json_object_get_string(jget(o, "file")), ==, f);
+  g_assert_cmpstr(json_object_get_string(jget(o, "format")), ==, "fx-text");
+  g_assert_cmpint(json_object_get_int(jget(o, "graph")), ==, 1);
+  g_assert_cmpint(json_object_get_int(jget(o, "nodes")), ==, 4);
+  g_assert_cmpint(json_object_get_int(jget(o, "placeholders")), ==, 1);
+  json_object *graphs = jget(o, "graphs");
+  g_assert_cmpint(json_object_array_length(graphs), ==, 1);
+  json_object *g0 = json_object_array_get_idx(graphs, 0);
+  g_assert_cmpint(json_object_get_int(jget(g0, "index")), ==, 1);
+  g_assert_cmpint(json_object_get_int(jget(g0, "nodes")), ==, 4);
+  g_assert_true(json_object_is_type(jget(g0, "name"), json_type_string));
+  json_object *ops = jget(o, "ops");
+  g_assert_cmpint(json_object_object_length(ops), ==, 2);
+  g_assert_cmpint(json_object_get_int(jget(ops, "operator.add")), ==, 2);
+  g_assert_cmpint(json_object_get_int(jget(ops, "torch.relu")), ==, 1);
+  g_assert_cmpint(json_object_array_length(jget(o, "warnings")), ==, 0);
+  g_assert_cmpint(json_object_array_length(jget(o, "errors")), ==, 0);
+  json_object_put(o);
+  run_clear(&r);
+
+  /* stdin */
+  ChildSetup cs = {.stdin_path = f};
+  run_cli_setup(&r, &cs, "info", "--json", "-", NULL);
+  g_assert_cmpint(r.status, ==, 0);
+  o = parse_json(r.out);
+  g_assert_cmpstr(json_object_get_string(jget(o, "file")), ==, "-");
+  g_assert_cmpint(json_object_get_int(jget(o, "nodes")), ==, 4);
+  json_object_put(o);
+  run_clear(&r);
+
+  /* a forced format that does not match is an error */
+  run_cli(&r, "info", f, "--format", "json");
+  g_assert_cmpint(r.status, ==, 1);
+  run_clear(&r);
+  g_free(f);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static void test_cli_graphs(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("optimus-cli-XXXXXX", NULL);
+  char *f = write_tmp(dir, "two.txt", two_graphs_fx);
+  Run r;
+  run_cli(&r, "info", "--json", "--graph", "2", f);
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  g_assert_cmpint(json_object_get_int(jget(o, "graph")), ==, 2);
+  g_assert_cmpint(json_object_get_int(jget(o, "nodes")), ==, 3);
+  g_assert_cmpint(json_object_get_int(jget(o, "placeholders")), ==, 2);
+  json_object *graphs = jget(o, "graphs");
+  g_assert_cmpint(json_object_array_length(graphs), ==, 2);
+  g_assert_cmpint(json_object_get_int(jget(json_object_array_get_idx(graphs, 0), "nodes")), ==, 2);
+  g_assert_cmpint(json_object_get_int(jget(json_object_array_get_idx(graphs, 1), "index")), ==, 2);
+  g_assert_cmpint(json_object_get_int(jget(jget(o, "ops"), "operator.mul")), ==, 1);
+  json_object_put(o);
+  run_clear(&r);
+  /* text mode lists the graphs */
+  run_cli(&r, "info", f, "--graph=2");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "graphs: 2\n"));
+  g_assert_nonnull(strstr(r.out, "  1  "));
+  g_assert_nonnull(strstr(r.out, "  2  "));
+  g_assert_nonnull(strstr(r.out, "graph 2: "));
+  run_clear(&r);
+  run_cli(&r, "info", f, "--graph", "3");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "out of range"));
+  run_clear(&r);
+  run_cli(&r, "check", f);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.out, ==, "ok: 2 graphs, 5 nodes\n");
+  run_clear(&r);
+  run_cli(&r, "check", f, "--graph", "1");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.out, ==, "ok: 1 graph, 2 nodes\n");
+  run_clear(&r);
+  /* FX text of the second graph only, to stdout */
+  run_cli(&r, "convert", f, "--graph", "2", "-o", "-", "--to", "fx");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "operator.mul"));
+  g_assert_null(strstr(r.out, "torch.neg"));
+  run_clear(&r);
+  /* DOT of a multi-graph file draws graph 1 and says so */
+  run_cli(&r, "convert", f, "-o", "-", "--to", "dot");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "torch.neg"));
+  g_assert_nonnull(strstr(r.err, "--graph N"));
+  run_clear(&r);
+  g_free(f);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static void test_cli_strict(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("optimus-cli-XXXXXX", NULL);
+  char *f = write_tmp(dir, "damaged.txt", damaged_fx);
+  Run r;
+  char *fre = g_regex_escape_string(f, -1);
+  /* lenient: loads, warns with the location of the damaged line */
+  run_cli(&r, "info", "--json", f);
+  g_assert_cmpint(r.status, ==, 0);
+  char *re = g_strdup_printf("^%s:3:[0-9]+: warning: ", fre);
+  g_assert_true(g_regex_match_simple(re, r.err, G_REGEX_MULTILINE, 0));
+  json_object *o = parse_json(r.out);
+  json_object *w = jget(o, "warnings");
+  g_assert_cmpint(json_object_array_length(w), >=, 1);
+  g_assert_true(g_regex_match_simple(re, json_object_get_string(json_object_array_get_idx(w, 0)), 0, 0));
+  json_object_put(o);
+  g_free(re);
+  run_clear(&r);
+  /* strict: the warning is an error, exit 1 */
+  static const char *const cmds[] = {"info", "check"};
+  for (guint i = 0; i < G_N_ELEMENTS(cmds); i++) {
+    run_cli(&r, cmds[i], "--strict", f);
+    g_assert_cmpint(r.status, ==, 1);
+    re = g_strdup_printf("^%s:3:[0-9]+: error: ", fre);
+    g_assert_true(g_regex_match_simple(re, r.err, G_REGEX_MULTILINE, 0));
+    g_free(re);
+    g_assert_cmpstr(r.out, ==, "");
+    run_clear(&r);
+  }
+  char *out = g_build_filename(dir, "out.json", NULL);
+  run_cli(&r, "convert", "--strict", f, "-o", out);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  run_clear(&r);
+  g_free(out);
+  g_free(fre);
+  g_free(f);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* A document that loads but breaks the verifier's rules: check reports it, exit 1. */
+static void test_cli_check_failure(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("optimus-cli-XXXXXX", NULL);
+  char *f = write_tmp(dir, "bad-getitem.json",
+                      "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"graph\", \"nodes\": [\n"
+                      " {\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"args\": [], \"kwargs\": {}},\n"
+                      " {\"name\": \"g\", \"op\": \"call_function\", \"target\": \"operator.getitem\",\n"
+                      "  \"args\": [{\"node\": \"x\"}], \"kwargs\": {}, \"src_line\": 7}]}]}\n");
+  Run r;
+  run_cli(&r, "check", f);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_cmpstr(r.out, ==, "");
+  char *want = g_strdup_printf("%s:7: error: getitem g must have two arguments", f);
+  g_assert_nonnull(strstr(r.err, want));
+  g_free(want);
+  g_assert_nonnull(strstr(r.err, "check failed: 1 error\n"));
+  run_clear(&r);
+  /* info does not verify: the same file is describable */
+  run_cli(&r, "info", f);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "format: json\n"));
+  run_clear(&r);
+  g_free(f);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static char *read_all(const char *path, gsize *len) {
+  char *data = NULL;
+  GError *error = NULL;
+  g_file_get_contents(path, &data, len, &error);
+  g_assert_no_error(error);
+  return data;
+}
+
+static void test_cli_convert(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("optimus-cli-XXXXXX", NULL);
+  char *f = write_tmp(dir, "small.txt", small_fx);
+  Run r;
+  static const char *const exts[] = {"svg", "png", "dot", "gv", "json", "txt", "fx", "SVG"};
+  for (guint i = 0; i < G_N_ELEMENTS(exts); i++) {
+    char *name = g_strdup_printf("out.%s", exts[i]);
+    char *out = g_build_filename(dir, name, NULL);
+    run_cli(&r, "convert", f, "-o", out, "--edge-shapes", "--rankdir", "LR");
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_cmpstr(r.err, ==, "");
+    gsize len = 0;
+    char *data = read_all(out, &len);
+    g_assert_cmpuint(len, >, 0);
+    const char *e = exts[i];
+    if (g_ascii_strcasecmp(e, "svg") == 0) {
+      g_assert_true(g_str_has_prefix(data, "<?xml") || g_str_has_prefix(data, "<svg"));
+      g_assert_nonnull(strstr(data, "</svg>"));
+      g_assert_nonnull(strstr(data, ">add_1</text>"));
+    } else if (strcmp(e, "png") == 0) {
+      g_assert_cmpuint(len, >, 8);
+      g_assert_cmpmem(data, 8, "\x89PNG\r\n\x1a\n", 8);
+    } else if (strcmp(e, "dot") == 0 || strcmp(e, "gv") == 0) {
+      g_assert_true(g_str_has_prefix(data, "digraph"));
+      g_assert_nonnull(strstr(data, "rankdir=LR"));
+    } else if (strcmp(e, "json") == 0) {
+      json_object *o = parse_json(data);
+      json_object_put(o);
+      /* and it loads back as the same graph */
+      Run r2;
+      run_cli(&r2, "info", "--json", out);
+      g_assert_cmpint(r2.status, ==, 0);
+      json_object *o2 = parse_json(r2.out);
+      g_assert_cmpstr(json_object_get_string(jget(o2, "format")), ==, "json");
+      g_assert_cmpint(json_object_get_int(jget(o2, "nodes")), ==, 4);
+      json_object_put(o2);
+      run_clear(&r2);
+    } else {
+      g_assert_nonnull(strstr(data, "graph():"));
+      g_assert_nonnull(strstr(data, "operator.add"));
+      Run r2;
+      run_cli(&r2, "check", out);
+      g_assert_cmpint(r2.status, ==, 0);
+      g_assert_cmpstr(r2.out, ==, "ok: 1 graph, 4 nodes\n");
+      run_clear(&r2);
+    }
+    g_free(data);
+    run_clear(&r);
+    g_free(out);
+    g_free(name);
+  }
+  /* stdout for text kinds */
+  run_cli(&r, "convert", f, "-o", "-", "--to", "dot");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_true(g_str_has_prefix(r.out, "digraph"));
+  run_clear(&r);
+  run_cli(&r, "convert", f, "-o-", "--to", "svg");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "</svg>"));
+  run_clear(&r);
+  run_cli(&r, "convert", f, "--output=-", "--to", "json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object_put(parse_json(r.out));
+  run_clear(&r);
+  /* --to overrides the extension */
+  char *odd = g_build_filename(dir, "picture.out", NULL);
+  run_cli(&r, "convert", f, "-o", odd, "--to", "png");
+  g_assert_cmpint(r.status, ==, 0);
+  gsize len = 0;
+  char *data = read_all(odd, &len);
+  g_assert_cmpmem(data, 8, "\x89PNG\r\n\x1a\n", 8);
+  g_free(data);
+  run_clear(&r);
+  g_free(odd);
+  g_free(f);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* A failed write must leave an existing output untouched and no temp file behind. */
+static void test_cli_convert_unwritable(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("optimus-cli-XXXXXX", NULL);
+  char *f = write_tmp(dir, "small.txt", small_fx);
+  char *outdir = g_build_filename(dir, "out", NULL);
+  g_assert_cmpint(g_mkdir(outdir, 0755), ==, 0);
+  char *out = write_tmp(outdir, "graph.svg", "OLD CONTENT");
+  Run r;
+  /* root ignores directory permissions, so make the write itself fail: a file size limit
+   * makes write() fail with EFBIG part-way through the temp file */
+  ChildSetup cs = {.fsize_limit = 64};
+  run_cli_setup(&r, &cs, "convert", f, "-o", out, NULL);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, out));
+  run_clear(&r);
+  gsize len = 0;
+  char *data = read_all(out, &len);
+  g_assert_cmpstr(data, ==, "OLD CONTENT");
+  g_free(data);
+  if (geteuid() != 0) {
+    g_assert_cmpint(g_chmod(outdir, 0555), ==, 0);
+    run_cli(&r, "convert", f, "-o", out);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.err, out));
+    run_clear(&r);
+    data = read_all(out, &len);
+    g_assert_cmpstr(data, ==, "OLD CONTENT");
+    g_free(data);
+    g_chmod(outdir, 0755);
+  }
+  GDir *d = g_dir_open(outdir, 0, NULL);
+  guint n = 0;
+  while (g_dir_read_name(d)) n++;
+  g_dir_close(d);
+  g_assert_cmpuint(n, ==, 1);
+  /* a directory that does not exist */
+  char *nowhere = g_build_filename(dir, "no", "such", "dir", "x.dot", NULL);
+  run_cli(&r, "convert", f, "-o", nowhere);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "x.dot"));
+  run_clear(&r);
+  g_free(nowhere);
+  g_free(out);
+  g_free(outdir);
+  g_free(f);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static char *corpus_dir(void) {
+  const char *shared = g_getenv("OPTIMUS_SHARED");
+  char *base;
+  if (shared && *shared) {
+    base = g_strdup(shared);
+  } else {
+    const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+    base = g_build_filename(root ? root : ".", "..", "shared", NULL);
+  }
+  char *dir = g_build_filename(base, "corpus", "fx-real", NULL);
+  g_free(base);
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    g_free(dir);
+    return NULL;
+  }
+  return dir;
+}
+
+static int cmp_path_ptr(const char *const *a, const char *const *b) { return strcmp(*a, *b); }
+
+/* Every corpus dump: info --json gives one object with nodes, check passes. */
+static void test_cli_corpus(void) {
+  if (!need_cli()) return;
+  char *dir = corpus_dir();
+  if (!dir) {
+    g_test_skip("corpus not found (set OPTIMUS_SHARED to the shared/ folder)");
+    return;
+  }
+  GDir *d = g_dir_open(dir, 0, NULL);
+  g_assert_nonnull(d);
+  GPtrArray *files = g_ptr_array_new_with_free_func(g_free);
+  const char *n;
+  while ((n = g_dir_read_name(d)))
+    if (g_str_has_suffix(n, ".txt")) g_ptr_array_add(files, g_build_filename(dir, n, NULL));
+  g_dir_close(d);
+  g_ptr_array_sort(files, (GCompareFunc)cmp_path_ptr);
+  g_assert_cmpuint(files->len, >, 0);
+  for (guint i = 0; i < files->len; i++) {
+    const char *path = files->pdata[i];
+    Run r;
+    run_cli(&r, "info", "--json", path);
+    if (r.status != 0) g_test_message("%s: %s", path, r.err);
+    g_assert_cmpint(r.status, ==, 0);
+    json_object *o = parse_json(r.out);
+    g_assert_cmpint(json_object_get_int(jget(o, "nodes")), >, 0);
+    g_assert_cmpint(json_object_array_length(jget(o, "graphs")), >=, 1);
+    if (strstr(path, "/07-"))
+      g_assert_cmpint(json_object_get_int(jget(o, "nodes")), ==, 70);
+    if (strstr(path, "/09-")) g_assert_cmpint(json_object_array_length(jget(o, "graphs")), ==, 3);
+    json_object_put(o);
+    run_clear(&r);
+    run_cli(&r, "check", path);
+    if (r.status != 0) g_test_message("%s: %s", path, r.err);
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_true(g_str_has_prefix(r.out, "ok: "));
+    run_clear(&r);
+  }
+  g_ptr_array_free(files, TRUE);
+  g_free(dir);
+}
+
+/* A real dump through every output kind. */
+static void test_cli_corpus_convert(void) {
+  if (!need_cli()) return;
+  char *cdir = corpus_dir();
+  if (!cdir) {
+    g_test_skip("corpus not found (set OPTIMUS_SHARED to the shared/ folder)");
+    return;
+  }
+  char *src = g_build_filename(cdir, "07-resnet18-symbolic-trace-call-module-oldstyle.txt", NULL);
+  g_free(cdir);
+  if (!g_file_test(src, G_FILE_TEST_EXISTS)) {
+    g_free(src);
+    g_test_skip("corpus file 07 not found");
+    return;
+  }
+  char *dir = g_dir_make_tmp("optimus-cli-XXXXXX", NULL);
+  static const char *const exts[] = {"svg", "png", "dot", "json", "txt"};
+  for (guint i = 0; i < G_N_ELEMENTS(exts); i++) {
+    char *name = g_strdup_printf("resnet.%s", exts[i]);
+    char *out = g_build_filename(dir, name, NULL);
+    Run r;
+    run_cli(&r, "convert", src, "-o", out, "--edge-shapes");
+    g_assert_cmpint(r.status, ==, 0);
+    gsize len = 0;
+    char *data = read_all(out, &len);
+    g_assert_cmpuint(len, >, 100);
+    if (strcmp(exts[i], "dot") == 0) {
+      g_assert_true(g_str_has_prefix(data, "digraph"));
+      /* one node statement per live node: 70 + output */
+      g_assert_cmpuint(count_node_statements(data), ==, 71);
+      g_assert_nonnull(strstr(data, "class=\"ox-matmul\""));
+      g_assert_nonnull(strstr(data, "class=\"ox-norm\""));
+    }
+    if (strcmp(exts[i], "json") == 0 || strcmp(exts[i], "txt") == 0) {
+      Run r2;
+      run_cli(&r2, "info", "--json", out);
+      g_assert_cmpint(r2.status, ==, 0);
+      json_object *o = parse_json(r2.out);
+      g_assert_cmpint(json_object_get_int(jget(o, "nodes")), ==, 70);
+      json_object_put(o);
+      run_clear(&r2);
+    }
+    g_free(data);
+    run_clear(&r);
+    g_free(out);
+    g_free(name);
+  }
+  g_free(src);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/engine/dot/structure", test_dot_structure);
+  g_test_add_func("/engine/dot/escaping", test_dot_escaping);
+  g_test_add_func("/engine/dot/colours", test_dot_colours);
+  g_test_add_func("/engine/dot/highlight", test_dot_highlight);
+  g_test_add_func("/engine/dot/edge-labels", test_dot_edge_labels);
+  g_test_add_func("/engine/dot/rankdir", test_dot_rankdir);
+  g_test_add_func("/engine/dot/deterministic", test_dot_deterministic);
+  g_test_add_func("/engine/dot/subgraphs", test_dot_subgraphs);
+  g_test_add_func("/engine/dot/large", test_dot_large);
+  g_test_add_func("/engine/render/svg", test_render_svg);
+  g_test_add_func("/engine/render/png", test_render_png);
+  g_test_add_func("/engine/render/bad-format", test_render_bad_format);
+  g_test_add_func("/engine/render/hostile-names", test_render_hostile_names);
+  g_test_add_func("/engine/render/empty-graph", test_render_empty_graph);
+  g_test_add_func("/engine/render/threads", test_render_threads);
+  g_test_add_func("/cli/help", test_cli_help);
+  g_test_add_func("/cli/usage-errors", test_cli_usage_errors);
+  g_test_add_func("/cli/bad-input", test_cli_bad_input);
+  g_test_add_func("/cli/info", test_cli_info);
+  g_test_add_func("/cli/graphs", test_cli_graphs);
+  g_test_add_func("/cli/strict", test_cli_strict);
+  g_test_add_func("/cli/check-failure", test_cli_check_failure);
+  g_test_add_func("/cli/convert", test_cli_convert);
+  g_test_add_func("/cli/convert-unwritable", test_cli_convert_unwritable);
+  g_test_add_func("/cli/corpus", test_cli_corpus);
+  g_test_add_func("/cli/corpus-convert", test_cli_corpus_convert);
+  return g_test_run();
+}
