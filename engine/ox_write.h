@@ -29,6 +29,11 @@ typedef struct OxDotOptions {
   const char *rankdir;     /* "TB" (default) or "LR" */
 } OxDotOptions;
 
+/* "torch.ops.aten.addmm.default" -> "addmm": the short target shown in labels. */
+void ox_short_target(const char *target, char *buf, size_t cap);
+/* A node's meta as shown in labels ("f32[8, 16]", "(f32[4], f32[4])"); empty if unknown. */
+void ox_meta_text(const OxMeta *m, char *buf, size_t cap);
+
 /* DOT with HTML-like labels (no record shapes); node colour by op family. */
 void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out);
 

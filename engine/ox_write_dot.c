@@ -275,7 +275,7 @@ static DotFamily node_family(const OxNode *n) {
 /* ------------------------------------------------------------------ labels */
 
 /* "torch.ops.aten.addmm.default" -> "addmm", "torch.ops.aten.add.Tensor" -> "add.Tensor". */
-static void short_target(const char *t, char *buf, size_t cap) {
+void ox_short_target(const char *t, char *buf, size_t cap) {
   static const char *const prefixes[] = {"torch.ops.aten.", "aten.", NULL};
   for (const char *const *p = prefixes; *p; p++)
     if (starts_with(t, *p)) {
@@ -290,7 +290,7 @@ static void short_target(const char *t, char *buf, size_t cap) {
 }
 
 /* Formats one node's meta ("f32[8, 16]", "(f32[4], f32[4])", "sym s0"); empty if unknown. */
-static void meta_text(const OxMeta *m, char *buf, size_t cap) {
+void ox_meta_text(const OxMeta *m, char *buf, size_t cap) {
   buf[0] = 0;
   if (m->kind == OX_META_TENSOR && m->n >= 1) {
     ox_tensor_meta_format(&m->t[0], false, false, buf, cap);
@@ -325,7 +325,7 @@ static void edge_text(const OxNode *producer, const OxNode *user, char *buf, siz
       return;
     }
   }
-  meta_text(&producer->meta, buf, cap);
+  ox_meta_text(&producer->meta, buf, cap);
 }
 
 static uint32_t count_live(const OxGraph *g) {
@@ -373,7 +373,7 @@ static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *op
     const char *cls = strrchr(n->module_type, '.');
     snprintf(tshort, sizeof tshort, "%s: %s", target, cls ? cls + 1 : n->module_type);
   } else
-    short_target(target, tshort, sizeof tshort);
+    ox_short_target(target, tshort, sizeof tshort);
   /* skip a line that would only repeat the name ("x" / "input", "output" / "output") */
   bool repeat = (n->op == OX_OP_PLACEHOLDER && strcmp(name, target) == 0 && !(n->flags & OX_NODE_EXTERNAL)) ||
                 (n->op == OX_OP_OUTPUT && strcmp(name, "output") == 0);
@@ -383,7 +383,7 @@ static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *op
     ox_buf_puts(out, "</TD></TR>");
   }
   char meta[512];
-  meta_text(&n->meta, meta, sizeof meta);
+  ox_meta_text(&n->meta, meta, sizeof meta);
   if (meta[0]) {
     ox_buf_puts(out, "<TR><TD><FONT POINT-SIZE=\"9\">");
     html_escape(out, meta, 96);
