@@ -22,6 +22,10 @@
 #include "ox_diag.h"
 #include "ox_graph.h"
 #include "ox_load.h"
+#include "ox_pass.h"
+#include "ox_record.h"
+#include "ox_shape.h"
+#include "ox_trace.h"
 #include "ox_write.h"
 
 #ifndef OPTIMUS_VERSION
@@ -39,6 +43,10 @@ static const char usage_top[] =
   "  info FILE            format, graphs, node counts and op histogram of an FX dump\n"
   "  convert FILE -o OUT  write it as Optimus JSON, FX text, DOT, SVG or PNG\n"
   "  check FILE           load it and verify every graph\n"
+  "  verify FILE          verifier, and the interpreter against recorded outputs\n"
+  "  optimize FILE -o OUT run the Optimus passes, recording every step\n"
+  "  explain FILE --node N  why each pass did or did not fire at a node\n"
+  "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n"
   "\n"
   "FILE is print(graph) text, print_readable code or Optimus JSON; '-' reads stdin.\n"
   "Run 'optimus COMMAND --help' for the options of a command.\n"
@@ -75,6 +83,80 @@ static const char usage_convert[] =
   "  --format F        input format: fx-text, fx-readable or json (default: detect)\n"
   "  --edge-shapes     DOT/SVG/PNG: label edges with tensor shapes\n"
   "  --rankdir DIR     DOT/SVG/PNG: TB (default), LR, BT or RL\n"
+  "  --input-shape N=DIMS  set placeholder N's shape (x=16,256 or x=f32:16,256;\n"
+  "                    repeatable) and infer every node's shape and dtype\n"
+  "  -h, --help        show this help\n";
+
+static const char usage_verify[] =
+  "Usage: optimus verify FILE [OPTIONS]\n"
+  "\n"
+  "Run the structural verifier on every graph and, if the file carries recorded example\n"
+  "data (JSON exported by tools/optimus_fx.py with record_io=True), run the chosen graph in\n"
+  "the reference interpreter on the recorded inputs and parameters and compare every output\n"
+  "with the recorded one (dtype-aware tolerances). Prints max abs/rel error per output.\n"
+  "Exit 1 on a verifier error or a mismatch.\n"
+  "\n"
+  "Options:\n"
+  "  --graph N         the graph to run (1-based; default 1)\n"
+  "  --json            print one JSON object\n"
+  "  --strict          treat warnings as errors\n"
+  "  --format F        input format: fx-text, fx-readable or json (default: detect)\n"
+  "  -h, --help        show this help\n";
+
+static const char usage_optimize[] =
+  "Usage: optimus optimize FILE -o OUT [OPTIONS]\n"
+  "\n"
+  "Run the Optimus pipeline on one graph and write the result (format from OUT's extension,\n"
+  "as for convert). Every applied step, rejected attempt and check result is recorded in the\n"
+  "trace. Default pipeline: every pass of the graph's level (pre-grad torch targets or\n"
+  "post-grad aten targets) in PyTorch's order.\n"
+  "\n"
+  "Options:\n"
+  "  -o, --output OUT      the optimized graph ('-' with --to for stdout)\n"
+  "  --to KIND             json, fx, dot, svg or png (overrides the extension)\n"
+  "  --trace T.json        write the trace (docs/trace-format.md)\n"
+  "  --config C.json       passes and options, shaped like PyTorch's\n"
+  "                        {pre,post}_grad_fusion_options\n"
+  "  --passes a,b,c        run exactly these passes, in this order\n"
+  "  --option P.K=V        set option K of pass P (repeatable), e.g. batch_linear.min_fuse_set_size=3\n"
+  "  --checks LIST         structure,shape,numeric | all | none (default all)\n"
+  "  --numeric-budget N    FLOPs per step for the numeric check (default 50000000)\n"
+  "  --keep-failed         keep steps whose check failed (for debugging the checks)\n"
+  "  --input-shape N=DIMS  placeholder shape, e.g. x=16,256 or x=f32:16,256 (repeatable)\n"
+  "  --graph N             the graph to optimize (1-based; default 1)\n"
+  "  --json                print one JSON summary object\n"
+  "  --list-passes         list the built-in passes and exit\n"
+  "  --strict, --format F  as for info\n"
+  "  -h, --help            show this help\n";
+
+static const char usage_explain[] =
+  "Usage: optimus explain FILE --node NAME [OPTIONS]\n"
+  "\n"
+  "List every pass that considered node NAME: what it matched, how far it got, and why it\n"
+  "fired or not (the first failing guard, with its evidence). Uses TRACE if given, else runs\n"
+  "the default pipeline (or --config / --passes) on FILE first.\n"
+  "\n"
+  "Options:\n"
+  "  --node NAME           the node to explain (required)\n"
+  "  --pass P              only this pass\n"
+  "  --trace T.json        explain a recorded run instead of running one\n"
+  "  --config, --passes, --option, --checks, --input-shape, --graph, --strict, --format\n"
+  "                        as for optimize\n"
+  "  --json                print one JSON object\n"
+  "  -h, --help            show this help\n";
+
+static const char usage_replay[] =
+  "Usage: optimus replay FILE TRACE -o OUT [--step K]\n"
+  "\n"
+  "Rebuild the graph after applied step K (default: all) of a recorded run from FILE (the\n"
+  "run's input) and TRACE alone, without re-running any pass. Refuses a trace recorded on a\n"
+  "different graph.\n"
+  "\n"
+  "Options:\n"
+  "  --step K          stop after the K-th applied step (0 = the input)\n"
+  "  -o, --output OUT  output file (format from the extension, as for convert)\n"
+  "  --to KIND         json, fx, dot, svg or png\n"
+  "  --graph N, --input-shape, --strict, --format   as for optimize\n"
   "  -h, --help        show this help\n";
 
 static const char usage_check[] =
@@ -102,6 +184,18 @@ enum {
   OPT_TO = 1 << 5,
   OPT_EDGE_SHAPES = 1 << 6,
   OPT_RANKDIR = 1 << 7,
+  OPT_INPUT_SHAPE = 1 << 8,
+  OPT_TRACE = 1 << 9,
+  OPT_CONFIG = 1 << 10,
+  OPT_PASSES = 1 << 11,
+  OPT_OPTION = 1 << 12,
+  OPT_CHECKS = 1 << 13,
+  OPT_KEEP_FAILED = 1 << 14,
+  OPT_NUMERIC_BUDGET = 1 << 15,
+  OPT_NODE = 1 << 16,
+  OPT_PASS = 1 << 17,
+  OPT_STEP = 1 << 18,
+  OPT_LIST_PASSES = 1 << 19,
 };
 
 typedef struct OptSpec {
@@ -120,7 +214,21 @@ static const OptSpec opt_specs[] = {
   {"to", 0, true, OPT_TO},
   {"edge-shapes", 0, false, OPT_EDGE_SHAPES},
   {"rankdir", 0, true, OPT_RANKDIR},
+  {"input-shape", 0, true, OPT_INPUT_SHAPE},
+  {"trace", 0, true, OPT_TRACE},
+  {"config", 0, true, OPT_CONFIG},
+  {"passes", 0, true, OPT_PASSES},
+  {"option", 0, true, OPT_OPTION},
+  {"checks", 0, true, OPT_CHECKS},
+  {"keep-failed", 0, false, OPT_KEEP_FAILED},
+  {"numeric-budget", 0, true, OPT_NUMERIC_BUDGET},
+  {"node", 0, true, OPT_NODE},
+  {"pass", 0, true, OPT_PASS},
+  {"step", 0, true, OPT_STEP},
+  {"list-passes", 0, false, OPT_LIST_PASSES},
 };
+
+enum { MAX_REPEATS = 64 };
 
 typedef struct CliOpts {
   const char *cmd;
@@ -132,6 +240,16 @@ typedef struct CliOpts {
   uint32_t graph;   /* 1-based; 0 = not given */
   bool json, strict, edge_shapes;
   OxFormat format;  /* OX_FMT_UNKNOWN = detect */
+  const char *input_shapes[MAX_REPEATS];
+  uint32_t n_input_shapes;
+  const char *options[MAX_REPEATS];
+  uint32_t n_options;
+  const char *trace, *config, *passes, *checks, *node, *pass;
+  const char *file2;   /* replay: TRACE */
+  bool want_file2;
+  bool keep_failed, list_passes, has_step;
+  uint32_t step;
+  uint64_t numeric_budget;
 } CliOpts;
 
 static int usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -164,6 +282,37 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     else if (strcmp(val, "json") == 0) o->format = OX_FMT_JSON;
     else return usage_error(o, "unknown input format '%s' (use fx-text, fx-readable or json)", val);
     break;
+  case OPT_INPUT_SHAPE:
+    if (o->n_input_shapes == MAX_REPEATS) return usage_error(o, "too many --input-shape options (at most %s)", "64");
+    o->input_shapes[o->n_input_shapes++] = val;
+    break;
+  case OPT_OPTION:
+    if (o->n_options == MAX_REPEATS) return usage_error(o, "too many --option options (at most %s)", "64");
+    o->options[o->n_options++] = val;
+    break;
+  case OPT_TRACE: o->trace = val; break;
+  case OPT_CONFIG: o->config = val; break;
+  case OPT_PASSES: o->passes = val; break;
+  case OPT_CHECKS: o->checks = val; break;
+  case OPT_NODE: o->node = val; break;
+  case OPT_PASS: o->pass = val; break;
+  case OPT_KEEP_FAILED: o->keep_failed = true; break;
+  case OPT_LIST_PASSES: o->list_passes = true; break;
+  case OPT_STEP:
+  case OPT_NUMERIC_BUDGET: {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (!*val || *end || errno || val[0] == '-' || (s->bit == OPT_STEP && v > 0xffffffffULL))
+      return usage_error(o, "expected a non-negative number, not '%s'", val);
+    if (s->bit == OPT_STEP) {
+      o->step = (uint32_t)v;
+      o->has_step = true;
+    } else {
+      o->numeric_budget = v;
+    }
+    break;
+  }
   case OPT_RANKDIR:
     if (strcmp(val, "TB") && strcmp(val, "LR") && strcmp(val, "BT") && strcmp(val, "RL"))
       return usage_error(o, "--rankdir must be TB, LR, BT or RL, not '%s'", val);
@@ -190,6 +339,10 @@ static int parse_args(CliOpts *o, unsigned allowed, int argc, char **argv) {
       continue;
     }
     if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
+      if (o->file && o->want_file2 && !o->file2) {
+        o->file2 = a;
+        continue;
+      }
       if (o->file) return usage_error(o, "unexpected argument '%s' (one FILE only)", a);
       o->file = a;
       continue;
@@ -226,7 +379,7 @@ static int parse_args(CliOpts *o, unsigned allowed, int argc, char **argv) {
     int rc = apply_option(o, spec, val);
     if (rc != EXIT_OK) return rc;
   }
-  if (!o->file) return usage_error(o, "%s", "missing FILE");
+  if (!o->file && !o->list_passes) return usage_error(o, "%s", "missing FILE");
   return EXIT_OK;
 }
 
@@ -280,6 +433,23 @@ static int load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags) {
     }
   } else {
     rc = ox_load_file(o->file, o->format, &lo, doc, diags);
+  }
+  if (rc == 0 && o->n_input_shapes) {
+    /* --input-shape: set the placeholders of the chosen graph, then infer every node's meta */
+    uint32_t gi = o->graph ? o->graph : 1;
+    if (gi <= (*doc)->n_graphs) {
+      OxGraph *g = (*doc)->graphs[gi - 1];
+      if (ox_shape_apply_input_specs(g, o->input_shapes, o->n_input_shapes, diags) != 0) {
+        rc = -1;
+      } else {
+        OxShapeStats st;
+        ox_shape_infer_graph(g, diags, &st);
+      }
+    }
+    if (rc != 0) {
+      ox_doc_free(*doc);
+      *doc = NULL;
+    }
   }
   ox_diags_print(diags, stderr);
   return rc;
@@ -498,7 +668,7 @@ static void info_text(const CliOpts *o, const OxDoc *doc, const OxDiagList *diag
 
 static int cmd_info(int argc, char **argv) {
   CliOpts o = {.cmd = "info", .usage = usage_info};
-  int rc = parse_args(&o, OPT_JSON | OPT_GRAPH | OPT_STRICT | OPT_FORMAT, argc, argv);
+  int rc = parse_args(&o, OPT_JSON | OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_INPUT_SHAPE, argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   OxDoc *doc = NULL;
   OxDiagList diags;
@@ -593,7 +763,9 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
 
 static int cmd_convert(int argc, char **argv) {
   CliOpts o = {.cmd = "convert", .usage = usage_convert};
-  int rc = parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_EDGE_SHAPES | OPT_RANKDIR,
+  int rc = parse_args(&o,
+                      OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_EDGE_SHAPES | OPT_RANKDIR |
+                          OPT_INPUT_SHAPE,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (!o.output) return usage_error(&o, "%s", "missing -o OUT");
@@ -658,7 +830,7 @@ static int check_graph(OxGraph *g, OxDiagList *d, uint32_t *n_graphs, uint64_t *
 
 static int cmd_check(int argc, char **argv) {
   CliOpts o = {.cmd = "check", .usage = usage_check};
-  int rc = parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT, argc, argv);
+  int rc = parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_INPUT_SHAPE, argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   OxDoc *doc = NULL;
   OxDiagList diags;
@@ -689,13 +861,450 @@ static int cmd_check(int argc, char **argv) {
   return status;
 }
 
+
+/* ------------------------------------------------------------------ verify */
+
+static int cmd_verify(int argc, char **argv) {
+  CliOpts o = {.cmd = "verify", .usage = usage_verify};
+  int rc = parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_INPUT_SHAPE, argc, argv);
+  if (rc) return rc < 0 ? EXIT_OK : rc;
+  OxDoc *doc = NULL;
+  OxDiagList diags;
+  if (load_input(&o, &doc, &diags) != 0 || !graph_in_range(&o, doc)) {
+    ox_doc_free(doc);
+    ox_diags_clear(&diags);
+    return EXIT_BAD;
+  }
+  int status = EXIT_OK;
+  OxDiagList vd;
+  ox_diags_init(&vd, diags.file);
+  uint32_t n_graphs = 0;
+  uint64_t n_nodes = 0;
+  int errors = 0;
+  for (uint32_t i = 0; i < doc->n_graphs; i++) errors += check_graph(doc->graphs[i], &vd, &n_graphs, &n_nodes);
+  ox_diags_print(&vd, stderr);
+  if (errors) status = EXIT_BAD;
+  uint32_t gi = o.graph ? o.graph : 1;
+  OxBuf b;
+  ox_buf_init(&b);
+  OxVerifyReport rep;
+  memset(&rep, 0, sizeof rep);
+  char err[1024] = "";
+  int vr = 1; /* 1 = not run */
+  if (doc->record) vr = ox_verify_record(doc, gi - 1, &rep, err, sizeof err);
+  if (o.json) {
+    ox_buf_printf(&b, "{\"file\": ");
+    json_str(&b, o.file);
+    ox_buf_printf(&b, ", \"graphs\": %u, \"verifier_errors\": %d, \"numeric\": ", n_graphs, errors);
+    if (vr == 1) {
+      ox_buf_puts(&b, "{\"status\": \"not-run\", \"reason\": \"the file carries no recorded inputs and outputs\"}");
+    } else if (vr != 0) {
+      ox_buf_puts(&b, "{\"status\": \"error\", \"reason\": ");
+      json_str(&b, err);
+      ox_buf_putc(&b, '}');
+    } else {
+      ox_buf_printf(&b, "{\"status\": \"%s\", \"outputs\": [", rep.pass ? "passed" : "failed");
+      for (uint32_t i = 0; i < rep.n_outputs; i++) {
+        const OxVerifyOutput *q = &rep.outputs[i];
+        ox_buf_printf(&b, "%s{\"index\": %u, \"pass\": %s, \"max_abs\": %.9g, \"max_rel\": %.9g, \"tol\": %.9g}",
+                      i ? ", " : "", i, q->pass ? "true" : "false", q->max_abs, q->max_rel, q->tol.atol * q->scale);
+      }
+      ox_buf_puts(&b, "]}");
+    }
+    ox_buf_puts(&b, "}\n");
+  } else {
+    ox_buf_printf(&b, "verifier: %s (%u graph%s, %llu nodes)\n", errors ? "FAILED" : "ok", n_graphs,
+                  n_graphs == 1 ? "" : "s", (unsigned long long)n_nodes);
+    if (vr == 1) {
+      ox_buf_puts(&b, "numeric: not run: the file carries no recorded inputs and outputs "
+                      "(export with tools/optimus_fx.py --record)\n");
+    } else if (vr != 0) {
+      ox_buf_printf(&b, "numeric: could not run graph %u: %s\n", gi, err);
+    } else {
+      for (uint32_t i = 0; i < rep.n_outputs; i++) {
+        const OxVerifyOutput *q = &rep.outputs[i];
+        ox_buf_printf(&b, "output %u: %s  max abs %.3g  max rel %.3g  tol %.3g (%.0e of scale %.3g)%s%s\n", i,
+                      q->pass ? "ok  " : "FAIL", q->max_abs, q->max_rel, q->tol.atol * q->scale, q->tol.atol, q->scale,
+                      q->note[0] ? "  " : "", q->note);
+      }
+      ox_buf_printf(&b, "numeric: %s (%u output%s against the recorded values)\n", rep.pass ? "ok" : "MISMATCH",
+                    rep.n_outputs, rep.n_outputs == 1 ? "" : "s");
+    }
+  }
+  if (vr != 1 && (vr != 0 || !rep.pass)) status = EXIT_BAD;
+  if (!write_stdout(b.data, b.len)) status = EXIT_BAD;
+  ox_buf_free(&b);
+  ox_verify_report_clear(&rep);
+  ox_diags_clear(&vd);
+  ox_doc_free(doc);
+  ox_diags_clear(&diags);
+  return status;
+}
+
+/* ------------------------------------------------------------------ optimize / explain / replay */
+
+static int list_passes(void) {
+  size_t n;
+  const OxPassInfo *p = ox_passes(&n);
+  printf("%zu built-in passes, in default order:\n", n);
+  for (size_t i = 0; i < n; i++)
+    printf("  %-40s %-4s %-7s %s\n", p[i].name, p[i].phase == OX_PHASE_POST ? "post" : "pre",
+           p[i].engine == OX_ENGINE_BATCH ? "batch" : "pattern", p[i].summary ? p[i].summary : "");
+  return EXIT_OK;
+}
+
+/* Builds the pipeline from --config / --passes / default, then --option. */
+static int build_pipeline(const CliOpts *o, const OxGraph *g, OxPipeline *p, OxDiagList *d) {
+  if (o->config) {
+    char err[1024];
+    size_t len;
+    char *text = ox_read_file(o->config, &len, 16u << 20, err, sizeof err);
+    if (!text) {
+      fprintf(stderr, "optimus %s: %s\n", o->cmd, err);
+      return EXIT_BAD;
+    }
+    OxDiagList cd;
+    ox_diags_init(&cd, o->config);
+    int rc = ox_pipeline_from_config(text, len, o->config, p, &cd);
+    free(text);
+    ox_diags_print(&cd, stderr);
+    ox_diags_clear(&cd);
+    if (rc) return EXIT_BAD;
+  } else if (o->passes) {
+    if (ox_pipeline_from_list(o->passes, p, d) != 0) {
+      ox_diags_print(d, stderr);
+      return EXIT_USAGE;
+    }
+  } else {
+    ox_pipeline_default(g, p);
+  }
+  for (uint32_t i = 0; i < o->n_options; i++)
+    if (ox_pipeline_set_option(p, o->options[i], d) != 0) {
+      ox_diags_print(d, stderr);
+      return EXIT_USAGE;
+    }
+  return EXIT_OK;
+}
+
+/* Loads FILE, picks the graph, fills missing meta by inference (passes guard on meta). */
+static int load_for_run(CliOpts *o, OxDoc **doc, OxDiagList *diags, OxGraph **g) {
+  if (load_input(o, doc, diags) != 0 || !graph_in_range(o, *doc)) return EXIT_BAD;
+  *g = (*doc)->graphs[(o->graph ? o->graph : 1) - 1];
+  if (!o->n_input_shapes) {
+    OxDiagList sd;
+    ox_diags_init(&sd, diags->file);
+    OxShapeStats st;
+    ox_shape_infer_graph(*g, &sd, &st);
+    ox_diags_print(&sd, stderr);
+    ox_diags_clear(&sd);
+  }
+  return EXIT_OK;
+}
+
+static int write_graph_out(const CliOpts *o, OxDoc *doc, uint32_t gi) {
+  bool to_stdout = strcmp(o->output, "-") == 0;
+  OutKind kind = o->to ? kind_from_name(o->to) : to_stdout ? OUT_NONE : kind_from_path(o->output);
+  if (!kind) {
+    fprintf(stderr, "optimus %s: cannot tell the output format from '%s' (use .json, .txt, .fx, .dot, .svg, .png or --to)\n",
+            o->cmd, o->output);
+    return EXIT_USAGE;
+  }
+  CliOpts co = *o;
+  co.graph = doc->n_graphs > 1 ? gi : 0;
+  OxBuf out;
+  ox_buf_init(&out);
+  int status = convert_build(&co, doc, kind, &out);
+  if (status == EXIT_OK) {
+    char err[1024];
+    if (to_stdout) {
+      if (!write_stdout(out.data, out.len)) status = EXIT_BAD;
+    } else if (!ox_write_file_atomic(o->output, out.data, out.len, err, sizeof err)) {
+      fprintf(stderr, "optimus %s: %s\n", o->cmd, err);
+      status = EXIT_BAD;
+    }
+  }
+  ox_buf_free(&out);
+  return status;
+}
+
+static int write_trace_file(const char *cmd, const char *path, const OxTrace *t) {
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_trace_write_json(t, &b);
+  char err[1024];
+  bool ok = ox_write_file_atomic(path, b.data, b.len, err, sizeof err);
+  if (!ok) fprintf(stderr, "optimus %s: %s\n", cmd, err);
+  ox_buf_free(&b);
+  return ok ? EXIT_OK : EXIT_BAD;
+}
+
+/* Runs the pipeline on g into a fresh trace. */
+static int run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResult *res) {
+  OxCheckConfig cc;
+  ox_check_config_default(&cc);
+  char err[256];
+  if (o->checks && ox_check_config_parse(o->checks, &cc, err, sizeof err) != 0) {
+    usage_error(o, "%s", err);
+    return EXIT_USAGE;
+  }
+  cc.keep_failed = o->keep_failed;
+  if (o->numeric_budget) cc.numeric_budget = o->numeric_budget;
+  OxDiagList d;
+  ox_diags_init(&d, o->file);
+  OxPipeline p = {0};
+  int status = build_pipeline(o, g, &p, &d);
+  if (status == EXIT_OK) {
+    OxTrace *t = ox_trace_new();
+    t->input_file = ox_trace_intern(t, o->file);
+    if (o->checks) t->checks = ox_trace_intern(t, o->checks);
+    else t->checks = ox_trace_intern(t, "structure,shape,numeric");
+    OxBuf cfg;
+    ox_buf_init(&cfg);
+    ox_buf_puts(&cfg, "{");
+    for (uint32_t i = 0; i < p.n; i++)
+      ox_buf_printf(&cfg, "%s\"%s\": {\"min_fuse_set_size\": %d, \"max_fuse_set_size\": %d, \"max_fuse_search_depth\": %d}",
+                    i ? ", " : "", p.entries[i].pass->name, p.entries[i].opt.min_fuse_set_size,
+                    p.entries[i].opt.max_fuse_set_size, p.entries[i].opt.max_fuse_search_depth);
+    ox_buf_puts(&cfg, "}");
+    t->config = ox_trace_intern(t, cfg.data);
+    ox_buf_free(&cfg);
+    if (ox_optimize(g, &p, &cc, t, res, &d) != 0) {
+      ox_diags_print(&d, stderr);
+      status = EXIT_BAD;
+    }
+    *trace = t;
+  }
+  ox_pipeline_free(&p);
+  ox_diags_clear(&d);
+  return status;
+}
+
+static int cmd_optimize(int argc, char **argv) {
+  CliOpts o = {.cmd = "optimize", .usage = usage_optimize};
+  int rc = parse_args(&o,
+                      OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_JSON | OPT_INPUT_SHAPE | OPT_TRACE |
+                          OPT_CONFIG | OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_KEEP_FAILED | OPT_NUMERIC_BUDGET |
+                          OPT_LIST_PASSES,
+                      argc, argv);
+  if (rc) return rc < 0 ? EXIT_OK : rc;
+  if (o.list_passes) return list_passes();
+  if (!o.output) return usage_error(&o, "%s", "missing -o OUT");
+  if (o.config && o.passes) return usage_error(&o, "%s", "--config and --passes exclude each other");
+  OxDoc *doc = NULL;
+  OxDiagList diags;
+  OxGraph *g = NULL;
+  int status = load_for_run(&o, &doc, &diags, &g);
+  OxTrace *t = NULL;
+  OxOptimizeResult res;
+  memset(&res, 0, sizeof res);
+  uint32_t before = 0;
+  if (status == EXIT_OK) {
+    before = count_nodes(g);
+    status = run_pipeline(&o, g, &t, &res);
+  }
+  if (status == EXIT_OK) status = write_graph_out(&o, doc, o.graph ? o.graph : 1);
+  if (status == EXIT_OK && o.trace) status = write_trace_file("optimize", o.trace, t);
+  if (status == EXIT_OK) {
+    OxBuf b;
+    ox_buf_init(&b);
+    if (o.json) {
+      ox_buf_puts(&b, "{\"file\": ");
+      json_str(&b, o.file);
+      ox_buf_printf(&b, ", \"nodes_before\": %u, \"nodes_after\": %u, \"applied\": %u, \"rejected\": %u, "
+                        "\"check_failures\": %u, \"seconds\": %.6f, \"counters\": {",
+                    before, count_nodes(g), res.applied, res.rejected, res.check_failures, res.seconds);
+      for (uint32_t i = 0; i < res.n_counters; i++) {
+        if (i) ox_buf_puts(&b, ", ");
+        json_str(&b, res.counter_names[i]);
+        ox_buf_printf(&b, ": %lld", (long long)res.counter_values[i]);
+      }
+      ox_buf_puts(&b, "}}\n");
+    } else {
+      ox_buf_printf(&b, "%s: %u -> %u nodes; %u applied steps, %u rejected attempts, %u check failures in %.3f s\n",
+                    o.file, before, count_nodes(g), res.applied, res.rejected, res.check_failures, res.seconds);
+      for (uint32_t i = 0; i < res.n_counters; i++)
+        ox_buf_printf(&b, "  %-40s %lld\n", res.counter_names[i], (long long)res.counter_values[i]);
+      if (strcmp(o.output, "-") != 0) ox_buf_printf(&b, "wrote %s\n", o.output);
+      if (o.trace) ox_buf_printf(&b, "wrote %s\n", o.trace);
+    }
+    if (!write_stdout(b.data, b.len)) status = EXIT_BAD;
+    ox_buf_free(&b);
+  }
+  ox_trace_free(t);
+  ox_doc_free(doc);
+  ox_diags_clear(&diags);
+  return status;
+}
+
+static const char *step_kind_text(const OxStep *s) {
+  switch (s->kind) {
+  case OX_STEP_APPLIED: return "applied";
+  case OX_STEP_REJECTED: return "rejected";
+  default: return "check failed";
+  }
+}
+
+static void put_name_list(OxBuf *b, const char *label, const char *const *names, uint32_t n) {
+  if (!n) return;
+  ox_buf_printf(b, "      %s:", label);
+  for (uint32_t i = 0; i < n && i < 12; i++) ox_buf_printf(b, " %s", names[i]);
+  if (n > 12) ox_buf_printf(b, " ... (%u in all)", n);
+  ox_buf_putc(b, '\n');
+}
+
+static int cmd_explain(int argc, char **argv) {
+  CliOpts o = {.cmd = "explain", .usage = usage_explain};
+  int rc = parse_args(&o,
+                      OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_INPUT_SHAPE | OPT_TRACE | OPT_CONFIG |
+                          OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_NODE | OPT_PASS,
+                      argc, argv);
+  if (rc) return rc < 0 ? EXIT_OK : rc;
+  if (!o.node) return usage_error(&o, "%s", "missing --node NAME");
+  OxDoc *doc = NULL;
+  OxDiagList diags;
+  OxGraph *g = NULL;
+  int status = load_for_run(&o, &doc, &diags, &g);
+  OxTrace *t = NULL;
+  if (status == EXIT_OK && !ox_graph_find(g, o.node)) {
+    fprintf(stderr, "optimus explain: %s: no node named '%s' in graph %u\n", o.file, o.node, o.graph ? o.graph : 1);
+    status = EXIT_BAD;
+  }
+  if (status == EXIT_OK) {
+    if (o.trace) {
+      char err[1024];
+      size_t len;
+      char *text = ox_read_file(o.trace, &len, 1u << 30, err, sizeof err);
+      OxDiagList td;
+      ox_diags_init(&td, o.trace);
+      if (!text) {
+        fprintf(stderr, "optimus explain: %s\n", err);
+        status = EXIT_BAD;
+      } else if (ox_trace_read_json(text, len, o.trace, &t, &td) != 0) {
+        ox_diags_print(&td, stderr);
+        status = EXIT_BAD;
+      }
+      free(text);
+      ox_diags_clear(&td);
+    } else {
+      OxOptimizeResult res;
+      OxGraph *work = ox_graph_clone(g);
+      status = run_pipeline(&o, work, &t, &res);
+      ox_graph_free(work);
+    }
+  }
+  if (status == EXIT_OK) {
+    uint32_t n = ox_trace_steps_for_node(t, o.node, NULL, 0);
+    uint32_t *idx = calloc(n + 1, sizeof *idx);
+    ox_trace_steps_for_node(t, o.node, idx, n);
+    const OxNode *node = &g->nodes[ox_graph_find(g, o.node)];
+    OxBuf b;
+    ox_buf_init(&b);
+    uint32_t shown = 0;
+    if (o.json) {
+      ox_buf_puts(&b, "{\"node\": ");
+      json_str(&b, o.node);
+      ox_buf_puts(&b, ", \"target\": ");
+      json_str(&b, node->target);
+      ox_buf_puts(&b, ", \"steps\": [");
+    } else {
+      char meta[160];
+      ox_meta_text(&node->meta, meta, sizeof meta);
+      ox_buf_printf(&b, "%s = %s %s %s\n", node->name, ox_op_name((OxOp)node->op), node->target, meta);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      const OxStep *s = &t->steps[idx[i]];
+      if (o.pass && (!s->pass || strcmp(s->pass, o.pass) != 0)) continue;
+      char *why = s->kind == OX_STEP_APPLIED ? NULL : ox_reason_format(&s->reason);
+      if (o.json) {
+        ox_buf_printf(&b, "%s{\"seq\": %u, \"pass\": ", shown ? ", " : "", s->seq);
+        json_str(&b, s->pass ? s->pass : "");
+        ox_buf_puts(&b, ", \"rule\": ");
+        json_str(&b, s->rule ? s->rule : "");
+        ox_buf_printf(&b, ", \"kind\": \"%s\", \"anchor\": ", step_kind_text(s));
+        json_str(&b, s->anchor ? s->anchor : "");
+        ox_buf_printf(&b, ", \"matched\": %u", s->n_matched);
+        if (why) {
+          ox_buf_puts(&b, ", \"reason\": ");
+          json_str(&b, why);
+        }
+        ox_buf_putc(&b, '}');
+      } else {
+        ox_buf_printf(&b, "  #%u %s%s%s: %s (anchor %s)\n", s->seq, s->pass ? s->pass : "?", s->rule ? " / " : "",
+                      s->rule ? s->rule : "", step_kind_text(s), s->anchor ? s->anchor : "-");
+        if (why) ox_buf_printf(&b, "      why: %s\n", why);
+        put_name_list(&b, s->kind == OX_STEP_APPLIED ? "matched" : "candidates", s->matched, s->n_matched);
+        put_name_list(&b, "removed", s->removed, s->n_removed);
+        put_name_list(&b, "added", s->added, s->n_added);
+      }
+      free(why);
+      shown++;
+    }
+    if (o.json) {
+      ox_buf_puts(&b, "]}\n");
+    } else if (!shown) {
+      ox_buf_printf(&b, "  no pass%s%s considered %s: its op is not one any pass of the pipeline matches, or it was "
+                        "never reached by a search (see optimus optimize --list-passes)\n",
+                    o.pass ? " named " : "", o.pass ? o.pass : "", o.node);
+    }
+    if (!write_stdout(b.data, b.len)) status = EXIT_BAD;
+    ox_buf_free(&b);
+    free(idx);
+  }
+  ox_trace_free(t);
+  ox_doc_free(doc);
+  ox_diags_clear(&diags);
+  return status;
+}
+
+static int cmd_replay(int argc, char **argv) {
+  CliOpts o = {.cmd = "replay", .usage = usage_replay, .want_file2 = true};
+  int rc = parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_STEP | OPT_INPUT_SHAPE, argc,
+                      argv);
+  if (rc) return rc < 0 ? EXIT_OK : rc;
+  if (!o.file2) return usage_error(&o, "%s", "missing TRACE");
+  if (!o.output) return usage_error(&o, "%s", "missing -o OUT");
+  OxDoc *doc = NULL;
+  OxDiagList diags;
+  OxGraph *g = NULL;
+  int status = load_for_run(&o, &doc, &diags, &g);
+  if (status == EXIT_OK) {
+    char err[1024];
+    size_t len;
+    char *text = ox_read_file(o.file2, &len, 1u << 30, err, sizeof err);
+    OxDiagList td;
+    ox_diags_init(&td, o.file2);
+    OxTrace *t = NULL;
+    if (!text) {
+      fprintf(stderr, "optimus replay: %s\n", err);
+      status = EXIT_BAD;
+    } else if (ox_trace_read_json(text, len, o.file2, &t, &td) != 0 ||
+               ox_replay(g, t, o.has_step ? o.step : UINT32_MAX, &td) != 0) {
+      ox_diags_print(&td, stderr);
+      status = EXIT_BAD;
+    } else {
+      if (o.has_step && o.step > t->n_graph_steps)
+        fprintf(stderr, "optimus replay: note: the trace has %u graph-changing steps; replayed all of them\n",
+                t->n_graph_steps);
+      status = write_graph_out(&o, doc, o.graph ? o.graph : 1);
+    }
+    free(text);
+    ox_trace_free(t);
+    ox_diags_clear(&td);
+  }
+  ox_doc_free(doc);
+  ox_diags_clear(&diags);
+  return status;
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int (*run)(int, char **);
-  } commands[] = {{"info", cmd_info}, {"convert", cmd_convert}, {"check", cmd_check}};
+  } commands[] = {{"info", cmd_info},         {"convert", cmd_convert}, {"check", cmd_check},
+                  {"verify", cmd_verify},     {"optimize", cmd_optimize}, {"explain", cmd_explain},
+                  {"replay", cmd_replay}};
   if (argc < 2) {
     fputs(usage_top, stderr);
     return EXIT_USAGE;

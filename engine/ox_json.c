@@ -1798,3 +1798,83 @@ out:
   *out = t;
   return 0;
 }
+
+/* ================================================================== pass configuration */
+
+/* {"pre_grad_fusion_options": {"batch_linear": {"min_fuse_set_size": 3}, ...},
+ *  "post_grad_fusion_options": {...}} — PyTorch's shape. Presence enables a pass; order is
+ * execution order within a phase (pre-grad entries run before post-grad ones). */
+
+#include "ox_pass.h"
+
+int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPipeline *out, OxDiagList *diags) {
+  (void)file;
+  memset(out, 0, sizeof *out);
+  Rd *r = calloc(1, sizeof *r);
+  if (!r) return -1;
+  size_t errors_before = diags->n_errors;
+  json_object *root = parse_root(r, text, len, 64, diags);
+  if (!root) {
+    free(r);
+    return -1;
+  }
+  if (!json_object_is_type(root, json_type_object)) {
+    ERR(r, "a pass configuration must be a JSON object");
+    goto out;
+  }
+  static const char *const sections[] = {"pre_grad_fusion_options", "post_grad_fusion_options"};
+  json_object_object_foreach(root, key, val) {
+    (void)val;
+    if (strcmp(key, sections[0]) && strcmp(key, sections[1])) {
+      path_push_key(r, key);
+      ERR(r, "unknown section '%.60s' (use pre_grad_fusion_options or post_grad_fusion_options)", key);
+      path_pop(r);
+    }
+  }
+  for (int sct = 0; sct < 2; sct++) {
+    json_object *sec;
+    if (!json_object_object_get_ex(root, sections[sct], &sec)) continue;
+    path_push_key(r, sections[sct]);
+    if (expect_type(r, sec, json_type_object, sections[sct])) {
+      json_object_object_foreach(sec, pname, popts) {
+        path_push_key(r, pname);
+        const OxPassInfo *pass = ox_pass_find(pname);
+        if (!pass) {
+          ERR(r, "unknown pass '%.60s' (see `optimus optimize --list-passes`)", pname);
+        } else if ((pass->phase == OX_PHASE_POST) != (sct == 1)) {
+          ERR(r, "%s is a %s-grad pass; put it under %s", pname, pass->phase == OX_PHASE_POST ? "post" : "pre",
+              sections[pass->phase == OX_PHASE_POST ? 1 : 0]);
+        } else if (expect_type(r, popts, json_type_object, "the options of a pass")) {
+          out->entries = realloc(out->entries, (out->n + 1) * sizeof *out->entries);
+          OxPipelineEntry *e = &out->entries[out->n++];
+          e->pass = pass;
+          ox_pass_options_default(&e->opt);
+          json_object_object_foreach(popts, ok, ov) {
+            path_push_key(r, ok);
+            char val[64];
+            if (json_object_is_type(ov, json_type_boolean))
+              snprintf(val, sizeof val, "%s", json_object_get_boolean(ov) ? "true" : "false");
+            else if (json_object_is_type(ov, json_type_int))
+              snprintf(val, sizeof val, "%" PRId64, json_object_get_int64(ov));
+            else
+              snprintf(val, sizeof val, "?");
+            int rc = ox_pass_option_set(&e->opt, ok, val);
+            if (rc == -1) ERR(r, "unknown option '%.60s'", ok);
+            if (rc == -2) ERR(r, "bad value for %.60s: %s", ok, json_object_to_json_string(ov));
+            path_pop(r);
+          }
+        }
+        path_pop(r);
+      }
+    }
+    path_pop(r);
+  }
+out:
+  json_object_put(root);
+  free(r);
+  if (diags->n_errors > errors_before) {
+    ox_pipeline_free(out);
+    return -1;
+  }
+  return 0;
+}
