@@ -717,7 +717,7 @@ static void test_cli_help(void) {
   g_assert_cmpint(r.status, ==, 0);
   g_assert_true(g_str_has_prefix(r.out, "Usage: optimus"));
   run_clear(&r);
-  static const char *const cmds[] = {"info", "convert", "check"};
+  static const char *const cmds[] = {"info", "convert", "check", "verify", "optimize", "explain", "replay"};
   for (guint i = 0; i < G_N_ELEMENTS(cmds); i++) {
     for (int h = 0; h < 2; h++) {
       run_cli(&r, cmds[i], h ? "-h" : "--help");
@@ -1284,6 +1284,224 @@ static void test_cli_corpus_convert(void) {
   g_free(dir);
 }
 
+
+/* ------------------------------------------------------------------ /cli: optimization commands */
+
+static char *fixture(const char *name) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  return root ? g_build_filename(root, "tests", "data", "fixtures", name, NULL) : NULL;
+}
+
+/* pre-grad towers: split into 6 pieces, 6 linears of equal shape, cat: batch_linear fires */
+static const char towers_fx[] =
+  "graph():\n"
+  "    %x : Tensor \"f32[4, 48]\" = placeholder[target=x]\n"
+  "    %w0 : Tensor \"f32[8, 8]\" = placeholder[target=w0]\n"
+  "    %w1 : Tensor \"f32[8, 8]\" = placeholder[target=w1]\n"
+  "    %w2 : Tensor \"f32[8, 8]\" = placeholder[target=w2]\n"
+  "    %w3 : Tensor \"f32[8, 8]\" = placeholder[target=w3]\n"
+  "    %w4 : Tensor \"f32[8, 8]\" = placeholder[target=w4]\n"
+  "    %w5 : Tensor \"f32[8, 8]\" = placeholder[target=w5]\n"
+  "    %split : [num_users=6] = call_function[target=torch.split](args = (%x, 8), kwargs = {dim: 1})\n"
+  "    %g0 : [num_users=1] = call_function[target=operator.getitem](args = (%split, 0), kwargs = {})\n"
+  "    %g1 : [num_users=1] = call_function[target=operator.getitem](args = (%split, 1), kwargs = {})\n"
+  "    %g2 : [num_users=1] = call_function[target=operator.getitem](args = (%split, 2), kwargs = {})\n"
+  "    %g3 : [num_users=1] = call_function[target=operator.getitem](args = (%split, 3), kwargs = {})\n"
+  "    %g4 : [num_users=1] = call_function[target=operator.getitem](args = (%split, 4), kwargs = {})\n"
+  "    %g5 : [num_users=1] = call_function[target=operator.getitem](args = (%split, 5), kwargs = {})\n"
+  "    %l0 : [num_users=1] = call_function[target=torch.nn.functional.linear](args = (%g0, %w0), kwargs = {})\n"
+  "    %l1 : [num_users=1] = call_function[target=torch.nn.functional.linear](args = (%g1, %w1), kwargs = {})\n"
+  "    %l2 : [num_users=1] = call_function[target=torch.nn.functional.linear](args = (%g2, %w2), kwargs = {})\n"
+  "    %l3 : [num_users=1] = call_function[target=torch.nn.functional.linear](args = (%g3, %w3), kwargs = {})\n"
+  "    %l4 : [num_users=1] = call_function[target=torch.nn.functional.linear](args = (%g4, %w4), kwargs = {})\n"
+  "    %l5 : [num_users=1] = call_function[target=torch.nn.functional.linear](args = (%g5, %w5), kwargs = {})\n"
+  "    %cat : [num_users=1] = call_function[target=torch.cat](args = ([%l0, %l1, %l2, %l3, %l4, %l5], 1), kwargs = {})\n"
+  "    return cat\n";
+
+static void test_cli_verify(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *fx = fixture("mlp.json");
+  Run r;
+  run_cli(&r, "verify", fx);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "verifier: ok"));
+  g_assert_nonnull(strstr(r.out, "numeric: ok (2 outputs"));
+  run_clear(&r);
+  run_cli(&r, "verify", fx, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  g_assert_cmpstr(json_object_get_string(jget(jget(o, "numeric"), "status")), ==, "passed");
+  json_object_put(o);
+  run_clear(&r);
+  /* a tampered recorded output is a mismatch: exit 1 */
+  char *text = NULL;
+  g_assert_true(g_file_get_contents(fx, &text, NULL, NULL));
+  char *outs = strstr(text, "\"outputs\":");
+  g_assert_nonnull(outs);
+  char *data = strstr(outs, "\"data\":");
+  g_assert_nonnull(data);
+  data = strchr(data, '[') + 1;
+  /* replace the first recorded number by a far-off value */
+  char *comma = strchr(data, ',');
+  GString *bad = g_string_new_len(text, data - text);
+  g_string_append(bad, "1000.5");
+  g_string_append(bad, comma);
+  char *badp = write_tmp(dir, "bad.json", bad->str);
+  run_cli(&r, "verify", badp);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "MISMATCH"));
+  g_assert_nonnull(strstr(r.out, "FAIL"));
+  run_clear(&r);
+  /* no record: the numeric comparison is reported as not run, never as passed */
+  char *plain = write_tmp(dir, "plain.txt", small_fx);
+  run_cli(&r, "verify", plain);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "numeric: not run"));
+  run_clear(&r);
+  g_string_free(bad, TRUE);
+  g_free(text);
+  g_free(badp);
+  g_free(plain);
+  g_free(fx);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static void test_cli_optimize_replay_explain(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *in = write_tmp(dir, "towers.txt", towers_fx);
+  char *out = g_build_filename(dir, "out.txt", NULL);
+  char *trace = g_build_filename(dir, "trace.json", NULL);
+  char *replayed = g_build_filename(dir, "replayed.txt", NULL);
+  Run r;
+  run_cli(&r, "optimize", in, "-o", out, "--trace", trace, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  g_assert_cmpint(json_object_get_int(jget(o, "check_failures")), ==, 0);
+  g_assert_cmpint(json_object_get_int(jget(o, "applied")), >=, 1);
+  json_object *counters = jget(o, "counters");
+  g_assert_cmpint(json_object_get_int(jget(counters, "batch_linear")), ==, 1);
+  g_assert_nonnull(jget(o, "rejected"));
+  g_assert_nonnull(jget(o, "seconds"));
+  json_object_put(o);
+  run_clear(&r);
+  /* replay of every step rebuilds the optimized graph exactly */
+  run_cli(&r, "replay", in, trace, "-o", replayed);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  gsize la, lb;
+  char *a = read_all(out, &la), *b = read_all(replayed, &lb);
+  g_assert_cmpstr(a, ==, b);
+  g_free(a);
+  g_free(b);
+  /* replay of step 0 is the input, as the FX writer prints it */
+  run_cli(&r, "replay", in, trace, "--step", "0", "-o", "-", "--to", "fx");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "%l0 :"));
+  run_clear(&r);
+  /* a trace on another graph is refused */
+  char *other = write_tmp(dir, "other.txt", small_fx);
+  run_cli(&r, "replay", other, trace, "-o", replayed);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "another graph"));
+  run_clear(&r);
+  /* explain: the linears were fused by batch_linear */
+  run_cli(&r, "explain", in, "--node", "l3", "--trace", trace);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "batch_linear"));
+  g_assert_nonnull(strstr(r.out, "applied"));
+  run_clear(&r);
+  /* explain without a trace runs the pipeline itself */
+  run_cli(&r, "explain", in, "--node", "l3", "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  o = parse_json(r.out);
+  g_assert_cmpint(json_object_array_length(jget(o, "steps")), >=, 1);
+  json_object_put(o);
+  run_clear(&r);
+  /* why not: with min_fuse_set_size 7 the six linears are too few */
+  run_cli(&r, "explain", in, "--node", "l3", "--passes", "batch_linear", "--option",
+          "batch_linear.min_fuse_set_size=7");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "min_fuse_set_size 7"));
+  run_clear(&r);
+  run_cli(&r, "explain", in, "--node", "nope");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "no node named 'nope'"));
+  run_clear(&r);
+  /* usage errors */
+  run_cli(&r, "optimize", in, "-o", out, "--passes", "no_such_pass");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "unknown pass 'no_such_pass'"));
+  run_clear(&r);
+  run_cli(&r, "optimize", in, "-o", out, "--checks", "speed");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "optimize", in, "-o", out, "--option", "batch_linear.nope=1");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "replay", in, "-o", out);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "missing TRACE"));
+  run_clear(&r);
+  /* a config file in PyTorch's shape: an empty one runs nothing */
+  char *cfg = write_tmp(dir, "cfg.json", "{\"pre_grad_fusion_options\": {}}");
+  run_cli(&r, "optimize", in, "-o", out, "--config", cfg, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  o = parse_json(r.out);
+  g_assert_cmpint(json_object_get_int(jget(o, "applied")), ==, 0);
+  json_object_put(o);
+  run_clear(&r);
+  char *badcfg = write_tmp(dir, "bad.json", "{\"pre_grad_fusion_options\": {\"batch_linear\": {\"min_fuse_set_size\": true}}}");
+  run_cli(&r, "optimize", in, "-o", out, "--config", badcfg);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "bad.json:1:"));
+  run_clear(&r);
+  run_cli(&r, "optimize", "--list-passes");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "batch_linear"));
+  g_assert_nonnull(strstr(r.out, "split_cat_pass"));
+  run_clear(&r);
+  g_free(cfg);
+  g_free(badcfg);
+  g_free(other);
+  g_free(in);
+  g_free(out);
+  g_free(trace);
+  g_free(replayed);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static void test_cli_input_shape(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *in = write_tmp(dir, "small.txt", small_fx);
+  Run r;
+  run_cli(&r, "convert", in, "--input-shape", "x=16,256", "-o", "-", "--to", "fx");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "%x : Tensor \"f32[16, 256]\""));
+  g_assert_nonnull(strstr(r.out, "%relu : Tensor \"f32[16, 256]\""));
+  g_assert_nonnull(strstr(r.out, "%add_1 : Tensor \"f32[16, 256]\""));
+  run_clear(&r);
+  run_cli(&r, "convert", in, "--input-shape", "x=bf16:2,3", "-o", "-", "--to", "fx");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "%add : Tensor \"bf16[2, 3]\""));
+  run_clear(&r);
+  run_cli(&r, "info", in, "--input-shape", "y=4");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "no placeholder named y"));
+  run_clear(&r);
+  run_cli(&r, "info", in, "--input-shape", "x=4,a");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "'a'"));
+  run_clear(&r);
+  g_free(in);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/dot/structure", test_dot_structure);
@@ -1312,5 +1530,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/convert-unwritable", test_cli_convert_unwritable);
   g_test_add_func("/cli/corpus", test_cli_corpus);
   g_test_add_func("/cli/corpus-convert", test_cli_corpus_convert);
+  g_test_add_func("/cli/verify", test_cli_verify);
+  g_test_add_func("/cli/optimize-replay-explain", test_cli_optimize_replay_explain);
+  g_test_add_func("/cli/input-shape", test_cli_input_shape);
   return g_test_run();
 }
