@@ -1060,12 +1060,7 @@ static int run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
     else t->checks = ox_trace_intern(t, "structure,shape,numeric");
     OxBuf cfg;
     ox_buf_init(&cfg);
-    ox_buf_puts(&cfg, "{");
-    for (uint32_t i = 0; i < p.n; i++)
-      ox_buf_printf(&cfg, "%s\"%s\": {\"min_fuse_set_size\": %d, \"max_fuse_set_size\": %d, \"max_fuse_search_depth\": %d}",
-                    i ? ", " : "", p.entries[i].pass->name, p.entries[i].opt.min_fuse_set_size,
-                    p.entries[i].opt.max_fuse_set_size, p.entries[i].opt.max_fuse_search_depth);
-    ox_buf_puts(&cfg, "}");
+    ox_pipeline_to_json(&p, &cfg);
     t->config = ox_trace_intern(t, cfg.data);
     ox_buf_free(&cfg);
     if (ox_optimize(g, &p, &cc, t, res, &d) != 0) {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ox_buf.h"
 #include "ox_mem.h"
 #include "ox_pass.h"
 
@@ -203,6 +204,32 @@ int ox_pipeline_set_option(OxPipeline *p, const char *assignment, OxDiagList *d)
     return -1;
   }
   return 0;
+}
+
+void ox_pipeline_to_json(const OxPipeline *p, OxBuf *out) {
+  /* PyTorch's shape, every option spelled out: `optimize --config` of this text reruns it */
+  for (int phase = 0; phase < 2; phase++) {
+    ox_buf_puts(out, phase ? ", \"post_grad_fusion_options\": {" : "{\"pre_grad_fusion_options\": {");
+    bool first = true;
+    for (uint32_t i = 0; i < p->n; i++) {
+      const OxPipelineEntry *e = &p->entries[i];
+      if ((int)e->pass->phase != phase) continue;
+      const OxPassOptions *o = &e->opt;
+      ox_buf_printf(out,
+                    "%s\"%s\": {\"min_fuse_set_size\": %d, \"max_fuse_set_size\": %d, \"max_fuse_search_depth\": %d, "
+                    "\"max_fuse_tensor_size_group_linear\": %d, \"fuse_nodes_with_same_parent\": %s, "
+                    "\"fuse_nodes_with_same_users\": %s, \"shape_broadcast_batch_linear\": %s, \"require_fbgemm\": %s, "
+                    "\"threshold_to_cat\": %d, \"counter\": %d}",
+                    first ? "" : ", ", e->pass->name, o->min_fuse_set_size, o->max_fuse_set_size,
+                    o->max_fuse_search_depth, o->max_fuse_tensor_size_group_linear,
+                    o->fuse_nodes_with_same_parent ? "true" : "false", o->fuse_nodes_with_same_users ? "true" : "false",
+                    o->shape_broadcast_batch_linear ? "true" : "false", o->require_fbgemm ? "true" : "false",
+                    o->threshold_to_cat, o->counter);
+      first = false;
+    }
+    ox_buf_putc(out, '}');
+  }
+  ox_buf_putc(out, '}');
 }
 
 void ox_pipeline_free(OxPipeline *p) {

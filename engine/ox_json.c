@@ -1464,8 +1464,12 @@ void ox_trace_write_json(const OxTrace *t, OxBuf *out) {
   put_str(out, t->input_hash ? t->input_hash : "");
   ox_buf_puts(out, "}");
   if (t->config) {
+    /* the config is JSON text produced by ox_pipeline_to_json; embed it as an object */
     ox_buf_puts(out, ",\n  \"config\": ");
-    put_str(out, t->config);
+    if (t->config[0] == '{')
+      ox_buf_puts(out, t->config);
+    else
+      put_str(out, t->config);
   }
   if (t->checks) {
     ox_buf_puts(out, ",\n  \"checks\": ");
@@ -1758,7 +1762,10 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
     if (t->input_hash && !t->input_hash[0]) t->input_hash = NULL;
     path_pop(r);
   }
-  t->config = opt_string(r, t, root, "config");
+  if (json_object_object_get_ex(root, "config", &v) && json_object_is_type(v, json_type_object))
+    t->config = ox_trace_intern(t, json_object_to_json_string_ext(v, JSON_C_TO_STRING_SPACED));
+  else
+    t->config = opt_string(r, t, root, "config");
   t->checks = opt_string(r, t, root, "checks");
   t->seconds = opt_num(root, "seconds");
   if (json_object_object_get_ex(root, "counters", &v) && json_object_is_type(v, json_type_object)) {

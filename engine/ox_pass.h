@@ -14,6 +14,7 @@
 #ifndef OX_PASS_H
 #define OX_PASS_H
 
+#include "ox_buf.h"
 #include "ox_graph.h"
 #include "ox_trace.h"
 
@@ -83,6 +84,8 @@ int ox_pipeline_from_list(const char *list, OxPipeline *out, OxDiagList *d);
 /* --option pass.key=value */
 int ox_pipeline_set_option(OxPipeline *p, const char *assignment, OxDiagList *d);
 void ox_pipeline_free(OxPipeline *p);
+/* The pipeline as a config file in PyTorch's shape, every option spelled out. */
+void ox_pipeline_to_json(const OxPipeline *p, OxBuf *out);
 
 /* ------------------------------------------------------------------ checks configuration */
 
