@@ -44,8 +44,15 @@ cmd_run() {
   build build
   local example=data/examples/recsys-towers.txt
   ./build/app/optimus info "$example"
-  ./build/app/optimus convert "$example" -o build/recsys-towers.svg
-  echo "wrote build/recsys-towers.svg"
+  ./build/app/optimus optimize "$example" -o build/recsys-towers-optimized.txt --trace build/recsys-towers-trace.json
+  ./build/app/optimus convert build/recsys-towers-optimized.txt -o build/recsys-towers-optimized.svg
+  echo "wrote build/recsys-towers-optimized.txt, build/recsys-towers-trace.json, build/recsys-towers-optimized.svg"
+  if [[ -x build/app/optimus-debugger && -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
+    exec ./build/app/optimus-debugger "$example" build/recsys-towers-trace.json
+  elif [[ -x build/app/optimus-debugger ]]; then
+    echo "no display: to step through the run, open it with"
+    echo "  ./build/app/optimus-debugger $example build/recsys-towers-trace.json"
+  fi
 }
 
 cmd_test() {
