@@ -26,6 +26,7 @@
 #include "ox_record.h"
 #include "ox_shape.h"
 #include "ox_trace.h"
+#include "ox_view.h"
 #include "ox_write.h"
 
 #ifndef OPTIMUS_VERSION
@@ -85,6 +86,13 @@ static const char usage_convert[] =
   "  --rankdir DIR     DOT/SVG/PNG: TB (default), LR, BT or RL\n"
   "  --input-shape N=DIMS  set placeholder N's shape (x=16,256 or x=f32:16,256;\n"
   "                    repeatable) and infer every node's shape and dtype\n"
+  "\n"
+  "Bounded views of large graphs (DOT/SVG/PNG):\n"
+  "  --focus NODE      draw only the neighbourhood of NODE (repeatable)\n"
+  "  --radius K        hops around the focus (default: the largest that fits --max-nodes, at most 4)\n"
+  "  --overview        collapse the graph into clusters (module path / name prefix) with counts\n"
+  "  --open PATH       with --overview: expand this cluster (repeatable)\n"
+  "  --max-nodes N     node budget of a drawing (default 5000); larger drawings are refused\n"
   "  -h, --help        show this help\n";
 
 static const char usage_verify[] =
@@ -196,6 +204,11 @@ enum {
   OPT_PASS = 1 << 17,
   OPT_STEP = 1 << 18,
   OPT_LIST_PASSES = 1 << 19,
+  OPT_FOCUS = 1 << 20,
+  OPT_RADIUS = 1 << 21,
+  OPT_OVERVIEW = 1 << 22,
+  OPT_OPEN = 1 << 23,
+  OPT_MAX_NODES = 1 << 24,
 };
 
 typedef struct OptSpec {
@@ -226,6 +239,11 @@ static const OptSpec opt_specs[] = {
   {"pass", 0, true, OPT_PASS},
   {"step", 0, true, OPT_STEP},
   {"list-passes", 0, false, OPT_LIST_PASSES},
+  {"focus", 0, true, OPT_FOCUS},
+  {"radius", 0, true, OPT_RADIUS},
+  {"overview", 0, false, OPT_OVERVIEW},
+  {"open", 0, true, OPT_OPEN},
+  {"max-nodes", 0, true, OPT_MAX_NODES},
 };
 
 enum { MAX_REPEATS = 64 };
@@ -250,6 +268,12 @@ typedef struct CliOpts {
   bool keep_failed, list_passes, has_step;
   uint32_t step;
   uint64_t numeric_budget;
+  const char *focus[MAX_REPEATS];
+  uint32_t n_focus;
+  const char *open[MAX_REPEATS];
+  uint32_t n_open;
+  bool overview, has_radius;
+  uint32_t radius, max_nodes;
 } CliOpts;
 
 static int usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -298,6 +322,30 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
   case OPT_PASS: o->pass = val; break;
   case OPT_KEEP_FAILED: o->keep_failed = true; break;
   case OPT_LIST_PASSES: o->list_passes = true; break;
+  case OPT_FOCUS:
+    if (o->n_focus == MAX_REPEATS) return usage_error(o, "too many --focus options (at most %s)", "64");
+    o->focus[o->n_focus++] = val;
+    break;
+  case OPT_OPEN:
+    if (o->n_open == MAX_REPEATS) return usage_error(o, "too many --open options (at most %s)", "64");
+    o->open[o->n_open++] = val;
+    break;
+  case OPT_OVERVIEW: o->overview = true; break;
+  case OPT_RADIUS:
+  case OPT_MAX_NODES: {
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(val, &end, 10);
+    if (!*val || *end || errno || val[0] == '-' || v > 1000000000UL || (s->bit == OPT_MAX_NODES && v == 0))
+      return usage_error(o, "expected a positive number, not '%s'", val);
+    if (s->bit == OPT_RADIUS) {
+      o->radius = (uint32_t)v;
+      o->has_radius = true;
+    } else {
+      o->max_nodes = (uint32_t)v;
+    }
+    break;
+  }
   case OPT_STEP:
   case OPT_NUMERIC_BUDGET: {
     char *end = NULL;
@@ -726,6 +774,75 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
     fprintf(stderr, "optimus convert: note: %s holds %u graphs; drawing graph 1 (choose with --graph N)\n",
             o->file, doc->n_graphs);
   OxDotOptions dopt = {.edge_shapes = o->edge_shapes, .highlight = NULL, .rankdir = o->rankdir};
+  bool drawing = kind == OUT_DOT || kind == OUT_SVG || kind == OUT_PNG;
+  uint8_t *include = NULL;
+  OxGraph *overview = NULL;
+  OxHierarchy *hier = NULL;
+  int status = EXIT_OK;
+  uint32_t budget = o->max_nodes ? o->max_nodes : 5000;
+  if (drawing && o->overview) {
+    hier = ox_view_hierarchy(g);
+    uint8_t *open = calloc(hier->n_clusters + 1, 1);
+    open[0] = 1;
+    for (uint32_t i = 0; i < o->n_open; i++) {
+      bool found = false;
+      for (uint32_t c = 1; c < hier->n_clusters; c++)
+        if (strcmp(hier->clusters[c].path, o->open[i]) == 0) {
+          /* opening a cluster opens its ancestors too */
+          for (int32_t x = (int32_t)c; x >= 0; x = hier->clusters[x].parent) open[x] = 1;
+          found = true;
+        }
+      if (!found) {
+        fprintf(stderr, "optimus convert: %s: no cluster '%s' (clusters: see --overview)\n", o->file, o->open[i]);
+        status = EXIT_BAD;
+      }
+    }
+    overview = ox_view_overview(g, hier, open);
+    free(open);
+    g = overview;
+  } else if (drawing && o->n_focus) {
+    OxNodeId seeds[MAX_REPEATS];
+    for (uint32_t i = 0; i < o->n_focus; i++) {
+      seeds[i] = ox_graph_find(g, o->focus[i]);
+      if (!seeds[i]) {
+        fprintf(stderr, "optimus convert: %s: no node named '%s' to focus on\n", o->file, o->focus[i]);
+        status = EXIT_BAD;
+      }
+    }
+    if (status == EXIT_OK) {
+      uint32_t radius = o->has_radius ? o->radius : ox_view_fit_radius(g, seeds, o->n_focus, 4, budget);
+      OxNodeId *ids = calloc(g->n_nodes + 1, sizeof *ids);
+      uint32_t n = ox_view_neighborhood(g, seeds, o->n_focus, radius, 0, ids, g->n_nodes);
+      include = calloc(g->n_nodes + 1, 1);
+      for (uint32_t i = 0; i < n && i < g->n_nodes; i++) include[ids[i]] = 1;
+      free(ids);
+      dopt.include = include;
+      uint8_t *mark = calloc(g->n_nodes + 1, 1);
+      for (uint32_t i = 0; i < o->n_focus; i++) mark[seeds[i]] = 1; /* the focus is drawn as "matched" */
+      dopt.highlight = mark;
+      fprintf(stderr, "optimus convert: focus on %s%s, radius %u: %u nodes\n", o->focus[0],
+              o->n_focus > 1 ? " ..." : "", radius, n);
+    }
+  }
+  if (status == EXIT_OK && drawing && (kind != OUT_DOT)) {
+    uint32_t shown = 0;
+    OX_GRAPH_FOREACH(g, id) shown += !include || include[id];
+    if (shown > budget) {
+      fprintf(stderr,
+              "optimus convert: %s: %u nodes is over the drawing budget of %u (dot needs minutes at this size); "
+              "draw a bounded view with --focus NODE or --overview, or raise --max-nodes\n",
+              o->file, shown, budget);
+      status = EXIT_BAD;
+    }
+  }
+  if (status != EXIT_OK) {
+    free(include);
+    free((void *)dopt.highlight);
+    ox_graph_free(overview);
+    ox_view_hierarchy_free(hier);
+    return status;
+  }
+  status = EXIT_BAD;
   switch (kind) {
   case OUT_JSON:
     if (o->graph) {
@@ -738,34 +855,45 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
     } else {
       ox_write_json(doc, out);
     }
-    return EXIT_OK;
+    status = EXIT_OK;
+    break;
   case OUT_FX:
     for (uint32_t i = 0; i < doc->n_graphs; i++) {
       if (o->graph && i != gi - 1) continue;
       if (out->len) ox_buf_putc(out, '\n');
       ox_write_fx_text(doc->graphs[i], out);
     }
-    return EXIT_OK;
-  case OUT_DOT: ox_write_dot(g, &dopt, out); return EXIT_OK;
+    status = EXIT_OK;
+    break;
+  case OUT_DOT:
+    ox_write_dot(g, &dopt, out);
+    status = EXIT_OK;
+    break;
   case OUT_SVG:
   case OUT_PNG: {
     char err[1024];
     if (ox_render(g, &dopt, kind == OUT_SVG ? "svg" : "png", out, err, sizeof err) != 0) {
       fprintf(stderr, "optimus convert: %s: %s\n", o->file, err);
-      return EXIT_BAD;
+      break;
     }
     if (err[0]) fprintf(stderr, "optimus convert: %s: graphviz: %s\n", o->file, err);
-    return EXIT_OK;
+    status = EXIT_OK;
+    break;
   }
-  default: return EXIT_BAD;
+  default: break;
   }
+  free(include);
+  free((void *)dopt.highlight);
+  ox_graph_free(overview);
+  ox_view_hierarchy_free(hier);
+  return status;
 }
 
 static int cmd_convert(int argc, char **argv) {
   CliOpts o = {.cmd = "convert", .usage = usage_convert};
   int rc = parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_EDGE_SHAPES | OPT_RANKDIR |
-                          OPT_INPUT_SHAPE,
+                          OPT_INPUT_SHAPE | OPT_FOCUS | OPT_RADIUS | OPT_OVERVIEW | OPT_OPEN | OPT_MAX_NODES,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (!o.output) return usage_error(&o, "%s", "missing -o OUT");

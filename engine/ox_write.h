@@ -27,6 +27,7 @@ typedef struct OxDotOptions {
   bool edge_shapes;        /* label edges with the producer's shape */
   const uint8_t *highlight;/* optional per-node-id mark: 0 none, 1 matched, 2 removed, 3 added; may be NULL */
   const char *rankdir;     /* "TB" (default) or "LR" */
+  const uint8_t *include;  /* optional per-node-id flag: draw only these nodes (a bounded view); NULL = all */
 } OxDotOptions;
 
 /* "torch.ops.aten.addmm.default" -> "addmm": the short target shown in labels. */

@@ -431,18 +431,25 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
    * OX_DOT_LARGE nodes bound the simplex and crossing-minimisation work, and place edge
    * labels as xlabels after layout instead of reserving rank space for them. */
   enum { OX_DOT_LARGE = 1000 };
-  bool large = g->n_live > OX_DOT_LARGE;
+  uint32_t shown = g->n_live;
+  if (opt && opt->include) {
+    shown = 0;
+    OX_GRAPH_FOREACH(g, id) shown += opt->include[id] != 0;
+  }
+  bool large = shown > OX_DOT_LARGE;
   ox_buf_printf(out, "  graph [rankdir=%s, nodesep=0.25, ranksep=0.35, fontname=\"Helvetica\"%s];\n", rankdir,
                 large ? ", nslimit=1, mclimit=0.3" : "");
   ox_buf_puts(out, "  node [shape=box, style=\"rounded,filled\", margin=\"0.10,0.05\", fontname=\"Helvetica\", "
                    "fontsize=11, color=\"#555555\", penwidth=1];\n");
   ox_buf_puts(out, "  edge [color=\"#666666\", arrowsize=0.6, fontname=\"Helvetica\", fontsize=9, "
                    "fontcolor=\"#444444\"];\n");
-  OX_GRAPH_FOREACH(g, id) write_node(g, &g->nodes[id], opt, out);
+  const uint8_t *inc = opt ? opt->include : NULL; /* a bounded view: only these nodes */
+  OX_GRAPH_FOREACH(g, id) if (!inc || inc[id]) write_node(g, &g->nodes[id], opt, out);
   OxNodeId stack_in[32];
   OxNodeId *in = stack_in;
   uint32_t in_cap = 32;
   OX_GRAPH_FOREACH(g, id) {
+    if (inc && !inc[id]) continue;
     const OxNode *user = &g->nodes[id];
     uint32_t k = ox_graph_inputs(g, id, in, in_cap);
     if (k > in_cap) {
@@ -453,6 +460,7 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
     for (uint32_t i = 0; i < k; i++) {
       const OxNode *src = ox_graph_node(g, in[i]);
       if (!src || src->erased) continue; /* a dangling reference: the verifier reports it */
+      if (inc && !inc[src->id]) continue;
       ox_buf_printf(out, "  n%u -> n%u", src->id, user->id);
       char label[512];
       if (opt && opt->edge_shapes) {

@@ -1502,6 +1502,68 @@ static void test_cli_input_shape(void) {
   g_free(dir);
 }
 
+static void test_cli_views(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  /* a chain of 60 nodes with a drawing budget of 30 */
+  GString *fx = g_string_new("graph():\n    %x : [num_users=1] = placeholder[target=x]\n");
+  const char *prev = "x";
+  char name[32];
+  for (int i = 0; i < 60; i++) {
+    snprintf(name, sizeof name, "layers_%d_relu", i);
+    g_string_append_printf(fx, "    %%%s : [num_users=1] = call_function[target=torch.relu](args = (%%%s,), kwargs = {})\n",
+                           name, prev);
+    prev = g_intern_string(name);
+  }
+  g_string_append_printf(fx, "    return %s\n", prev);
+  char *in = write_tmp(dir, "chain.txt", fx->str);
+  char *svg = g_build_filename(dir, "v.svg", NULL);
+  Run r;
+  run_cli(&r, "convert", in, "-o", svg, "--max-nodes", "30");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "62 nodes is over the drawing budget of 30"));
+  g_assert_false(g_file_test(svg, G_FILE_TEST_EXISTS));
+  run_clear(&r);
+  /* a focus view fits: radius chosen to fit the budget */
+  run_cli(&r, "convert", in, "--focus", "layers_30_relu", "--max-nodes", "30", "--to", "dot", "-o", "-");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.err, "radius 4: 9 nodes"));
+  g_assert_cmpuint(count_substr(r.out, "label=<"), ==, 9);
+  run_clear(&r);
+  run_cli(&r, "convert", in, "--focus", "layers_30_relu", "--radius", "1", "-o", svg);
+  g_assert_cmpint(r.status, ==, 0);
+  gsize len;
+  char *data = read_all(svg, &len);
+  g_assert_nonnull(strstr(data, "<svg"));
+  g_assert_nonnull(strstr(data, "layers_29_relu"));
+  g_assert_null(strstr(data, "layers_27_relu"));
+  g_free(data);
+  run_clear(&r);
+  run_cli(&r, "convert", in, "--focus", "nope", "-o", svg);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "no node named 'nope'"));
+  run_clear(&r);
+  /* the overview collapses the 60 layers into one cluster; --open expands it */
+  run_cli(&r, "convert", in, "--overview", "--to", "dot", "-o", "-");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "layers [60 nodes]"));
+  g_assert_cmpuint(count_substr(r.out, "label=<"), ==, 3);
+  run_clear(&r);
+  run_cli(&r, "convert", in, "--overview", "--open", "layers", "--to", "dot", "-o", "-");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "layers.59 [1 nodes]"));
+  run_clear(&r);
+  run_cli(&r, "convert", in, "--overview", "--open", "towers", "--to", "dot", "-o", "-");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "no cluster 'towers'"));
+  run_clear(&r);
+  g_string_free(fx, TRUE);
+  g_free(in);
+  g_free(svg);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/dot/structure", test_dot_structure);
@@ -1533,5 +1595,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/verify", test_cli_verify);
   g_test_add_func("/cli/optimize-replay-explain", test_cli_optimize_replay_explain);
   g_test_add_func("/cli/input-shape", test_cli_input_shape);
+  g_test_add_func("/cli/views", test_cli_views);
   return g_test_run();
 }

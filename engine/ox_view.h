@@ -1,0 +1,68 @@
+/* ox_view.h - bounded views of large graphs (issue 6): a focus neighbourhood, and a hierarchy
+ * of clusters (module path / name prefix) that can be collapsed into an overview graph.
+ *
+ * Industrial graphs have 10k-100k nodes and dot needs minutes above ~10k, so nothing ever
+ * lays out a whole large graph: the UI and `optimus convert --focus/--overview` lay out one of
+ * these views, each within a node budget. Everything here is linear in the part of the graph
+ * it touches.
+ */
+#ifndef OX_VIEW_H
+#define OX_VIEW_H
+
+#include "ox_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Live nodes within `radius` hops of any seed, following inputs and users (an undirected
+ * BFS), nearest first; stops after max_nodes (0 = no limit). Returns how many were found
+ * (<= max_nodes); fills out (capacity max_out). */
+uint32_t ox_view_neighborhood(const OxGraph *g, const OxNodeId *seeds, uint32_t n_seeds, uint32_t radius,
+                              uint32_t max_nodes, OxNodeId *out, uint32_t max_out);
+
+/* The largest radius (<= max_radius) whose neighbourhood fits in budget nodes. */
+uint32_t ox_view_fit_radius(const OxGraph *g, const OxNodeId *seeds, uint32_t n_seeds, uint32_t max_radius,
+                            uint32_t budget);
+
+/* ------------------------------------------------------------------ hierarchy */
+
+/* Cluster path of a node: its module path when the dump has one ("layers.0.attn"), else a
+ * prefix derived from its name ("layers_0_towers_3_linear0_weight" -> "layers.0.towers.3";
+ * "getitem_17" -> "" (top level)). Writes into buf; returns buf. */
+const char *ox_view_cluster_path(const OxNode *n, char *buf, size_t cap);
+
+typedef struct OxCluster {
+  const char *path;      /* "layers.0.towers.3"; "" for the root; owned by the hierarchy */
+  const char *label;     /* last component ("3"), or "(top)" */
+  int32_t parent;        /* index into clusters, -1 for the root */
+  uint32_t depth;
+  uint32_t n_direct;     /* nodes directly in this cluster */
+  uint32_t n_total;      /* nodes in this cluster and below */
+  uint32_t first_child, n_children; /* children are contiguous in child_index */
+} OxCluster;
+
+typedef struct OxHierarchy {
+  OxCluster *clusters;   /* [0] is the root */
+  uint32_t n_clusters;
+  uint32_t *child_index; /* cluster indices, grouped per parent */
+  int32_t *node_cluster; /* per node id: its (deepest) cluster, -1 for erased/unused ids */
+  uint32_t n_node_ids;
+  char **owned;          /* owned storage for paths and labels, NULL-terminated */
+} OxHierarchy;
+
+OxHierarchy *ox_view_hierarchy(const OxGraph *g);
+void ox_view_hierarchy_free(OxHierarchy *h);
+
+/* An overview graph: every cluster in `open` (a per-cluster flag; NULL = only the root is
+ * open) shows its direct nodes and its children; a closed cluster is one node (op
+ * call_module, target = the cluster path, module_type "cluster", name = cluster path with
+ * dots as underscores, target = "PATH [N nodes]") standing for all nodes below it. Edges are the graph's edges between
+ * the shown items. Meta of collapsed nodes is empty; node ids of shown real nodes are
+ * recorded in provenance (1 entry) so a UI can map back. Returns a new graph. */
+OxGraph *ox_view_overview(const OxGraph *g, const OxHierarchy *h, const uint8_t *open);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
