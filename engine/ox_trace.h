@@ -51,7 +51,10 @@ extern "C" {
   X(OVERLAP, "ranges %0 overlap")                                                               \
   X(CHECK_FAILED, "check %0 failed: %1")                                                        \
   X(OPTION, "%0 is disabled by option %1")                                                      \
-  X(OTHER, "%0")
+  X(OTHER, "%0")                                                                                \
+  X(NOT_NORMALIZED, "%0 is not in normalized form: %1")                                         \
+  X(MUTATION_BARRIER, "match spans a mutation barrier (%0 mutates between %1 and %2)")          \
+  X(PATTERN_DIFFERS, "pattern %0 already bound to %1, now %2")
 
 typedef enum OxReasonCode {
 #define OX_REASON_ENUM(code, tmpl) OX_REASON_##code,
