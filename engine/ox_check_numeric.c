@@ -133,6 +133,109 @@ static OxGraph *extract(const OxGraph *g, const OxNodeId *nodes, uint32_t n, con
   return t;
 }
 
+/* ---- closing the regions over a common boundary
+ *
+ * Both regions must read the same values. When one region reads a node that is computed from
+ * a node the other region reads (mutate_cat: BEFORE reads getitem_0, getitem_1 of split(x);
+ * AFTER reads x), random values for both would disagree, so the derived node is computed
+ * instead: it joins its region and its own inputs become boundary. Repeat until no boundary
+ * node has another boundary node upstream of it (searched up to a few hops). */
+
+typedef struct {
+  OxNodeId *ids;
+  uint32_t n, cap;
+  uint8_t *in; /* per node id */
+} Set;
+
+static void set_add(Set *s, OxNodeId id) {
+  if (s->in[id]) return;
+  s->in[id] = 1;
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 16;
+    s->ids = ox_xrealloc(s->ids, s->cap * sizeof *s->ids);
+  }
+  s->ids[s->n++] = id;
+}
+
+/* boundary of region r: inputs of its nodes that are not in it */
+static void boundary(const OxGraph *g, const Set *r, Set *out, Ids *tmp) {
+  for (uint32_t i = 0; i < r->n; i++) {
+    node_refs(&g->nodes[r->ids[i]], tmp);
+    for (uint32_t k = 0; k < tmp->n; k++)
+      if (!r->in[tmp->ids[k]]) set_add(out, tmp->ids[k]);
+  }
+}
+
+/* Is another member of b upstream of node x (within max_hops)? */
+static bool derived_from_boundary(const OxGraph *g, OxNodeId x, const Set *b, uint32_t max_hops, Ids *tmp,
+                                  uint32_t *seen, uint32_t epoch) {
+  OxNodeId frontier[512], next[512];
+  uint32_t nf = 0, nn;
+  frontier[nf++] = x;
+  for (uint32_t h = 0; h < max_hops && nf; h++) {
+    nn = 0;
+    for (uint32_t i = 0; i < nf; i++) {
+      node_refs(&g->nodes[frontier[i]], tmp);
+      for (uint32_t k = 0; k < tmp->n; k++) {
+        OxNodeId y = tmp->ids[k];
+        if (seen[y] == epoch) continue;
+        seen[y] = epoch;
+        if (b->in[y]) return true;
+        if (nn < 512) next[nn++] = y;
+      }
+    }
+    memcpy(frontier, next, nn * sizeof *next);
+    nf = nn;
+  }
+  return false;
+}
+
+/* Grows before/after until their boundaries are closed. Returns false if it needed more
+ * than max_nodes nodes. */
+static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNodeId *extra, uint32_t n_extra,
+                          uint32_t max_nodes) {
+  uint32_t *seen = ox_xcalloc(g->n_nodes + 1, sizeof *seen);
+  uint32_t epoch = 0;
+  Ids tmp = {0};
+  bool ok = true;
+  for (int round = 0; round < 64; round++) {
+    Set bb = {0}, ba = {0}, all = {0};
+    bb.in = ox_xcalloc(g->n_nodes + 1, 1);
+    ba.in = ox_xcalloc(g->n_nodes + 1, 1);
+    all.in = ox_xcalloc(g->n_nodes + 1, 1);
+    boundary(g, before, &bb, &tmp);
+    boundary(g, after, &ba, &tmp);
+    for (uint32_t i = 0; i < n_extra; i++)
+      if (!after->in[extra[i]]) set_add(&ba, extra[i]);
+    for (uint32_t i = 0; i < bb.n; i++) set_add(&all, bb.ids[i]);
+    for (uint32_t i = 0; i < ba.n; i++) set_add(&all, ba.ids[i]);
+    bool changed = false;
+    for (uint32_t i = 0; i < all.n; i++) {
+      OxNodeId x = all.ids[i];
+      const OxNode *n = &g->nodes[x];
+      if (n->op == OX_OP_PLACEHOLDER || n->op == OX_OP_GET_ATTR) continue;
+      if (!derived_from_boundary(g, x, &all, 6, &tmp, seen, ++epoch)) continue;
+      if (bb.in[x]) set_add(before, x);
+      if (ba.in[x]) set_add(after, x);
+      changed = true;
+    }
+    free(bb.ids);
+    free(bb.in);
+    free(ba.ids);
+    free(ba.in);
+    free(all.ids);
+    free(all.in);
+    if (before->n + after->n > max_nodes) {
+      ok = false;
+      break;
+    }
+    if (!changed) break;
+  }
+  free(tmp.ids);
+  free(seen);
+  return ok;
+}
+
 static bool skippable(const char *msg) {
   return strstr(msg, "no kernel") || strstr(msg, "symbolic") || strstr(msg, "random op") || strstr(msg, "budget") ||
          strstr(msg, "no shape") || strstr(msg, "not supported") || strstr(msg, "unsupported");
@@ -198,10 +301,28 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
   OxNodeId *extra = ox_xcalloc(c->n_step_replaced + 1, sizeof *extra);
   uint32_t n_extra = 0;
   for (uint32_t i = 0; i < c->n_step_replaced; i++) extra[n_extra++] = c->step_prov_new[i];
+  Set sb = {0}, sa = {0};
+  sb.in = ox_xcalloc(g->n_nodes + 1, 1);
+  sa.in = ox_xcalloc(g->n_nodes + 1, 1);
+  for (uint32_t i = 0; i < c->n_step_removed; i++) set_add(&sb, c->step_removed[i]);
+  for (uint32_t i = 0; i < c->n_step_added; i++) set_add(&sa, c->step_added[i]);
+  bool closed = close_regions(g, &sb, &sa, extra, n_extra, 4096);
   OxNodeId *map_b = NULL, *map_a = NULL;
-  OxGraph *before = extract(g, c->step_removed, c->n_step_removed, NULL, 0, &map_b, err, sizeof err);
-  OxGraph *after = before ? extract(g, c->step_added, c->n_step_added, extra, n_extra, &map_a, err, sizeof err) : NULL;
+  OxGraph *before = NULL, *after = NULL;
+  if (closed) {
+    before = extract(g, sb.ids, sb.n, NULL, 0, &map_b, err, sizeof err);
+    after = before ? extract(g, sa.ids, sa.n, extra, n_extra, &map_a, err, sizeof err) : NULL;
+  }
   free(extra);
+  free(sb.ids);
+  free(sb.in);
+  free(sa.ids);
+  free(sa.in);
+  if (!closed) {
+    r->status = OX_CHECK_SKIPPED;
+    r->detail = c->trace ? ox_trace_intern(c->trace, "the regions do not share their inputs within 4096 nodes") : NULL;
+    return;
+  }
   if (!before || !after) {
     snprintf(msg, sizeof msg, "cannot extract the regions: %s", err);
     r->status = OX_CHECK_FAILED;

@@ -117,13 +117,11 @@ static void numeric_equal(const OxGraph *before, const OxGraph *after) {
   ox_interp_free(ib);
 }
 
-/* NUMERIC_BOUNDARY: the per-step numeric check (ox_check_numeric.c) feeds the BEFORE region's
- * boundary nodes and the AFTER region's boundary nodes independent random values. When a
- * rewrite reads an ancestor of what the replaced nodes read (mutate_cat: x[0:100] instead of
- * cat(getitem_0, getitem_1) whose getitems stay alive; split_cat_aten; move_view_after_cat),
- * BEFORE sees random getitems while AFTER sees a random x, and the check fails a correct step.
- * Those tests run with the per-step numeric check off and rely on the whole-graph comparison
- * (same seeded placeholders before and after), which does see through the boundary. */
+/* Every rewrite runs with the per-step numeric check on (STEP) and, where it matters, the
+ * whole-graph interpreter comparison (WHOLE). Rewrites that read an ancestor of what the
+ * replaced nodes read (mutate_cat: x[0:100] instead of cat(getitem_0, getitem_1);
+ * split_cat_aten; move_view_after_cat) exercise the check's closing of the two regions over
+ * a common boundary (ox_check_numeric.c). */
 typedef struct Run {
   OxTrace *tr;
   OxGraph *before;
@@ -441,8 +439,7 @@ static void test_g14_mutate_cat(void) {
   OxNodeId c0a = fn("torch.cat", A(2, LN(2, gap), Iv(0)), NONE());
   OxNodeId o[] = {c_all, c01, c0a};
   out(3, o);
-  /* per-step numeric off: see NUMERIC_BOUNDARY below */
-  Run r = run_opts("normalization_pass,merge_getitem_cat_pass,mutate_cat_pass", WHOLE, NULL);
+  Run r = run_opts("normalization_pass,merge_getitem_cat_pass,mutate_cat_pass", WHOLE | STEP, NULL);
   g_assert_cmpint(ctr(&r, "mutate_cat_pass"), ==, 2);
   g_assert_cmpint(ctr(&r, "merge_getitem_cat_pass"), ==, 0);
   g_assert_cmpstr(g->nodes[out_arg(0)].name, ==, "x");
@@ -727,7 +724,7 @@ static void test_g22_split_cat_aten(void) {
       res = fn("torch.ops.aten.cat.default", A(2, LN(2, cc), Iv(1)), NONE());
       OxNodeId o[] = {res, c2};
       out(2, o);
-      Run r = run_opts("normalization_aten_pass,split_cat_aten_pass", WHOLE, "split_cat_aten_pass.threshold_to_cat=5", NULL);
+      Run r = run_opts("normalization_aten_pass,split_cat_aten_pass", WHOLE | STEP, "split_cat_aten_pass.threshold_to_cat=5", NULL);
       g_assert_cmpint(ctr(&r, "normalization_aten_pass"), ==, 5);
       g_assert_cmpint(ctr(&r, "split_cat_aten_pass"), ==, 1);
       OxNodeId nc1 = g->nodes[out_arg(0)].args.u.items[0].u.items[0].u.node; /* the rewritten c1 */
@@ -748,7 +745,7 @@ static void test_g22_split_cat_aten(void) {
       o[0] = res;
       for (int i = 1; i < 8; i++) o[i] = p[i];
       out(8, o);
-      Run r = run_opts("normalization_aten_pass,split_cat_aten_pass", WHOLE, "split_cat_aten_pass.threshold_to_cat=5", NULL);
+      Run r = run_opts("normalization_aten_pass,split_cat_aten_pass", WHOLE | STEP, "split_cat_aten_pass.threshold_to_cat=5", NULL);
       g_assert_cmpint(ctr(&r, "normalization_aten_pass"), ==, 4);
       g_assert_cmpint(ctr(&r, "split_cat_aten_pass"), ==, 0);
       run_free(&r);
@@ -815,7 +812,7 @@ static void test_g24_move_view_after_cat(void) {
   OxNodeId cl = fn("torch.ops.aten.clone.default", A(1, N(v[1])), NONE());
   OxNodeId o[] = {c, cl};
   out(2, o);
-  Run r = run_opts("normalization_aten_pass,move_view_after_cat_aten_pass", WHOLE, NULL);
+  Run r = run_opts("normalization_aten_pass,move_view_after_cat_aten_pass", WHOLE | STEP, NULL);
   g_assert_cmpint(ctr(&r, "move_view_after_cat_aten_pass"), ==, 1);
   OxNodeId rs = out_arg(0);
   g_assert_cmpint(opat(rs), ==, OX_OPID_RESHAPE);
