@@ -1,0 +1,549 @@
+/* test-ui-model.c - the debugger's document model without a display (suite ui-model).
+ *
+ * A small test pass written with the engine's step protocol (relu(relu(x)) -> one new relu,
+ * everything else rejected with a reason) produces a trace with applied and rejected steps,
+ * added and removed nodes; the tests drive OxDocument through load, optimize, stepping,
+ * replay, selection, search, filters, explain and export, counting notify:: emissions.
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "ox-document.h"
+#include "ox_write.h"
+
+/* ------------------------------------------------------------------ the test pass */
+
+static GPtrArray *recorded; /* FX text of the graph after each applied step, when non-NULL */
+
+static gboolean is_relu(const OxGraph *g, OxNodeId id) {
+  const OxNode *n = ox_graph_node(g, id);
+  return n && !n->erased && n->op == OX_OP_CALL_FUNCTION && strcmp(n->target, "torch.relu") == 0;
+}
+
+static void record_graph(const OxGraph *g) {
+  if (!recorded) return;
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(g, &b);
+  g_ptr_array_add(recorded, g_strndup(b.data, b.len));
+  ox_buf_free(&b);
+}
+
+static int fuse_relu_run(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  GArray *cands = g_array_new(FALSE, FALSE, sizeof(OxNodeId));
+  OX_GRAPH_FOREACH(g, id) if (is_relu(g, id)) g_array_append_val(cands, id);
+  int applied = 0;
+  for (guint i = 0; i < cands->len; i++) {
+    OxNodeId n = g_array_index(cands, OxNodeId, i);
+    if (!is_relu(g, n)) continue;
+    OxNodeId in = g->nodes[n].args.u.items[0].u.node;
+    if (!is_relu(g, in) || g->nodes[in].n_users != 1) {
+      const char *args[3] = {g->nodes[n].name, "relu(relu(x))", "input is not a single-use relu"};
+      bool is_node[3] = {true, false, false};
+      OxReason r = ox_reason_nodes(c, OX_REASON_NO_MATCH, args, 3, is_node);
+      ox_step_reject(c, "relu_relu", n, &n, 1, &r);
+      continue;
+    }
+    ox_step_begin(c, "relu_relu", n);
+    OxNodeId m[2] = {in, n};
+    ox_step_matched(c, m, 2);
+    OxValue a = ox_value_node(g->nodes[in].args.u.items[0].u.node);
+    OxNodeId fused = ox_graph_insert_before(g, n, OX_OP_CALL_FUNCTION, "relu_fused", "torch.relu",
+                                            ox_graph_value_seq(g, OX_V_TUPLE, &a, 1), ox_value_none());
+    ox_graph_replace_all_uses(g, n, fused);
+    ox_graph_erase(g, n);
+    ox_graph_erase(g, in);
+    if (ox_step_commit(c)) {
+      applied++;
+      record_graph(g);
+    }
+  }
+  g_array_free(cands, TRUE);
+  return applied;
+}
+
+static const OxPassInfo fuse_relu_pass = {"ui_test_fuse_relu", OX_PHASE_PRE, OX_ENGINE_PATTERN, fuse_relu_run,
+                                          "test pass: relu(relu(x)) -> relu(x)"};
+
+static OxPipeline *test_pipeline(void) {
+  OxPipeline *p = g_new0(OxPipeline, 1);
+  p->entries = calloc(1, sizeof *p->entries); /* ox_pipeline_free releases it with free() */
+  p->entries[0].pass = &fuse_relu_pass;
+  ox_pass_options_default(&p->entries[0].opt);
+  p->n = 1;
+  return p;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static char *data_path(const char *name) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  return g_build_filename(root ? root : ".", "tests", "data", "ui", name, NULL);
+}
+
+static OxDocument *loaded_doc(void) {
+  OxDocument *d = ox_document_new();
+  g_autofree char *path = data_path("relu-chain.txt");
+  GError *err = NULL;
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g_assert_no_error(err);
+  OxCheckConfig checks;
+  ox_check_config_default(&checks);
+  ox_document_set_pipeline(d, test_pipeline(), &checks);
+  return d;
+}
+
+static OxDocument *optimized_doc(void) {
+  OxDocument *d = loaded_doc();
+  GError *err = NULL;
+  g_assert_true(ox_document_optimize(d, NULL, &err));
+  g_assert_no_error(err);
+  return d;
+}
+
+static void count_notify(GObject *o, GParamSpec *ps, gpointer data) {
+  (void)o;
+  (void)ps;
+  (*(guint *)data)++;
+}
+
+static void count_signal(gpointer instance, gpointer data) {
+  (void)instance;
+  (*(guint *)data)++;
+}
+
+static guint *watch(OxDocument *d, const char *prop) {
+  guint *n = g_new0(guint, 1);
+  char *sig = g_strconcat("notify::", prop, NULL);
+  g_signal_connect_data(d, sig, G_CALLBACK(count_notify), n, (GClosureNotify)(void (*)(void))g_free, 0);
+  g_free(sig);
+  return n;
+}
+
+static char *fx_of(const OxGraph *g) {
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(g, &b);
+  char *s = g_strndup(b.data, b.len);
+  ox_buf_free(&b);
+  return s;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_load(void) {
+  g_autoptr(OxDocument) d = loaded_doc();
+  g_assert_true(ox_document_has_graph(d));
+  g_assert_cmpuint(ox_document_get_n_steps(d), ==, 0);
+  g_assert_cmpuint(ox_document_get_position(d), ==, 0);
+  OxGraph *g = ox_document_get_graph(d);
+  g_assert_nonnull(g);
+  g_assert_cmpuint(g->n_live, ==, 10); /* 9 nodes + output */
+  g_assert_cmpstr(ox_document_get_status(d), ==, "not optimized yet");
+  guint n;
+  const guint8 *st = ox_document_get_node_states(d, &n);
+  g_assert_cmpuint(n, ==, 11);
+  for (guint i = 1; i < n; i++) g_assert_cmpuint(st[i], ==, OX_NS_NORMAL);
+}
+
+static void test_bad_file(void) {
+  g_autoptr(OxDocument) d = ox_document_new();
+  g_autofree char *path = data_path("bad.txt");
+  GError *err = NULL;
+  g_assert_false(ox_document_load_file(d, path, NULL, &err));
+  g_assert_nonnull(err);
+  /* the engine's located message: FILE:LINE:COL: error: ... */
+  g_assert_nonnull(strstr(err->message, "bad.txt:1:1: error"));
+  g_clear_error(&err);
+  g_assert_false(ox_document_has_graph(d));
+  g_autofree char *missing = data_path("does-not-exist.txt");
+  g_assert_false(ox_document_load_file(d, missing, NULL, &err));
+  g_assert_nonnull(err);
+  g_clear_error(&err);
+}
+
+static void test_optimize(void) {
+  g_autoptr(OxDocument) d = loaded_doc();
+  guint *n_steps = watch(d, "n-steps");
+  g_assert_true(ox_document_optimize(d, NULL, NULL));
+  g_assert_cmpuint(*n_steps, ==, 1);
+  const OxTrace *t = ox_document_get_trace(d);
+  g_assert_nonnull(t);
+  g_assert_cmpuint(t->n_steps, ==, 4);
+  g_assert_cmpuint(t->n_applied, ==, 2);
+  g_assert_cmpuint(t->n_rejected, ==, 2);
+  g_assert_cmpuint(t->steps[0].kind, ==, OX_STEP_REJECTED);
+  g_assert_cmpuint(t->steps[1].kind, ==, OX_STEP_APPLIED);
+  g_assert_cmpuint(t->steps[1].checks[OX_CHECK_STRUCTURE].status, ==, OX_CHECK_PASSED);
+  g_assert_cmpuint(ox_document_get_history(d)->n_graph_steps, ==, 2);
+}
+
+static void test_replay_equals_recorded(void) {
+  recorded = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(OxDocument) d = optimized_doc();
+  g_assert_cmpuint(recorded->len, ==, 2);
+  /* every position, in both directions and by jumps: the shown graph is the recorded one */
+  guint n = ox_document_get_n_steps(d);
+  guint order[] = {0, 1, 2, 3, 4, 3, 2, 1, 0, 4, 0, 2};
+  for (guint i = 0; i < G_N_ELEMENTS(order); i++) {
+    ox_document_set_position(d, order[i]);
+    guint k = ox_document_get_shown_gstep(d);
+    g_autofree char *got = fx_of(ox_document_get_graph(d));
+    if (k == 0) {
+      g_autofree char *want = fx_of(ox_document_get_history(d)->input);
+      g_assert_cmpstr(got, ==, want);
+    } else {
+      g_assert_cmpstr(got, ==, g_ptr_array_index(recorded, k - 1));
+    }
+  }
+  g_assert_cmpuint(n, ==, 4);
+  /* graph after the last step: both relu chains fused */
+  ox_document_set_position(d, 4);
+  OxGraph *g = ox_document_get_graph(d);
+  g_assert_cmpuint(ox_graph_find(g, "relu"), ==, 0);
+  g_assert_cmpuint(ox_graph_find(g, "relu_3"), ==, 0);
+  g_assert_cmpuint(ox_graph_find(g, "relu_fused"), !=, 0);
+  g_assert_cmpuint(ox_graph_find(g, "relu_fused_1"), !=, 0);
+  g_assert_cmpint(ox_graph_verify(g, true, NULL), ==, 0);
+  g_ptr_array_free(recorded, TRUE);
+  recorded = NULL;
+}
+
+static void test_stepping(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  guint *pos = watch(d, "position");
+  guint frames = 0;
+  g_signal_connect(d, "frame-changed", G_CALLBACK(count_signal), &frames);
+  g_assert_true(ox_document_step_next(d));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 1);
+  g_assert_true(ox_document_step_last(d));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 4);
+  g_assert_false(ox_document_step_next(d));
+  g_assert_false(ox_document_step_last(d));
+  g_assert_true(ox_document_step_prev(d));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 3);
+  g_assert_true(ox_document_step_first(d));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 0);
+  g_assert_false(ox_document_step_prev(d));
+  g_assert_cmpuint(*pos, ==, 4);
+  g_assert_cmpuint(frames, ==, 4);
+  ox_document_set_position(d, 999); /* clamped */
+  g_assert_cmpuint(ox_document_get_position(d), ==, 4);
+}
+
+static void test_step_states(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  OxHistory *h = ox_document_get_history(d);
+  guint32 linear0 = ox_document_uid_of(d, "linear");
+  guint32 relu1 = ox_document_uid_of(d, "relu_1");
+  g_assert_cmpuint(linear0, !=, 0);
+  /* step 2 (position 2) is the first applied step: relu + relu_1 -> relu_fused */
+  ox_document_set_position(d, 2);
+  guint n;
+  const guint8 *st = ox_document_get_node_states(d, &n);
+  g_assert_cmpuint(st[relu1], ==, OX_NS_REMOVED);
+  g_assert_cmpuint(st[ox_history_uid(h, "relu", 0)], ==, OX_NS_REMOVED);
+  guint32 fused = ox_document_uid_of(d, "relu_fused");
+  g_assert_cmpuint(fused, !=, 0);
+  g_assert_cmpuint(st[fused], ==, OX_NS_ADDED);
+  g_assert_cmpuint(st[linear0], ==, OX_NS_DIMMED);
+  g_assert_cmpuint(ox_document_get_anchor_uid(d), ==, relu1);
+  /* identity is stable: the same uid for linear at every position */
+  for (guint p = 0; p <= 4; p++) {
+    ox_document_set_position(d, p);
+    g_assert_cmpuint(ox_document_uid_of(d, "linear"), ==, linear0);
+  }
+  /* before view of step 2: relu_fused does not exist yet, removed nodes still red */
+  ox_document_set_position(d, 2);
+  ox_document_set_show_before(d, TRUE);
+  st = ox_document_get_node_states(d, &n);
+  g_assert_cmpuint(st[fused], ==, OX_NS_HIDDEN);
+  g_assert_cmpuint(st[relu1], ==, OX_NS_REMOVED);
+  g_assert_nonnull(ox_graph_node(ox_document_get_graph(d), ox_graph_find(ox_document_get_graph(d), "relu_1")));
+  ox_document_set_show_before(d, FALSE);
+  /* a rejected step: anchor highlighted, nothing added or removed */
+  ox_document_set_position(d, 3);
+  st = ox_document_get_node_states(d, &n);
+  guint32 relu2 = ox_document_uid_of(d, "relu_2");
+  g_assert_cmpuint(ox_document_get_anchor_uid(d), ==, relu2);
+  g_assert_cmpuint(st[relu2], ==, OX_NS_ANCHOR);
+  for (guint i = 1; i < n; i++) {
+    g_assert_cmpuint(st[i], !=, OX_NS_ADDED);
+    g_assert_cmpuint(st[i], !=, OX_NS_REMOVED);
+  }
+  /* edges of the shown graph only: relu_fused_1 does not exist at position 3 */
+  guint ne;
+  const OxFrameEdge *e = ox_document_get_edges(d, &ne);
+  g_assert_cmpuint(ne, >, 0);
+  for (guint i = 0; i < ne; i++) {
+    g_assert_cmpuint(st[e[i].from], !=, OX_NS_HIDDEN);
+    g_assert_cmpuint(st[e[i].to], !=, OX_NS_HIDDEN);
+  }
+}
+
+static void test_union(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  OxHistory *h = ox_document_get_history(d);
+  /* 10 input nodes + 2 added identities */
+  g_assert_cmpuint(h->u->n_live, ==, 12);
+  guint32 f = ox_history_uid(h, "relu_fused", 1);
+  g_assert_cmpuint(h->born[f], ==, 1);
+  g_assert_cmpuint(h->died[f], ==, OX_HISTORY_NEVER);
+  guint32 r = ox_history_uid(h, "relu", 0);
+  g_assert_cmpuint(h->died[r], ==, 1);
+  g_assert_cmpuint(ox_history_uid(h, "relu", 1), ==, 0);
+  /* the union keeps old and new edges: sigmoid was fed by relu_1, then by relu_fused */
+  guint32 sig = ox_history_uid(h, "sigmoid", 0);
+  OxNodeId ins[8];
+  guint32 n = ox_graph_inputs(h->u, sig, ins, 8);
+  g_assert_cmpuint(n, ==, 2);
+}
+
+static void test_selection(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  guint *sel = watch(d, "selected");
+  g_assert_true(ox_document_select(d, "linear"));
+  g_assert_cmpstr(ox_document_get_selected(d), ==, "linear");
+  g_assert_true(ox_document_select(d, "linear")); /* same: no notify */
+  g_assert_false(ox_document_select(d, "no_such_node"));
+  g_assert_cmpstr(ox_document_get_selected(d), ==, "linear");
+  g_assert_true(ox_document_select(d, NULL));
+  g_assert_null(ox_document_get_selected(d));
+  g_assert_cmpuint(*sel, ==, 2);
+  /* a node of a later step can be selected (the inspector tells when it is not alive) */
+  g_assert_true(ox_document_select(d, "relu_fused"));
+}
+
+static void test_search(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  guint *hits = watch(d, "n-hits");
+  ox_document_set_search_text(d, "relu");
+  g_assert_cmpuint(ox_document_get_n_hits(d), ==, 4);
+  g_assert_cmpuint(*hits, >=, 1);
+  g_assert_true(ox_document_is_hit(d, ox_document_uid_of(d, "relu_2")));
+  g_assert_false(ox_document_is_hit(d, ox_document_uid_of(d, "linear")));
+  g_assert_true(ox_document_search_next(d));
+  g_assert_cmpstr(ox_document_get_selected(d), ==, "relu");
+  g_assert_true(ox_document_search_next(d));
+  g_assert_cmpstr(ox_document_get_selected(d), ==, "relu_1");
+  g_assert_true(ox_document_search_prev(d));
+  g_assert_true(ox_document_search_prev(d));
+  g_assert_cmpstr(ox_document_get_selected(d), ==, "relu_3"); /* wraps */
+  /* hits follow the shown graph */
+  ox_document_set_position(d, 4);
+  g_assert_cmpuint(ox_document_get_n_hits(d), ==, 2); /* relu_fused, relu_fused_1 */
+  ox_document_set_position(d, 0);
+  ox_document_set_search_text(d, "op:pointwise");
+  g_assert_cmpuint(ox_document_get_n_hits(d), ==, 6); /* 4 relu, sigmoid, add */
+  ox_document_set_search_text(d, "op:matmul");
+  g_assert_cmpuint(ox_document_get_n_hits(d), ==, 1);
+  ox_document_set_search_text(d, "op:input");
+  g_assert_cmpuint(ox_document_get_n_hits(d), ==, 2);
+  ox_document_set_search_text(d, "/^relu_[13]$/");
+  g_assert_cmpuint(ox_document_get_n_hits(d), ==, 2);
+  ox_document_set_search_text(d, "target:sigmoid");
+  g_assert_cmpuint(ox_document_get_n_hits(d), ==, 1);
+  ox_document_set_search_text(d, "re:([");
+  g_assert_nonnull(ox_document_get_search_error(d));
+  g_assert_cmpuint(ox_document_get_n_hits(d), ==, 0);
+  ox_document_set_search_text(d, "op:bogus");
+  g_assert_nonnull(ox_document_get_search_error(d));
+  ox_document_set_search_text(d, NULL);
+  g_assert_null(ox_document_get_search_error(d));
+  g_assert_false(ox_document_search_next(d));
+}
+
+static guint count_rows(OxDocument *d, gboolean headers) {
+  GListModel *m = ox_document_get_timeline(d);
+  guint c = 0;
+  for (guint i = 0; i < g_list_model_get_n_items(m); i++) {
+    g_autoptr(OxStepItem) it = g_list_model_get_item(m, i);
+    if (it->header == headers) c++;
+  }
+  return c;
+}
+
+static void test_filters(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  g_assert_cmpuint(count_rows(d, TRUE), ==, 1);
+  g_assert_cmpuint(count_rows(d, FALSE), ==, 4);
+  GListModel *m = ox_document_get_timeline(d);
+  g_autoptr(OxStepItem) head = g_list_model_get_item(m, 0);
+  g_assert_nonnull(strstr(head->subtitle, "2 applied"));
+  g_assert_nonnull(strstr(head->subtitle, "2 rejected"));
+  guint *kinds = watch(d, "filter-kinds");
+  ox_document_set_filter_kinds(d, OX_FILTER_REJECTED);
+  g_assert_cmpuint(*kinds, ==, 1);
+  g_assert_cmpuint(count_rows(d, FALSE), ==, 2);
+  g_assert_true(ox_document_step_next(d));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 1);
+  g_assert_true(ox_document_step_next(d));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 3); /* skipped the applied step 2 */
+  g_assert_false(ox_document_step_next(d));
+  g_assert_cmpuint(ox_document_timeline_row(d, 2), ==, G_MAXUINT);
+  g_assert_cmpuint(ox_document_timeline_row(d, 3), ==, 2);
+  ox_document_set_filter_kinds(d, OX_FILTER_ALL);
+  ox_document_set_filter_pass(d, "other_pass");
+  g_assert_cmpuint(g_list_model_get_n_items(m), ==, 0);
+  ox_document_set_filter_pass(d, "ui_test_fuse_relu");
+  g_assert_cmpuint(count_rows(d, FALSE), ==, 4);
+  /* touching the selected node: relu_2 is the rejected anchor of step 3 and matched in step 4 */
+  g_assert_true(ox_document_select(d, "relu_2"));
+  ox_document_set_filter_touching(d, TRUE);
+  g_assert_cmpuint(count_rows(d, FALSE), ==, 2);
+  g_assert_true(ox_document_step_visible(d, 3));
+  g_assert_true(ox_document_step_visible(d, 4));
+  g_assert_false(ox_document_step_visible(d, 1));
+}
+
+static void test_explain(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  g_autoptr(GArray) a = ox_document_explain(d, "relu_2");
+  g_assert_cmpuint(a->len, ==, 2);
+  g_assert_cmpuint(g_array_index(a, guint, 0), ==, 3);
+  g_assert_cmpuint(g_array_index(a, guint, 1), ==, 4);
+  const OxStep *s = &ox_document_get_trace(d)->steps[2];
+  g_assert_cmpstr(s->reason.nodes[0], ==, "relu_2");
+  g_autofree char *why = ox_reason_format(&s->reason);
+  g_assert_nonnull(strstr(why, "does not match"));
+}
+
+static void test_export(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  ox_document_set_position(d, 4);
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-model-XXXXXX", NULL);
+  const char *formats[] = {"json", "fx", "dot", "svg", "png", "trace"};
+  for (guint i = 0; i < G_N_ELEMENTS(formats); i++) {
+    g_autofree char *path = g_strdup_printf("%s/out.%s", dir, formats[i]);
+    GError *err = NULL;
+    g_assert_true(ox_document_export(d, formats[i], path, &err));
+    g_assert_no_error(err);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+    g_assert_cmpuint(len, >, 20);
+    if (!strcmp(formats[i], "png")) g_assert_true(memcmp(text, "\x89PNG", 4) == 0);
+    if (!strcmp(formats[i], "svg")) g_assert_nonnull(strstr(text, "<svg"));
+    if (!strcmp(formats[i], "dot")) g_assert_nonnull(strstr(text, "relu_fused"));
+    if (!strcmp(formats[i], "fx")) g_assert_nonnull(strstr(text, "%relu_fused_1"));
+    if (!strcmp(formats[i], "json")) {
+      /* the exported graph loads back and equals the shown graph */
+      g_autoptr(OxDocument) back = ox_document_new();
+      g_assert_true(ox_document_load_file(back, path, NULL, NULL));
+      g_autofree char *a = fx_of(ox_document_get_graph(back));
+      g_autofree char *b = fx_of(ox_document_get_graph(d));
+      g_assert_cmpstr(a, ==, b);
+    }
+    g_unlink(path);
+  }
+  GError *err = NULL;
+  g_assert_false(ox_document_export(d, "bmp", "/tmp/x.bmp", &err));
+  g_assert_error(err, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+  g_clear_error(&err);
+  g_assert_false(ox_document_export(d, "fx", "/nonexistent-dir/x.txt", &err));
+  g_assert_nonnull(err);
+  g_clear_error(&err);
+  g_rmdir(dir);
+}
+
+static void test_trace_roundtrip(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-model-XXXXXX", NULL);
+  g_autofree char *tpath = g_build_filename(dir, "trace.json", NULL);
+  GError *err = NULL;
+  g_assert_true(ox_document_export(d, "trace", tpath, &err));
+  g_assert_no_error(err);
+  g_autoptr(OxDocument) d2 = ox_document_new();
+  g_autofree char *path = data_path("relu-chain.txt");
+  g_assert_true(ox_document_load_file(d2, path, tpath, &err));
+  g_assert_no_error(err);
+  g_assert_cmpuint(ox_document_get_n_steps(d2), ==, 4);
+  for (guint p = 0; p <= 4; p++) {
+    ox_document_set_position(d, p);
+    ox_document_set_position(d2, p);
+    g_autofree char *a = fx_of(ox_document_get_graph(d));
+    g_autofree char *b = fx_of(ox_document_get_graph(d2));
+    g_assert_cmpstr(a, ==, b);
+  }
+  /* the trace refuses another graph */
+  g_autoptr(OxDocument) d3 = ox_document_new();
+  g_autofree char *other = g_build_filename(dir, "other.txt", NULL);
+  g_assert_true(g_file_set_contents(other, "graph():\n    %x : [num_users=1] = placeholder[target=x]\n    return x\n",
+                                    -1, NULL));
+  g_assert_false(ox_document_load_file(d3, other, tpath, &err));
+  g_assert_nonnull(strstr(err->message, "another graph"));
+  g_clear_error(&err);
+  g_unlink(other);
+  g_unlink(tpath);
+  g_rmdir(dir);
+}
+
+static void on_optimized(GObject *src, GAsyncResult *res, gpointer data) {
+  GError *err = NULL;
+  gboolean ok = ox_document_optimize_finish(OX_DOCUMENT(src), res, &err);
+  int *state = data;
+  *state = ok ? 1 : (g_error_matches(err, G_IO_ERROR, G_IO_ERROR_CANCELLED) ? 2 : 3);
+  g_clear_error(&err);
+}
+
+static void test_optimize_async(void) {
+  g_autoptr(OxDocument) d = loaded_doc();
+  guint *busy = watch(d, "busy");
+  int state = 0;
+  ox_document_optimize_async(d, NULL, on_optimized, &state);
+  g_assert_true(ox_document_get_busy(d));
+  /* a second run is refused while busy */
+  int state2 = 0;
+  ox_document_optimize_async(d, NULL, on_optimized, &state2);
+  while (!state || !state2) g_main_context_iteration(NULL, TRUE);
+  g_assert_cmpint(state, ==, 1);
+  g_assert_cmpint(state2, ==, 3);
+  g_assert_false(ox_document_get_busy(d));
+  g_assert_cmpuint(*busy, ==, 2);
+  g_assert_cmpuint(ox_document_get_n_steps(d), ==, 4);
+  /* cancelled before it starts its first pass */
+  g_autoptr(OxDocument) d2 = loaded_doc();
+  g_autoptr(GCancellable) c = g_cancellable_new();
+  g_cancellable_cancel(c);
+  state = 0;
+  ox_document_optimize_async(d2, c, on_optimized, &state);
+  while (!state) g_main_context_iteration(NULL, TRUE);
+  g_assert_cmpint(state, ==, 2);
+  g_assert_false(ox_document_get_busy(d2));
+  g_assert_cmpuint(ox_document_get_n_steps(d2), ==, 0);
+}
+
+static void test_families(void) {
+  g_autoptr(OxDocument) d = loaded_doc();
+  OxGraph *g = ox_document_get_graph(d);
+  g_assert_cmpint(ox_node_family(g, &g->nodes[ox_graph_find(g, "linear")]), ==, OX_FAMILY_MATMUL);
+  g_assert_cmpint(ox_node_family(g, &g->nodes[ox_graph_find(g, "relu")]), ==, OX_FAMILY_POINTWISE);
+  g_assert_cmpint(ox_node_family(g, &g->nodes[ox_graph_find(g, "x")]), ==, OX_FAMILY_INPUT);
+  g_assert_cmpint(ox_node_family(g, &g->nodes[ox_graph_output(g)]), ==, OX_FAMILY_OUTPUT);
+  OxFamily f;
+  g_assert_true(ox_family_from_name("Norm", &f));
+  g_assert_cmpint(f, ==, OX_FAMILY_NORM);
+  g_assert_false(ox_family_from_name("nope", &f));
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/ui-model/load", test_load);
+  g_test_add_func("/ui-model/bad-file", test_bad_file);
+  g_test_add_func("/ui-model/families", test_families);
+  g_test_add_func("/ui-model/optimize", test_optimize);
+  g_test_add_func("/ui-model/optimize-async", test_optimize_async);
+  g_test_add_func("/ui-model/replay-equals-recorded", test_replay_equals_recorded);
+  g_test_add_func("/ui-model/stepping", test_stepping);
+  g_test_add_func("/ui-model/step-states", test_step_states);
+  g_test_add_func("/ui-model/union", test_union);
+  g_test_add_func("/ui-model/selection", test_selection);
+  g_test_add_func("/ui-model/search", test_search);
+  g_test_add_func("/ui-model/filters", test_filters);
+  g_test_add_func("/ui-model/explain", test_explain);
+  g_test_add_func("/ui-model/export", test_export);
+  g_test_add_func("/ui-model/trace-roundtrip", test_trace_roundtrip);
+  return g_test_run();
+}

@@ -1,0 +1,386 @@
+/* test-ui.c - the debugger's widgets under Xvfb (suite ui).
+ *
+ * Constructs the real OxWindow, drives it only through its win.* actions (as the keyboard and
+ * menus do), and asserts document state, action state, notify counts, panel contents and
+ * pixels: a selected node must be drawn with the selection colour. The end-to-end test opens
+ * the bundled example (data/examples/recsys-towers.txt with its trace when present, else the
+ * small relu chain with a test pass), steps through every step and exports every format.
+ * Without a display it prints "1..0 # SKIP no display" and exits 0.
+ */
+#include <gtk/gtk.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "ox-window.h"
+
+/* ---- the same test pass as test-ui-model.c: relu(relu(x)) -> relu(x), others rejected */
+
+static gboolean is_relu(const OxGraph *g, OxNodeId id) {
+  const OxNode *n = ox_graph_node(g, id);
+  return n && !n->erased && n->op == OX_OP_CALL_FUNCTION && strcmp(n->target, "torch.relu") == 0;
+}
+
+static int fuse_relu_run(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  GArray *cands = g_array_new(FALSE, FALSE, sizeof(OxNodeId));
+  OX_GRAPH_FOREACH(g, id) if (is_relu(g, id)) g_array_append_val(cands, id);
+  int applied = 0;
+  for (guint i = 0; i < cands->len; i++) {
+    OxNodeId n = g_array_index(cands, OxNodeId, i);
+    if (!is_relu(g, n)) continue;
+    OxNodeId in = g->nodes[n].args.u.items[0].u.node;
+    if (!is_relu(g, in) || g->nodes[in].n_users != 1) {
+      const char *args[3] = {g->nodes[n].name, "relu(relu(x))", "input is not a single-use relu"};
+      bool is_node[3] = {true, false, false};
+      OxReason r = ox_reason_nodes(c, OX_REASON_NO_MATCH, args, 3, is_node);
+      ox_step_reject(c, "relu_relu", n, &n, 1, &r);
+      continue;
+    }
+    ox_step_begin(c, "relu_relu", n);
+    OxNodeId m[2] = {in, n};
+    ox_step_matched(c, m, 2);
+    OxValue a = ox_value_node(g->nodes[in].args.u.items[0].u.node);
+    OxNodeId fused = ox_graph_insert_before(g, n, OX_OP_CALL_FUNCTION, "relu_fused", "torch.relu",
+                                            ox_graph_value_seq(g, OX_V_TUPLE, &a, 1), ox_value_none());
+    ox_graph_replace_all_uses(g, n, fused);
+    ox_graph_erase(g, n);
+    ox_graph_erase(g, in);
+    if (ox_step_commit(c)) applied++;
+  }
+  g_array_free(cands, TRUE);
+  return applied;
+}
+
+static const OxPassInfo fuse_relu_pass = {"ui_test_fuse_relu", OX_PHASE_PRE, OX_ENGINE_PATTERN, fuse_relu_run,
+                                          "test pass: relu(relu(x)) -> relu(x)"};
+
+static OxPipeline *test_pipeline(void) {
+  OxPipeline *p = g_new0(OxPipeline, 1);
+  p->entries = calloc(1, sizeof *p->entries);
+  p->entries[0].pass = &fuse_relu_pass;
+  ox_pass_options_default(&p->entries[0].opt);
+  p->n = 1;
+  return p;
+}
+
+/* ---- helpers */
+
+static char *src_path(const char *a, const char *b, const char *c) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  return g_build_filename(root ? root : ".", a, b, c, NULL);
+}
+
+static void drain(void) {
+  while (g_main_context_iteration(NULL, FALSE));
+}
+
+static gboolean wait_until(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms) {
+  gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  while (!cond(data)) {
+    if (g_get_monotonic_time() > end) return FALSE;
+    g_main_context_iteration(NULL, FALSE);
+    g_usleep(1000);
+  }
+  return TRUE;
+}
+
+static gboolean cond_ready(gpointer w) {
+  OxDocument *d = ox_window_get_document(w);
+  return ox_document_has_graph(d) && !ox_document_get_busy(d) && ox_graph_view_is_laid_out(ox_window_get_view(w));
+}
+
+static gboolean cond_laid_out(gpointer w) { return ox_graph_view_is_laid_out(ox_window_get_view(w)); }
+
+static OxWindow *new_window(void) {
+  OxWindow *w = ox_window_new(NULL);
+  gtk_window_set_default_size(GTK_WINDOW(w), 1200, 800);
+  gtk_window_present(GTK_WINDOW(w));
+  drain();
+  return w;
+}
+
+/* Opens the relu chain, optimized in the background with the test pass; waits for the layout. */
+static OxWindow *window_with_relu_chain(void) {
+  OxWindow *w = new_window();
+  OxCheckConfig checks;
+  ox_check_config_default(&checks);
+  ox_document_set_pipeline(ox_window_get_document(w), test_pipeline(), &checks);
+  g_autofree char *path = src_path("tests", "data", "ui/relu-chain.txt");
+  g_assert_true(ox_window_open(w, path, NULL));
+  g_assert_true(wait_until(cond_ready, w, 20000));
+  g_assert_cmpuint(ox_document_get_n_steps(ox_window_get_document(w)), ==, 4);
+  return w;
+}
+
+static gboolean action_enabled(OxWindow *w, const char *name) {
+  return g_action_group_get_action_enabled(G_ACTION_GROUP(w), name);
+}
+
+static void count_notify(GObject *o, GParamSpec *ps, gpointer data) {
+  (void)o;
+  (void)ps;
+  (*(guint *)data)++;
+}
+
+/* Counts pixels of colour rgb (±tol per channel) inside rect of the widget's rendering. */
+static guint count_pixels(GtkWidget *widget, const graphene_rect_t *rect, guint32 rgb, int tol) {
+  GdkPaintable *paintable = gtk_widget_paintable_new(widget);
+  gtk_widget_queue_draw(widget);
+  gtk_test_widget_wait_for_draw(widget);
+  drain();
+  int w = gtk_widget_get_width(widget), h = gtk_widget_get_height(widget);
+  GtkSnapshot *snap = gtk_snapshot_new();
+  gdk_paintable_snapshot(paintable, snap, w, h);
+  GskRenderNode *node = gtk_snapshot_free_to_node(snap);
+  g_assert_nonnull(node);
+  GskRenderer *r = gtk_native_get_renderer(gtk_widget_get_native(widget));
+  GdkTexture *tex = gsk_renderer_render_texture(r, node, &GRAPHENE_RECT_INIT(0, 0, (float)w, (float)h));
+  int tw = gdk_texture_get_width(tex), th = gdk_texture_get_height(tex);
+  guchar *px = g_malloc((gsize)tw * th * 4);
+  gdk_texture_download(tex, px, (gsize)tw * 4);
+  guint count = 0;
+  int x0 = MAX(0, (int)rect->origin.x - 6), y0 = MAX(0, (int)rect->origin.y - 6);
+  int x1 = MIN(tw, (int)(rect->origin.x + rect->size.width) + 6), y1 = MIN(th, (int)(rect->origin.y + rect->size.height) + 6);
+  int R = (rgb >> 16) & 0xff, G = (rgb >> 8) & 0xff, B = rgb & 0xff;
+  for (int y = y0; y < y1; y++)
+    for (int x = x0; x < x1; x++) {
+      const guchar *p = px + ((gsize)y * tw + x) * 4; /* B, G, R, A */
+      if (abs(p[2] - R) <= tol && abs(p[1] - G) <= tol && abs(p[0] - B) <= tol) count++;
+    }
+  g_free(px);
+  g_object_unref(tex);
+  gsk_render_node_unref(node);
+  g_object_unref(paintable);
+  return count;
+}
+
+/* ---- tests */
+
+static void test_construct(void) {
+  OxWindow *w = new_window();
+  OxDocument *d = ox_window_get_document(w);
+  g_assert_false(ox_document_has_graph(d));
+  g_assert_false(action_enabled(w, "step-next"));
+  g_assert_false(action_enabled(w, "export"));
+  g_assert_true(action_enabled(w, "open"));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
+static void test_actions(void) {
+  OxWindow *w = window_with_relu_chain();
+  OxDocument *d = ox_window_get_document(w);
+  guint pos_notifies = 0;
+  g_signal_connect(d, "notify::position", G_CALLBACK(count_notify), &pos_notifies);
+  g_assert_true(action_enabled(w, "step-next"));
+  g_assert_false(action_enabled(w, "step-prev"));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-next", NULL));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 1);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-last", NULL));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 4);
+  g_assert_false(action_enabled(w, "step-next"));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-prev", NULL));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-first", NULL));
+  g_assert_cmpuint(ox_document_get_position(d), ==, 0);
+  g_assert_cmpuint(pos_notifies, ==, 4);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.goto-step", "u", 2);
+  g_assert_cmpuint(ox_document_get_position(d), ==, 2);
+  /* before/after toggle: action state and document agree */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.before", NULL));
+  g_assert_true(ox_document_get_show_before(d));
+  GVariant *st = g_action_group_get_action_state(G_ACTION_GROUP(w), "before");
+  g_assert_true(g_variant_get_boolean(st));
+  g_variant_unref(st);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.before", NULL);
+  g_assert_false(ox_document_get_show_before(d));
+  /* checks panel shows the applied step's checks */
+  const char *checks = ox_window_get_panel_markup(w, "checks");
+  g_assert_nonnull(strstr(checks, "structure"));
+  g_assert_nonnull(strstr(checks, "passed"));
+  /* selection through the action; inspector and why-not panels follow */
+  guint sel_notifies = 0;
+  g_signal_connect(d, "notify::selected", G_CALLBACK(count_notify), &sel_notifies);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "sigmoid"));
+  g_assert_cmpstr(ox_document_get_selected(d), ==, "sigmoid");
+  g_assert_cmpuint(sel_notifies, ==, 1);
+  const char *node = ox_window_get_panel_markup(w, "node");
+  g_assert_nonnull(strstr(node, "torch.sigmoid"));
+  g_assert_nonnull(strstr(node, "href=\"node:relu_fused\"")); /* its input, as a link */
+  g_assert_nonnull(strstr(node, "users"));
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "relu_2");
+  const char *why = ox_window_get_panel_markup(w, "why");
+  g_assert_nonnull(strstr(why, "2 records mention it"));
+  g_assert_nonnull(strstr(why, "does not match"));
+  g_assert_nonnull(strstr(why, "href=\"step:3\""));
+  /* filters through actions */
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-applied", NULL);
+  g_assert_cmpuint(ox_document_get_filter_kinds(d), ==, OX_FILTER_REJECTED | OX_FILTER_CHECK_FAILED);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-applied", NULL);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-touching", NULL);
+  g_assert_true(ox_document_get_filter_touching(d));
+  g_assert_cmpuint(g_list_model_get_n_items(ox_document_get_timeline(d)), ==, 3); /* header + 2 */
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-touching", NULL);
+  /* search */
+  ox_document_set_position(d, 0);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "");
+  ox_document_set_search_text(d, "op:pointwise");
+  g_assert_true(action_enabled(w, "search-next"));
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.search-next", NULL);
+  g_assert_cmpstr(ox_document_get_selected(d), ==, "relu");
+  /* zoom actions change the zoom */
+  OxGraphView *v = ox_window_get_view(w);
+  double z = ox_graph_view_get_zoom(v);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.zoom-in", NULL);
+  g_assert_cmpfloat(ox_graph_view_get_zoom(v), >, z);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.fit", NULL);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.edge-labels", NULL);
+  g_assert_true(ox_graph_view_get_edge_labels(v));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
+static void test_pixels(void) {
+  OxWindow *w = window_with_relu_chain();
+  OxDocument *d = ox_window_get_document(w);
+  OxGraphView *v = ox_window_get_view(w);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.zoom-reset", NULL);
+  g_assert_true(ox_document_select(d, "linear"));
+  g_assert_true(ox_graph_view_zoom_to_selection(v));
+  graphene_rect_t r;
+  guint32 uid = ox_document_uid_of(d, "linear");
+  g_assert_true(ox_graph_view_node_bounds(v, uid, &r));
+  guint selected = count_pixels(GTK_WIDGET(v), &r, 0x1c71d8, 40);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", ""));
+  g_assert_null(ox_document_get_selected(d));
+  guint unselected = count_pixels(GTK_WIDGET(v), &r, 0x1c71d8, 40);
+  g_test_message("selection-colour pixels: %u selected, %u unselected", selected, unselected);
+  g_assert_cmpuint(unselected, ==, 0);
+  g_assert_cmpuint(selected, >, 30);
+  /* hit-testing maps the node's centre back to it */
+  g_assert_cmpuint(ox_graph_view_hit(v, r.origin.x + r.size.width / 2, r.origin.y + r.size.height / 2), ==, uid);
+  /* a removed node is drawn red at its step */
+  ox_document_set_position(d, 2);
+  guint32 gone = ox_history_uid(ox_document_get_history(d), "relu_1", 0);
+  g_assert_true(ox_graph_view_node_bounds(v, gone, &r));
+  g_assert_cmpuint(count_pixels(GTK_WIDGET(v), &r, 0xe01b24, 40), >, 20);
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
+static void test_bad_file(void) {
+  OxWindow *w = window_with_relu_chain();
+  g_autofree char *bad = src_path("tests", "data", "ui/bad.txt");
+  g_assert_false(ox_window_open(w, bad, NULL));
+  const char *err = ox_window_get_last_error(w);
+  g_assert_nonnull(err);
+  g_assert_nonnull(strstr(err, "bad.txt:1:1: error"));
+  /* the window keeps its graph and stays usable */
+  OxDocument *d = ox_window_get_document(w);
+  g_assert_true(ox_document_has_graph(d));
+  g_assert_cmpuint(ox_document_get_n_steps(d), ==, 4);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-next", NULL));
+  /* close the error dialog */
+  GListModel *tops = gtk_window_get_toplevels();
+  for (guint i = 0; i < g_list_model_get_n_items(tops); i++) {
+    GtkWindow *t = g_list_model_get_item(tops, i);
+    if (GTK_IS_MESSAGE_DIALOG(t)) gtk_window_destroy(t);
+    g_object_unref(t);
+  }
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
+typedef struct {
+  OxWindow *w;
+  guint n;
+} ExportWait;
+
+static gboolean cond_exports(gpointer p) {
+  ExportWait *e = p;
+  return ox_window_get_n_exports(e->w) >= e->n;
+}
+
+/* Opens the bundled example, steps through every step by action, exports every format. */
+static void test_end_to_end(void) {
+  g_autofree char *example = src_path("data", "examples", "recsys-towers.txt");
+  g_autofree char *example_trace = src_path("data", "examples", "recsys-towers.trace.json");
+  OxWindow *w;
+  if (g_file_test(example, G_FILE_TEST_EXISTS) && g_file_test(example_trace, G_FILE_TEST_EXISTS)) {
+    w = new_window();
+    g_assert_true(ox_window_open(w, example, example_trace));
+    g_assert_true(wait_until(cond_ready, w, 60000));
+  } else {
+    g_test_message("data/examples/recsys-towers.* not present: using tests/data/ui/relu-chain.txt");
+    w = window_with_relu_chain();
+  }
+  OxDocument *d = ox_window_get_document(w);
+  guint n = ox_document_get_n_steps(d);
+  g_assert_cmpuint(n, >, 0);
+  guint steps = 0;
+  gint64 worst = 0;
+  while (action_enabled(w, "step-next")) {
+    guint before = ox_document_get_position(d);
+    gint64 t0 = g_get_monotonic_time();
+    g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-next", NULL));
+    gint64 dt = g_get_monotonic_time() - t0;
+    worst = MAX(worst, dt);
+    g_assert_cmpuint(ox_document_get_position(d), ==, before + 1);
+    OxGraph *g = ox_document_get_graph(d);
+    g_assert_cmpint(ox_graph_verify(g, true, NULL), ==, 0);
+    steps++;
+    if (steps % 16 == 0) drain();
+  }
+  g_assert_cmpuint(steps, ==, n);
+  g_test_message("stepped %u steps, slowest step action %.1f ms", steps, worst / 1000.0);
+  g_assert_true(wait_until(cond_laid_out, w, 60000));
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-e2e-XXXXXX", NULL);
+  const char *formats[] = {"json", "fx", "dot", "svg", "png", "trace"};
+  ExportWait e = {w, ox_window_get_n_exports(w)};
+  for (guint i = 0; i < G_N_ELEMENTS(formats); i++) {
+    g_autofree char *path = g_strdup_printf("%s/export.%s", dir, formats[i]);
+    g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.export-to", "(ss)", formats[i], path));
+    e.n++;
+  }
+  g_assert_true(wait_until(cond_exports, &e, 60000));
+  g_assert_null(ox_window_get_last_error(w));
+  for (guint i = 0; i < G_N_ELEMENTS(formats); i++) {
+    g_autofree char *path = g_strdup_printf("%s/export.%s", dir, formats[i]);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+    g_assert_cmpuint(len, >, 20);
+    if (!strcmp(formats[i], "png")) g_assert_true(memcmp(text, "\x89PNG", 4) == 0);
+    if (!strcmp(formats[i], "svg")) g_assert_nonnull(strstr(text, "<svg"));
+    if (!strcmp(formats[i], "dot")) g_assert_nonnull(strstr(text, "digraph"));
+    if (!strcmp(formats[i], "json") || !strcmp(formats[i], "fx")) {
+      /* the exported graph loads and equals the graph at the last step */
+      g_autoptr(OxDocument) back = ox_document_new();
+      g_assert_true(ox_document_load_file(back, path, NULL, NULL));
+      g_assert_cmpuint(ox_document_get_graph(back)->n_live, ==, ox_document_get_graph(d)->n_live);
+    }
+    if (!strcmp(formats[i], "trace")) {
+      /* the exported trace replays on the original graph */
+      g_autoptr(OxDocument) back = ox_document_new();
+      g_assert_true(ox_document_load_file(back, ox_document_get_path(d), path, NULL));
+      g_assert_cmpuint(ox_document_get_n_steps(back), ==, n);
+    }
+    g_unlink(path);
+  }
+  g_rmdir(dir);
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
+int main(int argc, char **argv) {
+  if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
+    printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
+    return 0;
+  }
+  gtk_test_init(&argc, &argv, NULL);
+  g_test_add_func("/ui/window/construct", test_construct);
+  g_test_add_func("/ui/window/actions", test_actions);
+  g_test_add_func("/ui/window/pixels", test_pixels);
+  g_test_add_func("/ui/window/bad-file", test_bad_file);
+  g_test_add_func("/ui/window/end-to-end", test_end_to_end);
+  return g_test_run();
+}

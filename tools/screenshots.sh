@@ -1,0 +1,87 @@
+#!/bin/sh
+# screenshots.sh - take the debugger's screenshots headless and write docs/screenshots/*.png.
+#
+#   tools/screenshots.sh [BUILD_DIR]      (default: build)
+#
+# Runs the real optimus-debugger under Xvfb on the bundled example (data/examples/
+# recsys-towers.txt + its trace; without them, a graph made by gen-recsys and a trace made by
+# `optimus optimize`), drives it with the keyboard through xdotool (the same shortcuts a user
+# types) and grabs the screen with ImageMagick's `import`. Needs Xvfb, xdotool, imagemagick.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+case $build in /*) ;; *) build=$here/$build ;; esac
+out=$here/docs/screenshots
+mkdir -p "$out"
+tmp=$(mktemp -d)
+graph=$here/data/examples/recsys-towers.txt
+trace=$here/data/examples/recsys-towers.trace.json
+if [ ! -f "$graph" ] || [ ! -f "$trace" ]; then
+  graph=$tmp/recsys.txt
+  trace=$tmp/recsys.trace.json
+  "$build/tools/gen-recsys" --nodes 150 --seed 3 -o "$graph" >/dev/null
+  "$build/app/optimus" optimize "$graph" -o "$tmp/recsys.opt.txt" --trace "$trace" >/dev/null
+fi
+# the applied step with the most added nodes, as a 1-based position, and a node it removed
+eval "$(/usr/bin/python3 - "$trace" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+steps = t["steps"]
+best = max(range(len(steps)), key=lambda i: (steps[i].get("kind") == "applied", len(steps[i].get("added", []))))
+rej = [s for s in steps if s.get("kind") == "rejected" and s.get("anchor")]
+print("STEP=%d" % (best + 1))
+print("WHY=%s" % (rej[0]["anchor"] if rej else steps[best].get("anchor", "")))
+PY
+)"
+disp=:$((90 + $$ % 9))
+Xvfb "$disp" -screen 0 1320x840x24 -nolisten tcp >/dev/null 2>&1 &
+xpid=$!
+trap 'kill $apid $xpid 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+sleep 1
+export DISPLAY=$disp GTK_A11Y=none GSK_RENDERER=cairo
+"$build/app/optimus-debugger" "$graph" "$trace" >"$tmp/app.log" 2>&1 &
+apid=$!
+sleep 4
+win=$(xdotool search --sync --name "Optimus Debugger" | head -1)
+xdotool windowsize "$win" 1320 840 windowmove "$win" 0 0
+sleep 1
+shot() { sleep 1.2; import -window root -crop 1320x840+0+0 "$out/$1.png"; echo "wrote docs/screenshots/$1.png"; }
+key() { xdotool key "$@"; sleep 0.25; }
+# focus the canvas (click on an empty corner: selects nothing)
+xdotool mousemove 700 130 click 1
+sleep 0.3
+# 1. main view: the input graph, fitted, with a node selected through search
+key ctrl+f
+xdotool type --delay 40 "linear_5"
+sleep 0.6
+key Return
+key Escape
+key f
+key i
+shot main
+# 2. a step with removed (red) and added (green) nodes
+key Home
+i=0
+while [ $i -lt "$STEP" ]; do xdotool key n; sleep 0.05; i=$((i + 1)); done
+sleep 0.5
+key c
+key k
+shot step
+# 3. why not? for a node a pass rejected
+key ctrl+f
+key ctrl+a
+xdotool type --delay 40 "/^$WHY\$/"
+sleep 0.6
+key Return
+key Escape
+key w
+shot why-not
+# 4. checks panel of the step
+key Home
+i=0
+while [ $i -lt "$STEP" ]; do xdotool key n; sleep 0.05; i=$((i + 1)); done
+key k
+key b
+key f
+key c
+shot checks

@@ -1,0 +1,1142 @@
+/* ox-document.c - the debugger's document model (see ox-document.h).
+ *
+ * Invariants: when a graph is loaded, history != NULL and g_after is the graph after graph step
+ * k_after; g_before is NULL when the shown record did not change the graph (before == after),
+ * else the graph after k_before = k_after - 1. states/edges always describe the shown graph.
+ * Worker threads never touch the document: the optimization task works on its own clone of the
+ * input and hands back a trace; results are installed on the main thread, and a generation
+ * counter drops the results of a task started before a newer load.
+ */
+#include "ox-document.h"
+
+#include <string.h>
+
+#include "ox_ops.h"
+#include "ox_write.h"
+
+/* ------------------------------------------------------------------ op families */
+
+static const char *const family_names[OX_FAMILY_COUNT] = {
+  "unknown", "matmul", "norm", "pointwise", "plumbing", "view", "reduction", "input", "output",
+};
+
+static const guint32 family_colors[OX_FAMILY_COUNT] = {
+  0xd9d9d9, /* unknown: grey */
+  0x8fb8ed, /* matmul: blue */
+  0xc6a4e8, /* norm: lilac */
+  0xa8e0a0, /* pointwise: green-ish */
+  0xf5c16c, /* plumbing: amber */
+  0xf2e394, /* view: pale yellow */
+  0xf0a3a3, /* reduction: salmon */
+  0xffffff, /* input: white */
+  0xb0b0b0, /* output: mid grey */
+};
+
+const char *ox_family_name(OxFamily f) { return f < OX_FAMILY_COUNT ? family_names[f] : "unknown"; }
+guint32 ox_family_color(OxFamily f) { return f < OX_FAMILY_COUNT ? family_colors[f] : family_colors[0]; }
+
+gboolean ox_family_from_name(const char *s, OxFamily *out) {
+  for (int i = 0; i < OX_FAMILY_COUNT; i++)
+    if (g_ascii_strcasecmp(s, family_names[i]) == 0) {
+      *out = (OxFamily)i;
+      return TRUE;
+    }
+  if (g_ascii_strcasecmp(s, "linear") == 0) {
+    *out = OX_FAMILY_MATMUL;
+    return TRUE;
+  }
+  if (g_ascii_strcasecmp(s, "activation") == 0) {
+    *out = OX_FAMILY_POINTWISE;
+    return TRUE;
+  }
+  return FALSE;
+}
+
+OxFamily ox_node_family(const OxGraph *g, const OxNode *n) {
+  switch ((OxOp)n->op) {
+  case OX_OP_PLACEHOLDER:
+  case OX_OP_GET_ATTR: return OX_FAMILY_INPUT;
+  case OX_OP_OUTPUT: return OX_FAMILY_OUTPUT;
+  default: break;
+  }
+  OxOpId id = ox_op_of_node(g, n, NULL);
+  const OxOpInfo *info = id ? ox_op_info(id) : NULL;
+  if (!info) return OX_FAMILY_UNKNOWN;
+  switch (id) {
+  case OX_OPID_LINEAR: case OX_OPID_ADDMM: case OX_OPID_MM: case OX_OPID_BMM: case OX_OPID_BADDBMM:
+  case OX_OPID_MATMUL: case OX_OPID_GROUPED_MM: case OX_OPID_CONV2D: case OX_OPID_EMBEDDING:
+  case OX_OPID_EMBEDDING_BAG:
+    return OX_FAMILY_MATMUL;
+  case OX_OPID_LAYER_NORM: case OX_OPID_NATIVE_LAYER_NORM: case OX_OPID_BATCH_NORM:
+    return OX_FAMILY_NORM;
+  case OX_OPID_SOFTMAX: case OX_OPID_MAX_POOL2D: case OX_OPID_ADAPTIVE_AVG_POOL2D:
+    return OX_FAMILY_REDUCTION;
+  default: break;
+  }
+  if (info->flags & OX_OPF_PLUMBING) return OX_FAMILY_PLUMBING;
+  if (info->flags & OX_OPF_VIEW) return OX_FAMILY_VIEW;
+  if (info->flags & OX_OPF_REDUCTION) return OX_FAMILY_REDUCTION;
+  if (info->flags & OX_OPF_POINTWISE) return OX_FAMILY_POINTWISE;
+  return OX_FAMILY_UNKNOWN;
+}
+
+/* ------------------------------------------------------------------ timeline rows */
+
+G_DEFINE_FINAL_TYPE(OxStepItem, ox_step_item, G_TYPE_OBJECT)
+
+static void ox_step_item_finalize(GObject *o) {
+  OxStepItem *self = OX_STEP_ITEM(o);
+  g_free(self->title);
+  g_free(self->subtitle);
+  G_OBJECT_CLASS(ox_step_item_parent_class)->finalize(o);
+}
+static void ox_step_item_class_init(OxStepItemClass *k) { G_OBJECT_CLASS(k)->finalize = ox_step_item_finalize; }
+static void ox_step_item_init(OxStepItem *self) { (void)self; }
+
+static OxStepItem *step_item_new(gboolean header, guint position, guint8 kind, char *title, char *subtitle) {
+  OxStepItem *it = g_object_new(OX_TYPE_STEP_ITEM, NULL);
+  it->header = header;
+  it->position = position;
+  it->kind = kind;
+  it->title = title;
+  it->subtitle = subtitle;
+  return it;
+}
+
+/* ------------------------------------------------------------------ the document */
+
+struct _OxDocument {
+  GObject parent_instance;
+
+  /* owned */
+  OxDoc *doc;
+  char *path;
+  OxHistory *history;
+  OxPipeline *pipeline;
+  OxCheckConfig checks;
+  char *status;
+  OxGraph *g_after, *g_before;
+  guint8 *states;
+  guint n_states;
+  GArray *edges; /* OxFrameEdge */
+  char *selected;
+  char *search_text, *search_error;
+  GPtrArray *hits;        /* node names of the shown graph (borrowed from it) */
+  GHashTable *hit_uids;   /* uid set */
+  GListStore *timeline;
+  char *filter_pass;
+  GHashTable *touching;   /* positions that mention the selected node */
+
+  /* plain state */
+  guint graph_index;
+  gboolean busy;
+  double progress;
+  guint position;
+  gboolean show_before;
+  guint k_after, k_before;
+  guint32 anchor_uid;
+  guint filter_kinds;
+  gboolean filter_touching;
+  guint gen;              /* bumped by every load; stale async results are dropped */
+};
+
+G_DEFINE_FINAL_TYPE(OxDocument, ox_document, G_TYPE_OBJECT)
+
+enum {
+  PROP_0,
+  PROP_PATH,
+  PROP_N_STEPS,
+  PROP_POSITION,
+  PROP_SHOW_BEFORE,
+  PROP_SELECTED,
+  PROP_SEARCH_TEXT,
+  PROP_N_HITS,
+  PROP_FILTER_KINDS,
+  PROP_FILTER_PASS,
+  PROP_FILTER_TOUCHING,
+  PROP_BUSY,
+  PROP_PROGRESS,
+  PROP_STATUS,
+  N_PROPS
+};
+static GParamSpec *props[N_PROPS];
+
+enum { SIGNAL_HISTORY_CHANGED, SIGNAL_FRAME_CHANGED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+static void document_refresh(OxDocument *self);
+static void timeline_rebuild(OxDocument *self);
+static void search_update(OxDocument *self);
+
+OxDocument *ox_document_new(void) { return g_object_new(OX_TYPE_DOCUMENT, NULL); }
+
+static void set_status(OxDocument *self, const char *status) {
+  if (g_strcmp0(self->status, status) == 0) return;
+  g_free(self->status);
+  self->status = g_strdup(status);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATUS]);
+}
+
+/* ---- graphs of the current position */
+
+static void positions_to_gsteps(OxDocument *self, guint *ka, guint *kb) {
+  *ka = *kb = 0;
+  if (!self->history || !self->position) return;
+  const OxHistory *h = self->history;
+  guint seq = self->position - 1;
+  *ka = h->gstep_after_seq[seq];
+  guint ai = h->trace->steps[seq].applied_index;
+  *kb = (ai && ai == *ka) ? ai - 1 : *ka;
+  if (*ka > h->n_graph_steps) *ka = h->n_graph_steps; /* history truncated by a replay error */
+  if (*kb > h->n_graph_steps) *kb = h->n_graph_steps;
+}
+
+static OxGraph *graph_build(OxDocument *self, guint k) {
+  GError *err = NULL;
+  OxGraph *g = NULL;
+  /* stepping forward: replay a few steps on a copy of what we have instead of a snapshot */
+  if (self->g_after && k >= self->k_after && k - self->k_after < OX_HISTORY_SNAP_EVERY) {
+    g = ox_graph_clone(self->g_after);
+    if (!ox_history_replay_range(self->history, g, self->k_after, k, &err)) g_clear_pointer(&g, ox_graph_free);
+  } else {
+    g = ox_history_graph_at(self->history, k, &err);
+  }
+  if (!g) {
+    set_status(self, err ? err->message : "replay failed");
+    g_clear_error(&err);
+    g = ox_graph_clone(self->history->input);
+  }
+  return g;
+}
+
+static void graphs_update(OxDocument *self) {
+  guint ka, kb;
+  positions_to_gsteps(self, &ka, &kb);
+  if (self->g_after && ka == self->k_after && kb == self->k_before &&
+      (kb == ka) == (self->g_before == NULL))
+    return;
+  OxGraph *after = NULL, *before = NULL;
+  if (self->g_after && ka == self->k_after)
+    after = g_steal_pointer(&self->g_after);
+  else if (self->g_before && ka == self->k_before)
+    after = g_steal_pointer(&self->g_before);
+  if (kb != ka) {
+    if (self->g_before && kb == self->k_before)
+      before = g_steal_pointer(&self->g_before);
+    else if (self->g_after && kb == self->k_after)
+      before = g_steal_pointer(&self->g_after);
+  }
+  if (!after) after = graph_build(self, ka);
+  if (kb != ka && !before) {
+    /* before = after minus one step: cheaper from a snapshot than by undoing */
+    GError *err = NULL;
+    before = ox_history_graph_at(self->history, kb, &err);
+    if (!before) {
+      set_status(self, err->message);
+      g_error_free(err);
+      before = ox_graph_clone(after);
+    }
+  }
+  g_clear_pointer(&self->g_after, ox_graph_free);
+  g_clear_pointer(&self->g_before, ox_graph_free);
+  self->g_after = after;
+  self->g_before = before;
+  self->k_after = ka;
+  self->k_before = kb;
+}
+
+OxGraph *ox_document_get_graph_after(OxDocument *self) { return self->g_after; }
+OxGraph *ox_document_get_graph_before(OxDocument *self) { return self->g_before ? self->g_before : self->g_after; }
+OxGraph *ox_document_get_graph(OxDocument *self) {
+  return self->show_before ? ox_document_get_graph_before(self) : self->g_after;
+}
+guint ox_document_get_shown_gstep(OxDocument *self) {
+  return (self->show_before && self->g_before) ? self->k_before : self->k_after;
+}
+
+/* ---- frame */
+
+static gboolean in_names(const char *const *names, guint32 n, const char *name) {
+  for (guint32 i = 0; i < n; i++)
+    if (g_strcmp0(names[i], name) == 0) return TRUE;
+  return FALSE;
+}
+
+static void add_edges_of(OxDocument *self, OxGraph *g, guint k, OxNodeId id, gboolean ghost) {
+  const OxHistory *h = self->history;
+  OxNodeId ins[256];
+  guint32 n_in = ox_graph_inputs(g, id, ins, G_N_ELEMENTS(ins));
+  if (n_in > G_N_ELEMENTS(ins)) n_in = G_N_ELEMENTS(ins);
+  guint32 to = ox_history_uid(h, g->nodes[id].name, k);
+  for (guint32 i = 0; i < n_in && to; i++) {
+    OxFrameEdge e = {ox_history_uid(h, g->nodes[ins[i]].name, k), to, ghost};
+    if (e.from) g_array_append_val(self->edges, e);
+  }
+}
+
+static void frame_update(OxDocument *self) {
+  const OxHistory *h = self->history;
+  g_array_set_size(self->edges, 0);
+  self->anchor_uid = 0;
+  if (!h) {
+    self->n_states = 0;
+    return;
+  }
+  guint n = h->u->n_nodes;
+  self->states = g_renew(guint8, self->states, n);
+  self->n_states = n;
+  const OxStep *s = ox_document_get_step(self);
+  gboolean before = self->show_before;
+  guint ka = self->k_after, kb = self->k_before;
+  for (guint uid = 1; uid < n; uid++) {
+    gboolean a = ox_history_alive(h, uid, ka), b = ox_history_alive(h, uid, kb);
+    gboolean visible = before ? b : (a || b);
+    guint8 st = OX_NS_HIDDEN;
+    if (visible) {
+      if (!s)
+        st = OX_NS_NORMAL;
+      else if (b && !a)
+        st = OX_NS_REMOVED;
+      else if (a && !b)
+        st = OX_NS_ADDED;
+      else if (in_names(s->matched, s->n_matched, h->name[uid]))
+        st = OX_NS_MATCHED;
+      else
+        st = OX_NS_DIMMED;
+    }
+    self->states[uid] = st;
+  }
+  if (s && s->anchor) {
+    self->anchor_uid = ox_history_uid(h, s->anchor, kb);
+    if (self->anchor_uid && self->states[self->anchor_uid] != OX_NS_HIDDEN &&
+        self->states[self->anchor_uid] != OX_NS_REMOVED)
+      self->states[self->anchor_uid] = OX_NS_ANCHOR;
+  }
+  OxGraph *g = ox_document_get_graph(self);
+  guint k = ox_document_get_shown_gstep(self);
+  OX_GRAPH_FOREACH(g, id) add_edges_of(self, g, k, id, FALSE);
+  if (!before && self->g_before) {
+    /* removed nodes stay visible as red ghosts in the after view, with their old edges */
+    OxGraph *gb = self->g_before;
+    OX_GRAPH_FOREACH(gb, id) {
+      guint32 uid = ox_history_uid(h, gb->nodes[id].name, kb);
+      if (uid && self->states[uid] == OX_NS_REMOVED) {
+        add_edges_of(self, gb, kb, id, TRUE);
+        for (guint32 u = 0; u < gb->nodes[id].n_users; u++) {
+          OxNodeId user = gb->nodes[id].users[u];
+          guint32 to = ox_history_uid(h, gb->nodes[user].name, kb);
+          if (to && self->states[to] != OX_NS_REMOVED) {
+            OxFrameEdge e = {uid, to, TRUE};
+            g_array_append_val(self->edges, e);
+          }
+        }
+      }
+    }
+  }
+}
+
+const guint8 *ox_document_get_node_states(OxDocument *self, guint *n_uids) {
+  *n_uids = self->n_states;
+  return self->states;
+}
+const OxFrameEdge *ox_document_get_edges(OxDocument *self, guint *n_edges) {
+  *n_edges = self->edges->len;
+  return (const OxFrameEdge *)(void *)self->edges->data;
+}
+guint32 ox_document_get_anchor_uid(OxDocument *self) { return self->anchor_uid; }
+guint32 ox_document_uid_of(OxDocument *self, const char *name) {
+  return self->history && name ? ox_history_uid(self->history, name, ox_document_get_shown_gstep(self)) : 0;
+}
+
+/* Recomputes graphs, frame and search after position/show-before changes; emits frame-changed. */
+static void document_refresh(OxDocument *self) {
+  if (self->history) {
+    graphs_update(self);
+    frame_update(self);
+    search_update(self);
+  }
+  g_signal_emit(self, signals[SIGNAL_FRAME_CHANGED], 0);
+}
+
+/* ---- loading */
+
+static void document_install(OxDocument *self, OxHistory *h) {
+  g_clear_pointer(&self->history, ox_history_unref);
+  g_clear_pointer(&self->g_after, ox_graph_free);
+  g_clear_pointer(&self->g_before, ox_graph_free);
+  self->history = h;
+  self->position = 0;
+  self->k_after = self->k_before = 0;
+  g_clear_pointer(&self->selected, g_free);
+  g_clear_pointer(&self->filter_pass, g_free);
+  self->filter_touching = FALSE;
+  g_hash_table_remove_all(self->touching);
+  graphs_update(self);
+  frame_update(self);
+  search_update(self);
+  timeline_rebuild(self);
+  g_object_freeze_notify(G_OBJECT(self));
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PATH]);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_N_STEPS]);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_POSITION]);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_SELECTED]);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_FILTER_PASS]);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_FILTER_TOUCHING]);
+  g_object_thaw_notify(G_OBJECT(self));
+  if (h->error) set_status(self, h->error);
+  g_signal_emit(self, signals[SIGNAL_HISTORY_CHANGED], 0);
+  g_signal_emit(self, signals[SIGNAL_FRAME_CHANGED], 0);
+}
+
+static char *diags_text(const OxDiagList *d) {
+  GString *s = g_string_new(NULL);
+  for (size_t i = 0; i < d->n; i++) {
+    if (d->items[i].sev != OX_SEV_ERROR) continue;
+    char *line = ox_diag_format(d, &d->items[i]);
+    if (s->len) g_string_append_c(s, '\n');
+    g_string_append(s, line);
+    if (d->items[i].snippet) g_string_append_printf(s, "\n    %s", d->items[i].snippet);
+    free(line);
+    if (s->len > 4000) break;
+  }
+  if (!s->len) g_string_append(s, "unknown error");
+  return g_string_free(s, FALSE);
+}
+
+gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, OxTrace *trace, const char *path,
+                             GError **error) {
+  g_return_val_if_fail(doc && graph_index < doc->n_graphs, FALSE);
+  OxGraph *input = ox_graph_clone(doc->graphs[graph_index]);
+  if (trace && trace->input_hash) {
+    char hash[32];
+    g_snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ox_graph_structure_hash(input));
+    if (strcmp(hash, trace->input_hash) != 0) {
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                  "%s: the trace was recorded on another graph (structure hash %s, this graph has %s)",
+                  path ? path : "graph", trace->input_hash, hash);
+      ox_graph_free(input);
+      ox_trace_free(trace);
+      ox_doc_free(doc);
+      return FALSE;
+    }
+  }
+  self->gen++;
+  if (self->doc != doc) g_clear_pointer(&self->doc, ox_doc_free);
+  self->doc = doc;
+  self->graph_index = graph_index;
+  if (path != self->path) {
+    g_free(self->path);
+    self->path = g_strdup(path);
+  }
+  OxHistory *h = ox_history_new(input, trace);
+  set_status(self, trace ? (trace->n_steps ? NULL : "the trace has no steps") : "not optimized yet");
+  document_install(self, h);
+  return TRUE;
+}
+
+gboolean ox_document_load_file(OxDocument *self, const char *path, const char *trace_path, GError **error) {
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxDoc *doc = NULL;
+  if (ox_load_file(path, OX_FMT_UNKNOWN, NULL, &doc, &d) != 0 || !doc || !doc->n_graphs) {
+    char *msg = diags_text(&d);
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s", msg);
+    g_free(msg);
+    ox_diags_clear(&d);
+    ox_doc_free(doc);
+    return FALSE;
+  }
+  ox_diags_clear(&d);
+  OxTrace *trace = NULL;
+  if (trace_path) {
+    char err[512];
+    size_t len = 0;
+    char *text = ox_read_file(trace_path, &len, 0, err, sizeof err);
+    if (!text) {
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
+      ox_doc_free(doc);
+      return FALSE;
+    }
+    ox_diags_init(&d, trace_path);
+    int rc = ox_trace_read_json(text, len, trace_path, &trace, &d);
+    free(text);
+    if (rc != 0 || !trace) {
+      char *msg = diags_text(&d);
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s", msg);
+      g_free(msg);
+      ox_diags_clear(&d);
+      ox_doc_free(doc);
+      return FALSE;
+    }
+    ox_diags_clear(&d);
+  }
+  return ox_document_set_doc(self, doc, 0, trace, path, error);
+}
+
+gboolean ox_document_has_graph(OxDocument *self) { return self->history != NULL; }
+const char *ox_document_get_path(OxDocument *self) { return self->path; }
+OxDoc *ox_document_get_doc(OxDocument *self) { return self->doc; }
+OxHistory *ox_document_get_history(OxDocument *self) { return self->history; }
+const OxTrace *ox_document_get_trace(OxDocument *self) { return self->history ? self->history->trace : NULL; }
+guint ox_document_get_n_steps(OxDocument *self) {
+  const OxTrace *t = ox_document_get_trace(self);
+  return t ? t->n_steps : 0;
+}
+
+/* ---- optimization */
+
+void ox_document_set_pipeline(OxDocument *self, OxPipeline *pipeline, const OxCheckConfig *checks) {
+  if (self->pipeline) {
+    ox_pipeline_free(self->pipeline);
+    g_free(self->pipeline);
+  }
+  self->pipeline = pipeline;
+  if (checks)
+    self->checks = *checks;
+  else
+    ox_check_config_default(&self->checks);
+}
+
+typedef struct OptJob {
+  OxDocument *self;      /* ref; only touched on the main thread */
+  guint gen;
+  OxGraph *g;            /* the worker's own clone of the input */
+  OxPipelineEntry *entries;
+  guint32 n_entries;
+  OxCheckConfig checks;
+  OxTrace *trace;
+} OptJob;
+
+static void opt_job_free(gpointer p) {
+  OptJob *j = p;
+  g_clear_object(&j->self);
+  ox_graph_free(j->g);
+  g_free(j->entries);
+  ox_trace_free(j->trace);
+  g_free(j);
+}
+
+typedef struct OptProgress {
+  OxDocument *self;
+  guint gen;
+  double fraction;
+  char *text;
+} OptProgress;
+
+static gboolean opt_progress_main(gpointer p) {
+  OptProgress *pr = p;
+  if (pr->gen == pr->self->gen && pr->self->busy) {
+    pr->self->progress = pr->fraction;
+    g_object_notify_by_pspec(G_OBJECT(pr->self), props[PROP_PROGRESS]);
+    set_status(pr->self, pr->text);
+  }
+  g_object_unref(pr->self);
+  g_free(pr->text);
+  g_free(pr);
+  return G_SOURCE_REMOVE;
+}
+
+/* Runs on the worker (or the caller's thread for the synchronous variant). */
+static gboolean opt_job_run(OptJob *j, GCancellable *cancellable, gboolean report, GError **error) {
+  j->trace = ox_trace_new();
+  for (guint32 i = 0; i < j->n_entries; i++) {
+    if (g_cancellable_set_error_if_cancelled(cancellable, error)) return FALSE;
+    if (report) {
+      OptProgress *pr = g_new0(OptProgress, 1);
+      pr->self = g_object_ref(j->self);
+      pr->gen = j->gen;
+      pr->fraction = (double)i / j->n_entries;
+      pr->text = g_strdup_printf("optimizing: pass %u/%u %s", i + 1, j->n_entries, j->entries[i].pass->name);
+      g_idle_add(opt_progress_main, pr);
+    }
+    OxPipeline one = {&j->entries[i], 1};
+    OxOptimizeResult res;
+    OxDiagList d;
+    ox_diags_init(&d, NULL);
+    int rc = ox_optimize(j->g, &one, &j->checks, j->trace, &res, &d);
+    if (rc != 0) {
+      char *msg = diags_text(&d);
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "optimization failed: %s", msg);
+      g_free(msg);
+      ox_diags_clear(&d);
+      return FALSE;
+    }
+    ox_diags_clear(&d);
+  }
+  return TRUE;
+}
+
+static void opt_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable) {
+  (void)source;
+  OptJob *j = data;
+  GError *err = NULL;
+  if (opt_job_run(j, cancellable, TRUE, &err))
+    g_task_return_boolean(task, TRUE);
+  else
+    g_task_return_error(task, err);
+}
+
+static OptJob *opt_job_new(OxDocument *self) {
+  OptJob *j = g_new0(OptJob, 1);
+  j->self = g_object_ref(self);
+  j->gen = self->gen;
+  j->g = ox_graph_clone(self->history->input);
+  OxPipeline def = {0};
+  const OxPipeline *p = self->pipeline;
+  if (!p) {
+    ox_pipeline_default(self->history->input, &def);
+    p = &def;
+  }
+  j->entries = g_memdup2(p->entries, p->n * sizeof *p->entries);
+  j->n_entries = p->n;
+  if (p == &def) ox_pipeline_free(&def);
+  j->checks = self->checks;
+  return j;
+}
+
+static void opt_install(OxDocument *self, OptJob *j) {
+  OxTrace *t = g_steal_pointer(&j->trace);
+  OxHistory *h = ox_history_new(ox_graph_clone(self->history->input), t);
+  char *msg = g_strdup_printf("%u steps: %u applied, %u rejected, %u check failures", t->n_steps, t->n_applied,
+                              t->n_rejected, t->n_check_failed);
+  document_install(self, h);
+  set_status(self, h->error ? h->error : msg);
+  g_free(msg);
+}
+
+static void set_busy(OxDocument *self, gboolean busy) {
+  if (self->busy == busy) return;
+  self->busy = busy;
+  self->progress = busy ? 0.0 : 1.0;
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_BUSY]);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PROGRESS]);
+}
+
+void ox_document_optimize_async(OxDocument *self, GCancellable *cancellable, GAsyncReadyCallback cb,
+                                gpointer user_data) {
+  GTask *task = g_task_new(self, cancellable, cb, user_data);
+  g_task_set_source_tag(task, ox_document_optimize_async);
+  if (!self->history || self->busy) {
+    g_task_return_new_error(task, G_IO_ERROR, self->busy ? G_IO_ERROR_BUSY : G_IO_ERROR_NOT_INITIALIZED, "%s",
+                            self->busy ? "an optimization is already running" : "no graph loaded");
+    g_object_unref(task);
+    return;
+  }
+  OptJob *j = opt_job_new(self);
+  g_task_set_task_data(task, j, opt_job_free);
+  set_busy(self, TRUE);
+  set_status(self, "optimizing…");
+  g_task_run_in_thread(task, opt_thread);
+  g_object_unref(task);
+}
+
+gboolean ox_document_optimize_finish(OxDocument *self, GAsyncResult *res, GError **error) {
+  g_return_val_if_fail(g_task_is_valid(res, self), FALSE);
+  GTask *task = G_TASK(res);
+  OptJob *j = g_task_get_task_data(task);
+  gboolean ok = g_task_propagate_boolean(task, error);
+  if (!j) return ok; /* refused before starting */
+  if (j->gen != self->gen) {
+    /* a newer load replaced the graph meanwhile: drop this result */
+    if (ok) g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "the graph was replaced");
+    return FALSE;
+  }
+  set_busy(self, FALSE);
+  if (ok)
+    opt_install(self, j);
+  else
+    set_status(self, "optimization cancelled or failed");
+  return ok;
+}
+
+gboolean ox_document_optimize(OxDocument *self, GCancellable *cancellable, GError **error) {
+  if (!self->history) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED, "no graph loaded");
+    return FALSE;
+  }
+  OptJob *j = opt_job_new(self);
+  gboolean ok = opt_job_run(j, cancellable, FALSE, error);
+  if (ok) opt_install(self, j);
+  opt_job_free(j);
+  return ok;
+}
+
+gboolean ox_document_get_busy(OxDocument *self) { return self->busy; }
+double ox_document_get_progress(OxDocument *self) { return self->progress; }
+const char *ox_document_get_status(OxDocument *self) { return self->status; }
+
+/* ---- stepping */
+
+guint ox_document_get_position(OxDocument *self) { return self->position; }
+
+const OxStep *ox_document_get_step(OxDocument *self) {
+  const OxTrace *t = ox_document_get_trace(self);
+  return (t && self->position && self->position <= t->n_steps) ? &t->steps[self->position - 1] : NULL;
+}
+
+void ox_document_set_position(OxDocument *self, guint position) {
+  guint n = ox_document_get_n_steps(self);
+  if (position > n) position = n;
+  if (position == self->position) return;
+  self->position = position;
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_POSITION]);
+  document_refresh(self);
+}
+
+gboolean ox_document_step_visible(OxDocument *self, guint position) {
+  const OxTrace *t = ox_document_get_trace(self);
+  if (!t || position == 0 || position > t->n_steps) return FALSE;
+  const OxStep *s = &t->steps[position - 1];
+  guint bit = s->kind == OX_STEP_APPLIED ? OX_FILTER_APPLIED
+              : s->kind == OX_STEP_REJECTED ? OX_FILTER_REJECTED
+                                            : OX_FILTER_CHECK_FAILED;
+  if (!(self->filter_kinds & bit)) return FALSE;
+  if (self->filter_pass && g_strcmp0(self->filter_pass, s->pass) != 0) return FALSE;
+  if (self->filter_touching && !g_hash_table_contains(self->touching, GUINT_TO_POINTER(position))) return FALSE;
+  return TRUE;
+}
+
+gboolean ox_document_step_next(OxDocument *self) {
+  guint n = ox_document_get_n_steps(self);
+  for (guint p = self->position + 1; p <= n; p++)
+    if (ox_document_step_visible(self, p)) {
+      ox_document_set_position(self, p);
+      return TRUE;
+    }
+  return FALSE;
+}
+
+gboolean ox_document_step_prev(OxDocument *self) {
+  if (self->position == 0) return FALSE;
+  for (guint p = self->position - 1; p > 0; p--)
+    if (ox_document_step_visible(self, p)) {
+      ox_document_set_position(self, p);
+      return TRUE;
+    }
+  ox_document_set_position(self, 0); /* before every visible step: the input graph */
+  return TRUE;
+}
+
+gboolean ox_document_step_first(OxDocument *self) {
+  if (self->position == 0) return FALSE;
+  ox_document_set_position(self, 0);
+  return TRUE;
+}
+
+gboolean ox_document_step_last(OxDocument *self) {
+  guint n = ox_document_get_n_steps(self);
+  for (guint p = n; p > 0; p--)
+    if (ox_document_step_visible(self, p)) {
+      if (p == self->position) return FALSE;
+      ox_document_set_position(self, p);
+      return TRUE;
+    }
+  return FALSE;
+}
+
+gboolean ox_document_get_show_before(OxDocument *self) { return self->show_before; }
+void ox_document_set_show_before(OxDocument *self, gboolean before) {
+  before = !!before;
+  if (before == self->show_before) return;
+  self->show_before = before;
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_SHOW_BEFORE]);
+  document_refresh(self);
+}
+
+/* ---- selection */
+
+const char *ox_document_get_selected(OxDocument *self) { return self->selected; }
+
+static void touching_update(OxDocument *self) {
+  g_hash_table_remove_all(self->touching);
+  const OxTrace *t = ox_document_get_trace(self);
+  if (!t || !self->selected) return;
+  GArray *a = ox_document_explain(self, self->selected);
+  for (guint i = 0; i < a->len; i++) g_hash_table_add(self->touching, GUINT_TO_POINTER(g_array_index(a, guint, i)));
+  g_array_free(a, TRUE);
+}
+
+gboolean ox_document_select(OxDocument *self, const char *name) {
+  if (name && !*name) name = NULL;
+  if (name && (!self->history || !g_hash_table_contains(self->history->by_name, name))) return FALSE;
+  if (g_strcmp0(name, self->selected) == 0) return TRUE;
+  g_free(self->selected);
+  self->selected = g_strdup(name);
+  touching_update(self);
+  if (self->filter_touching) timeline_rebuild(self);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_SELECTED]);
+  g_signal_emit(self, signals[SIGNAL_FRAME_CHANGED], 0);
+  return TRUE;
+}
+
+/* ---- search */
+
+typedef enum { SEARCH_TEXT, SEARCH_REGEX, SEARCH_FAMILY, SEARCH_NAME, SEARCH_TARGET } SearchMode;
+
+static void search_update(OxDocument *self) {
+  guint old = self->hits->len;
+  g_ptr_array_set_size(self->hits, 0);
+  g_hash_table_remove_all(self->hit_uids);
+  g_clear_pointer(&self->search_error, g_free);
+  const char *q = self->search_text;
+  OxGraph *g = self->history ? ox_document_get_graph(self) : NULL;
+  if (q && *q && g) {
+    SearchMode mode = SEARCH_TEXT;
+    GRegex *re = NULL;
+    OxFamily fam = OX_FAMILY_UNKNOWN;
+    size_t ql = strlen(q);
+    if (g_str_has_prefix(q, "re:") || (ql > 2 && q[0] == '/' && q[ql - 1] == '/')) {
+      char *pat = q[0] == '/' ? g_strndup(q + 1, ql - 2) : g_strdup(q + 3);
+      GError *err = NULL;
+      re = g_regex_new(pat, G_REGEX_OPTIMIZE, 0, &err);
+      g_free(pat);
+      if (!re) {
+        self->search_error = g_strdup(err->message);
+        g_error_free(err);
+      }
+      mode = SEARCH_REGEX;
+    } else if (g_str_has_prefix(q, "op:")) {
+      mode = SEARCH_FAMILY;
+      if (!ox_family_from_name(q + 3, &fam))
+        self->search_error = g_strdup_printf("unknown op family '%s' (matmul, norm, pointwise, plumbing, view, "
+                                             "reduction, input, output, unknown)",
+                                             q + 3);
+    } else if (g_str_has_prefix(q, "name:")) {
+      mode = SEARCH_NAME;
+    } else if (g_str_has_prefix(q, "target:")) {
+      mode = SEARCH_TARGET;
+    }
+    char *needle = g_utf8_casefold(mode == SEARCH_NAME ? q + 5 : mode == SEARCH_TARGET ? q + 7 : q, -1);
+    guint k = ox_document_get_shown_gstep(self);
+    if (!self->search_error) {
+      OX_GRAPH_FOREACH(g, id) {
+        const OxNode *n = &g->nodes[id];
+        gboolean hit = FALSE;
+        switch (mode) {
+        case SEARCH_REGEX: hit = g_regex_match(re, n->name, 0, NULL) || g_regex_match(re, n->target, 0, NULL); break;
+        case SEARCH_FAMILY: hit = ox_node_family(g, n) == fam; break;
+        case SEARCH_TEXT:
+        case SEARCH_NAME:
+        case SEARCH_TARGET: {
+          const char *fields[2] = {mode == SEARCH_TARGET ? NULL : n->name, mode == SEARCH_NAME ? NULL : n->target};
+          for (int f = 0; f < 2 && !hit; f++) {
+            if (!fields[f]) continue;
+            char *hay = g_utf8_casefold(fields[f], -1);
+            hit = strstr(hay, needle) != NULL;
+            g_free(hay);
+          }
+          break;
+        }
+        }
+        if (hit) {
+          g_ptr_array_add(self->hits, (gpointer)n->name);
+          guint32 uid = ox_history_uid(self->history, n->name, k);
+          if (uid) g_hash_table_add(self->hit_uids, GUINT_TO_POINTER(uid));
+        }
+      }
+    }
+    g_free(needle);
+    if (re) g_regex_unref(re);
+  }
+  if (old != self->hits->len || self->hits->len) g_object_notify_by_pspec(G_OBJECT(self), props[PROP_N_HITS]);
+}
+
+void ox_document_set_search_text(OxDocument *self, const char *text) {
+  if (text && !*text) text = NULL;
+  if (g_strcmp0(text, self->search_text) == 0) return;
+  g_free(self->search_text);
+  self->search_text = g_strdup(text);
+  search_update(self);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_SEARCH_TEXT]);
+  g_signal_emit(self, signals[SIGNAL_FRAME_CHANGED], 0);
+}
+
+const char *ox_document_get_search_text(OxDocument *self) { return self->search_text; }
+const char *ox_document_get_search_error(OxDocument *self) { return self->search_error; }
+guint ox_document_get_n_hits(OxDocument *self) { return self->hits->len; }
+const char *ox_document_get_hit(OxDocument *self, guint i) {
+  return i < self->hits->len ? g_ptr_array_index(self->hits, i) : NULL;
+}
+gboolean ox_document_is_hit(OxDocument *self, guint32 uid) {
+  return g_hash_table_contains(self->hit_uids, GUINT_TO_POINTER(uid));
+}
+
+static gint hit_index(OxDocument *self) {
+  for (guint i = 0; i < self->hits->len && self->selected; i++)
+    if (strcmp(g_ptr_array_index(self->hits, i), self->selected) == 0) return (gint)i;
+  return -1;
+}
+
+gboolean ox_document_search_next(OxDocument *self) {
+  guint n = self->hits->len;
+  if (!n) return FALSE;
+  gint i = hit_index(self);
+  return ox_document_select(self, g_ptr_array_index(self->hits, i < 0 ? 0 : (guint)(i + 1) % n));
+}
+
+gboolean ox_document_search_prev(OxDocument *self) {
+  guint n = self->hits->len;
+  if (!n) return FALSE;
+  gint i = hit_index(self);
+  return ox_document_select(self, g_ptr_array_index(self->hits, i <= 0 ? n - 1 : (guint)i - 1));
+}
+
+/* ---- timeline */
+
+static const char *kind_word(guint8 kind) {
+  return kind == OX_STEP_APPLIED ? "applied" : kind == OX_STEP_REJECTED ? "rejected" : "check failed";
+}
+
+static void timeline_rebuild(OxDocument *self) {
+  const OxTrace *t = ox_document_get_trace(self);
+  GPtrArray *rows = g_ptr_array_new_with_free_func(g_object_unref);
+  guint n = t ? t->n_steps : 0;
+  for (guint i = 0; i < n;) {
+    /* one group per contiguous run of a pass (a pass runs once per pipeline entry) */
+    guint j = i;
+    guint counts[3] = {0, 0, 0}, shown = 0;
+    while (j < n && g_strcmp0(t->steps[j].pass, t->steps[i].pass) == 0 &&
+           g_strcmp0(t->steps[j].phase, t->steps[i].phase) == 0) {
+      counts[MIN(t->steps[j].kind, 2)]++;
+      if (ox_document_step_visible(self, j + 1)) shown++;
+      j++;
+    }
+    if (shown) {
+      GString *sub = g_string_new(NULL);
+      for (int k = 0; k < 3; k++)
+        if (counts[k]) g_string_append_printf(sub, "%s%u %s", sub->len ? " · " : "", counts[k], kind_word((guint8)k));
+      g_ptr_array_add(rows, step_item_new(TRUE, i + 1, 0, g_strdup_printf("%s (%s)", t->steps[i].pass,
+                                                                       t->steps[i].phase ? t->steps[i].phase : "?"),
+                                          g_string_free(sub, FALSE)));
+      for (guint k = i; k < j; k++) {
+        if (!ox_document_step_visible(self, k + 1)) continue;
+        const OxStep *s = &t->steps[k];
+        char *title = g_strdup_printf("#%u %s %s", k + 1, s->rule ? s->rule : s->pass, s->anchor ? s->anchor : "");
+        char *subtitle;
+        if (s->kind == OX_STEP_APPLIED) {
+          subtitle = g_strdup_printf("applied: −%u +%u nodes", s->n_removed, s->n_added);
+        } else {
+          char *why = ox_reason_format(&s->reason);
+          subtitle = g_strdup_printf("%s: %s", kind_word(s->kind), why ? why : "");
+          free(why);
+        }
+        g_ptr_array_add(rows, step_item_new(FALSE, k + 1, s->kind, title, subtitle));
+      }
+    }
+    i = j;
+  }
+  g_list_store_splice(self->timeline, 0, g_list_model_get_n_items(G_LIST_MODEL(self->timeline)), rows->pdata,
+                      rows->len);
+  g_ptr_array_unref(rows);
+}
+
+GListModel *ox_document_get_timeline(OxDocument *self) { return G_LIST_MODEL(self->timeline); }
+
+guint ox_document_timeline_row(OxDocument *self, guint position) {
+  guint n = g_list_model_get_n_items(G_LIST_MODEL(self->timeline));
+  for (guint i = 0; i < n; i++) {
+    g_autoptr(OxStepItem) it = g_list_model_get_item(G_LIST_MODEL(self->timeline), i);
+    if (!it->header && it->position == position) return i;
+  }
+  return G_MAXUINT;
+}
+
+guint ox_document_get_filter_kinds(OxDocument *self) { return self->filter_kinds; }
+void ox_document_set_filter_kinds(OxDocument *self, guint kinds) {
+  kinds &= OX_FILTER_ALL;
+  if (kinds == self->filter_kinds) return;
+  self->filter_kinds = kinds;
+  timeline_rebuild(self);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_FILTER_KINDS]);
+}
+
+const char *ox_document_get_filter_pass(OxDocument *self) { return self->filter_pass; }
+void ox_document_set_filter_pass(OxDocument *self, const char *pass) {
+  if (pass && !*pass) pass = NULL;
+  if (g_strcmp0(pass, self->filter_pass) == 0) return;
+  g_free(self->filter_pass);
+  self->filter_pass = g_strdup(pass);
+  timeline_rebuild(self);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_FILTER_PASS]);
+}
+
+gboolean ox_document_get_filter_touching(OxDocument *self) { return self->filter_touching; }
+void ox_document_set_filter_touching(OxDocument *self, gboolean touching) {
+  touching = !!touching;
+  if (touching == self->filter_touching) return;
+  self->filter_touching = touching;
+  timeline_rebuild(self);
+  g_object_notify_by_pspec(G_OBJECT(self), props[PROP_FILTER_TOUCHING]);
+}
+
+GArray *ox_document_explain(OxDocument *self, const char *name) {
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(guint));
+  const OxTrace *t = ox_document_get_trace(self);
+  if (!t || !name) return a;
+  uint32_t n = ox_trace_steps_for_node(t, name, NULL, 0);
+  if (!n) return a;
+  uint32_t *idx = g_new(uint32_t, n);
+  ox_trace_steps_for_node(t, name, idx, n);
+  for (uint32_t i = 0; i < n; i++) {
+    guint p = idx[i] + 1;
+    g_array_append_val(a, p);
+  }
+  g_free(idx);
+  return a;
+}
+
+/* ---- export */
+
+GBytes *ox_export_bytes(const OxGraph *g, const OxTrace *t, const char *format, gboolean edge_shapes,
+                        GError **error) {
+  OxBuf b;
+  ox_buf_init(&b);
+  if (strcmp(format, "trace") == 0) {
+    if (!t) {
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "there is no trace to export");
+      return NULL;
+    }
+    ox_trace_write_json(t, &b);
+  } else if (!g) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "there is no graph to export");
+    return NULL;
+  } else if (strcmp(format, "json") == 0) {
+    OxGraph *one = (OxGraph *)g;
+    OxDoc doc = {.format = OX_FMT_JSON, .graphs = &one, .n_graphs = 1, .record = NULL};
+    ox_write_json(&doc, &b);
+  } else if (strcmp(format, "fx") == 0) {
+    ox_write_fx_text(g, &b);
+  } else if (strcmp(format, "dot") == 0 || strcmp(format, "svg") == 0 || strcmp(format, "png") == 0) {
+    OxDotOptions o = {.edge_shapes = edge_shapes, .highlight = NULL, .rankdir = "TB"};
+    if (strcmp(format, "dot") == 0) {
+      ox_write_dot(g, &o, &b);
+    } else {
+      char err[512] = "";
+      if (ox_render(g, &o, format, &b, err, sizeof err) != 0) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
+        ox_buf_free(&b);
+        return NULL;
+      }
+    }
+  } else {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "unknown export format '%s'", format);
+    return NULL;
+  }
+  GBytes *bytes = g_bytes_new(b.data ? b.data : "", b.len);
+  ox_buf_free(&b);
+  return bytes;
+}
+
+gboolean ox_document_export(OxDocument *self, const char *format, const char *path, GError **error) {
+  GBytes *bytes = ox_export_bytes(self->history ? ox_document_get_graph(self) : NULL, ox_document_get_trace(self),
+                                  format, FALSE, error);
+  if (!bytes) return FALSE;
+  char err[512];
+  gsize len;
+  const void *data = g_bytes_get_data(bytes, &len);
+  gboolean ok = ox_write_file_atomic(path, data, len, err, sizeof err);
+  if (!ok) g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
+  g_bytes_unref(bytes);
+  return ok;
+}
+
+/* ---- GObject */
+
+static void ox_document_get_property(GObject *o, guint id, GValue *v, GParamSpec *ps) {
+  OxDocument *self = OX_DOCUMENT(o);
+  switch (id) {
+  case PROP_PATH: g_value_set_string(v, self->path); break;
+  case PROP_N_STEPS: g_value_set_uint(v, ox_document_get_n_steps(self)); break;
+  case PROP_POSITION: g_value_set_uint(v, self->position); break;
+  case PROP_SHOW_BEFORE: g_value_set_boolean(v, self->show_before); break;
+  case PROP_SELECTED: g_value_set_string(v, self->selected); break;
+  case PROP_SEARCH_TEXT: g_value_set_string(v, self->search_text); break;
+  case PROP_N_HITS: g_value_set_uint(v, self->hits->len); break;
+  case PROP_FILTER_KINDS: g_value_set_uint(v, self->filter_kinds); break;
+  case PROP_FILTER_PASS: g_value_set_string(v, self->filter_pass); break;
+  case PROP_FILTER_TOUCHING: g_value_set_boolean(v, self->filter_touching); break;
+  case PROP_BUSY: g_value_set_boolean(v, self->busy); break;
+  case PROP_PROGRESS: g_value_set_double(v, self->progress); break;
+  case PROP_STATUS: g_value_set_string(v, self->status); break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(o, id, ps);
+  }
+}
+
+static void ox_document_set_property(GObject *o, guint id, const GValue *v, GParamSpec *ps) {
+  OxDocument *self = OX_DOCUMENT(o);
+  switch (id) {
+  case PROP_POSITION: ox_document_set_position(self, g_value_get_uint(v)); break;
+  case PROP_SHOW_BEFORE: ox_document_set_show_before(self, g_value_get_boolean(v)); break;
+  case PROP_SELECTED: ox_document_select(self, g_value_get_string(v)); break;
+  case PROP_SEARCH_TEXT: ox_document_set_search_text(self, g_value_get_string(v)); break;
+  case PROP_FILTER_KINDS: ox_document_set_filter_kinds(self, g_value_get_uint(v)); break;
+  case PROP_FILTER_PASS: ox_document_set_filter_pass(self, g_value_get_string(v)); break;
+  case PROP_FILTER_TOUCHING: ox_document_set_filter_touching(self, g_value_get_boolean(v)); break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(o, id, ps);
+  }
+}
+
+static void ox_document_dispose(GObject *o) {
+  OxDocument *self = OX_DOCUMENT(o);
+  g_clear_object(&self->timeline);
+  G_OBJECT_CLASS(ox_document_parent_class)->dispose(o);
+}
+
+static void ox_document_finalize(GObject *o) {
+  OxDocument *self = OX_DOCUMENT(o);
+  ox_doc_free(self->doc);
+  g_free(self->path);
+  ox_history_unref(self->history);
+  ox_document_set_pipeline(self, NULL, NULL);
+  g_free(self->status);
+  ox_graph_free(self->g_after);
+  ox_graph_free(self->g_before);
+  g_free(self->states);
+  g_array_free(self->edges, TRUE);
+  g_free(self->selected);
+  g_free(self->search_text);
+  g_free(self->search_error);
+  g_ptr_array_free(self->hits, TRUE);
+  g_hash_table_destroy(self->hit_uids);
+  g_free(self->filter_pass);
+  g_hash_table_destroy(self->touching);
+  G_OBJECT_CLASS(ox_document_parent_class)->finalize(o);
+}
+
+static void ox_document_class_init(OxDocumentClass *k) {
+  GObjectClass *oc = G_OBJECT_CLASS(k);
+  oc->get_property = ox_document_get_property;
+  oc->set_property = ox_document_set_property;
+  oc->dispose = ox_document_dispose;
+  oc->finalize = ox_document_finalize;
+  GParamFlags ro = G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS;
+  GParamFlags rw = G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS;
+  props[PROP_PATH] = g_param_spec_string("path", NULL, NULL, NULL, ro);
+  props[PROP_N_STEPS] = g_param_spec_uint("n-steps", NULL, NULL, 0, G_MAXUINT, 0, ro);
+  props[PROP_POSITION] = g_param_spec_uint("position", NULL, NULL, 0, G_MAXUINT, 0, rw);
+  props[PROP_SHOW_BEFORE] = g_param_spec_boolean("show-before", NULL, NULL, FALSE, rw);
+  props[PROP_SELECTED] = g_param_spec_string("selected", NULL, NULL, NULL, rw);
+  props[PROP_SEARCH_TEXT] = g_param_spec_string("search-text", NULL, NULL, NULL, rw);
+  props[PROP_N_HITS] = g_param_spec_uint("n-hits", NULL, NULL, 0, G_MAXUINT, 0, ro);
+  props[PROP_FILTER_KINDS] = g_param_spec_uint("filter-kinds", NULL, NULL, 0, OX_FILTER_ALL, OX_FILTER_ALL, rw);
+  props[PROP_FILTER_PASS] = g_param_spec_string("filter-pass", NULL, NULL, NULL, rw);
+  props[PROP_FILTER_TOUCHING] = g_param_spec_boolean("filter-touching", NULL, NULL, FALSE, rw);
+  props[PROP_BUSY] = g_param_spec_boolean("busy", NULL, NULL, FALSE, ro);
+  props[PROP_PROGRESS] = g_param_spec_double("progress", NULL, NULL, 0, 1, 0, ro);
+  props[PROP_STATUS] = g_param_spec_string("status", NULL, NULL, NULL, ro);
+  g_object_class_install_properties(oc, N_PROPS, props);
+  signals[SIGNAL_HISTORY_CHANGED] =
+    g_signal_new("history-changed", G_TYPE_FROM_CLASS(k), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+  signals[SIGNAL_FRAME_CHANGED] =
+    g_signal_new("frame-changed", G_TYPE_FROM_CLASS(k), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+}
+
+static void ox_document_init(OxDocument *self) {
+  self->edges = g_array_new(FALSE, FALSE, sizeof(OxFrameEdge));
+  self->hits = g_ptr_array_new();
+  self->hit_uids = g_hash_table_new(NULL, NULL);
+  self->touching = g_hash_table_new(NULL, NULL);
+  self->timeline = g_list_store_new(OX_TYPE_STEP_ITEM);
+  self->filter_kinds = OX_FILTER_ALL;
+  ox_check_config_default(&self->checks);
+}

@@ -1,0 +1,175 @@
+/* ox-document.h - the debugger's document model: one loaded graph, its optimization trace, the
+ * current step, selection, search and timeline filters. A plain GObject with no widgets, so
+ * tests drive it without a display.
+ *
+ * Positions: 0 is the input graph; position p (1..n_steps) shows trace record p-1. The graph
+ * shown at p is the graph after every graph step up to that record ("after"), or, with
+ * show-before, the graph before the record. Every state change emits notify:: for its property
+ * and then "frame-changed" once, which views use to redraw.
+ */
+#ifndef OX_DOCUMENT_H
+#define OX_DOCUMENT_H
+
+#include <gio/gio.h>
+
+#include "ox-history.h"
+#include "ox_load.h"
+#include "ox_pass.h"
+
+G_BEGIN_DECLS
+
+/* ------------------------------------------------------------------ op families */
+
+typedef enum OxFamily {
+  OX_FAMILY_UNKNOWN = 0,
+  OX_FAMILY_MATMUL,     /* linear, mm, addmm, bmm, matmul, conv, embedding */
+  OX_FAMILY_NORM,       /* layer_norm, batch_norm */
+  OX_FAMILY_POINTWISE,  /* activations and elementwise arithmetic */
+  OX_FAMILY_PLUMBING,   /* split, cat, stack, getitem, select */
+  OX_FAMILY_VIEW,       /* view, reshape, permute ... */
+  OX_FAMILY_REDUCTION,  /* sum, mean, softmax, pooling */
+  OX_FAMILY_INPUT,      /* placeholder, get_attr */
+  OX_FAMILY_OUTPUT,
+  OX_FAMILY_COUNT
+} OxFamily;
+
+OxFamily ox_node_family(const OxGraph *g, const OxNode *n);
+const char *ox_family_name(OxFamily f); /* "matmul", "norm", ... as typed in search ("op:norm") */
+gboolean ox_family_from_name(const char *s, OxFamily *out);
+/* Fill colour of a family as 0xRRGGBB. */
+guint32 ox_family_color(OxFamily f);
+
+/* ------------------------------------------------------------------ frame states */
+
+typedef enum OxNodeState {
+  OX_NS_HIDDEN = 0,  /* not alive in the shown graph */
+  OX_NS_NORMAL,      /* no step shown */
+  OX_NS_DIMMED,      /* untouched by the current step */
+  OX_NS_MATCHED,     /* matched / candidate node of the step */
+  OX_NS_ANCHOR,      /* the step's anchor */
+  OX_NS_REMOVED,     /* removed by the step (red) */
+  OX_NS_ADDED        /* added by the step (green) */
+} OxNodeState;
+
+typedef struct OxFrameEdge {
+  guint32 from, to;  /* uids */
+  gboolean ghost;    /* an edge of a removed node, drawn dashed */
+} OxFrameEdge;
+
+/* Timeline filter bits (filter-kinds). */
+typedef enum OxStepFilter {
+  OX_FILTER_APPLIED = 1 << 0,
+  OX_FILTER_REJECTED = 1 << 1,
+  OX_FILTER_CHECK_FAILED = 1 << 2,
+  OX_FILTER_ALL = 7
+} OxStepFilter;
+
+/* ------------------------------------------------------------------ timeline rows */
+
+#define OX_TYPE_STEP_ITEM (ox_step_item_get_type())
+G_DECLARE_FINAL_TYPE(OxStepItem, ox_step_item, OX, STEP_ITEM, GObject)
+
+struct _OxStepItem {
+  GObject parent_instance;
+  gboolean header;   /* a pass header row ("batch_linear  3 applied · 5 rejected") */
+  guint position;    /* step rows: the document position (seq + 1) */
+  guint8 kind;       /* step rows: OxStepKind */
+  char *title, *subtitle;
+};
+
+/* ------------------------------------------------------------------ the document */
+
+#define OX_TYPE_DOCUMENT (ox_document_get_type())
+G_DECLARE_FINAL_TYPE(OxDocument, ox_document, OX, DOCUMENT, GObject)
+
+OxDocument *ox_document_new(void);
+
+/* Loading. load_file reads a dump (any format the engine loads) and, if trace_path is given, a
+ * trace JSON recorded on it. Errors carry the engine's located message. On error the document
+ * is unchanged. */
+gboolean ox_document_load_file(OxDocument *self, const char *path, const char *trace_path, GError **error);
+/* Takes ownership of doc and trace (either may be replaced later); shows graph graph_index. */
+gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, OxTrace *trace, const char *path,
+                             GError **error);
+gboolean ox_document_has_graph(OxDocument *self);
+const char *ox_document_get_path(OxDocument *self);
+OxDoc *ox_document_get_doc(OxDocument *self);
+
+/* Optimization (when no trace was given). The pipeline defaults to ox_pipeline_default with all
+ * checks; set_pipeline takes ownership (NULL = default again). Runs on a GTask worker thread on
+ * a clone of the input; progress/status notify on the main thread; cancellable between passes. */
+void ox_document_set_pipeline(OxDocument *self, OxPipeline *pipeline, const OxCheckConfig *checks);
+void ox_document_optimize_async(OxDocument *self, GCancellable *cancellable, GAsyncReadyCallback cb,
+                                gpointer user_data);
+gboolean ox_document_optimize_finish(OxDocument *self, GAsyncResult *res, GError **error);
+gboolean ox_document_optimize(OxDocument *self, GCancellable *cancellable, GError **error); /* synchronous */
+gboolean ox_document_get_busy(OxDocument *self);
+double ox_document_get_progress(OxDocument *self);
+const char *ox_document_get_status(OxDocument *self);
+
+/* History and graphs. */
+OxHistory *ox_document_get_history(OxDocument *self); /* borrowed; NULL before a load */
+const OxTrace *ox_document_get_trace(OxDocument *self);
+guint ox_document_get_n_steps(OxDocument *self);
+OxGraph *ox_document_get_graph(OxDocument *self);        /* the shown graph (borrowed) */
+OxGraph *ox_document_get_graph_after(OxDocument *self);
+OxGraph *ox_document_get_graph_before(OxDocument *self);
+guint ox_document_get_shown_gstep(OxDocument *self);     /* graph step of the shown graph */
+
+/* Stepping. Next/prev/first/last move among the steps the timeline filters let through. */
+guint ox_document_get_position(OxDocument *self);
+void ox_document_set_position(OxDocument *self, guint position);
+gboolean ox_document_step_next(OxDocument *self);
+gboolean ox_document_step_prev(OxDocument *self);
+gboolean ox_document_step_first(OxDocument *self);
+gboolean ox_document_step_last(OxDocument *self);
+const OxStep *ox_document_get_step(OxDocument *self); /* NULL at position 0 */
+gboolean ox_document_get_show_before(OxDocument *self);
+void ox_document_set_show_before(OxDocument *self, gboolean before);
+
+/* Frame: per-uid state and the edges of the shown graph. */
+const guint8 *ox_document_get_node_states(OxDocument *self, guint *n_uids);
+const OxFrameEdge *ox_document_get_edges(OxDocument *self, guint *n_edges);
+guint32 ox_document_get_anchor_uid(OxDocument *self);
+guint32 ox_document_uid_of(OxDocument *self, const char *name); /* in the shown graph, 0 if none */
+
+/* Selection: a node name of the shown graph (NULL = none). Returns FALSE for unknown names. */
+const char *ox_document_get_selected(OxDocument *self);
+gboolean ox_document_select(OxDocument *self, const char *name);
+
+/* Search: "name", "target", "op:FAMILY", "/regex/" or "re:regex"; plain text matches name or
+ * target (case-insensitive). Hits are nodes of the shown graph in graph order. */
+void ox_document_set_search_text(OxDocument *self, const char *text);
+const char *ox_document_get_search_text(OxDocument *self);
+const char *ox_document_get_search_error(OxDocument *self); /* bad regex, unknown family */
+guint ox_document_get_n_hits(OxDocument *self);
+const char *ox_document_get_hit(OxDocument *self, guint i);
+gboolean ox_document_is_hit(OxDocument *self, guint32 uid);
+gboolean ox_document_search_next(OxDocument *self); /* selects the next hit (wraps) */
+gboolean ox_document_search_prev(OxDocument *self);
+
+/* Timeline: rows (OxStepItem) grouped by pass, filtered. */
+GListModel *ox_document_get_timeline(OxDocument *self);
+guint ox_document_get_filter_kinds(OxDocument *self);
+void ox_document_set_filter_kinds(OxDocument *self, guint kinds);
+const char *ox_document_get_filter_pass(OxDocument *self);
+void ox_document_set_filter_pass(OxDocument *self, const char *pass); /* NULL or "" = all passes */
+gboolean ox_document_get_filter_touching(OxDocument *self);
+void ox_document_set_filter_touching(OxDocument *self, gboolean touching);
+gboolean ox_document_step_visible(OxDocument *self, guint position);
+/* Row index of position in the timeline, or G_MAXUINT if filtered out. */
+guint ox_document_timeline_row(OxDocument *self, guint position);
+
+/* Explain ("why not?"): positions (seq + 1) of every record mentioning name. Caller frees. */
+GArray *ox_document_explain(OxDocument *self, const char *name);
+
+/* Export of the shown graph ("json", "fx", "dot", "svg", "png") or the trace ("trace"), written
+ * atomically. Thread-safe with respect to the document only if called on the main thread; the
+ * window runs it on a worker with ox_document_export_data. */
+gboolean ox_document_export(OxDocument *self, const char *format, const char *path, GError **error);
+/* Renders the bytes of an export of graph g / trace t (either may be NULL as fitting). */
+GBytes *ox_export_bytes(const OxGraph *g, const OxTrace *t, const char *format, gboolean edge_shapes,
+                        GError **error);
+
+G_END_DECLS
+#endif

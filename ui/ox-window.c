@@ -1,0 +1,1368 @@
+/* ox-window.c - the debugger's main window (see ox-window.h).
+ *
+ * The window owns one OxDocument and reflects it: document notify:: signals update labels,
+ * panels and action states; user input goes through win.* actions into the document. Long work
+ * (optimization, layout, export) runs on worker threads; the window stays responsive and shows
+ * progress. Letter shortcuts (n, p, b, f ...) live on a bubble-phase controller of the main
+ * pane so typing in the search entry never triggers them; Ctrl shortcuts are application
+ * accelerators (ox-application.c).
+ */
+#include "ox-window.h"
+
+#include <string.h>
+
+#include "ox_write.h"
+
+struct _OxWindow {
+  GtkApplicationWindow parent_instance;
+
+  /* widgets (borrowed: owned by the widget tree) */
+  GtkWidget *view;
+  GtkWidget *step_label, *status_label, *hits_label;
+  GtkWidget *search_bar, *search_entry;
+  GtkWidget *progress_revealer, *progress_bar;
+  GtkWidget *list_view;
+  GtkWidget *pass_dropdown;
+  GtkWidget *stack;
+  GtkWidget *panel_label[3]; /* node, why, checks */
+  GtkWidget *main_pane;
+
+  /* owned */
+  OxDocument *doc;
+  GSimpleActionGroup *group_unused;
+  GtkSingleSelection *selection;
+  GtkStringList *pass_list;
+  GCancellable *optimize;
+  GMenu *recent_menu;
+  char *last_error;
+  char *panel_markup[3];
+
+  /* plain state */
+  guint play_source;
+  guint n_exports;
+  gboolean syncing_list;
+  gboolean syncing_passes;
+};
+
+G_DEFINE_FINAL_TYPE(OxWindow, ox_window, GTK_TYPE_APPLICATION_WINDOW)
+
+static const char *const panel_names[3] = {"node", "why", "checks"};
+
+static void window_update_actions(OxWindow *self);
+static void window_update_panels(OxWindow *self);
+
+/* ------------------------------------------------------------------ helpers */
+
+static GAction *win_action(OxWindow *self, const char *name) {
+  return g_action_map_lookup_action(G_ACTION_MAP(self), name);
+}
+
+static void action_enable(OxWindow *self, const char *name, gboolean on) {
+  GAction *a = win_action(self, name);
+  if (a) g_simple_action_set_enabled(G_SIMPLE_ACTION(a), on);
+}
+
+static void action_set_bool(OxWindow *self, const char *name, gboolean on) {
+  GAction *a = win_action(self, name);
+  if (a) g_simple_action_set_state(G_SIMPLE_ACTION(a), g_variant_new_boolean(on));
+}
+
+static void show_error(OxWindow *self, const char *title, const char *message) {
+  g_free(self->last_error);
+  self->last_error = g_strdup(message);
+  GtkWidget *d = gtk_message_dialog_new(GTK_WINDOW(self), GTK_DIALOG_MODAL | GTK_DIALOG_DESTROY_WITH_PARENT,
+                                        GTK_MESSAGE_ERROR, GTK_BUTTONS_CLOSE, "%s", title);
+  gtk_message_dialog_format_secondary_text(GTK_MESSAGE_DIALOG(d), "%s", message);
+  g_signal_connect(d, "response", G_CALLBACK(gtk_window_destroy), NULL);
+  gtk_window_present(GTK_WINDOW(d));
+}
+
+/* "%name" references in a formatted value become links; the rest is escaped. */
+static void append_linked(GString *out, const char *text, const OxGraph *g) {
+  const char *p = text;
+  while (*p) {
+    if (*p == '%') {
+      const char *q = p + 1;
+      while (*q && (g_ascii_isalnum(*q) || *q == '_' || *q == '.')) q++;
+      char *name = g_strndup(p + 1, (gsize)(q - p - 1));
+      if (*name && (!g || ox_graph_find(g, name))) {
+        char *m = g_markup_printf_escaped("<a href=\"node:%s\">%%%s</a>", name, name);
+        g_string_append(out, m);
+        g_free(m);
+        g_free(name);
+        p = q;
+        continue;
+      }
+      g_free(name);
+    }
+    const char *next = g_utf8_next_char(p);
+    char *esc = g_markup_escape_text(p, next - p);
+    g_string_append(out, esc);
+    g_free(esc);
+    p = next;
+  }
+}
+
+static void append_node_link(GString *out, const char *name) {
+  char *m = g_markup_printf_escaped("<a href=\"node:%s\">%s</a>", name, name);
+  g_string_append(out, m);
+  g_free(m);
+}
+
+static void append_step_link(GString *out, guint position) {
+  g_string_append_printf(out, "<a href=\"step:%u\">step %u</a>", position, position);
+}
+
+/* ------------------------------------------------------------------ panels */
+
+static void panel_node(OxWindow *self, GString *s) {
+  OxHistory *h = ox_document_get_history(self->doc);
+  const char *sel = ox_document_get_selected(self->doc);
+  if (!h || !sel) {
+    g_string_append(s, "<i>Click a node to inspect it.</i>");
+    return;
+  }
+  OxGraph *g = ox_document_get_graph(self->doc);
+  OxNodeId id = ox_graph_find(g, sel);
+  guint k = ox_document_get_shown_gstep(self->doc);
+  guint32 uid = ox_document_uid_of(self->doc, sel);
+  if (!uid) {
+    /* not alive here: the newest identity with this name */
+    GArray *a = g_hash_table_lookup(h->by_name, sel);
+    if (a && a->len) uid = g_array_index(a, guint32, a->len - 1);
+  }
+  const OxNode *n = id ? &g->nodes[id] : (uid ? &h->u->nodes[uid] : NULL);
+  char *m = g_markup_printf_escaped("<big><b>%s</b></big>\n", sel);
+  g_string_append(s, m);
+  g_free(m);
+  if (!n) return;
+  if (!id) g_string_append(s, "<span foreground=\"#c01c28\">not in the graph at this step</span>\n");
+  m = g_markup_printf_escaped("<b>op</b> %s   <b>family</b> %s\n<b>target</b> <tt>%s</tt>\n", ox_op_name((OxOp)n->op),
+                              ox_family_name(ox_node_family(id ? g : h->u, n)), n->target);
+  g_string_append(s, m);
+  g_free(m);
+  if (id) {
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_write_fx_value(g, &n->args, &b);
+    g_string_append(s, "<b>args</b> <tt>");
+    append_linked(s, b.data ? b.data : "()", g);
+    g_string_append(s, "</tt>\n");
+    b.len = 0;
+    ox_write_fx_value(g, &n->kwargs, &b);
+    g_string_append(s, "<b>kwargs</b> <tt>");
+    append_linked(s, b.data ? b.data : "{}", g);
+    g_string_append(s, "</tt>\n");
+    ox_buf_free(&b);
+  }
+  if (n->meta.kind == OX_META_TENSOR || n->meta.kind == OX_META_TUPLE) {
+    for (guint32 i = 0; i < n->meta.n; i++) {
+      char buf[256];
+      const OxTensorMeta *t = &n->meta.t[i];
+      char shape[200];
+      OxTensorMeta t2 = *t;
+      t2.has_stride = false;
+      t2.device = NULL;
+      ox_tensor_meta_format(&t2, false, false, shape, sizeof shape);
+      g_snprintf(buf, sizeof buf, "%s", shape);
+      GString *line = g_string_new(NULL);
+      g_string_append_printf(line, "<b>meta%s</b> dtype %s, shape <tt>", n->meta.n > 1 ? "" : "",
+                             ox_dtype_abbr(t->dtype));
+      char *e = g_markup_escape_text(buf, -1);
+      g_string_append(line, e);
+      g_free(e);
+      g_string_append(line, "</tt>");
+      if (t->has_stride) {
+        char full[256];
+        ox_tensor_meta_format(t, true, false, full, sizeof full);
+        const char *st = strchr(full, ']');
+        e = g_markup_escape_text(st ? st + 1 : "", -1);
+        g_string_append_printf(line, ", stride <tt>%s</tt>", e);
+        g_free(e);
+      }
+      if (t->device) {
+        e = g_markup_escape_text(t->device, -1);
+        g_string_append_printf(line, ", device %s", e);
+        g_free(e);
+      }
+      g_string_append(s, line->str);
+      g_string_append_c(s, '\n');
+      g_string_free(line, TRUE);
+    }
+  } else if (n->meta.kind == OX_META_SYMINT) {
+    m = g_markup_printf_escaped("<b>meta</b> SymInt %s\n", n->meta.sym ? n->meta.sym : "");
+    g_string_append(s, m);
+    g_free(m);
+  } else {
+    g_string_append(s, "<b>meta</b> <i>unknown</i>\n");
+  }
+  if (id) {
+    g_string_append_printf(s, "<b>users</b> (%u) ", n->n_users);
+    for (guint32 i = 0; i < n->n_users; i++) {
+      if (i) g_string_append(s, ", ");
+      append_node_link(s, g->nodes[n->users[i]].name);
+    }
+    g_string_append_c(s, '\n');
+  }
+  if (n->module_path) {
+    m = g_markup_printf_escaped("<b>module</b> <tt>%s</tt>%s%s\n", n->module_path, n->module_type ? " " : "",
+                                n->module_type ? n->module_type : "");
+    g_string_append(s, m);
+    g_free(m);
+  }
+  /* provenance and lifetime */
+  if (uid) {
+    g_string_append(s, "\n<b>history</b> ");
+    if (h->born[uid] == 0)
+      g_string_append(s, "in the input graph");
+    else {
+      g_string_append(s, "created by ");
+      append_step_link(s, h->seq_of_gstep[h->born[uid]] + 1);
+    }
+    if (h->died[uid] != OX_HISTORY_NEVER) {
+      g_string_append(s, ", removed by ");
+      append_step_link(s, h->seq_of_gstep[h->died[uid]] + 1);
+    }
+    g_string_append_c(s, '\n');
+  }
+  (void)k;
+  if (id && n->n_provenance) {
+    g_string_append(s, "<b>comes from</b> ");
+    for (guint32 i = 0; i < n->n_provenance; i++) {
+      const OxNode *o = ox_graph_node(h->input, n->provenance[i]);
+      if (i) g_string_append(s, ", ");
+      if (o) append_node_link(s, o->name);
+    }
+    g_string_append_c(s, '\n');
+  }
+  if (n->stack_trace) {
+    m = g_markup_printf_escaped("\n<b>stack trace</b>\n<tt><small>%s</small></tt>\n", n->stack_trace);
+    g_string_append(s, m);
+    g_free(m);
+  }
+}
+
+static const char *kind_color(guint8 kind) {
+  return kind == OX_STEP_APPLIED ? "#26a269" : kind == OX_STEP_REJECTED ? "#9a9996" : "#c01c28";
+}
+
+static void append_step_summary(GString *s, const OxStep *st) {
+  char *m = g_markup_printf_escaped("<span foreground=\"%s\">●</span> <a href=\"step:%u\">#%u</a> <b>%s</b>%s%s ",
+                                    kind_color(st->kind), st->seq + 1, st->seq + 1, st->pass, st->rule ? " / " : "",
+                                    st->rule ? st->rule : "");
+  g_string_append(s, m);
+  g_free(m);
+  if (st->kind == OX_STEP_APPLIED) {
+    g_string_append_printf(s, "applied: −%u +%u nodes", st->n_removed, st->n_added);
+  } else {
+    char *why = ox_reason_format(&st->reason);
+    m = g_markup_printf_escaped("%s: %s", st->kind == OX_STEP_REJECTED ? "rejected" : "check failed", why ? why : "");
+    g_string_append(s, m);
+    g_free(m);
+    free(why);
+  }
+  /* the nodes the record names, as links */
+  GPtrArray *names = g_ptr_array_new();
+  if (st->anchor) g_ptr_array_add(names, (gpointer)st->anchor);
+  for (guint i = 0; i < st->reason.n_args; i++)
+    if (st->reason.nodes[i]) g_ptr_array_add(names, (gpointer)st->reason.nodes[i]);
+  for (guint i = 0; i < st->n_matched && names->len < 12; i++) g_ptr_array_add(names, (gpointer)st->matched[i]);
+  if (names->len) {
+    g_string_append(s, "\n    nodes: ");
+    for (guint i = 0; i < names->len; i++) {
+      gboolean dup = FALSE;
+      for (guint j = 0; j < i && !dup; j++) dup = strcmp(names->pdata[i], names->pdata[j]) == 0;
+      if (dup) continue;
+      if (i) g_string_append(s, " ");
+      append_node_link(s, names->pdata[i]);
+    }
+  }
+  g_ptr_array_free(names, TRUE);
+  g_string_append_c(s, '\n');
+}
+
+static void panel_why(OxWindow *self, GString *s) {
+  const char *sel = ox_document_get_selected(self->doc);
+  const OxTrace *t = ox_document_get_trace(self->doc);
+  if (!sel) {
+    g_string_append(s, "<i>Select a node to see every pass that considered it, and why it did or did not fire.</i>");
+    return;
+  }
+  char *m = g_markup_printf_escaped("<big><b>Why not? — %s</b></big>\n", sel);
+  g_string_append(s, m);
+  g_free(m);
+  if (!t) {
+    g_string_append(s, "<i>No trace yet.</i>");
+    return;
+  }
+  GArray *a = ox_document_explain(self->doc, sel);
+  if (!a->len) g_string_append(s, "No pass recorded anything about this node: no pattern anchored on it or matched it.\n");
+  else
+    g_string_append_printf(s, "%u records mention it:\n\n", a->len);
+  for (guint i = 0; i < a->len && i < 400; i++) append_step_summary(s, &t->steps[g_array_index(a, guint, i) - 1]);
+  g_array_free(a, TRUE);
+}
+
+static void panel_checks(OxWindow *self, GString *s) {
+  const OxStep *st = ox_document_get_step(self->doc);
+  if (!st) {
+    g_string_append(s, "<i>Step to a record (n / Right) to see its semantic checks.</i>");
+    return;
+  }
+  append_step_summary(s, st);
+  g_string_append_c(s, '\n');
+  if (st->kind == OX_STEP_REJECTED) {
+    g_string_append(s, "<i>Rejected before rewriting: no checks ran.</i>\n");
+    return;
+  }
+  static const char *const status_color[] = {"#77767b", "#26a269", "#c01c28", "#c64600"};
+  for (int k = 0; k < OX_CHECK_KINDS; k++) {
+    const OxCheckResult *r = &st->checks[k];
+    guint stt = MIN(r->status, 3u);
+    char *m = g_markup_printf_escaped("<b>%s</b>  <span foreground=\"%s\"><b>%s</b></span>", ox_check_kind_name((OxCheckKind)k),
+                                      status_color[stt], ox_check_status_name((OxCheckStatus)r->status));
+    g_string_append(s, m);
+    g_free(m);
+    if (r->seconds > 0) g_string_append_printf(s, "  <small>%.2f ms</small>", r->seconds * 1000);
+    g_string_append_c(s, '\n');
+    if (k == OX_CHECK_NUMERIC && (r->status == OX_CHECK_PASSED || r->status == OX_CHECK_FAILED))
+      g_string_append_printf(s, "    max abs error %.3g, max rel error %.3g, tolerance %.3g, %u trials\n", r->max_abs,
+                             r->max_rel, r->tol, r->trials);
+    if (r->checked_shape) {
+      m = g_markup_printf_escaped("    %s\n", r->checked_shape);
+      g_string_append(s, m);
+      g_free(m);
+    }
+    if (r->detail && *r->detail) {
+      m = g_markup_printf_escaped("    %s\n", r->detail);
+      g_string_append(s, m);
+      g_free(m);
+    }
+  }
+}
+
+static void window_update_panels(OxWindow *self) {
+  void (*fill[3])(OxWindow *, GString *) = {panel_node, panel_why, panel_checks};
+  for (int i = 0; i < 3; i++) {
+    GString *s = g_string_new(NULL);
+    fill[i](self, s);
+    g_free(self->panel_markup[i]);
+    self->panel_markup[i] = g_string_free(s, FALSE);
+    gtk_label_set_markup(GTK_LABEL(self->panel_label[i]), self->panel_markup[i]);
+  }
+}
+
+const char *ox_window_get_panel_markup(OxWindow *self, const char *panel) {
+  for (int i = 0; i < 3; i++)
+    if (strcmp(panel, panel_names[i]) == 0) return self->panel_markup[i];
+  return NULL;
+}
+
+void ox_window_show_panel(OxWindow *self, const char *panel) {
+  gtk_stack_set_visible_child_name(GTK_STACK(self->stack), panel);
+}
+
+static gboolean on_activate_link(GtkLabel *label, const char *uri, OxWindow *self) {
+  (void)label;
+  if (g_str_has_prefix(uri, "node:")) {
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.select-node", "s", uri + 5);
+    return TRUE;
+  }
+  if (g_str_has_prefix(uri, "step:")) {
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.goto-step", "u", (guint)g_ascii_strtoull(uri + 5, NULL, 10));
+    return TRUE;
+  }
+  return FALSE;
+}
+
+/* ------------------------------------------------------------------ labels and state */
+
+static void update_step_label(OxWindow *self) {
+  guint n = ox_document_get_n_steps(self->doc), p = ox_document_get_position(self->doc);
+  char buf[160];
+  if (!ox_document_has_graph(self->doc))
+    g_snprintf(buf, sizeof buf, "no graph");
+  else if (p == 0)
+    g_snprintf(buf, sizeof buf, "input · %u steps", n);
+  else
+    g_snprintf(buf, sizeof buf, "step %u / %u%s", p, n, ox_document_get_show_before(self->doc) ? " (before)" : "");
+  gtk_label_set_text(GTK_LABEL(self->step_label), buf);
+}
+
+static void update_status(OxWindow *self) {
+  GString *s = g_string_new(NULL);
+  OxGraph *g = ox_document_has_graph(self->doc) ? ox_document_get_graph(self->doc) : NULL;
+  const char *path = ox_document_get_path(self->doc);
+  if (path) {
+    char *base = g_path_get_basename(path);
+    g_string_append(s, base);
+    g_free(base);
+  }
+  if (g) g_string_append_printf(s, " · %u nodes", g->n_live);
+  const char *st = ox_document_get_status(self->doc);
+  if (st) g_string_append_printf(s, " · %s", st);
+  if (!ox_graph_view_is_laid_out(OX_GRAPH_VIEW(self->view)) && g) g_string_append(s, " · laying out…");
+  gtk_label_set_text(GTK_LABEL(self->status_label), s->str);
+  g_string_free(s, TRUE);
+}
+
+static void update_hits(OxWindow *self) {
+  const char *err = ox_document_get_search_error(self->doc);
+  char buf[300];
+  if (err)
+    g_snprintf(buf, sizeof buf, "%s", err);
+  else if (ox_document_get_search_text(self->doc))
+    g_snprintf(buf, sizeof buf, "%u matches", ox_document_get_n_hits(self->doc));
+  else
+    buf[0] = 0;
+  gtk_label_set_text(GTK_LABEL(self->hits_label), buf);
+}
+
+static void sync_list_selection(OxWindow *self) {
+  guint p = ox_document_get_position(self->doc);
+  guint row = p ? ox_document_timeline_row(self->doc, p) : G_MAXUINT;
+  self->syncing_list = TRUE;
+  if (row == G_MAXUINT) {
+    gtk_single_selection_set_selected(self->selection, GTK_INVALID_LIST_POSITION);
+  } else {
+    gtk_single_selection_set_selected(self->selection, row);
+    gtk_widget_activate_action(self->list_view, "list.scroll-to-item", "u", row);
+  }
+  self->syncing_list = FALSE;
+}
+
+static void rebuild_pass_list(OxWindow *self) {
+  const OxTrace *t = ox_document_get_trace(self->doc);
+  self->syncing_passes = TRUE;
+  guint n = g_list_model_get_n_items(G_LIST_MODEL(self->pass_list));
+  GPtrArray *names = g_ptr_array_new();
+  g_ptr_array_add(names, (gpointer) "All passes");
+  for (guint i = 0; t && i < t->n_steps; i++) {
+    gboolean seen = FALSE;
+    for (guint j = 1; j < names->len && !seen; j++) seen = strcmp(names->pdata[j], t->steps[i].pass) == 0;
+    if (!seen) g_ptr_array_add(names, (gpointer)t->steps[i].pass);
+  }
+  g_ptr_array_add(names, NULL);
+  gtk_string_list_splice(self->pass_list, 0, n, (const char *const *)names->pdata);
+  g_ptr_array_free(names, TRUE);
+  gtk_drop_down_set_selected(GTK_DROP_DOWN(self->pass_dropdown), 0);
+  self->syncing_passes = FALSE;
+}
+
+static void window_update_actions(OxWindow *self) {
+  gboolean has = ox_document_has_graph(self->doc);
+  gboolean busy = ox_document_get_busy(self->doc);
+  guint n = ox_document_get_n_steps(self->doc), p = ox_document_get_position(self->doc);
+  gboolean laid = ox_graph_view_is_laid_out(OX_GRAPH_VIEW(self->view));
+  gboolean any_after = FALSE;
+  for (guint q = p + 1; q <= n && !any_after; q++) any_after = ox_document_step_visible(self->doc, q);
+  action_enable(self, "step-next", has && any_after);
+  action_enable(self, "step-prev", has && p > 0);
+  action_enable(self, "step-first", has && p > 0);
+  action_enable(self, "step-last", has && any_after);
+  action_enable(self, "play", has && n > 0);
+  action_enable(self, "goto-step", has && n > 0);
+  action_enable(self, "before", has && ox_document_get_step(self->doc) != NULL);
+  action_enable(self, "select-node", has);
+  action_enable(self, "fit", laid);
+  action_enable(self, "zoom-in", laid);
+  action_enable(self, "zoom-out", laid);
+  action_enable(self, "zoom-reset", laid);
+  action_enable(self, "zoom-selection", laid && ox_document_get_selected(self->doc));
+  action_enable(self, "center-step", laid && ox_document_get_step(self->doc) != NULL);
+  action_enable(self, "search", has);
+  action_enable(self, "search-next", ox_document_get_n_hits(self->doc) > 0);
+  action_enable(self, "search-prev", ox_document_get_n_hits(self->doc) > 0);
+  action_enable(self, "export", has);
+  action_enable(self, "export-to", has);
+  action_enable(self, "export-trace", n > 0);
+  action_enable(self, "open-trace", has && !busy);
+  action_enable(self, "optimize", has && !busy);
+  action_enable(self, "cancel", busy);
+  action_enable(self, "filter-touching", ox_document_get_selected(self->doc) != NULL || ox_document_get_filter_touching(self->doc));
+  if (self->play_source && !any_after) {
+    g_source_remove(self->play_source);
+    self->play_source = 0;
+    action_set_bool(self, "play", FALSE);
+  }
+}
+
+static void on_doc_frame_changed(OxWindow *self) {
+  update_step_label(self);
+  update_status(self);
+  sync_list_selection(self);
+  window_update_panels(self);
+  window_update_actions(self);
+}
+
+static void on_doc_notify(OxDocument *doc, GParamSpec *ps, OxWindow *self) {
+  (void)doc;
+  const char *name = g_param_spec_get_name(ps);
+  if (!strcmp(name, "show-before")) action_set_bool(self, "before", ox_document_get_show_before(self->doc));
+  if (!strcmp(name, "n-hits") || !strcmp(name, "search-text")) update_hits(self);
+  if (!strcmp(name, "filter-touching")) action_set_bool(self, "filter-touching", ox_document_get_filter_touching(self->doc));
+  if (!strcmp(name, "filter-kinds")) {
+    guint k = ox_document_get_filter_kinds(self->doc);
+    action_set_bool(self, "filter-applied", k & OX_FILTER_APPLIED);
+    action_set_bool(self, "filter-rejected", k & OX_FILTER_REJECTED);
+    action_set_bool(self, "filter-check-failed", k & OX_FILTER_CHECK_FAILED);
+  }
+  if (!strcmp(name, "busy")) {
+    gboolean busy = ox_document_get_busy(self->doc);
+    gtk_revealer_set_reveal_child(GTK_REVEALER(self->progress_revealer), busy);
+  }
+  if (!strcmp(name, "progress"))
+    gtk_progress_bar_set_fraction(GTK_PROGRESS_BAR(self->progress_bar), ox_document_get_progress(self->doc));
+  if (!strcmp(name, "status")) {
+    const char *st = ox_document_get_status(self->doc);
+    gtk_progress_bar_set_text(GTK_PROGRESS_BAR(self->progress_bar), st ? st : "");
+    update_status(self);
+  }
+  if (!strcmp(name, "path")) {
+    const char *path = ox_document_get_path(self->doc);
+    char *base = path ? g_path_get_basename(path) : NULL;
+    char *title = g_strdup_printf("%s%sOptimus Debugger", base ? base : "", base ? " — " : "");
+    gtk_window_set_title(GTK_WINDOW(self), title);
+    g_free(title);
+    g_free(base);
+  }
+  window_update_actions(self);
+}
+
+static void on_history_changed(OxWindow *self) {
+  rebuild_pass_list(self);
+  on_doc_frame_changed(self);
+}
+
+static void on_view_notify(OxWindow *self) {
+  update_status(self);
+  window_update_actions(self);
+}
+
+/* ------------------------------------------------------------------ open */
+
+static void recent_rebuild(OxWindow *self) {
+  g_menu_remove_all(self->recent_menu);
+  GtkRecentManager *rm = gtk_recent_manager_get_default();
+  GList *items = gtk_recent_manager_get_items(rm);
+  guint n = 0;
+  for (GList *l = items; l && n < 8; l = l->next) {
+    GtkRecentInfo *info = l->data;
+    if (!gtk_recent_info_has_application(info, g_get_application_name())) continue;
+    char *path = g_filename_from_uri(gtk_recent_info_get_uri(info), NULL, NULL);
+    if (!path) continue;
+    char *base = g_path_get_basename(path);
+    GMenuItem *it = g_menu_item_new(base, NULL);
+    g_menu_item_set_action_and_target_value(it, "win.open-recent", g_variant_new_string(path));
+    g_menu_append_item(self->recent_menu, it);
+    g_object_unref(it);
+    g_free(base);
+    g_free(path);
+    n++;
+  }
+  g_list_free_full(items, (GDestroyNotify)gtk_recent_info_unref);
+}
+
+static void on_optimized(GObject *src, GAsyncResult *res, gpointer data) {
+  OxWindow *self = data;
+  GError *err = NULL;
+  if (!ox_document_optimize_finish(OX_DOCUMENT(src), res, &err) && err &&
+      !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    show_error(self, "Optimization failed", err->message);
+  g_clear_error(&err);
+  if (self->optimize && g_cancellable_is_cancelled(self->optimize)) {
+    /* keep the window usable on the unoptimized graph */
+  }
+  g_clear_object(&self->optimize);
+  window_update_actions(self);
+  g_object_unref(self);
+}
+
+static void start_optimize(OxWindow *self) {
+  g_clear_object(&self->optimize);
+  self->optimize = g_cancellable_new();
+  ox_document_optimize_async(self->doc, self->optimize, on_optimized, g_object_ref(self));
+}
+
+gboolean ox_window_open(OxWindow *self, const char *graph_path, const char *trace_path) {
+  if (self->optimize) g_cancellable_cancel(self->optimize);
+  GError *err = NULL;
+  if (!ox_document_load_file(self->doc, graph_path, trace_path, &err)) {
+    char *title = g_strdup_printf("Cannot open %s", graph_path);
+    show_error(self, title, err->message);
+    g_free(title);
+    g_error_free(err);
+    return FALSE;
+  }
+  g_clear_pointer(&self->last_error, g_free);
+  char *uri = g_filename_to_uri(graph_path, NULL, NULL);
+  if (!uri) {
+    GFile *f = g_file_new_for_path(graph_path);
+    uri = g_file_get_uri(f);
+    g_object_unref(f);
+  }
+  gtk_recent_manager_add_item(gtk_recent_manager_get_default(), uri);
+  g_free(uri);
+  recent_rebuild(self);
+  if (!trace_path) start_optimize(self);
+  return TRUE;
+}
+
+static gboolean open_trace(OxWindow *self, const char *trace_path) {
+  const char *path = ox_document_get_path(self->doc);
+  if (!path) return FALSE;
+  char *graph = g_strdup(path);
+  gboolean ok = ox_window_open(self, graph, trace_path);
+  g_free(graph);
+  return ok;
+}
+
+static void on_open_response(GtkNativeDialog *d, int response, OxWindow *self) {
+  gboolean trace = GPOINTER_TO_INT(g_object_get_data(G_OBJECT(d), "trace"));
+  if (response == GTK_RESPONSE_ACCEPT) {
+    GFile *f = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(d));
+    char *path = g_file_get_path(f);
+    if (path) {
+      if (trace)
+        open_trace(self, path);
+      else
+        ox_window_open(self, path, NULL);
+    }
+    g_free(path);
+    g_object_unref(f);
+  }
+  g_object_unref(d);
+}
+
+static void open_dialog(OxWindow *self, gboolean trace) {
+  GtkFileChooserNative *d = gtk_file_chooser_native_new(trace ? "Open Trace" : "Open Graph Dump", GTK_WINDOW(self),
+                                                        GTK_FILE_CHOOSER_ACTION_OPEN, "_Open", "_Cancel");
+  g_object_set_data(G_OBJECT(d), "trace", GINT_TO_POINTER(trace));
+  g_signal_connect(d, "response", G_CALLBACK(on_open_response), self);
+  gtk_native_dialog_show(GTK_NATIVE_DIALOG(d));
+}
+
+static gboolean on_drop(GtkDropTarget *t, const GValue *value, double x, double y, OxWindow *self) {
+  (void)t;
+  (void)x;
+  (void)y;
+  if (!G_VALUE_HOLDS(value, GDK_TYPE_FILE_LIST)) return FALSE;
+  GSList *files = g_value_get_boxed(value);
+  if (!files) return FALSE;
+  char *p1 = g_file_get_path(files->data);
+  char *p2 = files->next ? g_file_get_path(files->next->data) : NULL;
+  gboolean ok = FALSE;
+  if (p1) {
+    /* two files: a dump and its trace; one file ending in .trace.json onto a loaded graph: a trace */
+    if (!p2 && g_str_has_suffix(p1, ".trace.json") && ox_document_has_graph(self->doc))
+      ok = open_trace(self, p1);
+    else
+      ok = ox_window_open(self, p1, p2);
+  }
+  g_free(p1);
+  g_free(p2);
+  return ok;
+}
+
+/* ------------------------------------------------------------------ export */
+
+typedef struct ExportJob {
+  OxGraph *g;        /* a clone of the shown graph */
+  OxHistory *h;      /* for the trace */
+  char *format, *path;
+  gboolean edge_shapes;
+} ExportJob;
+
+static void export_job_free(gpointer p) {
+  ExportJob *j = p;
+  ox_graph_free(j->g);
+  ox_history_unref(j->h);
+  g_free(j->format);
+  g_free(j->path);
+  g_free(j);
+}
+
+static void export_thread(GTask *task, gpointer src, gpointer data, GCancellable *c) {
+  (void)src;
+  (void)c;
+  ExportJob *j = data;
+  GError *err = NULL;
+  GBytes *b = ox_export_bytes(j->g, j->h ? j->h->trace : NULL, j->format, j->edge_shapes, &err);
+  if (!b) {
+    g_task_return_error(task, err);
+    return;
+  }
+  char msg[512];
+  gsize len;
+  const void *d = g_bytes_get_data(b, &len);
+  gboolean ok = ox_write_file_atomic(j->path, d, len, msg, sizeof msg);
+  g_bytes_unref(b);
+  if (ok)
+    g_task_return_boolean(task, TRUE);
+  else
+    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", msg);
+}
+
+static void export_done(GObject *src, GAsyncResult *res, gpointer data) {
+  (void)data;
+  OxWindow *self = OX_WINDOW(src);
+  GError *err = NULL;
+  ExportJob *j = g_task_get_task_data(G_TASK(res));
+  if (!g_task_propagate_boolean(G_TASK(res), &err)) {
+    show_error(self, "Export failed", err->message);
+    g_error_free(err);
+  } else {
+    char *base = g_path_get_basename(j->path);
+    char *msg = g_strdup_printf("exported %s", base);
+    gtk_label_set_text(GTK_LABEL(self->status_label), msg);
+    g_free(msg);
+    g_free(base);
+  }
+  self->n_exports++;
+}
+
+static void export_start(OxWindow *self, const char *format, const char *path) {
+  ExportJob *j = g_new0(ExportJob, 1);
+  if (strcmp(format, "trace") == 0) {
+    j->h = ox_document_get_history(self->doc) ? ox_history_ref(ox_document_get_history(self->doc)) : NULL;
+  } else if (ox_document_has_graph(self->doc)) {
+    j->g = ox_graph_clone(ox_document_get_graph(self->doc));
+  }
+  j->format = g_strdup(format);
+  j->path = g_strdup(path);
+  j->edge_shapes = ox_graph_view_get_edge_labels(OX_GRAPH_VIEW(self->view));
+  GTask *task = g_task_new(self, NULL, export_done, NULL);
+  g_task_set_task_data(task, j, export_job_free);
+  g_task_run_in_thread(task, export_thread);
+  g_object_unref(task);
+}
+
+static const char *export_ext(const char *format) {
+  if (!strcmp(format, "fx")) return "txt";
+  if (!strcmp(format, "trace")) return "trace.json";
+  return format;
+}
+
+static void on_export_response(GtkNativeDialog *d, int response, OxWindow *self) {
+  const char *format = g_object_get_data(G_OBJECT(d), "format");
+  if (response == GTK_RESPONSE_ACCEPT) {
+    GFile *f = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(d));
+    char *path = g_file_get_path(f);
+    if (path) export_start(self, format, path);
+    g_free(path);
+    g_object_unref(f);
+  }
+  g_object_unref(d);
+}
+
+static void export_dialog(OxWindow *self, const char *format) {
+  GtkFileChooserNative *d = gtk_file_chooser_native_new("Export", GTK_WINDOW(self), GTK_FILE_CHOOSER_ACTION_SAVE,
+                                                        "_Export", "_Cancel");
+  g_object_set_data_full(G_OBJECT(d), "format", g_strdup(format), g_free);
+  const char *path = ox_document_get_path(self->doc);
+  char *base = path ? g_path_get_basename(path) : g_strdup("graph");
+  char *dot = strrchr(base, '.');
+  if (dot) *dot = 0;
+  char *name = strcmp(format, "trace") == 0
+                 ? g_strdup_printf("%s.%s", base, export_ext(format))
+                 : g_strdup_printf("%s-step%u.%s", base, ox_document_get_position(self->doc), export_ext(format));
+  gtk_file_chooser_set_current_name(GTK_FILE_CHOOSER(d), name);
+  g_free(name);
+  g_free(base);
+  g_signal_connect(d, "response", G_CALLBACK(on_export_response), self);
+  gtk_native_dialog_show(GTK_NATIVE_DIALOG(d));
+}
+
+/* ------------------------------------------------------------------ actions */
+
+#define SELF OxWindow *self = OX_WINDOW(data); (void)a; (void)p
+
+static void act_open(GSimpleAction *a, GVariant *p, gpointer data) { SELF; open_dialog(self, FALSE); }
+static void act_open_trace(GSimpleAction *a, GVariant *p, gpointer data) { SELF; open_dialog(self, TRUE); }
+static void act_open_recent(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_window_open(self, g_variant_get_string(p, NULL), NULL);
+}
+static void act_optimize(GSimpleAction *a, GVariant *p, gpointer data) { SELF; start_optimize(self); }
+static void act_cancel(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  if (self->optimize) g_cancellable_cancel(self->optimize);
+}
+static void act_export(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  export_dialog(self, g_variant_get_string(p, NULL));
+}
+static void act_export_trace(GSimpleAction *a, GVariant *p, gpointer data) { SELF; export_dialog(self, "trace"); }
+static void act_export_to(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  const char *format, *path;
+  g_variant_get(p, "(&s&s)", &format, &path);
+  export_start(self, format, path);
+}
+static void act_step_next(GSimpleAction *a, GVariant *p, gpointer data) { SELF; ox_document_step_next(self->doc); }
+static void act_step_prev(GSimpleAction *a, GVariant *p, gpointer data) { SELF; ox_document_step_prev(self->doc); }
+static void act_step_first(GSimpleAction *a, GVariant *p, gpointer data) { SELF; ox_document_step_first(self->doc); }
+static void act_step_last(GSimpleAction *a, GVariant *p, gpointer data) { SELF; ox_document_step_last(self->doc); }
+static void act_goto_step(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_document_set_position(self->doc, g_variant_get_uint32(p));
+}
+
+static gboolean play_tick(gpointer data) {
+  OxWindow *self = data;
+  if (ox_document_step_next(self->doc)) return G_SOURCE_CONTINUE;
+  self->play_source = 0;
+  action_set_bool(self, "play", FALSE);
+  return G_SOURCE_REMOVE;
+}
+
+static void act_play(GSimpleAction *a, GVariant *p, gpointer data) {
+  OxWindow *self = OX_WINDOW(data);
+  gboolean on = p ? g_variant_get_boolean(p) : !g_variant_get_boolean(g_action_get_state(G_ACTION(a)));
+  g_simple_action_set_state(a, g_variant_new_boolean(on));
+  if (self->play_source) g_source_remove(self->play_source);
+  self->play_source = on ? g_timeout_add(700, play_tick, self) : 0;
+}
+
+static void toggle_state(GSimpleAction *a, GVariant *p, gboolean *out) {
+  GVariant *st = g_action_get_state(G_ACTION(a));
+  *out = p ? g_variant_get_boolean(p) : !g_variant_get_boolean(st);
+  g_variant_unref(st);
+  g_simple_action_set_state(a, g_variant_new_boolean(*out));
+}
+
+static void act_before(GSimpleAction *a, GVariant *p, gpointer data) {
+  OxWindow *self = OX_WINDOW(data);
+  gboolean on;
+  toggle_state(a, p, &on);
+  ox_document_set_show_before(self->doc, on);
+}
+
+static void act_edge_labels(GSimpleAction *a, GVariant *p, gpointer data) {
+  OxWindow *self = OX_WINDOW(data);
+  gboolean on;
+  toggle_state(a, p, &on);
+  ox_graph_view_set_edge_labels(OX_GRAPH_VIEW(self->view), on);
+}
+
+static void filter_toggle(OxWindow *self, GSimpleAction *a, GVariant *p, guint bit) {
+  gboolean on;
+  toggle_state(a, p, &on);
+  guint k = ox_document_get_filter_kinds(self->doc);
+  ox_document_set_filter_kinds(self->doc, on ? (k | bit) : (k & ~bit));
+}
+static void act_filter_applied(GSimpleAction *a, GVariant *p, gpointer data) {
+  filter_toggle(OX_WINDOW(data), a, p, OX_FILTER_APPLIED);
+}
+static void act_filter_rejected(GSimpleAction *a, GVariant *p, gpointer data) {
+  filter_toggle(OX_WINDOW(data), a, p, OX_FILTER_REJECTED);
+}
+static void act_filter_check_failed(GSimpleAction *a, GVariant *p, gpointer data) {
+  filter_toggle(OX_WINDOW(data), a, p, OX_FILTER_CHECK_FAILED);
+}
+static void act_filter_touching(GSimpleAction *a, GVariant *p, gpointer data) {
+  OxWindow *self = OX_WINDOW(data);
+  gboolean on;
+  toggle_state(a, p, &on);
+  ox_document_set_filter_touching(self->doc, on);
+}
+
+static void act_select_node(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  const char *name = g_variant_get_string(p, NULL);
+  ox_document_select(self->doc, *name ? name : NULL);
+}
+
+static void act_fit(GSimpleAction *a, GVariant *p, gpointer data) { SELF; ox_graph_view_fit(OX_GRAPH_VIEW(self->view)); }
+static void act_zoom_in(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_graph_view_zoom_in(OX_GRAPH_VIEW(self->view));
+}
+static void act_zoom_out(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_graph_view_zoom_out(OX_GRAPH_VIEW(self->view));
+}
+static void act_zoom_reset(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_graph_view_zoom_reset(OX_GRAPH_VIEW(self->view));
+}
+static void act_zoom_selection(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_graph_view_zoom_to_selection(OX_GRAPH_VIEW(self->view));
+}
+static void act_center_step(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_graph_view_center_on_step(OX_GRAPH_VIEW(self->view));
+}
+
+static void act_search(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  gboolean on = !gtk_search_bar_get_search_mode(GTK_SEARCH_BAR(self->search_bar));
+  gtk_search_bar_set_search_mode(GTK_SEARCH_BAR(self->search_bar), on);
+  if (on) gtk_widget_grab_focus(self->search_entry);
+}
+static void act_search_next(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  if (ox_document_search_next(self->doc)) ox_graph_view_zoom_to_selection(OX_GRAPH_VIEW(self->view));
+}
+static void act_search_prev(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  if (ox_document_search_prev(self->doc)) ox_graph_view_zoom_to_selection(OX_GRAPH_VIEW(self->view));
+}
+static void act_panel(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_window_show_panel(self, g_variant_get_string(p, NULL));
+}
+static void act_close(GSimpleAction *a, GVariant *p, gpointer data) { SELF; gtk_window_close(GTK_WINDOW(self)); }
+
+static const GActionEntry win_entries[] = {
+  {"open", act_open, NULL, NULL, NULL, {0}},
+  {"open-trace", act_open_trace, NULL, NULL, NULL, {0}},
+  {"open-recent", act_open_recent, "s", NULL, NULL, {0}},
+  {"optimize", act_optimize, NULL, NULL, NULL, {0}},
+  {"cancel", act_cancel, NULL, NULL, NULL, {0}},
+  {"export", act_export, "s", NULL, NULL, {0}},
+  {"export-trace", act_export_trace, NULL, NULL, NULL, {0}},
+  {"export-to", act_export_to, "(ss)", NULL, NULL, {0}},
+  {"step-next", act_step_next, NULL, NULL, NULL, {0}},
+  {"step-prev", act_step_prev, NULL, NULL, NULL, {0}},
+  {"step-first", act_step_first, NULL, NULL, NULL, {0}},
+  {"step-last", act_step_last, NULL, NULL, NULL, {0}},
+  {"goto-step", act_goto_step, "u", NULL, NULL, {0}},
+  {"play", act_play, NULL, "false", NULL, {0}},
+  {"before", act_before, NULL, "false", NULL, {0}},
+  {"edge-labels", act_edge_labels, NULL, "false", NULL, {0}},
+  {"filter-applied", act_filter_applied, NULL, "true", NULL, {0}},
+  {"filter-rejected", act_filter_rejected, NULL, "true", NULL, {0}},
+  {"filter-check-failed", act_filter_check_failed, NULL, "true", NULL, {0}},
+  {"filter-touching", act_filter_touching, NULL, "false", NULL, {0}},
+  {"select-node", act_select_node, "s", NULL, NULL, {0}},
+  {"fit", act_fit, NULL, NULL, NULL, {0}},
+  {"zoom-in", act_zoom_in, NULL, NULL, NULL, {0}},
+  {"zoom-out", act_zoom_out, NULL, NULL, NULL, {0}},
+  {"zoom-reset", act_zoom_reset, NULL, NULL, NULL, {0}},
+  {"zoom-selection", act_zoom_selection, NULL, NULL, NULL, {0}},
+  {"center-step", act_center_step, NULL, NULL, NULL, {0}},
+  {"search", act_search, NULL, NULL, NULL, {0}},
+  {"search-next", act_search_next, NULL, NULL, NULL, {0}},
+  {"search-prev", act_search_prev, NULL, NULL, NULL, {0}},
+  {"panel", act_panel, "s", NULL, NULL, {0}},
+  {"close", act_close, NULL, NULL, NULL, {0}},
+};
+
+/* Letter keys, active while focus is in the main pane (not in the search entry). */
+static const struct {
+  const char *trigger, *action, *target;
+} pane_keys[] = {
+  {"n", "win.step-next", NULL},    {"Right", "win.step-next", NULL}, {"p", "win.step-prev", NULL},
+  {"Left", "win.step-prev", NULL}, {"Home", "win.step-first", NULL}, {"End", "win.step-last", NULL},
+  {"space", "win.play", NULL},     {"b", "win.before", NULL},        {"f", "win.fit", NULL},
+  {"plus", "win.zoom-in", NULL},   {"equal", "win.zoom-in", NULL},   {"KP_Add", "win.zoom-in", NULL},
+  {"minus", "win.zoom-out", NULL}, {"KP_Subtract", "win.zoom-out", NULL}, {"1", "win.zoom-reset", NULL},
+  {"z", "win.zoom-selection", NULL}, {"c", "win.center-step", NULL}, {"e", "win.edge-labels", NULL},
+  {"slash", "win.search", NULL},   {"i", "win.panel", "node"},      {"w", "win.panel", "why"},
+  {"k", "win.panel", "checks"},
+};
+
+/* ------------------------------------------------------------------ construction */
+
+static void on_search_changed(GtkSearchEntry *e, OxWindow *self) {
+  ox_document_set_search_text(self->doc, gtk_editable_get_text(GTK_EDITABLE(e)));
+}
+static void on_search_activate(GtkSearchEntry *e, OxWindow *self) {
+  (void)e;
+  gtk_widget_activate_action(GTK_WIDGET(self), "win.search-next", NULL);
+}
+
+static void on_list_selected(GtkSingleSelection *sel, GParamSpec *ps, OxWindow *self) {
+  (void)ps;
+  if (self->syncing_list) return;
+  OxStepItem *it = gtk_single_selection_get_selected_item(sel);
+  if (it) ox_document_set_position(self->doc, it->position);
+}
+
+static void on_pass_selected(GtkDropDown *dd, GParamSpec *ps, OxWindow *self) {
+  (void)ps;
+  if (self->syncing_passes) return;
+  guint i = gtk_drop_down_get_selected(dd);
+  const char *name = i && i != GTK_INVALID_LIST_POSITION ? gtk_string_list_get_string(self->pass_list, i) : NULL;
+  ox_document_set_filter_pass(self->doc, name);
+}
+
+static void row_setup(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data) {
+  (void)f;
+  (void)data;
+  GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 1);
+  GtkWidget *t = gtk_label_new(NULL), *s = gtk_label_new(NULL);
+  gtk_label_set_xalign(GTK_LABEL(t), 0);
+  gtk_label_set_xalign(GTK_LABEL(s), 0);
+  gtk_label_set_ellipsize(GTK_LABEL(t), PANGO_ELLIPSIZE_END);
+  gtk_label_set_ellipsize(GTK_LABEL(s), PANGO_ELLIPSIZE_END);
+  gtk_widget_add_css_class(s, "dim-label");
+  gtk_widget_add_css_class(s, "caption");
+  gtk_box_append(GTK_BOX(box), t);
+  gtk_box_append(GTK_BOX(box), s);
+  gtk_widget_set_margin_start(box, 4);
+  gtk_widget_set_margin_end(box, 4);
+  gtk_widget_set_margin_top(box, 2);
+  gtk_widget_set_margin_bottom(box, 2);
+  gtk_list_item_set_child(li, box);
+}
+
+static void row_bind(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data) {
+  (void)f;
+  (void)data;
+  OxStepItem *it = gtk_list_item_get_item(li);
+  GtkWidget *box = gtk_list_item_get_child(li);
+  GtkWidget *t = gtk_widget_get_first_child(box), *s = gtk_widget_get_next_sibling(t);
+  char *m;
+  if (it->header)
+    m = g_markup_printf_escaped("<b>%s</b>", it->title);
+  else
+    m = g_markup_printf_escaped("<span foreground=\"%s\">●</span> %s", kind_color(it->kind), it->title);
+  gtk_label_set_markup(GTK_LABEL(t), m);
+  g_free(m);
+  gtk_label_set_text(GTK_LABEL(s), it->subtitle ? it->subtitle : "");
+  gtk_list_item_set_selectable(li, !it->header);
+  gtk_list_item_set_activatable(li, !it->header);
+  gtk_widget_set_margin_start(box, it->header ? 4 : 14);
+}
+
+static GtkWidget *toggle_button(const char *label, const char *action, const char *tip) {
+  GtkWidget *b = gtk_toggle_button_new_with_label(label);
+  gtk_actionable_set_action_name(GTK_ACTIONABLE(b), action);
+  gtk_widget_set_tooltip_text(b, tip);
+  gtk_widget_add_css_class(b, "flat");
+  return b;
+}
+
+static GtkWidget *icon_button(const char *icon, const char *action, const char *tip) {
+  GtkWidget *b = gtk_button_new_from_icon_name(icon);
+  gtk_actionable_set_action_name(GTK_ACTIONABLE(b), action);
+  gtk_widget_set_tooltip_text(b, tip);
+  return b;
+}
+
+static GMenuModel *build_menu(OxWindow *self) {
+  GMenu *menu = g_menu_new();
+  GMenu *file = g_menu_new();
+  g_menu_append(file, "_Open…", "win.open");
+  g_menu_append(file, "Open _Trace…", "win.open-trace");
+  g_menu_append_submenu(file, "Open _Recent", G_MENU_MODEL(self->recent_menu));
+  g_menu_append_section(menu, NULL, G_MENU_MODEL(file));
+  GMenu *exp = g_menu_new();
+  g_menu_append(exp, "Graph as _JSON…", "win.export::json");
+  g_menu_append(exp, "Graph as _FX Text…", "win.export::fx");
+  g_menu_append(exp, "Graph as _DOT…", "win.export::dot");
+  g_menu_append(exp, "Graph as _SVG…", "win.export::svg");
+  g_menu_append(exp, "Graph as _PNG…", "win.export::png");
+  g_menu_append(exp, "_Trace as JSON…", "win.export-trace");
+  GMenu *exps = g_menu_new();
+  g_menu_append_submenu(exps, "_Export Current Step", G_MENU_MODEL(exp));
+  g_menu_append_section(menu, NULL, G_MENU_MODEL(exps));
+  GMenu *view = g_menu_new();
+  g_menu_append(view, "Edge _Shapes", "win.edge-labels");
+  g_menu_append(view, "Show _Before Step", "win.before");
+  g_menu_append(view, "Re-run _Optimization", "win.optimize");
+  g_menu_append_section(menu, NULL, G_MENU_MODEL(view));
+  GMenu *app = g_menu_new();
+  g_menu_append(app, "_Keyboard Shortcuts", "win.show-help-overlay");
+  g_menu_append(app, "_About Optimus Debugger", "app.about");
+  g_menu_append(app, "_Quit", "app.quit");
+  g_menu_append_section(menu, NULL, G_MENU_MODEL(app));
+  g_object_unref(file);
+  g_object_unref(exp);
+  g_object_unref(exps);
+  g_object_unref(view);
+  g_object_unref(app);
+  return G_MENU_MODEL(menu);
+}
+
+static GtkWidget *build_timeline(OxWindow *self) {
+  GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 4);
+  gtk_widget_set_size_request(box, 260, -1);
+  GtkWidget *filters = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 2);
+  gtk_widget_set_margin_start(filters, 4);
+  gtk_widget_set_margin_top(filters, 4);
+  gtk_box_append(GTK_BOX(filters), toggle_button("applied", "win.filter-applied", "Show applied steps"));
+  gtk_box_append(GTK_BOX(filters), toggle_button("rejected", "win.filter-rejected", "Show rejected attempts"));
+  gtk_box_append(GTK_BOX(filters), toggle_button("failed", "win.filter-check-failed", "Show steps whose check failed"));
+  gtk_box_append(GTK_BOX(filters), toggle_button("node", "win.filter-touching", "Only steps that mention the selected node"));
+  gtk_box_append(GTK_BOX(box), filters);
+  self->pass_list = gtk_string_list_new(NULL);
+  self->pass_dropdown = gtk_drop_down_new(G_LIST_MODEL(g_object_ref(self->pass_list)), NULL);
+  gtk_widget_set_margin_start(self->pass_dropdown, 4);
+  gtk_widget_set_margin_end(self->pass_dropdown, 4);
+  g_signal_connect(self->pass_dropdown, "notify::selected", G_CALLBACK(on_pass_selected), self);
+  gtk_box_append(GTK_BOX(box), self->pass_dropdown);
+  self->selection = gtk_single_selection_new(g_object_ref(ox_document_get_timeline(self->doc)));
+  gtk_single_selection_set_autoselect(self->selection, FALSE);
+  gtk_single_selection_set_can_unselect(self->selection, TRUE);
+  g_signal_connect(self->selection, "notify::selected", G_CALLBACK(on_list_selected), self);
+  GtkListItemFactory *f = gtk_signal_list_item_factory_new();
+  g_signal_connect(f, "setup", G_CALLBACK(row_setup), NULL);
+  g_signal_connect(f, "bind", G_CALLBACK(row_bind), NULL);
+  self->list_view = gtk_list_view_new(GTK_SELECTION_MODEL(g_object_ref(self->selection)), f);
+  gtk_widget_add_css_class(self->list_view, "navigation-sidebar");
+  GtkWidget *sw = gtk_scrolled_window_new();
+  gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(sw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child(GTK_SCROLLED_WINDOW(sw), self->list_view);
+  gtk_widget_set_vexpand(sw, TRUE);
+  gtk_box_append(GTK_BOX(box), sw);
+  return box;
+}
+
+static GtkWidget *build_panels(OxWindow *self) {
+  GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 4);
+  gtk_widget_set_size_request(box, 300, -1);
+  self->stack = gtk_stack_new();
+  const char *titles[3] = {"Node", "Why not?", "Checks"};
+  for (int i = 0; i < 3; i++) {
+    GtkWidget *l = gtk_label_new(NULL);
+    gtk_label_set_xalign(GTK_LABEL(l), 0);
+    gtk_label_set_yalign(GTK_LABEL(l), 0);
+    gtk_label_set_wrap(GTK_LABEL(l), TRUE);
+    gtk_label_set_wrap_mode(GTK_LABEL(l), PANGO_WRAP_WORD_CHAR);
+    gtk_label_set_selectable(GTK_LABEL(l), FALSE);
+    gtk_widget_set_margin_start(l, 8);
+    gtk_widget_set_margin_end(l, 8);
+    gtk_widget_set_margin_top(l, 6);
+    g_signal_connect(l, "activate-link", G_CALLBACK(on_activate_link), self);
+    self->panel_label[i] = l;
+    GtkWidget *sw = gtk_scrolled_window_new();
+    gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(sw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+    gtk_scrolled_window_set_child(GTK_SCROLLED_WINDOW(sw), l);
+    gtk_stack_add_titled(GTK_STACK(self->stack), sw, panel_names[i], titles[i]);
+  }
+  gtk_widget_set_vexpand(self->stack, TRUE);
+  GtkWidget *sw = gtk_stack_switcher_new();
+  gtk_stack_switcher_set_stack(GTK_STACK_SWITCHER(sw), GTK_STACK(self->stack));
+  gtk_widget_set_halign(sw, GTK_ALIGN_CENTER);
+  gtk_widget_set_margin_top(sw, 4);
+  gtk_box_append(GTK_BOX(box), sw);
+  gtk_box_append(GTK_BOX(box), self->stack);
+  return box;
+}
+
+static const char shortcuts_ui[] =
+  "<interface><object class='GtkShortcutsWindow' id='help_overlay'><property name='modal'>1</property>"
+  "<child><object class='GtkShortcutsSection'><property name='section-name'>main</property>"
+  "%s</object></child></object></interface>";
+
+static void add_shortcut(GString *s, const char *accel, const char *title) {
+  char *a = g_markup_escape_text(accel, -1), *t = g_markup_escape_text(title, -1);
+  g_string_append_printf(s,
+                         "<child><object class='GtkShortcutsShortcut'><property name='accelerator'>%s</property>"
+                         "<property name='title'>%s</property></object></child>",
+                         a, t);
+  g_free(a);
+  g_free(t);
+}
+
+static void install_help_overlay(OxWindow *self) {
+  GString *g = g_string_new(NULL);
+  g_string_append(g, "<child><object class='GtkShortcutsGroup'><property name='title'>Steps</property>");
+  add_shortcut(g, "n Right", "Next step");
+  add_shortcut(g, "p Left", "Previous step");
+  add_shortcut(g, "Home", "Input graph");
+  add_shortcut(g, "End", "Last step");
+  add_shortcut(g, "space", "Play / pause");
+  add_shortcut(g, "b", "Toggle before / after the step");
+  add_shortcut(g, "c", "Centre on the step");
+  g_string_append(g, "</object></child>");
+  g_string_append(g, "<child><object class='GtkShortcutsGroup'><property name='title'>Canvas</property>");
+  add_shortcut(g, "f", "Fit graph");
+  add_shortcut(g, "plus equal", "Zoom in");
+  add_shortcut(g, "minus", "Zoom out");
+  add_shortcut(g, "1", "Zoom 100%");
+  add_shortcut(g, "z", "Zoom to selection");
+  add_shortcut(g, "e", "Edge shapes on / off");
+  add_shortcut(g, "<ctrl>", "Ctrl+scroll: zoom; drag or scroll: pan");
+  g_string_append(g, "</object></child>");
+  g_string_append(g, "<child><object class='GtkShortcutsGroup'><property name='title'>Search and panels</property>");
+  add_shortcut(g, "<ctrl>f slash", "Search (name, target, op:family, /regex/)");
+  add_shortcut(g, "<ctrl>g", "Next match");
+  add_shortcut(g, "<ctrl><shift>g", "Previous match");
+  add_shortcut(g, "i", "Node inspector");
+  add_shortcut(g, "w", "Why not? panel");
+  add_shortcut(g, "k", "Checks panel");
+  g_string_append(g, "</object></child>");
+  g_string_append(g, "<child><object class='GtkShortcutsGroup'><property name='title'>Files</property>");
+  add_shortcut(g, "<ctrl>o", "Open a graph dump");
+  add_shortcut(g, "<ctrl><shift>o", "Open a trace for this graph");
+  add_shortcut(g, "<ctrl>s", "Export the current step as JSON");
+  add_shortcut(g, "<ctrl><shift>e", "Export the trace");
+  add_shortcut(g, "<ctrl>period", "Cancel the optimization");
+  add_shortcut(g, "<ctrl>w", "Close window");
+  add_shortcut(g, "<ctrl>q", "Quit");
+  add_shortcut(g, "<ctrl>question", "Keyboard shortcuts");
+  g_string_append(g, "</object></child>");
+  char *ui = g_strdup_printf(shortcuts_ui, g->str);
+  GtkBuilder *b = gtk_builder_new_from_string(ui, -1);
+  gtk_application_window_set_help_overlay(GTK_APPLICATION_WINDOW(self),
+                                          GTK_SHORTCUTS_WINDOW(gtk_builder_get_object(b, "help_overlay")));
+  g_object_unref(b);
+  g_free(ui);
+  g_string_free(g, TRUE);
+}
+
+static void ox_window_init(OxWindow *self) {
+  self->doc = ox_document_new();
+  self->recent_menu = g_menu_new();
+  gtk_window_set_title(GTK_WINDOW(self), "Optimus Debugger");
+  gtk_window_set_default_size(GTK_WINDOW(self), 1280, 800);
+  gtk_window_set_icon_name(GTK_WINDOW(self), "io.github.optimus.Debugger");
+  g_action_map_add_action_entries(G_ACTION_MAP(self), win_entries, G_N_ELEMENTS(win_entries), self);
+
+  /* header bar */
+  GtkWidget *hb = gtk_header_bar_new();
+  gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), icon_button("document-open-symbolic", "win.open", "Open (Ctrl+O)"));
+  GtkWidget *steps = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 0);
+  gtk_widget_add_css_class(steps, "linked");
+  gtk_box_append(GTK_BOX(steps), icon_button("go-first-symbolic", "win.step-first", "Input graph (Home)"));
+  gtk_box_append(GTK_BOX(steps), icon_button("go-previous-symbolic", "win.step-prev", "Previous step (p, Left)"));
+  GtkWidget *play = gtk_toggle_button_new();
+  gtk_button_set_icon_name(GTK_BUTTON(play), "media-playback-start-symbolic");
+  gtk_actionable_set_action_name(GTK_ACTIONABLE(play), "win.play");
+  gtk_widget_set_tooltip_text(play, "Play (space)");
+  gtk_box_append(GTK_BOX(steps), play);
+  gtk_box_append(GTK_BOX(steps), icon_button("go-next-symbolic", "win.step-next", "Next step (n, Right)"));
+  gtk_box_append(GTK_BOX(steps), icon_button("go-last-symbolic", "win.step-last", "Last step (End)"));
+  gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), steps);
+  self->step_label = gtk_label_new("no graph");
+  gtk_widget_set_size_request(self->step_label, 150, -1);
+  gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), self->step_label);
+  GtkWidget *before = gtk_toggle_button_new_with_label("Before");
+  gtk_actionable_set_action_name(GTK_ACTIONABLE(before), "win.before");
+  gtk_widget_set_tooltip_text(before, "Show the graph before the step (b)");
+  gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), before);
+  GtkWidget *menu = gtk_menu_button_new();
+  gtk_menu_button_set_icon_name(GTK_MENU_BUTTON(menu), "open-menu-symbolic");
+  GMenuModel *model = build_menu(self);
+  gtk_menu_button_set_menu_model(GTK_MENU_BUTTON(menu), model);
+  g_object_unref(model);
+  gtk_header_bar_pack_end(GTK_HEADER_BAR(hb), menu);
+  gtk_header_bar_pack_end(GTK_HEADER_BAR(hb), icon_button("edit-find-symbolic", "win.search", "Search (Ctrl+F)"));
+  gtk_header_bar_pack_end(GTK_HEADER_BAR(hb), icon_button("zoom-fit-best-symbolic", "win.fit", "Fit (f)"));
+  gtk_window_set_titlebar(GTK_WINDOW(self), hb);
+
+  /* body */
+  GtkWidget *vbox = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0);
+  self->search_bar = gtk_search_bar_new();
+  GtkWidget *sbox = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 6);
+  self->search_entry = gtk_search_entry_new();
+  gtk_widget_set_size_request(self->search_entry, 360, -1);
+  g_object_set(self->search_entry, "placeholder-text", "name, target, op:matmul, /regex/", NULL);
+  g_signal_connect(self->search_entry, "search-changed", G_CALLBACK(on_search_changed), self);
+  g_signal_connect(self->search_entry, "activate", G_CALLBACK(on_search_activate), self);
+  gtk_box_append(GTK_BOX(sbox), self->search_entry);
+  gtk_box_append(GTK_BOX(sbox), icon_button("go-up-symbolic", "win.search-prev", "Previous match (Ctrl+Shift+G)"));
+  gtk_box_append(GTK_BOX(sbox), icon_button("go-down-symbolic", "win.search-next", "Next match (Ctrl+G)"));
+  self->hits_label = gtk_label_new(NULL);
+  gtk_box_append(GTK_BOX(sbox), self->hits_label);
+  gtk_search_bar_set_child(GTK_SEARCH_BAR(self->search_bar), sbox);
+  gtk_search_bar_connect_entry(GTK_SEARCH_BAR(self->search_bar), GTK_EDITABLE(self->search_entry));
+  gtk_box_append(GTK_BOX(vbox), self->search_bar);
+
+  self->progress_revealer = gtk_revealer_new();
+  GtkWidget *pbox = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 6);
+  gtk_widget_set_margin_start(pbox, 8);
+  gtk_widget_set_margin_end(pbox, 8);
+  gtk_widget_set_margin_top(pbox, 4);
+  gtk_widget_set_margin_bottom(pbox, 4);
+  self->progress_bar = gtk_progress_bar_new();
+  gtk_progress_bar_set_show_text(GTK_PROGRESS_BAR(self->progress_bar), TRUE);
+  gtk_widget_set_hexpand(self->progress_bar, TRUE);
+  gtk_widget_set_valign(self->progress_bar, GTK_ALIGN_CENTER);
+  gtk_box_append(GTK_BOX(pbox), self->progress_bar);
+  GtkWidget *cancel = gtk_button_new_with_label("Cancel");
+  gtk_actionable_set_action_name(GTK_ACTIONABLE(cancel), "win.cancel");
+  gtk_box_append(GTK_BOX(pbox), cancel);
+  gtk_revealer_set_child(GTK_REVEALER(self->progress_revealer), pbox);
+  gtk_box_append(GTK_BOX(vbox), self->progress_revealer);
+
+  self->view = ox_graph_view_new(self->doc);
+  gtk_widget_set_hexpand(self->view, TRUE);
+  gtk_widget_set_vexpand(self->view, TRUE);
+  GtkWidget *right = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
+  gtk_paned_set_start_child(GTK_PANED(right), self->view);
+  gtk_paned_set_end_child(GTK_PANED(right), build_panels(self));
+  gtk_paned_set_resize_end_child(GTK_PANED(right), FALSE);
+  gtk_paned_set_shrink_end_child(GTK_PANED(right), FALSE);
+  gtk_paned_set_position(GTK_PANED(right), 1280 - 260 - 340);
+  self->main_pane = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
+  gtk_paned_set_start_child(GTK_PANED(self->main_pane), build_timeline(self));
+  gtk_paned_set_end_child(GTK_PANED(self->main_pane), right);
+  gtk_paned_set_resize_start_child(GTK_PANED(self->main_pane), FALSE);
+  gtk_paned_set_shrink_start_child(GTK_PANED(self->main_pane), FALSE);
+  gtk_paned_set_position(GTK_PANED(self->main_pane), 270);
+  gtk_widget_set_vexpand(self->main_pane, TRUE);
+  gtk_box_append(GTK_BOX(vbox), self->main_pane);
+
+  GtkEventController *keys = gtk_shortcut_controller_new();
+  gtk_event_controller_set_propagation_phase(keys, GTK_PHASE_BUBBLE);
+  for (guint i = 0; i < G_N_ELEMENTS(pane_keys); i++) {
+    GtkShortcutAction *act = gtk_named_action_new(pane_keys[i].action);
+    GtkShortcut *sc = gtk_shortcut_new(gtk_shortcut_trigger_parse_string(pane_keys[i].trigger), act);
+    if (pane_keys[i].target) gtk_shortcut_set_arguments(sc, g_variant_new_string(pane_keys[i].target));
+    gtk_shortcut_controller_add_shortcut(GTK_SHORTCUT_CONTROLLER(keys), sc);
+  }
+  gtk_widget_add_controller(self->main_pane, keys);
+
+  self->status_label = gtk_label_new(NULL);
+  gtk_label_set_xalign(GTK_LABEL(self->status_label), 0);
+  gtk_label_set_ellipsize(GTK_LABEL(self->status_label), PANGO_ELLIPSIZE_END);
+  gtk_widget_set_margin_start(self->status_label, 8);
+  gtk_widget_set_margin_top(self->status_label, 3);
+  gtk_widget_set_margin_bottom(self->status_label, 3);
+  gtk_widget_add_css_class(self->status_label, "dim-label");
+  gtk_box_append(GTK_BOX(vbox), gtk_separator_new(GTK_ORIENTATION_HORIZONTAL));
+  gtk_box_append(GTK_BOX(vbox), self->status_label);
+  gtk_window_set_child(GTK_WINDOW(self), vbox);
+
+  GtkDropTarget *drop = gtk_drop_target_new(GDK_TYPE_FILE_LIST, GDK_ACTION_COPY);
+  g_signal_connect(drop, "drop", G_CALLBACK(on_drop), self);
+  gtk_widget_add_controller(GTK_WIDGET(self), GTK_EVENT_CONTROLLER(drop));
+
+  g_signal_connect_swapped(self->doc, "frame-changed", G_CALLBACK(on_doc_frame_changed), self);
+  g_signal_connect_swapped(self->doc, "history-changed", G_CALLBACK(on_history_changed), self);
+  g_signal_connect(self->doc, "notify", G_CALLBACK(on_doc_notify), self);
+  g_signal_connect_swapped(self->view, "notify::laid-out", G_CALLBACK(on_view_notify), self);
+  install_help_overlay(self);
+  recent_rebuild(self);
+  window_update_panels(self);
+  window_update_actions(self);
+  gtk_widget_grab_focus(self->view);
+}
+
+static void ox_window_dispose(GObject *o) {
+  OxWindow *self = OX_WINDOW(o);
+  if (self->play_source) g_source_remove(self->play_source);
+  self->play_source = 0;
+  if (self->optimize) g_cancellable_cancel(self->optimize);
+  g_clear_object(&self->optimize);
+  if (self->doc) g_signal_handlers_disconnect_by_data(self->doc, self);
+  G_OBJECT_CLASS(ox_window_parent_class)->dispose(o);
+  g_clear_object(&self->selection);
+  g_clear_object(&self->pass_list);
+  g_clear_object(&self->recent_menu);
+  g_clear_object(&self->doc);
+}
+
+static void ox_window_finalize(GObject *o) {
+  OxWindow *self = OX_WINDOW(o);
+  g_free(self->last_error);
+  for (int i = 0; i < 3; i++) g_free(self->panel_markup[i]);
+  G_OBJECT_CLASS(ox_window_parent_class)->finalize(o);
+}
+
+static void ox_window_class_init(OxWindowClass *k) {
+  G_OBJECT_CLASS(k)->dispose = ox_window_dispose;
+  G_OBJECT_CLASS(k)->finalize = ox_window_finalize;
+}
+
+OxWindow *ox_window_new(GtkApplication *app) { return g_object_new(OX_TYPE_WINDOW, "application", app, NULL); }
+OxDocument *ox_window_get_document(OxWindow *self) { return self->doc; }
+OxGraphView *ox_window_get_view(OxWindow *self) { return OX_GRAPH_VIEW(self->view); }
+const char *ox_window_get_last_error(OxWindow *self) { return self->last_error; }
+guint ox_window_get_n_exports(OxWindow *self) { return self->n_exports; }

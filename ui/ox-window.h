@@ -1,0 +1,36 @@
+/* ox-window.h - the debugger's main window: header bar with step controls, the step timeline
+ * (left), the graph canvas (centre), and the node inspector / "why not?" / checks panels
+ * (right), search bar, progress bar for a background optimization, status line.
+ *
+ * Every user action is a GAction on the window (win.*), listed in docs/debugger.md with its
+ * accelerator; enablement is computed in one place (window_update_actions).
+ */
+#ifndef OX_WINDOW_H
+#define OX_WINDOW_H
+
+#include <gtk/gtk.h>
+
+#include "ox-document.h"
+#include "ox-graph-view.h"
+
+G_BEGIN_DECLS
+
+#define OX_TYPE_WINDOW (ox_window_get_type())
+G_DECLARE_FINAL_TYPE(OxWindow, ox_window, OX, WINDOW, GtkApplicationWindow)
+
+OxWindow *ox_window_new(GtkApplication *app);
+OxDocument *ox_window_get_document(OxWindow *self);
+OxGraphView *ox_window_get_view(OxWindow *self);
+
+/* Opens a dump (and optionally a trace). Without a trace the default optimization starts in
+ * the background. On failure shows a dialog with the engine's located error and returns FALSE;
+ * the window keeps what it had. */
+gboolean ox_window_open(OxWindow *self, const char *graph_path, const char *trace_path);
+const char *ox_window_get_last_error(OxWindow *self); /* last error shown in a dialog, or NULL */
+guint ox_window_get_n_exports(OxWindow *self);        /* exports finished (ok or not) */
+/* Panel texts (Pango markup), for tests and screenshots. */
+const char *ox_window_get_panel_markup(OxWindow *self, const char *panel); /* "node", "why", "checks" */
+void ox_window_show_panel(OxWindow *self, const char *panel);
+
+G_END_DECLS
+#endif
