@@ -537,24 +537,40 @@ def module_type_name(m):
 
 
 # Constructor hyper-parameters written as kwargs of call_module nodes (agreed with the op
-# table): the engine's module spellings read them; load() strips them again.
+# table, engine/ox_ops.c): the engine's module spellings read them (shape rules need the
+# sizes: a module's parameters are not graph values), load() compares them with root's
+# module and strips them again. Arguments the engine only accepts at their neutral value
+# (padding_mode, track_running_stats, max_norm) are written too, so a module that uses
+# anything else is refused by the engine instead of being computed wrongly.
+# "bias" is written as a bool (the module has a bias parameter), as the constructor takes it.
 MODULE_HPARAMS = [
-    (nn.Conv2d, ("stride", "padding", "dilation", "groups")),
-    (nn.LayerNorm, ("normalized_shape", "eps")),
+    (nn.Conv2d, ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
+                 "groups", "bias", "padding_mode")),
+    (nn.Linear, ("in_features", "out_features", "bias")),
+    (nn.LayerNorm, ("normalized_shape", "eps", "elementwise_affine")),
     (nn.MaxPool2d, ("kernel_size", "stride", "padding", "dilation", "ceil_mode")),
     (nn.Dropout, ("p", "training")),
     (nn.Softmax, ("dim",)),
     (nn.Flatten, ("start_dim", "end_dim")),
-    (nn.EmbeddingBag, ("mode",)),
-    (nn.BatchNorm2d, ("eps", "momentum", "training")),
+    (nn.Embedding, ("num_embeddings", "embedding_dim", "padding_idx", "max_norm")),
+    (nn.EmbeddingBag, ("num_embeddings", "embedding_dim", "max_norm", "mode",
+                       "include_last_offset", "padding_idx")),
+    (nn.BatchNorm2d, ("num_features", "eps", "momentum", "affine", "track_running_stats",
+                      "training")),
     (nn.AdaptiveAvgPool2d, ("output_size",)),
 ]
+
+
+def _hparam(m, name):
+    if name == "bias":  # the constructor flag, not the parameter
+        return m.bias is not None
+    return getattr(m, name)
 
 
 def module_hparams(m):
     for cls, names in MODULE_HPARAMS:
         if isinstance(m, cls):
-            return {k: getattr(m, k) for k in names}
+            return {k: _hparam(m, k) for k in names}
     return {}
 
 

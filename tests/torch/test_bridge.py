@@ -9,9 +9,11 @@ Per fixture model (tests/torch/fixture_models.py):
   current/NAME    the committed tests/data/fixtures/NAME.json equals a fresh export (graph
                   exactly, record within 1e-6 of the output scale) and, loaded from disk,
                   reproduces its recorded outputs
-  verify/NAME     `optimus verify NAME.json` exits 0            (SKIP until the CLI has it)
-  shapes/NAME     `optimus convert --input-shape` infers ShapeProp's shapes/dtypes on every
-                  node                                          (SKIP until the CLI has it)
+  verify/NAME     `optimus verify NAME.json` exits 0
+  shapes/NAME     `optimus convert --input-shape NAME=DTYPE:DIMS` infers ShapeProp's
+                  shapes/dtypes on every node (get_attr nodes keep their annotated meta)
+(verify/shapes are skipped only when OPTIMUS_CLI names no binary). Known engine gaps are
+listed in KNOWN_BUGS and reported as "not ok ... # TODO known bug: ...".
 plus tests of the target whitelist, the engine-op map, an engine-style rewritten graph, and
 the optimus_fx.py command line.
 
@@ -45,6 +47,7 @@ if torch is not None:
     import fixture_models as fm
     import op_coverage
     import optimus_fx as ox
+    from tap import TapResult
 
 FRESH_TOL = 1e-6  # committed fixture vs fresh export, relative to max(1, output scale)
 
@@ -73,29 +76,6 @@ def load_committed(name):
 def max_rel(a, b):
     _, rel, _ = ox.diff(a, b)
     return rel
-
-
-_cli_help = {}
-
-
-def cli_help(*cmd):
-    """`optimus CMD --help` output ('' if the CLI is missing or fails)."""
-    cli = os.environ.get("OPTIMUS_CLI")
-    if not cli or not os.path.exists(cli):
-        return ""
-    if cmd not in _cli_help:
-        try:
-            p = subprocess.run([cli, *cmd, "--help"], capture_output=True, text=True, timeout=60)
-            _cli_help[cmd] = p.stdout + p.stderr
-        except (OSError, subprocess.TimeoutExpired):
-            _cli_help[cmd] = ""
-    return _cli_help[cmd]
-
-
-def cli_has_command(name):
-    text = cli_help()
-    return any(line.split()[:1] == [name] or ("optimus " + name) in line
-               for line in text.splitlines())
 
 
 def run_cli(*args):
@@ -157,34 +137,41 @@ def _current(self, name):
         self.assertTrue(ok, "output %d of the loaded fixture: rel %.3g" % (i, rel))
 
 
+def _need_cli(self):
+    """The optimus binary must be there (meson passes OPTIMUS_CLI); run by hand without it,
+    the CLI tests are skipped with that reason. A binary that lacks a command fails."""
+    cli = os.environ.get("OPTIMUS_CLI")
+    if not cli or not os.path.exists(cli):
+        self.skipTest("optimus CLI not built (set OPTIMUS_CLI)")
+
+
 def _verify(self, name):
-    if not cli_has_command("verify"):
-        self.skipTest("optimus verify not available")
+    _need_cli(self)
     p = run_cli("verify", fm.fixture_path(name))
     self.assertEqual(p.returncode, 0, "optimus verify %s:\n%s%s" % (name, p.stdout, p.stderr))
 
 
 def _shape_specs(doc):
-    """--input-shape NAME=D0,D1 for every placeholder, and the doc with metas stripped
-    (placeholders keep theirs only when not f32, so the dtype is known)."""
+    """--input-shape NAME=DTYPE:D0,D1 for every placeholder, and the doc with the record and
+    the metas of placeholders and call nodes removed. get_attr nodes keep theirs: a
+    parameter's shape is an annotation of the dump (torch.fx dumps carry it), not something
+    --input-shape sets or the graph lets anyone infer."""
     stripped = copy.deepcopy(doc)
     stripped.pop("record", None)
     specs = []
     for n in stripped["graphs"][0]["nodes"]:
         meta = n.get("meta", {})
         if n["op"] == "placeholder" and "tensor" in meta:
-            specs += ["--input-shape",
-                      "%s=%s" % (n["name"], ",".join(str(d) for d in meta["tensor"]["shape"]))]
-            if meta["tensor"]["dtype"] == "f32":
-                n.pop("meta")
-        else:
+            specs += ["--input-shape", "%s=%s:%s" % (
+                n["name"], meta["tensor"]["dtype"],
+                ",".join(str(d) for d in meta["tensor"]["shape"]))]
+        if n["op"] != "get_attr":
             n.pop("meta", None)
     return stripped, specs
 
 
 def _shapes(self, name):
-    if "--input-shape" not in cli_help("convert"):
-        self.skipTest("optimus convert --input-shape not available")
+    _need_cli(self)
     committed, _ = load_committed(name)
     stripped, specs = _shape_specs(committed)
     with tempfile.TemporaryDirectory() as d:
@@ -388,6 +375,49 @@ class BridgeTests(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "stride"):
             ox.load(doc, m)
         ox.load(committed, m)
+        # bias is written as the constructor flag: a dump of Linear(bias=True) does not load
+        # on a module without bias (its call_module node would compute something else)
+        doc = copy.deepcopy(committed)
+        fc = next(n for n in doc["graphs"][0]["nodes"] if n["target"] == "fc")
+        self.assertIs(fc["kwargs"]["bias"], True)
+        m.fc = nn.Linear(16, 10, bias=False)
+        with self.assertRaisesRegex(ValueError, "bias"):
+            ox.load(doc, m)
+        fc["kwargs"]["bias"] = False
+        ox.load(doc, m)
+
+    def test_module_hparams_written(self):
+        """modules/hparams: call_module nodes carry the constructor hyper-parameters the op
+        table's shape rules read, and `optimus convert --to json -o -` keeps them"""
+        want = {
+            "torch.nn.Linear": {"in_features", "out_features", "bias"},
+            "torch.nn.Conv2d": {"in_channels", "out_channels", "kernel_size", "bias"},
+            "torch.nn.Embedding": {"num_embeddings", "embedding_dim"},
+            "torch.nn.EmbeddingBag": {"num_embeddings", "embedding_dim", "mode"},
+            "torch.nn.BatchNorm2d": {"num_features", "affine"},
+            "torch.nn.LayerNorm": {"elementwise_affine", "normalized_shape"},
+        }
+        seen = set()
+        for name in ("mlp", "recsys_layernorm", "dlrm", "cnn", "resnet18"):
+            committed, path = load_committed(name)
+            mods = [n for n in committed["graphs"][0]["nodes"] if n["op"] == "call_module"]
+            for n in mods:
+                need = want.get(n["module_type"], set())
+                self.assertLessEqual(need, set(n["kwargs"]), "%s %s" % (name, n["name"]))
+                if need:
+                    seen.add(n["module_type"])
+            cli = os.environ.get("OPTIMUS_CLI")
+            if not cli or not os.path.exists(cli):
+                continue
+            p = run_cli("convert", path, "--to", "json", "-o", "-")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            conv = {n["name"]: n for n in json.loads(p.stdout)["graphs"][0]["nodes"]}
+            for n in mods:
+                self.assertEqual(conv[n["name"]]["kwargs"], n["kwargs"], "%s %s" % (name, n["name"]))
+                self.assertEqual(conv[n["name"]].get("module_type"), n["module_type"])
+            m, _, _ = fm.build(name)
+            ox.load(json.loads(p.stdout), m)  # the hyper-parameters still agree with the module
+        self.assertEqual(seen, set(want))
 
     def test_py311_patch_scope(self):
         """fx/py311-patch: the Proxy.__iter__ fix is installed only on Python>=3.11 with torch<2,
@@ -473,39 +503,18 @@ class CliTests(unittest.TestCase):
 
 # ----------------------------------------------------------------------------- TAP
 
-class TapResult(unittest.TestResult):
-    def __init__(self):
-        super().__init__()
-        self.k = 0
-
-    def _name(self, test):
-        doc = test.shortDescription() or test.id()
-        return doc.split(":")[0] if "/" in doc.split(":")[0] else test.id()
-
-    def _line(self, status, test, extra=""):
-        self.k += 1
-        print("%s %d %s%s" % (status, self.k, self._name(test), extra), flush=True)
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        self._line("ok", test)
-
-    def addSkip(self, test, reason):
-        super().addSkip(test, reason)
-        self._line("ok", test, " # SKIP " + reason)
-
-    def _fail(self, test, err):
-        self._line("not ok", test)
-        for line in self._exc_info_to_string(err, test).rstrip().splitlines():
-            print("# " + line)
-
-    def addFailure(self, test, err):
-        super().addFailure(test, err)
-        self._fail(test, err)
-
-    def addError(self, test, err):
-        super().addError(test, err)
-        self._fail(test, err)
+# Known gaps of the C engine, reported to their owners: the test still runs and prints
+# "not ok N name # TODO known bug: ..." (an unexpected pass fails, so a fix is noticed).
+KNOWN_BUGS = {
+    "shapes/aten_embedding": "ox_shape.c rule_embedding_bag leaves outputs 1-3 of aten._embedding_bag "
+                             "(offset2bag, bag_size, max_indices) without a shape, on purpose "
+                             "(backend-dependent); CPU gives offset2bag [0] (sum) / [n_indices] "
+                             "(mean), bag_size and max_indices [bags]",
+    "shapes/views": "ox_shape.c does not evaluate Python-int arithmetic on size() values "
+                    "(operator.mul(getitem(size()), 4) has no value, so reshape_2 gets no shape)",
+    "shapes/dtypes": "ox_shape.c does not evaluate Python-int arithmetic on size() values "
+                     "(operator.sub(size(-1), 3) as a sum dim, so sum_4 gets no shape)",
+}
 
 
 def main():
@@ -523,7 +532,7 @@ def main():
                                                            (t.shortDescription() or "")
                                                            for o in only))
     print("1..%d" % suite.countTestCases(), flush=True)
-    result = TapResult()
+    result = TapResult(KNOWN_BUGS)
     suite.run(result)
     return 0 if result.wasSuccessful() else 1
 
