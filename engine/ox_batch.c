@@ -1180,6 +1180,16 @@ static OxNodeId emit2(Eng *e, const char *target, OxValue a0, OxValue a1) {
   return emit(e, target, vtuple(e, 2, a), no_kwargs());
 }
 
+/* torch.unbind in the canonical form of normalization_pass (dim as a keyword, >= 0), so the
+ * split/cat passes that follow (unbind_stack_pass ...) recognise the scaffolding. */
+static OxNodeId emit_unbind(Eng *e, OxValue x, int64_t dim) {
+  const OxTensorMeta *t = x.kind == OX_V_NODE ? ox_node_tensor_meta(&e->g->nodes[x.u.node]) : NULL;
+  if (dim < 0 && t && t->rank > 0) dim += t->rank;
+  const char *key = "dim";
+  OxValue d = ox_value_int(dim);
+  return emit(e, "torch.unbind", vtuple(e, 1, &x), ox_graph_value_dict(e->g, &key, &d, 1));
+}
+
 static OxNodeId emit3(Eng *e, const char *target, OxValue a0, OxValue a1, OxValue a2) {
   OxValue a[3] = {a0, a1, a2};
   return emit(e, target, vtuple(e, 3, a), no_kwargs());
@@ -1244,7 +1254,7 @@ static void fuse_stack_unbind(Eng *e, const OxNodeId *sub, uint32_t n) {
   }
   OxValue args[1] = {vnode(s)};
   OxNodeId b = emit(e, e->r->emit, vtuple(e, 1, args), ox_graph_value_dict(e->g, keys, vals, nk));
-  OxNodeId u = emit2(e, "torch.unbind", vnode(b), ox_value_int(0));
+  OxNodeId u = emit_unbind(e, vnode(b), 0);
   for (uint32_t i = 0; i < n; i++)
     replace_member(e, sub[i], emit2(e, "operator.getitem", vnode(u), ox_value_int((int64_t)i)));
   free(xs);
@@ -1310,7 +1320,7 @@ static void fuse_linear(Eng *e, const OxNodeId *sub, uint32_t n) {
   } else {
     bm = emit2(e, "torch.bmm", vnode(si), vnode(wt));
   }
-  OxNodeId u = emit2(e, "torch.unbind", vnode(bm), ox_value_int(0));
+  OxNodeId u = emit_unbind(e, vnode(bm), 0);
   for (uint32_t i = 0; i < n; i++)
     replace_member(e, sub[i], emit2(e, "operator.getitem", vnode(u), ox_value_int((int64_t)i)));
   free(xs);
@@ -1377,7 +1387,7 @@ static void fuse_layer_norm(Eng *e, const OxNodeId *sub, uint32_t n) {
     OxNodeId sb = emit2(e, "torch.stack", vlist_nodes(e, bs, n), ox_value_int(0));
     cur = emit2(e, "torch.add", vnode(sb), vnode(cur));
   }
-  OxNodeId u = emit2(e, "torch.unbind", vnode(cur), ox_value_int(d));
+  OxNodeId u = emit_unbind(e, vnode(cur), d);
   for (uint32_t i = 0; i < n; i++)
     replace_member(e, sub[i], emit2(e, "operator.getitem", vnode(u), ox_value_int((int64_t)i)));
   free(xs);

@@ -371,7 +371,7 @@ static void test_runner(void) {
   ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", A(1, A(2, N(a2), N(b2))), ox_value_none());
   OxPat *p = call1(OX_OPID_RELU, call1(OX_OPID_RELU, ox_pat_arg(P)));
   ox_pat_call_users(p->args[0], OX_PAT_USERS_ANY);
-  OxPatEntry e = {"fuse_relu", p, NULL, h_fuse_relu, NULL};
+  OxPatEntry e = {.name = "fuse_relu", .pattern = p, .handler = h_fuse_relu};
   OxTrace *tr = ox_trace_new();
   OxPassCtx c;
   memset(&c, 0, sizeof c);

@@ -332,11 +332,7 @@ def _build_aten_group():
 CASES = [
     Case("towers_functional", _build_towers_functional,
          ["batch_linear", "batch_layernorm", "batch_tanh", "batch_relu", "batch_sigmoid",
-          "split_cat_pass"],
-         {"unbind_stack_pass": "ox_batch.c emits torch.unbind(x, 0) with a positional dim; "
-                               "unbind_stack_pass wants the normalized torch.unbind(x, dim=d) "
-                               "('unbind_4 is not in normalized form'), so the stack(getitem(unbind)) "
-                               "between chained batched ops stays"}),
+          "split_cat_pass", "unbind_stack_pass"]),
     Case("shared_input", _build_shared_input,
          ["batch_linear_lhs", "batch_linear", "batch_clamp", "batch_nan_to_num", "batch_detach",
           "batch_dropout"]),
