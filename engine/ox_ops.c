@@ -256,6 +256,9 @@ static const Src src_table[] = {
   F("torch.reshape", RESHAPE, "self:input, shape"),
   M("reshape", RESHAPE, "self, *shape"),
   A("aten.reshape.default", RESHAPE, "self, shape"),
+  /* make_fx on torch 1.13 turns a viewable reshape into _reshape_alias(self, size, stride);
+     the strides describe the same row-major view, so the values are reshape's */
+  A("aten._reshape_alias.default", RESHAPE, "self, shape:size, ~stride=None"),
   F("torch.flatten", FLATTEN, "self:input, start_dim=0, end_dim=-1"),
   M("flatten", FLATTEN, "self, start_dim=0, end_dim=-1"),
   A("aten.flatten.using_ints", FLATTEN, "self, start_dim=0, end_dim=-1"),
