@@ -1564,6 +1564,43 @@ static void test_cli_views(void) {
   g_free(dir);
 }
 
+/* The bundled example's committed trace replays onto the example and gives exactly what a
+ * fresh run gives: it is regenerated (tools/make-example.sh) whenever the passes change. */
+static void test_cli_bundled_example(void) {
+  if (!need_cli()) return;
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  g_assert_nonnull(root);
+  char *ex = g_build_filename(root, "data", "examples", "recsys-towers.txt", NULL);
+  char *tr = g_build_filename(root, "data", "examples", "recsys-towers.trace.json", NULL);
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *fresh = g_build_filename(dir, "fresh.txt", NULL), *replayed = g_build_filename(dir, "replayed.txt", NULL);
+  Run r;
+  run_cli(&r, "replay", ex, tr, "-o", replayed);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "optimize", ex, "-o", fresh);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  gsize la, lb;
+  char *a = read_all(fresh, &la), *b = read_all(replayed, &lb);
+  if (strcmp(a, b) != 0)
+    g_test_message("the committed trace of the bundled example is stale: run tools/make-example.sh");
+  g_assert_cmpstr(a, ==, b);
+  g_free(a);
+  g_free(b);
+  /* and the run it records fused something and failed no check */
+  run_cli(&r, "explain", ex, "--node", "linear", "--trace", tr);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "applied"));
+  run_clear(&r);
+  g_free(ex);
+  g_free(tr);
+  g_free(fresh);
+  g_free(replayed);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/dot/structure", test_dot_structure);
@@ -1596,5 +1633,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/optimize-replay-explain", test_cli_optimize_replay_explain);
   g_test_add_func("/cli/input-shape", test_cli_input_shape);
   g_test_add_func("/cli/views", test_cli_views);
+  g_test_add_func("/cli/bundled-example", test_cli_bundled_example);
   return g_test_run();
 }
