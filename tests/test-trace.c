@@ -406,6 +406,44 @@ static void test_check_config(void) {
   g_assert_cmpint(ox_pass_option_set(&o, "min_fuse_set_size", "x"), ==, -2);
 }
 
+/* Over the numeric budget, a region of ops that treat dims independently runs at a reduced
+ * size, and the record says so. */
+static void test_numeric_reduced_size(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x", 4096, 2048);
+  OxNodeId r1 = unary(g, "torch.relu", x);
+  OxNodeId r2 = unary(g, "torch.relu", r1);
+  OxValue o[1] = {ox_value_node(r2)};
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, o), ox_value_none());
+  g_assert_cmpint(ox_shape_infer_graph(g, NULL, NULL), ==, 0);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &good, false, &res);
+  g_assert_cmpuint(res.applied, ==, 1);
+  const OxCheckResult *cr = &t->steps[t->n_steps - 1].checks[OX_CHECK_NUMERIC];
+  g_assert_cmpint(cr->status, ==, OX_CHECK_PASSED);
+  g_assert_nonnull(cr->checked_shape);
+  g_assert_cmpstr(cr->checked_shape, ==, "checked at f32[2, 2], dump has f32[4096, 2048]");
+  ox_trace_free(t);
+  ox_graph_free(g);
+  /* a matmul upstream only feeds the region: the relu region is still pointwise, so reducible */
+  g = ox_graph_new();
+  x = ph(g, "x", 4096, 2048);
+  OxNodeId w = ph(g, "w", 2048, 2048);
+  OxValue a[2] = {ox_value_node(x), ox_value_node(w)};
+  OxNodeId mm = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, "torch.mm", tup(g, 2, a), ox_value_none());
+  r1 = unary(g, "torch.relu", mm);
+  r2 = unary(g, "torch.relu", r1);
+  o[0] = ox_value_node(r2);
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, o), ox_value_none());
+  g_assert_cmpint(ox_shape_infer_graph(g, NULL, NULL), ==, 0);
+  t = run(g, &good, false, &res);
+  cr = &t->steps[t->n_steps - 1].checks[OX_CHECK_NUMERIC];
+  /* the relu region itself is pointwise: reduced and passed, whatever feeds it */
+  g_assert_cmpint(cr->status, ==, OX_CHECK_PASSED);
+  ox_trace_free(t);
+  ox_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/trace/applied-step", test_applied_step);
@@ -415,5 +453,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/structure-check-cycle", test_structure_check_catches_cycle);
   g_test_add_func("/engine/trace/skipped-is-not-passed", test_skipped_is_not_passed);
   g_test_add_func("/engine/trace/check-config", test_check_config);
+  g_test_add_func("/engine/trace/numeric-reduced-size", test_numeric_reduced_size);
   return g_test_run();
 }
