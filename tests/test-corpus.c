@@ -12,6 +12,9 @@
 
 #include "ox_graph.h"
 #include "ox_load.h"
+#include "ox_pass.h"
+#include "ox_shape.h"
+#include "ox_write.h"
 
 typedef enum { STRICT_LOADS, STRICT_FAILS } StrictOutcome;
 
@@ -205,6 +208,46 @@ static void test_file(gconstpointer data) {
   g_assert_cmpint((int)doc->n_graphs, ==, c->graphs);
   g_assert_cmpint(t.subgraphs, ==, c->subgraphs);
   g_assert_cmpint(t.nodes, ==, c->ours);
+
+  /* the default optimization runs on every real graph with every check, fails no check,
+   * leaves a graph the verifier accepts, and its trace replays to the same graph */
+  for (uint32_t i = 0; i < doc->n_graphs; i++) {
+    OxGraph *g = doc->graphs[i];
+    ox_shape_infer_graph(g, NULL, NULL);
+    OxGraph *input = ox_graph_clone(g);
+    OxPipeline p;
+    ox_pipeline_default(g, &p);
+    OxCheckConfig cc;
+    ox_check_config_default(&cc);
+    OxTrace *tr = ox_trace_new();
+    OxOptimizeResult res;
+    ox_diags_init(&d, c->file);
+    g_assert_cmpint(ox_optimize(g, &p, &cc, tr, &res, &d), ==, 0);
+    if (res.check_failures) {
+      for (uint32_t k = 0; k < tr->n_steps; k++)
+        if (tr->steps[k].kind == OX_STEP_CHECK_FAILED) {
+          char *why = ox_reason_format(&tr->steps[k].reason);
+          g_test_message("%s: step %u (%s) failed a check: %s", c->file, k, tr->steps[k].pass, why);
+          free(why);
+        }
+    }
+    g_assert_cmpuint(res.check_failures, ==, 0);
+    g_assert_cmpint(ox_graph_verify(g, ox_graph_output(g) != 0, &d), ==, 0);
+    g_assert_cmpint(ox_replay(input, tr, UINT32_MAX, &d), ==, 0);
+    OxBuf a, b;
+    ox_buf_init(&a);
+    ox_buf_init(&b);
+    ox_write_fx_text(g, &a);
+    ox_write_fx_text(input, &b);
+    g_assert_cmpstr(a.data, ==, b.data);
+    g_test_message("%s graph %u: %u applied, %u rejected", c->file, i + 1, res.applied, res.rejected);
+    ox_buf_free(&a);
+    ox_buf_free(&b);
+    ox_diags_clear(&d);
+    ox_trace_free(tr);
+    ox_pipeline_free(&p);
+    ox_graph_free(input);
+  }
   ox_doc_free(doc);
 
   /* strict: loads, or fails with at least one error that has a source line */
