@@ -112,6 +112,64 @@ static bool size_query_dim(Ctx *c, const OxNode *n, OxDim *out) {
   return true;
 }
 
+/* Python int arithmetic on sizes (x.size(1) * 4, d.size(-1) - 3, operator.floordiv ...):
+ * evaluates a node to a concrete int when its operands resolve, at most 16 levels deep. */
+static bool int_of_value(Ctx *c, const OxValue *v, int depth, int64_t *out);
+
+static bool int_of_node(Ctx *c, const OxNode *n, int depth, int64_t *out) {
+  OxDim d;
+  if (size_query_dim(c, n, &d)) {
+    if (d.sym) return false;
+    *out = d.v;
+    return true;
+  }
+  if (depth > 16 || n->op != OX_OP_CALL_FUNCTION) return false;
+  static const struct {
+    const char *target;
+    char op;
+  } ops[] = {{"operator.mul", '*'}, {"operator.add", '+'}, {"operator.sub", '-'}, {"operator.floordiv", '/'},
+             {"operator.mod", '%'}, {"operator.neg", 'n'}, {"torch.sym_int", 'i'}};
+  char op = 0;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (strcmp(n->target, ops[i].target) == 0) op = ops[i].op;
+  if (!op || n->kwargs.n) return false;
+  int64_t a = 0, b = 0;
+  if (n->args.n < 1 || !int_of_value(c, &n->args.u.items[0], depth + 1, &a)) return false;
+  if (op == 'n') {
+    *out = -a;
+    return n->args.n == 1;
+  }
+  if (op == 'i') {
+    *out = a;
+    return n->args.n == 1;
+  }
+  if (n->args.n != 2 || !int_of_value(c, &n->args.u.items[1], depth + 1, &b)) return false;
+  switch (op) {
+  case '*': *out = a * b; return true;
+  case '+': *out = a + b; return true;
+  case '-': *out = a - b; return true;
+  case '/':
+    if (!b) return false;
+    *out = a / b - ((a % b != 0) && ((a < 0) != (b < 0))); /* Python floors */
+    return true;
+  case '%':
+    if (!b) return false;
+    *out = ((a % b) + b) % b;
+    return true;
+  }
+  return false;
+}
+
+static bool int_of_value(Ctx *c, const OxValue *v, int depth, int64_t *out) {
+  if (v->kind == OX_V_INT) {
+    *out = v->u.i;
+    return true;
+  }
+  if (v->kind != OX_V_NODE) return false;
+  const OxNode *n = ox_graph_node(c->g, v->u.node);
+  return n && int_of_node(c, n, depth, out);
+}
+
 /* An int from a value: INT/BOOL, or a SymInt node / SYM (1: symbolic). */
 static int val_int(Ctx *c, const OxValue *v, const char *what, int64_t *out) {
   char b[96];
@@ -126,6 +184,7 @@ static int val_int(Ctx *c, const OxValue *v, const char *what, int64_t *out) {
       *out = d.v;
       return 0;
     }
+    if (n && int_of_node(c, n, 0, out)) return 0;
     if (n && n->meta.kind == OX_META_SYMINT && n->meta.sym) return say(c, 1, "symbolic size %s in %s", n->meta.sym, what);
     return say(c, 1, "%s comes from %s, whose value is unknown", what, n ? n->name : "?");
   }
@@ -144,6 +203,8 @@ static int val_dim(Ctx *c, const OxValue *v, const char *what, OxDim *d) {
   if (v->kind == OX_V_NODE) {
     const OxNode *n = ox_graph_node(c->g, v->u.node);
     if (n && size_query_dim(c, n, d)) return 0;
+    int64_t iv;
+    if (n && int_of_node(c, n, 0, &iv)) { *d = cdim(iv); return 0; }
     if (n && n->meta.kind == OX_META_SYMINT && n->meta.sym) { *d = (OxDim){0, n->meta.sym}; return 0; }
     return say(c, 1, "%s comes from %s, whose value is unknown", what, n ? n->name : "?");
   }
@@ -1586,8 +1647,24 @@ static int rule_embedding_bag(Ctx *c, OxMeta *out) {
     OxTensorMeta *o = tuple_at(c, out, 0, dt, 2, like ? like : ix);
     o->shape[0] = B;
     o->shape[1] = D;
-    /* offset2bag, bag_size, max_indices: sizes depend on mode and backend fast paths */
-    for (uint32_t k = 1; k < 4; k++) tuple_at(c, out, k, ix->dtype, -1, ix);
+    /* offset2bag, bag_size, max_indices, with the CPU kernel's sizes (our interpreter is a CPU
+     * reference): offset2bag is empty on the sum fast path without per-sample weights, else
+     * one entry per index; bag_size one per bag; max_indices [bags, D] for max, else [bags] */
+    const OxValue *mode = c->a.slot[3], *psw = c->a.slot[4];
+    bool is_sum = mode->kind == OX_V_STR && mode->s && strcmp(mode->s, "sum") == 0;
+    bool is_max = mode->kind == OX_V_STR && mode->s && strcmp(mode->s, "max") == 0;
+    OxDim nidx = ix->shape[0];
+    if (ix->rank == 2) {
+      if (ix->shape[0].sym || ix->shape[1].sym) nidx = (OxDim){0, ix->shape[0].sym ? ix->shape[0].sym : ix->shape[1].sym};
+      else nidx = cdim(ix->shape[0].v * ix->shape[1].v);
+    }
+    OxTensorMeta *o2b = tuple_at(c, out, 1, ix->dtype, 1, ix);
+    o2b->shape[0] = (is_sum && psw->kind == OX_V_NONE) ? cdim(0) : nidx;
+    OxTensorMeta *bs = tuple_at(c, out, 2, ix->dtype, 1, ix);
+    bs->shape[0] = B;
+    OxTensorMeta *mi = tuple_at(c, out, 3, ix->dtype, is_max ? 2 : 1, ix);
+    mi->shape[0] = B;
+    if (is_max) mi->shape[1] = D;
     return 0;
   }
   set_tensor(out, from_dims(c, dt, d, 2, like ? like : ix));

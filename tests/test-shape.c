@@ -395,9 +395,14 @@ static void test_embeddings(void) {
   expect(g, fn(g, "torch.nn.functional.embedding_bag", tup(g, 2, N(idx), N(w)), NoKw()), "f32[8, 64]");
   OxNodeId eb = fn(g, A("_embedding_bag.default"), tup(g, 6, N(w), N(flat), N(off), B(false), I(0), B(true)),
                    kw(g, 1, "include_last_offset", B(true)));
-  expect(g, eb, "(f32[7, 64], i64[?], i64[?], i64[?])");
+  /* the CPU kernel's sizes: offset2bag empty on the sum fast path, bag_size and max_indices one per bag */
+  expect(g, eb, "(f32[7, 64], i64[0], i64[7], i64[7])");
   expect(g, fn(g, "operator.getitem", tup(g, 2, N(eb), I(0)), NoKw()), "f32[7, 64]");
-  expect_fail(g, fn(g, "operator.getitem", tup(g, 2, N(eb), I(1)), NoKw()), 1, "getitem: output 1 of _embedding_bag has no known shape");
+  expect(g, fn(g, "operator.getitem", tup(g, 2, N(eb), I(1)), NoKw()), "i64[0]");
+  OxNodeId ebm = fn(g, A("_embedding_bag.default"), tup(g, 5, N(w), N(flat), N(off), B(false), I(1)), NoKw());
+  expect(g, ebm, "(f32[8, 64], i64[40], i64[8], i64[8])"); /* mean: offset2bag per index */
+  OxNodeId ebx = fn(g, A("_embedding_bag.default"), tup(g, 5, N(w), N(flat), N(off), B(false), I(2)), NoKw());
+  expect(g, ebx, "(f32[8, 64], i64[40], i64[8], i64[8, 64])"); /* max: max_indices per bag and column */
   expect_fail(g, fn(g, "torch.nn.functional.embedding_bag", tup(g, 2, N(flat), N(w)), NoKw()), -1,
               "embedding_bag: offsets are required for 1-D indices");
   expect(g, mod(g, "emb", "torch.nn.Embedding", tup(g, 1, N(idx)), kw(g, 2, "num_embeddings", I(10), "embedding_dim", I(3))),
@@ -714,6 +719,39 @@ static void check_file(const CorpusShape *cs, char *path, char *dir) {
   g_free(dir);
 }
 
+/* Python int arithmetic on sizes feeds shape arguments: x.size(1) * 4, d.size(-1) - 3. */
+static void test_size_arithmetic(void) {
+  const char *text =
+    "graph():\n"
+    "    %x : Tensor \"f32[8, 6]\"[num_users=3] = placeholder[target=x]\n"
+    "    %size : [num_users=2] = call_method[target=size](args = (%x, 1), kwargs = {})\n"
+    "    %mul : [num_users=1] = call_function[target=operator.mul](args = (%size, 4), kwargs = {})\n"
+    "    %view : [num_users=1] = call_method[target=view](args = (%x, -1, %mul), kwargs = {})\n"
+    "    %sub : [num_users=1] = call_function[target=operator.sub](args = (%size, 5), kwargs = {})\n"
+    "    %sum_1 : [num_users=1] = call_function[target=torch.sum](args = (%x, %sub), kwargs = {})\n"
+    "    %size_1 : [num_users=1] = call_method[target=size](args = (%x,), kwargs = {})\n"
+    "    %getitem : [num_users=1] = call_function[target=operator.getitem](args = (%size_1, 0), kwargs = {})\n"
+    "    %floordiv : [num_users=1] = call_function[target=operator.floordiv](args = (%getitem, -3), kwargs = {})\n"
+    "    %neg : [num_users=1] = call_function[target=operator.neg](args = (%floordiv,), kwargs = {})\n"
+    "    %reshape : [num_users=1] = call_method[target=reshape](args = (%x, %neg, -1), kwargs = {})\n"
+    "    return (view, sum_1, reshape)\n";
+  OxDiagList d;
+  ox_diags_init(&d, "t");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(text, strlen(text), OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  OxGraph *g = doc->graphs[0];
+  ox_shape_infer_graph(g, &d, NULL);
+  char buf[64];
+  ox_meta_format(&g->nodes[ox_graph_find(g, "view")].meta, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f32[2, 24]");
+  ox_meta_format(&g->nodes[ox_graph_find(g, "sum_1")].meta, buf, sizeof buf); /* dim 6 - 5 = 1 */
+  g_assert_cmpstr(buf, ==, "f32[8]");
+  ox_meta_format(&g->nodes[ox_graph_find(g, "reshape")].meta, buf, sizeof buf); /* -(8 // -3) = 3 (Python floors) */
+  g_assert_cmpstr(buf, ==, "f32[3, 16]");
+  ox_diags_clear(&d);
+  ox_doc_free(doc);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/shape/pointwise/promotion", test_pointwise);
@@ -730,6 +768,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/shape/graph", test_graph_inference);
   g_test_add_func("/engine/shape/input-specs", test_input_specs);
   g_test_add_func("/engine/shape/fixtures", check_fixtures);
+  g_test_add_func("/engine/shape/size-arithmetic", test_size_arithmetic);
   for (size_t i = 0; i < G_N_ELEMENTS(corpus); i++) {
     char *p = g_strdup_printf("/engine/shape/corpus/%.2s", corpus[i].file);
     g_test_add_data_func(p, &corpus[i], check_corpus_file);

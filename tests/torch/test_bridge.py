@@ -506,14 +506,7 @@ class CliTests(unittest.TestCase):
 # Known gaps of the C engine, reported to their owners: the test still runs and prints
 # "not ok N name # TODO known bug: ..." (an unexpected pass fails, so a fix is noticed).
 KNOWN_BUGS = {
-    "shapes/aten_embedding": "ox_shape.c rule_embedding_bag leaves outputs 1-3 of aten._embedding_bag "
-                             "(offset2bag, bag_size, max_indices) without a shape, on purpose "
-                             "(backend-dependent); CPU gives offset2bag [0] (sum) / [n_indices] "
-                             "(mean), bag_size and max_indices [bags]",
-    "shapes/views": "ox_shape.c does not evaluate Python-int arithmetic on size() values "
-                    "(operator.mul(getitem(size()), 4) has no value, so reshape_2 gets no shape)",
-    "shapes/dtypes": "ox_shape.c does not evaluate Python-int arithmetic on size() values "
-                     "(operator.sub(size(-1), 3) as a sum dim, so sum_4 gets no shape)",
+    # none open: shape inference now equals ShapeProp on every node of every fixture
 }
 
 
