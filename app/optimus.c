@@ -24,6 +24,7 @@
 #include "ox_load.h"
 #include "ox_pass.h"
 #include "ox_record.h"
+#include "ox_rules.h"
 #include "ox_shape.h"
 #include "ox_trace.h"
 #include "ox_view.h"
@@ -134,6 +135,8 @@ static const char usage_optimize[] =
   "  --graph N             the graph to optimize (1-based; default 1)\n"
   "  --json                print one JSON summary object\n"
   "  --list-passes         list the built-in passes and exit\n"
+  "  --rules FILE          also run the rules of FILE after the pipeline (repeatable;\n"
+  "                        docs/rules.md)\n"
   "  --strict, --format F  as for info\n"
   "  -h, --help            show this help\n";
 
@@ -148,8 +151,8 @@ static const char usage_explain[] =
   "  --node NAME           the node to explain (required)\n"
   "  --pass P              only this pass\n"
   "  --trace T.json        explain a recorded run instead of running one\n"
-  "  --config, --passes, --option, --checks, --input-shape, --graph, --strict, --format\n"
-  "                        as for optimize\n"
+  "  --config, --passes, --option, --rules, --checks, --input-shape, --graph, --strict,\n"
+  "  --format              as for optimize\n"
   "  --json                print one JSON object\n"
   "  -h, --help            show this help\n";
 
@@ -209,6 +212,7 @@ enum {
   OPT_OVERVIEW = 1 << 22,
   OPT_OPEN = 1 << 23,
   OPT_MAX_NODES = 1 << 24,
+  OPT_RULES = 1 << 25,
 };
 
 typedef struct OptSpec {
@@ -244,6 +248,7 @@ static const OptSpec opt_specs[] = {
   {"overview", 0, false, OPT_OVERVIEW},
   {"open", 0, true, OPT_OPEN},
   {"max-nodes", 0, true, OPT_MAX_NODES},
+  {"rules", 0, true, OPT_RULES},
 };
 
 enum { MAX_REPEATS = 64 };
@@ -272,6 +277,8 @@ typedef struct CliOpts {
   uint32_t n_focus;
   const char *open[MAX_REPEATS];
   uint32_t n_open;
+  const char *rules[MAX_REPEATS]; /* --rules FILE, in order */
+  uint32_t n_rules;
   bool overview, has_radius;
   uint32_t radius, max_nodes;
 } CliOpts;
@@ -331,6 +338,10 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     o->open[o->n_open++] = val;
     break;
   case OPT_OVERVIEW: o->overview = true; break;
+  case OPT_RULES:
+    if (o->n_rules == MAX_REPEATS) return usage_error(o, "too many --rules options (at most %s)", "64");
+    o->rules[o->n_rules++] = val;
+    break;
   case OPT_RADIUS:
   case OPT_MAX_NODES: {
     char *end = NULL;
@@ -1082,6 +1093,15 @@ static int list_passes(void) {
 }
 
 /* Builds the pipeline from --config / --passes / default, then --option. */
+/* Rule sets loaded by --rules; the pipeline borrows their passes until the process ends. */
+static OxRuleSet *rule_sets[MAX_REPEATS];
+static uint32_t n_rule_sets;
+
+static void free_rule_sets(void) {
+  for (uint32_t i = 0; i < n_rule_sets; i++) ox_rules_free(rule_sets[i]);
+  n_rule_sets = 0;
+}
+
 static int build_pipeline(const CliOpts *o, const OxGraph *g, OxPipeline *p, OxDiagList *d) {
   if (o->config) {
     char err[1024];
@@ -1105,6 +1125,18 @@ static int build_pipeline(const CliOpts *o, const OxGraph *g, OxPipeline *p, OxD
     }
   } else {
     ox_pipeline_default(g, p);
+  }
+  for (uint32_t i = 0; i < o->n_rules; i++) { /* after the pipeline, in the order given */
+    OxDiagList rd;
+    ox_diags_init(&rd, o->rules[i]);
+    OxRuleSet *rs = NULL;
+    int rc = ox_rules_load(o->rules[i], &rs, &rd);
+    ox_diags_print(&rd, stderr);
+    ox_diags_clear(&rd);
+    if (rc) return EXIT_BAD;
+    if (!n_rule_sets) atexit(free_rule_sets);
+    rule_sets[n_rule_sets++] = rs;
+    ox_rules_append(rs, p);
   }
   for (uint32_t i = 0; i < o->n_options; i++)
     if (ox_pipeline_set_option(p, o->options[i], d) != 0) {
@@ -1207,7 +1239,7 @@ static int cmd_optimize(int argc, char **argv) {
   int rc = parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_JSON | OPT_INPUT_SHAPE | OPT_TRACE |
                           OPT_CONFIG | OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_KEEP_FAILED | OPT_NUMERIC_BUDGET |
-                          OPT_LIST_PASSES,
+                          OPT_LIST_PASSES | OPT_RULES,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (o.list_passes) return list_passes();
@@ -1279,7 +1311,7 @@ static int cmd_explain(int argc, char **argv) {
   CliOpts o = {.cmd = "explain", .usage = usage_explain};
   int rc = parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_INPUT_SHAPE | OPT_TRACE | OPT_CONFIG |
-                          OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_NODE | OPT_PASS,
+                          OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_NODE | OPT_PASS | OPT_RULES,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (!o.node) return usage_error(&o, "%s", "missing --node NAME");
@@ -1343,6 +1375,11 @@ static int cmd_explain(int argc, char **argv) {
         json_str(&b, s->pass ? s->pass : "");
         ox_buf_puts(&b, ", \"rule\": ");
         json_str(&b, s->rule ? s->rule : "");
+        if (s->rule_file) {
+          ox_buf_puts(&b, ", \"rule_file\": ");
+          json_str(&b, s->rule_file);
+          ox_buf_printf(&b, ", \"rule_line\": %u", s->rule_line);
+        }
         ox_buf_printf(&b, ", \"kind\": \"%s\", \"anchor\": ", step_kind_text(s));
         json_str(&b, s->anchor ? s->anchor : "");
         ox_buf_printf(&b, ", \"matched\": %u", s->n_matched);
@@ -1354,6 +1391,7 @@ static int cmd_explain(int argc, char **argv) {
       } else {
         ox_buf_printf(&b, "  #%u %s%s%s: %s (anchor %s)\n", s->seq, s->pass ? s->pass : "?", s->rule ? " / " : "",
                       s->rule ? s->rule : "", step_kind_text(s), s->anchor ? s->anchor : "-");
+        if (s->rule_file) ox_buf_printf(&b, "      rule: %s:%u\n", s->rule_file, s->rule_line);
         if (why) ox_buf_printf(&b, "      why: %s\n", why);
         put_name_list(&b, s->kind == OX_STEP_APPLIED ? "matched" : "candidates", s->matched, s->n_matched);
         put_name_list(&b, "removed", s->removed, s->n_removed);

@@ -41,6 +41,7 @@ struct OxPatPool {
   const char *file;
   uint32_t line;
   uint32_t next_id;
+  bool located;
 };
 
 OxPatPool *ox_pat_pool_new(void) {
@@ -62,6 +63,7 @@ void ox_pat_pool_loc(OxPatPool *p, const char *file, uint32_t line) {
 }
 
 OxGraph *ox_pat_pool_values(OxPatPool *p) { return p->g; }
+void ox_pat_pool_located(OxPatPool *p, bool on) { p->located = on; }
 
 static OxPat *newpat(OxPatPool *p, OxPatKind k) {
   OxPat *x = ox_graph_alloc(p->g, sizeof *x);
@@ -70,6 +72,7 @@ static OxPat *newpat(OxPatPool *p, OxPatKind k) {
   x->line = p->line;
   x->id = ++p->next_id;
   x->users = 1;
+  x->located = p->located;
   return x;
 }
 
@@ -155,6 +158,7 @@ void ox_pat_call_kw(OxPatPool *p, OxPat *call, const char *name, OxPat *value) {
 }
 
 void ox_pat_call_users(OxPat *call, int32_t users) { call->users = users; }
+void ox_pat_call_bind(OxPatPool *p, OxPat *call, const char *name) { call->bind = ox_graph_intern(p->g, name); }
 void ox_pat_call_constraint(OxPat *call, OxPatConstraint c) { call->constraint = (uint8_t)c; }
 
 OxPat *ox_pat_torch_split(OxPatPool *p, OxPat *input, OxPat *sections, OxPat *dim_pat) {
@@ -550,6 +554,23 @@ static bool match_call_args(Ctx *c, const OxPat *p, OxNodeId id) {
   return true;
 }
 
+/* `name @ call(...)`: the node joins the captures under name, unified like a KeywordArg. */
+static bool bind_capture(Ctx *c, const OxPat *p, OxNodeId id) {
+  char b1[96], b2[96];
+  OxValue v = ox_value_node(id);
+  for (uint32_t i = c->caps_floor; i < c->m->n_caps; i++) {
+    const OxPatCapture *k = &c->m->caps[i];
+    if (!k->name || strcmp(k->name, p->bind) != 0) continue;
+    if (c->in_list == 0 && k->in_list) continue;
+    if (!ox_value_equal(k->value, &v))
+      return failf(c, p, id, OX_REASON_CAPTURE_CONFLICT, "kwarg mismatch", "xxx", p->bind,
+                   ox_value_format(c->g, k->value, b1, sizeof b1), ox_value_format(c->g, &v, b2, sizeof b2));
+    return true;
+  }
+  push_cap(c, p, p->bind, own_value(c->m, &v));
+  return true;
+}
+
 static OxNodeId bound_node(const Ctx *c, const OxPat *p) {
   const OxPatMatch *m = c->m;
   for (uint32_t i = 0; i < m->n_bound; i++) {
@@ -589,6 +610,7 @@ static bool match_node(Ctx *c, const OxPat *p, OxNodeId id) {
   }
   if (p->constraint && !check_constraint(c, p, id)) return false;
   if (!p->varargs && !match_call_args(c, p, id)) return false;
+  if (p->bind && !bind_capture(c, p, id)) return false;
   push_node(c->m, id);
   push_bind(c->m, p, id);
   c->m->progress++;
@@ -843,11 +865,17 @@ static bool seen_add(Seen *s, uint64_t key) {
 }
 
 static void reject(OxPassCtx *c, Seen *seen, const OxPatEntry *e, uint32_t ei, OxNodeId anchor, const OxNodeId *nodes,
-                   uint32_t n, const OxReason *why) {
+                   uint32_t n, const OxReason *why, const OxPat *at) {
   if (!c->trace || !c->record_rejections) return;
   uint64_t key = ((uint64_t)anchor << 24) ^ ((uint64_t)ei << 12) ^ (uint64_t)why->code << 1;
   if (!seen_add(seen, key)) return;
+  uint32_t before = c->trace->n_steps;
   ox_step_reject(c, e->name, anchor, nodes, n, why);
+  if (at && at->located && c->trace->n_steps > before) { /* where in the rule file it failed */
+    OxStep *s = &c->trace->steps[c->trace->n_steps - 1];
+    s->rule_file = ox_trace_intern(c->trace, at->file);
+    s->rule_line = at->line;
+  }
 }
 
 void ox_pat_step_begin(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
@@ -881,7 +909,7 @@ int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
       OxPatMatch m;
       if (!ox_pat_match(g, e->pattern, x, &m)) {
         OxReason why = ox_pat_failure_reason(c, &m.fail);
-        reject(c, &seen, e, i, x, m.nodes, m.n_nodes, &why);
+        reject(c, &seen, e, i, x, m.nodes, m.n_nodes, &why, m.fail.pat ? m.fail.pat : e->pattern);
         ox_pat_match_free(&m);
         continue;
       }
@@ -907,7 +935,7 @@ int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
         const char *args[3] = {mut, g->nodes[lo].name, g->nodes[hi].name};
         bool isn[3] = {true, true, true};
         OxReason why = ox_reason_nodes(c, OX_REASON_MUTATION_BARRIER, args, 3, isn);
-        reject(c, &seen, e, i, x, m.nodes, m.n_nodes, &why);
+        reject(c, &seen, e, i, x, m.nodes, m.n_nodes, &why, e->pattern);
         ox_pat_match_free(&m);
         continue;
       }
@@ -916,7 +944,7 @@ int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
         memset(&why, 0, sizeof why);
         why.code = OX_REASON_COUNT;
         if (!e->check(c, e, &m, &why)) {
-          if (why.code != OX_REASON_COUNT) reject(c, &seen, e, i, x, m.nodes, m.n_nodes, &why);
+          if (why.code != OX_REASON_COUNT) reject(c, &seen, e, i, x, m.nodes, m.n_nodes, &why, e->pattern);
           ox_pat_match_free(&m);
           continue;
         }

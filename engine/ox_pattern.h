@@ -81,6 +81,10 @@ struct OxPat {
   uint8_t constraint;       /* OxPatConstraint */
   /* ARG / KWARG */
   const char *name;         /* KWARG capture name */
+  const char *bind;         /* CALL: capture name the matched node is bound to (rule files'
+                               `name @ call(...)`), unified like a KeywordArg; NULL = none */
+  bool located;             /* written in a rule file: rejections it causes carry its file:line
+                               as the step's rule_file/rule_line */
   /* CONST */
   OxValue value;
   /* LIST / REPEATED: elem = inner; partial for LIST */
@@ -101,6 +105,8 @@ void ox_pat_pool_free(OxPatPool *p); /* NULL is a no-op */
 void ox_pat_pool_loc(OxPatPool *p, const char *file, uint32_t line);
 OxGraph *ox_pat_pool_values(OxPatPool *p); /* arena for constant values (never holds nodes) */
 #define OX_PAT_LOC(pool) ox_pat_pool_loc((pool), __FILE__, (uint32_t)__LINE__)
+/* Patterns built afterwards are `located` (rule files; built-ins are not). */
+void ox_pat_pool_located(OxPatPool *p, bool on);
 
 OxPat *ox_pat_ignored(OxPatPool *p);
 OxPat *ox_pat_arg(OxPatPool *p);
@@ -121,6 +127,9 @@ void ox_pat_call_target(OxPatPool *p, OxPat *call, const char *target);
 void ox_pat_call_kw(OxPatPool *p, OxPat *call, const char *name, OxPat *value);
 void ox_pat_call_users(OxPat *call, int32_t users);
 void ox_pat_call_constraint(OxPat *call, OxPatConstraint c);
+/* Binds the node a CALL pattern matches to capture `name` (the value is the node itself;
+ * same-name captures must agree). */
+void ox_pat_call_bind(OxPatPool *p, OxPat *call, const char *name);
 
 /* Helpers with PyTorch's names (spec 2.4). */
 /* TorchSplit(input, sections): normalized split, users MULTIPLE, unique getitem users;
