@@ -2,13 +2,35 @@
  *
  *  structure: the nodes the step added or rewired refer only to live nodes, their users lists
  *             agree with the references, getitems are well formed, and the step created no
- *             cycle (a new cycle must pass through a new edge, so a DFS upstream from the
- *             touched nodes finds it; marks are shared, so the cost is the upstream closure).
+ *             cycle (argument below).
  *  shape:     every value the step replaced and its replacement agree on dtype and shape, and
  *             every added node's meta agrees with what inference derives from its inputs.
  *  numeric:   ox_check_numeric.c (the region before and after run in the interpreter).
  *
  * A check that cannot run is SKIPPED with its reason; it never reports a pass.
+ *
+ * Acyclicity without walking the graph. A graph whose live order is topological (every edge
+ * u -> v, "v uses u", has u before v) is acyclic. The graph keeps order labels (O(1) "a before
+ * b") and a flag "order known topological" that survives a mutation only when the edges the
+ * mutation added or moved go forward (ox_graph.h). So, in order of cost:
+ *   1. flag set after the step: the order is topological, hence acyclic. O(1).
+ *   2. flag clear, but the order was topological when the step's transaction began (or at its
+ *      last toposort, an ORDER edit): an edge of the graph now can go backwards only if it was
+ *      added or moved by the step, i.e. it enters a node the step added, rewired (ARGS) or
+ *      moved, or leaves a moved node: every other edge existed at that point between two nodes
+ *      whose relative order no later edit changed (inserting or unlinking OTHER nodes keeps
+ *      relative order). Compare those edges' labels, O(edges touched).
+ *      - none backwards: the order is topological again (flag set), acyclic.
+ *      - some backwards, u -> v with label(u) >= label(v): every cycle contains a backward
+ *        edge; the cycle's lowest-labelled node is entered by a backward edge (so it is the v
+ *        of one) and its highest-labelled node leaves by one (so it is the u of one). Hence every
+ *        cycle lies in the label window [min label(v), max label(u)], and a three-colour DFS
+ *        upstream from the backward edges' u, restricted to that window, finds a cycle iff
+ *        there is one. Cost: the window, the region between the displaced edges (the
+ *        "affected region" of Pearce-Kelly), not the graph.
+ *   3. nothing known about the order before the step (a pass left it unsorted, or the
+ *      structure check was off for earlier steps): DFS over the upstream closure of the
+ *      touched nodes (every new cycle passes through a touched node). Correct, O(closure).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +160,215 @@ static OxNodeId find_cycle(OxGraph *g, const OxNodeId *const *lists, const uint3
   return found;
 }
 
+/* ---------------------------------------------------------------- id sets (open addressing) */
+
+/* Node id -> small value (0 = absent), sized to what is inserted: per-step scratch must not
+ * cost O(graph). */
+typedef struct IdMap {
+  OxNodeId *keys;
+  uint8_t *vals;
+  uint32_t cap, count;
+} IdMap;
+
+static uint32_t id_hash(OxNodeId x) { return (uint32_t)((x * 2654435761u) ^ (x >> 16)); }
+
+static void idmap_free(IdMap *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+static uint8_t idmap_get(const IdMap *m, OxNodeId x) {
+  if (!m->cap) return 0;
+  for (uint32_t j = id_hash(x) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
+    if (m->keys[j] == x) return m->vals[j];
+  return 0;
+}
+
+static void idmap_set(IdMap *m, OxNodeId x, uint8_t v) {
+  if ((m->count + 1) * 2 > m->cap) {
+    IdMap n = {0};
+    n.cap = m->cap ? m->cap * 2 : 64;
+    n.keys = ox_xcalloc(n.cap, sizeof *n.keys);
+    n.vals = ox_xcalloc(n.cap, sizeof *n.vals);
+    for (uint32_t i = 0; i < m->cap; i++)
+      if (m->keys[i]) {
+        uint32_t j = id_hash(m->keys[i]) & (n.cap - 1);
+        while (n.keys[j]) j = (j + 1) & (n.cap - 1);
+        n.keys[j] = m->keys[i];
+        n.vals[j] = m->vals[i];
+        n.count++;
+      }
+    idmap_free(m);
+    *m = n;
+  }
+  uint32_t j = id_hash(x) & (m->cap - 1);
+  while (m->keys[j] && m->keys[j] != x) j = (j + 1) & (m->cap - 1);
+  if (!m->keys[j]) {
+    m->keys[j] = x;
+    m->count++;
+  }
+  m->vals[j] = v;
+}
+
+/* ---------------------------------------------------------------- acyclicity, cases 2 and 3 */
+
+typedef struct {
+  OxNodeId *ids;
+  uint32_t n, cap;
+} IdVec;
+
+static void idvec_push(IdVec *v, OxNodeId x) {
+  if (v->n == v->cap) {
+    v->cap = v->cap ? v->cap * 2 : 16;
+    v->ids = ox_xrealloc(v->ids, v->cap * sizeof *v->ids);
+  }
+  v->ids[v->n++] = x;
+}
+
+typedef struct {
+  const OxGraph *g;
+  const uint64_t *lab;
+  OxNodeId consumer;
+  IdVec *back;       /* backward edges' producers */
+  uint64_t lo, hi;   /* label window */
+} BackCtx;
+
+static void back_edge(BackCtx *b, OxNodeId u, OxNodeId v) {
+  if (b->lab[u] < b->lab[v]) return;
+  idvec_push(b->back, u);
+  if (b->lab[v] < b->lo) b->lo = b->lab[v];
+  if (b->lab[u] > b->hi) b->hi = b->lab[u];
+}
+
+static void back_in_cb(OxNodeId u, void *data) {
+  BackCtx *b = data;
+  const OxNode *n = ox_graph_node(b->g, u);
+  if (n && !n->erased) back_edge(b, u, b->consumer);
+}
+
+/* Three-colour DFS upstream from roots over live nodes whose label lies in [lo, hi]. Returns
+ * a node on a cycle, or 0. Colours live in a hash map: the cost is the nodes visited. */
+static OxNodeId window_cycle(OxGraph *g, const uint64_t *lab, const IdVec *roots, uint64_t lo, uint64_t hi,
+                             uint32_t *visited) {
+  IdMap colour = {0}; /* 1 grey, 2 black */
+  IdVec stack = {0};
+  uint32_t *next_in = NULL, cap_next = 0;
+  OxNodeId *ins = NULL;
+  uint32_t ins_cap = 0;
+  OxNodeId found = 0;
+  for (uint32_t r = 0; r < roots->n && !found; r++) {
+    OxNodeId root = roots->ids[r];
+    if (idmap_get(&colour, root)) continue;
+    idmap_set(&colour, root, 1);
+    stack.n = 0;
+    idvec_push(&stack, root);
+    if (cap_next < stack.cap) {
+      cap_next = stack.cap;
+      next_in = ox_xrealloc(next_in, cap_next * sizeof *next_in);
+    }
+    next_in[0] = 0;
+    while (stack.n && !found) {
+      OxNodeId x = stack.ids[stack.n - 1];
+      uint32_t k = ox_graph_inputs(g, x, NULL, 0);
+      if (k > ins_cap) {
+        ins_cap = k * 2;
+        ins = ox_xrealloc(ins, ins_cap * sizeof *ins);
+      }
+      ox_graph_inputs(g, x, ins, k);
+      OxNodeId y = 0;
+      while (next_in[stack.n - 1] < k) {
+        OxNodeId c = ins[next_in[stack.n - 1]++];
+        const OxNode *cn = ox_graph_node(g, c);
+        if (cn && !cn->erased && lab[c] >= lo && lab[c] <= hi) {
+          y = c;
+          break;
+        }
+      }
+      if (!y) {
+        idmap_set(&colour, x, 2);
+        stack.n--;
+        continue;
+      }
+      uint8_t cy = idmap_get(&colour, y);
+      if (cy == 1) {
+        found = y;
+        break;
+      }
+      if (cy == 2) continue;
+      idmap_set(&colour, y, 1);
+      idvec_push(&stack, y);
+      if (cap_next < stack.cap) {
+        cap_next = stack.cap;
+        next_in = ox_xrealloc(next_in, cap_next * sizeof *next_in);
+      }
+      next_in[stack.n - 1] = 0;
+    }
+  }
+  *visited = colour.count;
+  idmap_free(&colour);
+  free(stack.ids);
+  free(next_in);
+  free(ins);
+  return found;
+}
+
+/* Case 2 of the header. Returns 1 when it decided (cycle node in *cyc, 0 if acyclic; *how
+ * says which way), 0 when the premise does not hold and case 3 must run. */
+static int incremental_cycle(OxGraph *g, OxNodeId *cyc, char *how, size_t howcap) {
+  uint32_t n;
+  const OxEdit *e = ox_graph_txn_edits(g, &n);
+  uint32_t from = 0;
+  bool premise = ox_graph_txn_began_topological(g);
+  for (uint32_t i = n; i-- > 0;)
+    if (e[i].kind == OX_EDIT_ORDER) {
+      /* a successful toposort inside the step: the order was topological right after it */
+      from = i + 1;
+      premise = true;
+      break;
+    }
+  if (!premise) return 0;
+  const uint64_t *lab = ox_graph_order_labels(g);
+  IdVec back = {0};
+  IdMap seen = {0}; /* 1: in-edges examined, 2: also out-edges */
+  BackCtx b = {g, lab, 0, &back, UINT64_MAX, 0};
+  uint32_t examined = 0;
+  for (uint32_t i = from; i < n; i++) {
+    uint8_t kind = e[i].kind;
+    if (kind != OX_EDIT_ADD && kind != OX_EDIT_ARGS && kind != OX_EDIT_MOVE) continue;
+    OxNodeId x = e[i].node;
+    const OxNode *xn = ox_graph_node(g, x);
+    if (!xn || xn->erased) continue;
+    uint8_t want = kind == OX_EDIT_MOVE ? 2 : 1, have = idmap_get(&seen, x);
+    if (have >= want) continue;
+    if (!have) {
+      b.consumer = x;
+      ox_value_foreach_node(&xn->args, back_in_cb, &b);
+      ox_value_foreach_node(&xn->kwargs, back_in_cb, &b);
+      examined++;
+    }
+    if (want == 2)
+      for (uint32_t k = 0; k < xn->n_users; k++) {
+        const OxNode *u = ox_graph_node(g, xn->users[k]);
+        if (u && !u->erased) back_edge(&b, x, xn->users[k]);
+      }
+    idmap_set(&seen, x, want);
+  }
+  idmap_free(&seen);
+  if (!back.n) {
+    ox_graph_mark_order_topological(g);
+    *cyc = 0;
+    snprintf(how, howcap, "order topological (%u touched nodes' edges compared)", examined);
+    free(back.ids);
+    return 1;
+  }
+  uint32_t visited = 0;
+  *cyc = window_cycle(g, lab, &back, b.lo, b.hi, &visited);
+  snprintf(how, howcap, "%u backward edges, %u nodes searched between them", back.n, visited);
+  free(back.ids);
+  return 1;
+}
+
 static void check_structure(OxPassCtx *c, OxCheckResult *r) {
   OxGraph *g = c->g;
   char err[512];
@@ -160,16 +391,24 @@ static void check_structure(OxPassCtx *c, OxCheckResult *r) {
       return;
     }
   }
-  /* acyclicity: a new cycle passes through an added or rewired node */
-  OxNodeId cyc = find_cycle(g, lists, counts, 2);
+  /* acyclicity (header: cases 1-3) */
+  char how[160];
+  OxNodeId cyc = 0;
+  if (ox_graph_order_known_topological(g)) {
+    snprintf(how, sizeof how, "order topological");
+  } else if (!incremental_cycle(g, &cyc, how, sizeof how)) {
+    /* a new cycle passes through an added or rewired node */
+    cyc = find_cycle(g, lists, counts, 2);
+    snprintf(how, sizeof how, "upstream closure searched");
+  }
   if (cyc) {
     snprintf(err, sizeof err, "the step created a cycle through %s", g->nodes[cyc].name);
     r->status = OX_CHECK_FAILED;
     r->detail = intern(c, err);
     return;
   }
-  snprintf(err, sizeof err, "%u added, %u rewired, %u removed nodes consistent and acyclic", c->n_step_added,
-           c->n_step_rewired, c->n_step_removed);
+  snprintf(err, sizeof err, "%u added, %u rewired, %u removed nodes consistent and acyclic (%s)", c->n_step_added,
+           c->n_step_rewired, c->n_step_removed, how);
   r->status = OX_CHECK_PASSED;
   r->detail = intern(c, err);
 }

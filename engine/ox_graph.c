@@ -149,6 +149,7 @@ static uint32_t value_replace_node(OxValue *v, OxNodeId old_id, OxNodeId new_id)
 }
 
 static void txn_clear(OxGraph *g);
+static void metatab_free(struct OxMetaTab *m);
 
 /* ------------------------------------------------------------------ graph lifetime */
 
@@ -171,6 +172,8 @@ void ox_graph_free(OxGraph *g) {
   free(g->subgraphs);
   free(g->nodes);
   free(g->mark);
+  free(g->olab);
+  metatab_free(g->metatab);
   txn_clear(g);
   free(g->txn);
   free(g->txn_mark);
@@ -248,6 +251,7 @@ void ox_graph_txn_begin(OxGraph *g) {
   assert(!g->txn_active);
   txn_clear(g);
   g->txn_active = true;
+  g->txn_topo_known = g->topo_known;
   if (++g->txn_serial == 0) {
     if (g->txn_mark) memset(g->txn_mark, 0, g->txn_mark_cap * sizeof *g->txn_mark);
     g->txn_serial = 1;
@@ -461,6 +465,8 @@ bool ox_graph_rename(OxGraph *g, OxNodeId id, const char *name) {
 
 /* ------------------------------------------------------------------ creating nodes */
 
+static void olab_place(OxGraph *g, OxNodeId id);
+
 static void link_after(OxGraph *g, OxNodeId id, OxNodeId prev) {
   OxNode *n = &g->nodes[id];
   OxNodeId next = prev ? g->nodes[prev].next : g->head;
@@ -475,6 +481,7 @@ static void link_after(OxGraph *g, OxNodeId id, OxNodeId prev) {
   else
     g->tail = id;
   g->order_dirty = true;
+  olab_place(g, id);
 }
 
 static void unlink_node(OxGraph *g, OxNodeId id) {
@@ -490,11 +497,140 @@ static void unlink_node(OxGraph *g, OxNodeId id) {
   g->order_dirty = true;
 }
 
+/* ------------------------------------------------------------------ order labels
+ *
+ * olab[id] strictly increases along the live order. A full labelling spaces labels 2^32 apart
+ * (room for 2^32 nodes); an insertion takes the midpoint of its neighbours, or the neighbour's
+ * label +- 2^32 at the ends. When neighbours are adjacent integers, a window around the node
+ * doubles on both sides until its label range leaves every node of it a gap of at least 2^20,
+ * and the window is relabelled evenly (or, if it covers the whole list, everything is). Erased
+ * nodes keep stale labels that nobody reads. */
+
+#define OLAB_SPACING ((uint64_t)1 << 32)
+#define OLAB_MIN_GAP ((uint64_t)1 << 20)
+
+static void olab_reserve(OxGraph *g) {
+  if (g->olab_cap >= g->cap_nodes) return;
+  g->olab = ox_xrealloc(g->olab, (size_t)g->cap_nodes * sizeof *g->olab);
+  g->olab_cap = g->cap_nodes;
+}
+
+static void olab_relabel_all(OxGraph *g) {
+  olab_reserve(g);
+  uint64_t l = 0;
+  for (OxNodeId id = g->head; id; id = g->nodes[id].next) g->olab[id] = (l += OLAB_SPACING);
+  g->olab_on = true;
+}
+
+/* id has just been linked between its prev and next. */
+static void olab_place(OxGraph *g, OxNodeId id) {
+  if (!g->olab_on) return;
+  olab_reserve(g);
+  const OxNode *n = &g->nodes[id];
+  uint64_t lo = n->prev ? g->olab[n->prev] : 0;
+  uint64_t hi = n->next ? g->olab[n->next] : UINT64_MAX;
+  if (!n->next && UINT64_MAX - lo > 2 * OLAB_SPACING) {
+    g->olab[id] = lo + OLAB_SPACING;
+    return;
+  }
+  if (!n->prev && hi > 2 * OLAB_SPACING) {
+    g->olab[id] = hi - OLAB_SPACING;
+    return;
+  }
+  if (hi - lo >= 2) {
+    g->olab[id] = lo + (hi - lo) / 2;
+    return;
+  }
+  OxNodeId a = id, b = id;
+  uint64_t m = 1;
+  for (uint32_t k = 1;; k *= 2) {
+    for (uint32_t i = 0; i < k && g->nodes[a].prev; i++, m++) a = g->nodes[a].prev;
+    for (uint32_t i = 0; i < k && g->nodes[b].next; i++, m++) b = g->nodes[b].next;
+    bool all = !g->nodes[a].prev && !g->nodes[b].next;
+    uint64_t L = g->nodes[a].prev ? g->olab[g->nodes[a].prev] : 0;
+    uint64_t R = g->nodes[b].next ? g->olab[g->nodes[b].next] : UINT64_MAX;
+    uint64_t step = (R - L) / (m + 1);
+    if (all && step < OLAB_SPACING) {
+      olab_relabel_all(g);
+      return;
+    }
+    if (step >= OLAB_MIN_GAP) {
+      uint64_t l = L;
+      for (OxNodeId x = a;; x = g->nodes[x].next) {
+        g->olab[x] = (l += step);
+        if (x == b) break;
+      }
+      return;
+    }
+  }
+}
+
+const uint64_t *ox_graph_order_labels(OxGraph *g) {
+  if (!g->olab_on) olab_relabel_all(g);
+  return g->olab;
+}
+
+bool ox_graph_order_known_topological(const OxGraph *g) { return g->topo_known; }
+bool ox_graph_txn_began_topological(const OxGraph *g) { return g->txn_active && g->txn_topo_known; }
+void ox_graph_mark_order_topological(OxGraph *g) { g->topo_known = true; }
+
+typedef struct {
+  const OxGraph *g;
+  uint64_t lab;
+  bool ok;
+} FwdCtx;
+
+static void fwd_cb(OxNodeId in, void *data) {
+  FwdCtx *c = data;
+  if (!c->ok || !in || in >= c->g->n_nodes || c->g->nodes[in].erased) return;
+  if (c->g->olab[in] >= c->lab) c->ok = false;
+}
+
+/* The uses of node id (its inputs) were just set or id was just placed: topo_known survives
+ * only if every input precedes it. */
+static void topo_note_inputs(OxGraph *g, OxNodeId id) {
+  if (!g->topo_known) return;
+  if (!g->olab_on) {
+    g->topo_known = false;
+    return;
+  }
+  if (g->nodes[id].erased) return;
+  FwdCtx c = {g, g->olab[id], true};
+  ox_value_foreach_node(&g->nodes[id].args, fwd_cb, &c);
+  ox_value_foreach_node(&g->nodes[id].kwargs, fwd_cb, &c);
+  if (!c.ok) g->topo_known = false;
+}
+
+/* id moved: its inputs must precede it and its users follow it. */
+static void topo_note_moved(OxGraph *g, OxNodeId id) {
+  topo_note_inputs(g, id);
+  if (!g->topo_known) return;
+  const OxNode *n = &g->nodes[id];
+  for (uint32_t i = 0; i < n->n_users; i++)
+    if (!g->nodes[n->users[i]].erased && g->olab[n->users[i]] <= g->olab[id]) {
+      g->topo_known = false;
+      return;
+    }
+}
+
+void ox_graph_reserve(OxGraph *g, uint32_t n) {
+  if (n >= UINT32_MAX - 1) n = UINT32_MAX - 2;
+  uint32_t want = n + 1; /* id 0 is unused */
+  if (want <= g->cap_nodes) return;
+  g->nodes = ox_xrealloc(g->nodes, (size_t)want * sizeof *g->nodes);
+  g->cap_nodes = want;
+  if (g->olab_on) olab_reserve(g);
+  /* every node has a name: size the name map and the string table for them too */
+  ox_namemap_reserve(g->names, n);
+  ox_strtab_reserve(g->strings, ox_strtab_count(g->strings) + n);
+}
+
 static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
                          OxValue kwargs) {
   if (g->n_nodes == g->cap_nodes) {
     g->cap_nodes *= 2;
     g->nodes = ox_xrealloc(g->nodes, g->cap_nodes * sizeof *g->nodes);
+    if (g->olab_on) olab_reserve(g);
   }
   OxNodeId id = g->n_nodes++;
   OxNode *n = &g->nodes[id];
@@ -525,6 +661,7 @@ static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *targ
 /* Links a fresh node and records where it went, for the trace's edit script. */
 static void place_new(OxGraph *g, OxNodeId id, OxNodeId prev) {
   link_after(g, id, prev);
+  topo_note_inputs(g, id);
   if (txn_logging(g) && g->n_txn && g->txn[g->n_txn - 1].kind == OX_EDIT_ADD && g->txn[g->n_txn - 1].node == id)
     g->txn[g->n_txn - 1].now_prev = prev;
 }
@@ -558,6 +695,7 @@ void ox_graph_move_before(OxGraph *g, OxNodeId id, OxNodeId anchor) {
   OxNodeId to = g->nodes[anchor].prev;
   link_after(g, id, to);
   if (e) g->txn[g->n_txn - 1].now_prev = to;
+  topo_note_moved(g, id);
 }
 
 void ox_graph_move_after(OxGraph *g, OxNodeId id, OxNodeId anchor) {
@@ -567,6 +705,7 @@ void ox_graph_move_after(OxGraph *g, OxNodeId id, OxNodeId anchor) {
   unlink_node(g, id);
   link_after(g, id, anchor);
   if (e) g->txn[g->n_txn - 1].now_prev = anchor;
+  topo_note_moved(g, id);
 }
 
 /* ------------------------------------------------------------------ mutation */
@@ -585,6 +724,7 @@ void ox_graph_set_args(OxGraph *g, OxNodeId id, OxValue args) {
   if (args.kind == OX_V_NONE) args = ox_graph_value_seq(g, OX_V_TUPLE, NULL, 0);
   g->nodes[id].args = args;
   node_uses(g, id, true);
+  topo_note_inputs(g, id);
 }
 
 void ox_graph_set_kwargs(OxGraph *g, OxNodeId id, OxValue kwargs) {
@@ -593,6 +733,7 @@ void ox_graph_set_kwargs(OxGraph *g, OxNodeId id, OxValue kwargs) {
   if (kwargs.kind == OX_V_NONE) kwargs = ox_graph_value_dict(g, NULL, NULL, 0);
   g->nodes[id].kwargs = kwargs;
   node_uses(g, id, true);
+  topo_note_inputs(g, id);
 }
 
 void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId new_id) {
@@ -605,6 +746,9 @@ void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId
   if (!c) return;
   users_remove(g, old_id, user);
   if (new_id) users_add(g, new_id, user);
+  if (g->topo_known && new_id && new_id < g->n_nodes && !g->nodes[new_id].erased &&
+      (!g->olab_on || g->olab[new_id] >= g->olab[user]))
+    g->topo_known = false;
 }
 
 uint32_t ox_graph_replace_all_uses(OxGraph *g, OxNodeId old_id, OxNodeId new_id) {
@@ -635,18 +779,139 @@ bool ox_graph_erase(OxGraph *g, OxNodeId id) {
   return true;
 }
 
-static OxTensorMeta copy_tmeta(OxGraph *g, const OxTensorMeta *s) {
+/* ------------------------------------------------------------------ shared tensor metas
+ *
+ * A 100k-node graph has a handful of distinct tensor metas ("f32[64, 64][64, 1]cpu"), so the
+ * graph keeps ONE arena copy of each distinct array of tensor metas (a node's t[0..n)) and
+ * every node with that meta points at it. Symbols and devices are interned, so content
+ * equality compares them by pointer. Shared arrays are read-only, so only callers that never
+ * write through n->meta.t use them: the fx-text loader (ox_graph_meta_intern) and the trace
+ * pool (ox_graph_set_meta_shared). ox_graph_set_meta keeps its contract of a private deep copy,
+ * because existing code (tests) adjusts a node's meta in place after setting it. Either way a
+ * meta change installs another array and never writes into the old one (the transaction log
+ * keeps the old pointer, so rollback is exact). */
+
+struct OxMetaTab {
+  OxTensorMeta **slots;
+  uint32_t *n, *hash;
+  uint32_t cap, count;
+};
+
+static uint64_t mix64(uint64_t h, uint64_t x) {
+  h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+static uint32_t tmeta_hash(const OxTensorMeta *t, uint32_t n) {
+  uint64_t h = n;
+  for (uint32_t i = 0; i < n; i++) {
+    const OxTensorMeta *x = &t[i];
+    h = mix64(h, (uint64_t)x->dtype | ((uint64_t)(uint32_t)x->rank << 8) | ((uint64_t)x->has_stride << 40));
+    h = mix64(h, (uint64_t)(uintptr_t)x->device);
+    for (int32_t k = 0; k < x->rank; k++) {
+      h = mix64(h, (uint64_t)x->shape[k].v ^ (uint64_t)(uintptr_t)x->shape[k].sym);
+      if (x->stride) h = mix64(h, (uint64_t)x->stride[k].v ^ ((uint64_t)(uintptr_t)x->stride[k].sym << 1));
+    }
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return (uint32_t)h;
+}
+
+static bool dims_same(const OxDim *a, const OxDim *b, int32_t n) {
+  for (int32_t k = 0; k < n; k++)
+    if (a[k].v != b[k].v || a[k].sym != b[k].sym) return false;
+  return true;
+}
+
+static bool tmeta_same(const OxTensorMeta *a, const OxTensorMeta *b, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    const OxTensorMeta *x = &a[i], *y = &b[i];
+    if (x->dtype != y->dtype || x->rank != y->rank || x->has_stride != y->has_stride || x->device != y->device)
+      return false;
+    if (x->rank > 0 && !dims_same(x->shape, y->shape, x->rank)) return false;
+    if (x->rank > 0 && (!x->stride) != (!y->stride)) return false;
+    if (x->rank > 0 && x->stride && !dims_same(x->stride, y->stride, x->rank)) return false;
+  }
+  return true;
+}
+
+static void metatab_insert(struct OxMetaTab *m, OxTensorMeta *t, uint32_t n, uint32_t h) {
+  if ((m->count + 1) * 2 > m->cap) {
+    struct OxMetaTab nt = {0};
+    nt.cap = m->cap ? m->cap * 2 : 32;
+    nt.slots = ox_xcalloc(nt.cap, sizeof *nt.slots);
+    nt.n = ox_xcalloc(nt.cap, sizeof *nt.n);
+    nt.hash = ox_xcalloc(nt.cap, sizeof *nt.hash);
+    for (uint32_t i = 0; i < m->cap; i++)
+      if (m->slots[i]) {
+        uint32_t j = m->hash[i] & (nt.cap - 1);
+        while (nt.slots[j]) j = (j + 1) & (nt.cap - 1);
+        nt.slots[j] = m->slots[i];
+        nt.n[j] = m->n[i];
+        nt.hash[j] = m->hash[i];
+      }
+    nt.count = m->count;
+    free(m->slots);
+    free(m->n);
+    free(m->hash);
+    *m = nt;
+  }
+  uint32_t j = h & (m->cap - 1);
+  while (m->slots[j]) j = (j + 1) & (m->cap - 1);
+  m->slots[j] = t;
+  m->n[j] = n;
+  m->hash[j] = h;
+  m->count++;
+}
+
+static void metatab_free(struct OxMetaTab *m) {
+  if (!m) return;
+  free(m->slots);
+  free(m->n);
+  free(m->hash);
+  free(m);
+}
+
+/* t's strings must already be interned in g (pointer comparison). */
+static OxTensorMeta *meta_share_interned(OxGraph *g, const OxTensorMeta *t, uint32_t n) {
+  if (!g->metatab) g->metatab = ox_xcalloc(1, sizeof *g->metatab);
+  struct OxMetaTab *m = g->metatab;
+  uint32_t h = tmeta_hash(t, n);
+  if (m->cap)
+    for (uint32_t j = h & (m->cap - 1); m->slots[j]; j = (j + 1) & (m->cap - 1))
+      if (m->hash[j] == h && m->n[j] == n && tmeta_same(m->slots[j], t, n)) return m->slots[j];
+  OxTensorMeta *r = ox_arena_alloc(&g->arena, n * sizeof *r);
+  for (uint32_t i = 0; i < n; i++) {
+    r[i] = t[i];
+    r[i].shape = r[i].stride = NULL;
+    if (t[i].rank > 0) {
+      r[i].shape = ox_arena_alloc(&g->arena, (size_t)t[i].rank * sizeof(OxDim));
+      memcpy(r[i].shape, t[i].shape, (size_t)t[i].rank * sizeof(OxDim));
+      if (t[i].stride) {
+        r[i].stride = ox_arena_alloc(&g->arena, (size_t)t[i].rank * sizeof(OxDim));
+        memcpy(r[i].stride, t[i].stride, (size_t)t[i].rank * sizeof(OxDim));
+      }
+    }
+  }
+  metatab_insert(m, r, n, h);
+  return r;
+}
+
+/* Normalized copy of s with strings interned in g, into caller scratch (dims into dims[]). */
+static OxTensorMeta norm_tmeta(OxGraph *g, const OxTensorMeta *s, OxDim *dims) {
   OxTensorMeta t = *s;
   t.device = s->device ? ox_graph_intern(g, s->device) : NULL;
   t.shape = t.stride = NULL;
   if (s->rank > 0) {
-    t.shape = ox_arena_alloc(&g->arena, (size_t)s->rank * sizeof(OxDim));
+    t.shape = dims;
     for (int32_t i = 0; i < s->rank; i++) {
       t.shape[i] = s->shape[i];
       if (s->shape[i].sym) t.shape[i].sym = ox_graph_intern(g, s->shape[i].sym);
     }
     if (s->has_stride && s->stride) {
-      t.stride = ox_arena_alloc(&g->arena, (size_t)s->rank * sizeof(OxDim));
+      t.stride = dims + s->rank;
       for (int32_t i = 0; i < s->rank; i++) {
         t.stride[i] = s->stride[i];
         if (s->stride[i].sym) t.stride[i].sym = ox_graph_intern(g, s->stride[i].sym);
@@ -657,22 +922,68 @@ static OxTensorMeta copy_tmeta(OxGraph *g, const OxTensorMeta *s) {
   return t;
 }
 
-static OxMeta copy_meta(OxGraph *g, const OxMeta *m) {
+OxTensorMeta *ox_graph_meta_intern(OxGraph *g, const OxTensorMeta *t, uint32_t n) {
+  if (!n || !t) return NULL;
+  size_t ndims = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (t[i].rank > 0) ndims += 2 * (size_t)t[i].rank;
+  OxTensorMeta stack_t[4];
+  OxDim stack_d[32];
+  OxTensorMeta *tmp = n <= 4 ? stack_t : ox_xrealloc(NULL, n * sizeof *tmp);
+  OxDim *dims = ndims <= 32 ? stack_d : ox_xrealloc(NULL, ndims * sizeof *dims);
+  size_t o = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    tmp[i] = norm_tmeta(g, &t[i], dims + o);
+    if (t[i].rank > 0) o += 2 * (size_t)t[i].rank;
+  }
+  OxTensorMeta *r = meta_share_interned(g, tmp, n);
+  if (tmp != stack_t) free(tmp);
+  if (dims != stack_d) free(dims);
+  return r;
+}
+
+/* A private deep copy: the node may later be written in place (tests and older callers do). */
+static OxTensorMeta *meta_copy_private(OxGraph *g, const OxTensorMeta *t, uint32_t n) {
+  OxTensorMeta *r = ox_arena_alloc(&g->arena, n * sizeof *r);
+  for (uint32_t i = 0; i < n; i++) {
+    OxDim dims[2 * 64];
+    OxDim *d = t[i].rank > 64 ? ox_xrealloc(NULL, 2 * (size_t)t[i].rank * sizeof *d) : dims;
+    r[i] = norm_tmeta(g, &t[i], d);
+    if (r[i].rank > 0) {
+      OxDim *sh = ox_arena_alloc(&g->arena, (size_t)r[i].rank * sizeof(OxDim));
+      memcpy(sh, r[i].shape, (size_t)r[i].rank * sizeof(OxDim));
+      r[i].shape = sh;
+      if (r[i].stride) {
+        OxDim *st = ox_arena_alloc(&g->arena, (size_t)r[i].rank * sizeof(OxDim));
+        memcpy(st, r[i].stride, (size_t)r[i].rank * sizeof(OxDim));
+        r[i].stride = st;
+      }
+    }
+    if (d != dims) free(d);
+  }
+  return r;
+}
+
+static OxMeta copy_meta(OxGraph *g, const OxMeta *m, bool shared) {
   OxMeta r = *m;
   r.sym = m->sym ? ox_graph_intern(g, m->sym) : NULL;
   r.t = NULL;
-  if (m->n && m->t) {
-    r.t = ox_arena_alloc(&g->arena, m->n * sizeof(OxTensorMeta));
-    for (uint32_t i = 0; i < m->n; i++) r.t[i] = copy_tmeta(g, &m->t[i]);
-  } else {
+  if (m->n && m->t)
+    r.t = shared ? ox_graph_meta_intern(g, m->t, m->n) : meta_copy_private(g, m->t, m->n);
+  else
     r.n = 0;
-  }
   return r;
 }
 
 void ox_graph_set_meta(OxGraph *g, OxNodeId id, const OxMeta *m) {
   if (txn_logging(g)) txn_push(g, OX_EDIT_META, id)->old_meta = g->nodes[id].meta;
-  g->nodes[id].meta = copy_meta(g, m);
+  g->nodes[id].meta = copy_meta(g, m, false);
+}
+
+/* The node points at the graph's shared copy (see "shared tensor metas" above). */
+void ox_graph_set_meta_shared(OxGraph *g, OxNodeId id, const OxMeta *m) {
+  if (txn_logging(g)) txn_push(g, OX_EDIT_META, id)->old_meta = g->nodes[id].meta;
+  g->nodes[id].meta = copy_meta(g, m, true);
 }
 
 void ox_graph_add_provenance(OxGraph *g, OxNodeId id, OxNodeId from) {
@@ -692,6 +1003,21 @@ void ox_graph_add_provenance(OxGraph *g, OxNodeId id, OxNodeId from) {
   n = &g->nodes[id];
   n->provenance = p;
   n->n_provenance++;
+}
+
+void ox_graph_set_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint32_t count) {
+  OxNode *n = &g->nodes[id];
+  if (txn_logging(g)) {
+    OxEdit *e = txn_push(g, OX_EDIT_PROVENANCE, id);
+    e->old_n = n->n_provenance;
+    e->old_ids = ox_xrealloc(NULL, (n->n_provenance + 1) * sizeof(OxNodeId));
+    if (n->n_provenance) memcpy(e->old_ids, n->provenance, n->n_provenance * sizeof(OxNodeId));
+    n = &g->nodes[id];
+  }
+  OxNodeId *p = count ? ox_arena_alloc(&g->arena, count * sizeof *p) : NULL;
+  if (count) memcpy(p, ids, count * sizeof *p);
+  n->provenance = p;
+  n->n_provenance = count;
 }
 
 void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub) {
@@ -716,6 +1042,7 @@ static void relink_order(OxGraph *g, const OxNodeId *ids, uint32_t n) {
   if (prev) g->nodes[prev].next = 0;
   g->tail = prev;
   g->order_dirty = true;
+  if (g->olab_on) olab_relabel_all(g);
 }
 
 void ox_graph_txn_rollback(OxGraph *g) {
@@ -778,7 +1105,9 @@ void ox_graph_txn_rollback(OxGraph *g) {
       break;
     case OX_EDIT_META: n->meta = e->old_meta; break;
     case OX_EDIT_PROVENANCE:
+      /* a fresh copy: the array now in place may be shorter than the old list */
       n->n_provenance = e->old_n;
+      n->provenance = e->old_n ? ox_arena_alloc(&g->arena, e->old_n * sizeof(OxNodeId)) : NULL;
       if (e->old_n) memcpy(n->provenance, e->old_ids, e->old_n * sizeof(OxNodeId));
       break;
     case OX_EDIT_ORDER: relink_order(g, e->old_ids, e->old_n); break;
@@ -798,6 +1127,8 @@ void ox_graph_txn_rollback(OxGraph *g) {
   }
   g->txn_replaying = false;
   g->txn_active = false;
+  /* the order and every edge are back as they were when the transaction began */
+  g->topo_known = g->txn_topo_known;
   txn_clear(g);
 }
 
@@ -830,7 +1161,7 @@ OxGraph *ox_graph_clone(const OxGraph *src) {
     n->default_value = ox_graph_intern(g, s->default_value);
     n->args = ox_graph_value_copy(g, &s->args);
     n->kwargs = ox_graph_value_copy(g, &s->kwargs);
-    n->meta = copy_meta(g, &s->meta);
+    n->meta = copy_meta(g, &s->meta, false);
     n->users = NULL;
     n->cap_users = s->n_users;
     if (s->n_users) {
@@ -886,6 +1217,7 @@ void ox_graph_renumber(OxGraph *g) {
 }
 
 bool ox_graph_before(OxGraph *g, OxNodeId a, OxNodeId b) {
+  if (g->olab_on && !g->nodes[a].erased && !g->nodes[b].erased) return g->olab[a] < g->olab[b];
   if (g->order_dirty) ox_graph_renumber(g);
   return g->nodes[a].pos < g->nodes[b].pos;
 }
@@ -894,7 +1226,9 @@ bool ox_graph_before(OxGraph *g, OxNodeId a, OxNodeId b) {
 
 bool ox_graph_stable_toposort(OxGraph *g) {
   /* Follows spec 1.5: walk the order; a node whose inputs are not all placed yet waits
-   * on its last missing input and is re-checked when that input is placed. */
+   * on its last missing input and is re-checked when that input is placed. An order known
+   * to be topological is its own stable toposort: nothing moves, nothing is logged. */
+  if (g->topo_known) return true;
   uint32_t nn = g->n_nodes;
   OxNodeId *order = ox_xcalloc(g->n_live + 1, sizeof *order);
   uint32_t n_order = 0;
@@ -962,6 +1296,8 @@ bool ox_graph_stable_toposort(OxGraph *g) {
     g->tail = prev;
     if (!n_res) g->head = g->tail = 0;
     g->order_dirty = true;
+    olab_relabel_all(g);
+    g->topo_known = true;
   }
   free(order);
   free(ready);

@@ -8,7 +8,9 @@
  * that keeps its prev/next links so an iterator standing on it can continue.
  *
  * Memory: all strings are interned in the graph (ox_graph_intern), value trees and
- * tensor meta live in the graph's arena and are freed with the graph. Mutations that
+ * tensor meta live in the graph's arena and are freed with the graph. Tensor metas of loaded
+ * graphs are shared between nodes with equal meta (ox_graph_meta_intern) and read-only;
+ * change a node's meta with ox_graph_set_meta, never by writing through n->meta.t. Mutations that
  * replace a value allocate the new tree in the arena; the old one is garbage until the
  * graph is freed (rewrites are few compared to node count).
  *
@@ -262,6 +264,16 @@ typedef struct OxGraph {
   uint32_t txn_serial;    /* current transaction number */
   uint32_t *txn_mark;     /* per node: serial of the txn that snapshotted its users */
   uint32_t txn_mark_cap;
+  /* order labels (ox_graph_order_labels): olab[id] strictly increases along the live order;
+   * maintained on every link once olab_on (set by the first request or a stable toposort) */
+  uint64_t *olab;
+  uint32_t olab_cap;
+  bool olab_on;
+  /* topo_known: the live order is known to be topological (see ox_graph_order_known_topological);
+   * txn_topo_known: its value when the open transaction began (rollback restores it) */
+  bool topo_known, txn_topo_known;
+  /* tensor-meta sharing table (ox_graph_set_meta / ox_graph_meta_share); private */
+  struct OxMetaTab *metatab;
 } OxGraph;
 
 OxGraph *ox_graph_new(void);
@@ -306,7 +318,19 @@ void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId
 bool ox_graph_erase(OxGraph *g, OxNodeId n);
 bool ox_graph_rename(OxGraph *g, OxNodeId n, const char *name); /* false if name is taken */
 void ox_graph_set_meta(OxGraph *g, OxNodeId n, const OxMeta *m); /* deep-copies m into the arena */
+/* Like ox_graph_set_meta, but the node points at the graph's SHARED copy of equal content
+ * (ox_graph_meta_intern) instead of a private one: for callers that never write through
+ * n->meta.t (the trace pool, loaders). */
+void ox_graph_set_meta_shared(OxGraph *g, OxNodeId n, const OxMeta *m);
+/* The graph's one copy of the tensor metas equal to t[0..n) (dtype, shape, strides, device,
+ * symbols by content), copied into the arena on first use. SHARED AND READ-ONLY: a node whose
+ * meta.t came from here must not be written through; change it with ox_graph_set_meta (what
+ * every pass does), which installs a new array. The fx-text loader stores each distinct
+ * annotation once this way. Returns NULL when n == 0. */
+OxTensorMeta *ox_graph_meta_intern(OxGraph *g, const OxTensorMeta *t, uint32_t n);
 void ox_graph_add_provenance(OxGraph *g, OxNodeId n, OxNodeId from);
+/* Replaces n's provenance by ids[0..count) (copied; one logged edit however long the list). */
+void ox_graph_set_provenance(OxGraph *g, OxNodeId n, const OxNodeId *ids, uint32_t count);
 void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub); /* takes ownership */
 
 /* Transactions: every mutation between begin and commit/rollback is logged; rollback undoes
@@ -326,6 +350,28 @@ uint32_t ox_graph_find_nodes(const OxGraph *g, OxOp op, const char *target, OxNo
 uint32_t ox_graph_inputs(const OxGraph *g, OxNodeId n, OxNodeId *out, uint32_t max);
 void ox_graph_renumber(OxGraph *g); /* recompute pos of live nodes; clears order_dirty */
 bool ox_graph_before(OxGraph *g, OxNodeId a, OxNodeId b); /* a precedes b in order */
+
+/* Order labels: an array indexed by node id whose values strictly increase along the live
+ * order, so "a precedes b" is labels[a] < labels[b] in O(1) without renumbering. Once requested
+ * (or after a stable toposort) they are maintained on every insertion and move: a new node takes
+ * a label between its neighbours, a crowded spot relabels a small window around it. The pointer
+ * is valid until the next node creation; values of erased nodes are meaningless. */
+const uint64_t *ox_graph_order_labels(OxGraph *g);
+
+/* True when the live order is KNOWN to be topological (every use comes after its definition).
+ * Set by a successful ox_graph_stable_toposort (which then returns at once without work) and by
+ * ox_graph_mark_order_topological; kept across a mutation only when the mutation provably keeps
+ * it (with order labels on, the edges a mutation adds or moves are compared; otherwise it is
+ * cleared). Erasing never clears it. False is "unknown", not "cyclic". A rollback restores the
+ * value the transaction began with (ox_graph_txn_began_topological). */
+bool ox_graph_order_known_topological(const OxGraph *g);
+bool ox_graph_txn_began_topological(const OxGraph *g);
+/* For a checker that has proved the current order topological (ox_check.c). */
+void ox_graph_mark_order_topological(OxGraph *g);
+
+/* Reserve room for n nodes in all (ids 1..n), so a loader that knows its node count allocates
+ * the node array once. Never shrinks; does not change any node. */
+void ox_graph_reserve(OxGraph *g, uint32_t n);
 
 #define OX_GRAPH_FOREACH(g, var)                                                     \
   for (OxNodeId var = (g)->head; var; var = (g)->nodes[var].next)                    \

@@ -6,8 +6,9 @@
  *
  * OxStrTab interns strings so names, targets and devices compare by pointer and a
  * 100k-node graph stores each distinct target once. OxNameMap maps live node names to ids.
- * Both are open-addressing hash tables (FNV-1a, power-of-two capacity, load <= 1/2), so
- * lookups stay O(1) on any input.
+ * Both are open-addressing hash tables with power-of-two capacity (the string table keeps each
+ * slot's hash, load <= 3/4; the name map hashes pointers, load <= 1/2), so lookups stay O(1)
+ * on any input, and both can be sized up front (reserve) by a loader that knows its input.
  */
 #include "ox_mem.h"
 
@@ -113,11 +114,39 @@ uint64_t ox_hash_bytes(const char *s, size_t n) {
   return h;
 }
 
+/* The string table's hash: 8 bytes at a time (names are 5-30 bytes: 1-4 rounds instead of
+ * 5-30), then a final avalanche. Only used inside the table, never persisted. */
+static uint32_t str_hash(const char *s, size_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+  while (n >= 8) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+    s += 8;
+    n -= 8;
+  }
+  uint64_t w = 0;
+  memcpy(&w, s, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 32;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 29;
+  return (uint32_t)h;
+}
+
 /* ------------------------------------------------------------------ string table */
 
+/* One 16-byte slot per entry: the string, its length and its hash side by side, so a probe
+ * costs one cache line and compares the hash before touching the string; growing never
+ * re-hashes. Load factor <= 3/4. */
+typedef struct StrSlot {
+  const char *s; /* interned string (arena) or NULL */
+  uint32_t len, hash;
+} StrSlot;
+
 struct OxStrTab {
-  const char **slots; /* interned strings (arena) or NULL */
-  uint32_t *lens;
+  StrSlot *slots;
   size_t cap, count;
   OxArena *arena;     /* borrowed from the owning graph */
 };
@@ -126,7 +155,6 @@ OxStrTab *ox_strtab_new(OxArena *arena) {
   OxStrTab *t = ox_xcalloc(1, sizeof *t);
   t->cap = 256;
   t->slots = ox_xcalloc(t->cap, sizeof *t->slots);
-  t->lens = ox_xcalloc(t->cap, sizeof *t->lens);
   t->arena = arena;
   return t;
 }
@@ -134,39 +162,39 @@ OxStrTab *ox_strtab_new(OxArena *arena) {
 void ox_strtab_free(OxStrTab *t) {
   if (!t) return;
   free(t->slots);
-  free(t->lens);
   free(t);
 }
 
-static void strtab_grow(OxStrTab *t) {
-  size_t ncap = t->cap * 2;
-  const char **ns = ox_xcalloc(ncap, sizeof *ns);
-  uint32_t *nl = ox_xcalloc(ncap, sizeof *nl);
+static void strtab_resize(OxStrTab *t, size_t ncap) {
+  StrSlot *ns = ox_xcalloc(ncap, sizeof *ns);
   for (size_t i = 0; i < t->cap; i++) {
-    if (!t->slots[i]) continue;
-    size_t j = ox_hash_bytes(t->slots[i], t->lens[i]) & (ncap - 1);
-    while (ns[j]) j = (j + 1) & (ncap - 1);
+    if (!t->slots[i].s) continue;
+    size_t j = t->slots[i].hash & (ncap - 1);
+    while (ns[j].s) j = (j + 1) & (ncap - 1);
     ns[j] = t->slots[i];
-    nl[j] = t->lens[i];
   }
   free(t->slots);
-  free(t->lens);
   t->slots = ns;
-  t->lens = nl;
   t->cap = ncap;
+}
+
+static bool strtab_full(size_t count, size_t cap) { return (count + 1) * 4 > cap * 3; }
+
+void ox_strtab_reserve(OxStrTab *t, size_t n) {
+  size_t cap = t->cap;
+  while (strtab_full(n, cap)) cap *= 2;
+  if (cap != t->cap) strtab_resize(t, cap);
 }
 
 const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n) {
   if (n > UINT32_MAX) n = UINT32_MAX;
-  if ((t->count + 1) * 2 > t->cap) strtab_grow(t);
-  size_t j = ox_hash_bytes(s, n) & (t->cap - 1);
-  while (t->slots[j]) {
-    if (t->lens[j] == n && memcmp(t->slots[j], s, n) == 0) return t->slots[j];
-    j = (j + 1) & (t->cap - 1);
-  }
+  if (strtab_full(t->count, t->cap)) strtab_resize(t, t->cap * 2);
+  uint32_t h = str_hash(s, n);
+  size_t j = h & (t->cap - 1);
+  for (StrSlot *x = &t->slots[j]; x->s; x = &t->slots[j = (j + 1) & (t->cap - 1)])
+    if (x->hash == h && x->len == n && memcmp(x->s, s, n) == 0) return x->s;
   const char *r = ox_arena_strndup(t->arena, s, n);
-  t->slots[j] = r;
-  t->lens[j] = (uint32_t)n;
+  t->slots[j] = (StrSlot){r, (uint32_t)n, h};
   t->count++;
   return r;
 }
@@ -174,11 +202,11 @@ const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n) {
 size_t ox_strtab_count(const OxStrTab *t) { return t->count; }
 
 const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n) {
-  size_t j = ox_hash_bytes(s, n) & (t->cap - 1);
-  while (t->slots[j]) {
-    if (t->lens[j] == n && memcmp(t->slots[j], s, n) == 0) return t->slots[j];
-    j = (j + 1) & (t->cap - 1);
-  }
+  if (n > UINT32_MAX) return NULL;
+  uint32_t h = str_hash(s, n);
+  size_t j = h & (t->cap - 1);
+  for (const StrSlot *x = &t->slots[j]; x->s; x = &t->slots[j = (j + 1) & (t->cap - 1)])
+    if (x->hash == h && x->len == n && memcmp(x->s, s, n) == 0) return x->s;
   return NULL;
 }
 
@@ -233,6 +261,12 @@ static void namemap_grow(OxNameMap *m) {
   m->cap = ncap;
 }
 
+void ox_namemap_reserve(OxNameMap *m, size_t n) {
+  size_t cap = m->cap;
+  while ((n + 1) * 2 > cap) cap *= 2;
+  while (m->cap < cap) namemap_grow(m);
+}
+
 uint32_t ox_namemap_get(const OxNameMap *m, const char *interned) {
   if (!interned) return 0;
   size_t j = ptr_hash(interned) & (m->cap - 1);
@@ -280,4 +314,4 @@ void ox_namemap_del(OxNameMap *m, const char *interned) {
 }
 
 size_t ox_namemap_bytes(const OxNameMap *m) { return m->cap * (sizeof(char *) + sizeof(uint32_t)); }
-size_t ox_strtab_bytes(const OxStrTab *t) { return t->cap * (sizeof(char *) + sizeof(uint32_t)); }
+size_t ox_strtab_bytes(const OxStrTab *t) { return t->cap * sizeof(StrSlot); }

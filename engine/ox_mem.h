@@ -19,6 +19,7 @@ const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n);
 size_t ox_strtab_count(const OxStrTab *t);
 const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n); /* NULL if not interned */
 size_t ox_strtab_bytes(const OxStrTab *t);
+void ox_strtab_reserve(OxStrTab *t, size_t n); /* room for n strings without growing */
 
 OxNameMap *ox_namemap_new(void);
 void ox_namemap_free(OxNameMap *m);
@@ -26,5 +27,6 @@ uint32_t ox_namemap_get(const OxNameMap *m, const char *interned);
 void ox_namemap_set(OxNameMap *m, const char *interned, uint32_t val);
 void ox_namemap_del(OxNameMap *m, const char *interned);
 size_t ox_namemap_bytes(const OxNameMap *m);
+void ox_namemap_reserve(OxNameMap *m, size_t n); /* room for n keys without growing */
 
 #endif

@@ -80,6 +80,7 @@ typedef struct P {
   /* current line */
   const char *ls, *le; /* original line start and end (without \r\n) */
   uint32_t lineno;
+  uint32_t n_lines; /* lines in the input (sizes the first allocations) */
   /* scratch: value and key stacks shared by all nesting levels, string buffer */
   OxValue *vs;
   size_t nvs, cap_vs;
@@ -657,17 +658,16 @@ static bool parse_value(VCtx *v, const char **pp, OxValue *out, uint32_t depth) 
 
 /* ------------------------------------------------------------------ annotations */
 
-static bool parse_dims(OxGraph *g, const char **pp, const char *e, OxDim **out, int32_t *rank) {
+/* Parses "[d0, d1, ...]" into tmp (at most 64 dims). */
+static bool parse_dims(OxGraph *g, const char **pp, const char *e, OxDim tmp[64], int32_t *rank) {
   const char *q = *pp;
   if (q >= e || *q != '[') return false;
   q++;
-  OxDim tmp[64];
   int32_t n = 0;
   q = skip_ws(q, e);
   if (q < e && *q == ']') {
     *pp = q + 1;
     *rank = 0;
-    *out = NULL;
     return true;
   }
   for (;;) {
@@ -702,8 +702,6 @@ static bool parse_dims(OxGraph *g, const char **pp, const char *e, OxDim **out, 
   }
   *pp = q + 1;
   *rank = n;
-  *out = ox_graph_alloc(g, (size_t)n * sizeof(OxDim));
-  memcpy(*out, tmp, (size_t)n * sizeof(OxDim));
   return true;
 }
 
@@ -719,26 +717,31 @@ static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m
   while (q < e && is_ident((unsigned char)*q)) q++;
   OxDType dt = ox_dtype_from_abbr(s, (size_t)(q - s));
   if (dt == OX_DT_UNKNOWN) return false;
-  OxDim *shape = NULL, *stride = NULL;
+  /* parsed on the stack, then stored once per distinct annotation (a 100k-node dump has a
+   * handful): ox_graph_meta_intern; loaded metas are shared and read-only (ox_graph.h) */
+  OxDim shape[64], stride[64];
   int32_t rank = 0, srank = -1;
-  if (!parse_dims(g, &q, e, &shape, &rank)) return false;
+  if (!parse_dims(g, &q, e, shape, &rank)) return false;
   if (q < e && *q == '[') {
-    if (!parse_dims(g, &q, e, &stride, &srank) || srank != rank) return false;
+    if (!parse_dims(g, &q, e, stride, &srank) || srank != rank) return false;
   }
-  OxTensorMeta *t = ox_graph_tensor_meta_new(g, dt, rank);
-  if (rank > 0) memcpy(t->shape, shape, (size_t)rank * sizeof(OxDim));
+  OxTensorMeta t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt;
+  t.rank = rank;
+  t.shape = rank > 0 ? shape : NULL;
   if (srank >= 0) {
-    t->has_stride = true;
-    t->stride = stride;
+    t.has_stride = true;
+    t.stride = rank > 0 ? stride : NULL;
   }
   if (q < e) {
     for (const char *x = q; x < e; x++)
       if (!(is_ident((unsigned char)*x) || *x == ':')) return false;
-    t->device = ox_graph_intern_n(g, q, (size_t)(e - q));
+    t.device = ox_graph_intern_n(g, q, (size_t)(e - q));
   }
   m->kind = OX_META_TENSOR;
   m->n = 1;
-  m->t = t;
+  m->t = ox_graph_meta_intern(g, &t, 1);
   return true;
 }
 
@@ -754,6 +757,11 @@ static Ctx *push_ctx(P *p, bool nested, const char *name, uint32_t src_line, int
   Ctx *c = &p->stack[p->depth++];
   memset(c, 0, sizeof *c);
   c->g = ox_graph_new();
+  if (!nested && p->n_lines > p->lineno) {
+    /* the strings of the lines left (names, targets: ~1.25 per line) without rehashing */
+    size_t left = p->n_lines - p->lineno;
+    ox_strtab_reserve(c->g->strings, left + left / 4);
+  }
   c->g->name = ox_graph_intern(c->g, name);
   c->g->src_line = src_line;
   c->nested = nested;
@@ -785,7 +793,24 @@ static uint32_t ptr_hash(const char *s) {
   return (uint32_t)x;
 }
 
+static NameInfo *names_get(NameTab *t, const char *name, bool create);
+
+/* Load <= 1/2: slots double when a new name would pass it (names are fewer than references,
+ * so the table is sized by what it holds, not by the reference count). */
+static void names_grow(NameTab *t) {
+  uint32_t cap = (t->mask + 1) * 2;
+  free(t->slots);
+  t->slots = ox_xcalloc(cap, sizeof *t->slots);
+  t->mask = cap - 1;
+  for (uint32_t i = 0; i < t->n; i++) {
+    uint32_t h = ptr_hash(t->items[i].name) & t->mask;
+    while (t->slots[h]) h = (h + 1) & t->mask;
+    t->slots[h] = i + 1;
+  }
+}
+
 static NameInfo *names_get(NameTab *t, const char *name, bool create) {
+  if (create && (t->n + 1) * 2 > t->mask + 1) names_grow(t);
   uint32_t h = ptr_hash(name) & t->mask;
   while (t->slots[h]) {
     NameInfo *ni = &t->items[t->slots[h] - 1];
@@ -856,7 +881,7 @@ static void resolve_value(Resolve *r, OxValue *v) {
 static void build_graph(P *p, Ctx *c) {
   OxGraph *g = c->g;
   NameTab t = {0};
-  uint32_t want = 2 * (c->n_recs + c->n_refs) + 16, cap = 16;
+  uint32_t want = 2 * c->n_recs + 16, cap = 16; /* grows if references name more */
   while (cap < want) cap *= 2;
   t.slots = ox_xcalloc(cap, sizeof *t.slots);
   t.mask = cap - 1;
@@ -868,6 +893,11 @@ static void build_graph(P *p, Ctx *c) {
     else ni->has_real_def = true;
   }
   for (uint32_t i = 0; i < c->n_refs; i++) names_get(&t, c->refs[i].name, true);
+  /* the node count is known now (records, plus names used but never defined, plus the
+   * output): allocate the node array and name map once */
+  uint32_t undefined = 0;
+  for (uint32_t i = 0; i < t.n; i++) undefined += !t.items[i].is_def;
+  ox_graph_reserve(g, c->n_recs + undefined + 1);
   /* pass 1: create nodes in order, args come later */
   OxNodeId anchor = 0;
   for (uint32_t i = 0; i < c->n_recs; i++) {
@@ -974,9 +1004,12 @@ static Ctx *ensure_ctx(P *p) {
   return c;
 }
 
-static Rec *new_rec(Ctx *c) {
+static Rec *new_rec(P *p, Ctx *c) {
   if (c->n_recs == c->cap_recs) {
-    c->cap_recs = c->cap_recs ? c->cap_recs * 2 : 32;
+    /* first record: room for every line left in the input (one record per line at most), so a
+     * big dump never copies its records; pages of a generous guess are never touched */
+    uint32_t left = p->n_lines > p->lineno ? p->n_lines - p->lineno + 1 : 1;
+    c->cap_recs = c->cap_recs ? c->cap_recs * 2 : (left < 32 ? 32 : left);
     c->recs = ox_xrealloc(c->recs, c->cap_recs * sizeof *c->recs);
   }
   Rec *r = &c->recs[c->n_recs];
@@ -1170,7 +1203,7 @@ static void header_params(P *p, Ctx *c, const char *s, const char *e) {
     const char *ns = q;
     while (q < e && is_ident((unsigned char)*q)) q++;
     if (q > ns) {
-      Rec *rc = new_rec(c);
+      Rec *rc = new_rec(p, c);
       rc->op = OX_OP_PLACEHOLDER;
       rc->name = rc->target = ox_graph_intern_n(c->g, ns, (size_t)(q - ns));
       rc->args = ox_graph_value_seq(c->g, OX_V_TUPLE, NULL, 0);
@@ -1350,6 +1383,12 @@ int ox_parse_fx_text(const char *text, size_t len, const OxLoadOptions *opt, OxD
   size_t pre_len;
   detect_prefix(text, len, &pre, &pre_len);
 
+  /* one memchr pass: the line count sizes the record array and the string table (names,
+   * targets: about 1.3 strings per node line), so neither grows by doubling */
+  for (const char *x = text, *end = text + len; x < end; p.n_lines++) {
+    const char *nl = memchr(x, '\n', (size_t)(end - x));
+    x = nl ? nl + 1 : end;
+  }
   LineIt it = {text, text + len};
   const char *ls, *le;
   while (next_line(&it, &ls, &le)) {
@@ -1386,7 +1425,7 @@ int ox_parse_fx_text(const char *text, size_t len, const OxLoadOptions *opt, OxD
       if (c->body_indent < 0) c->body_indent = indent;
       if (*s == '%') {
         uint32_t refs_before = c->n_refs;
-        Rec *rc = new_rec(c);
+        Rec *rc = new_rec(&p, c);
         if (parse_node_line(&p, c, s, le, rc)) {
           c->n_recs++;
           c->last_get_attr = rc->name; /* executorch: get_attr; others print it after any node */

@@ -101,44 +101,168 @@ void ox_step_abort(OxPassCtx *c) {
   c->in_step = false;
 }
 
-/* ---------------------------------------------------------------- reading the log */
+/* ---------------------------------------------------------------- reading the log
+ *
+ * A step's log can hold thousands of edits (a batch fusion of 300 nodes adds, rewires and
+ * erases each of them), so nothing here scans the log per edit: one backward pass links every
+ * edit to the next edit of the same node that changes its args, meta or name, and membership
+ * questions go to hash sets sized to the step. Reading the log is O(edits + values). */
+
+/* Open-addressing map from a 64-bit key (never 0) to a 32-bit value, sized to the step. */
+typedef struct KeyMap {
+  uint64_t *keys;
+  uint32_t *vals;
+  uint32_t cap, count;
+} KeyMap;
+
+static uint32_t key_hash(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (uint32_t)x;
+}
+
+static void keymap_free(KeyMap *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+/* Returns a pointer to the value slot of key, inserting it (value 0) when absent if add. */
+static uint32_t *keymap_slot(KeyMap *m, uint64_t key, bool add) {
+  if (add && (m->count + 1) * 2 > m->cap) {
+    KeyMap n = {0};
+    n.cap = m->cap ? m->cap * 2 : 64;
+    n.keys = ox_xcalloc(n.cap, sizeof *n.keys);
+    n.vals = ox_xcalloc(n.cap, sizeof *n.vals);
+    for (uint32_t i = 0; i < m->cap; i++)
+      if (m->keys[i]) {
+        uint32_t j = key_hash(m->keys[i]) & (n.cap - 1);
+        while (n.keys[j]) j = (j + 1) & (n.cap - 1);
+        n.keys[j] = m->keys[i];
+        n.vals[j] = m->vals[i];
+        n.count++;
+      }
+    keymap_free(m);
+    *m = n;
+  }
+  if (!m->cap) return NULL;
+  uint32_t j = key_hash(key) & (m->cap - 1);
+  while (m->keys[j]) {
+    if (m->keys[j] == key) return &m->vals[j];
+    j = (j + 1) & (m->cap - 1);
+  }
+  if (!add) return NULL;
+  m->keys[j] = key;
+  m->count++;
+  return &m->vals[j];
+}
+
+static uint32_t keymap_get(const KeyMap *m, uint64_t key) {
+  uint32_t *v = keymap_slot((KeyMap *)m, key, false);
+  return v ? *v : 0;
+}
+
+/* Adds key; returns true if it was new. */
+static bool keyset_add(KeyMap *m, uint64_t key) {
+  uint32_t before = m->count;
+  *keymap_slot(m, key, true) = 1;
+  return m->count != before;
+}
+
+static bool keyset_has(const KeyMap *m, uint64_t key) { return keymap_get(m, key) != 0; }
+
+/* For edit i: the index of the next edit (after i) of the same node of kind ARGS / META, n if
+ * none; renames of a node are chained the same way from the node's first one. */
+typedef struct LogIndex {
+  const OxEdit *e;
+  uint32_t n;
+  uint32_t *next_args, *next_meta;
+  KeyMap first_rename; /* node id -> 1 + index of its first RENAME */
+  uint32_t *next_rename;
+  bool any_rename;
+} LogIndex;
+
+static void log_index_build(LogIndex *x, const OxEdit *e, uint32_t n) {
+  memset(x, 0, sizeof *x);
+  x->e = e;
+  x->n = n;
+  x->next_args = ox_xrealloc(NULL, (n + 1) * sizeof *x->next_args);
+  x->next_meta = ox_xrealloc(NULL, (n + 1) * sizeof *x->next_meta);
+  x->next_rename = ox_xrealloc(NULL, (n + 1) * sizeof *x->next_rename);
+  KeyMap last_args = {0}, last_meta = {0};
+  for (uint32_t i = n; i-- > 0;) {
+    uint64_t node = (uint64_t)e[i].node + 1;
+    uint32_t la = keymap_get(&last_args, node), lm = keymap_get(&last_meta, node);
+    x->next_args[i] = la ? la - 1 : n;
+    x->next_meta[i] = lm ? lm - 1 : n;
+    x->next_rename[i] = n;
+    if (e[i].kind == OX_EDIT_ARGS) *keymap_slot(&last_args, node, true) = i + 1;
+    if (e[i].kind == OX_EDIT_META) *keymap_slot(&last_meta, node, true) = i + 1;
+    if (e[i].kind == OX_EDIT_RENAME) {
+      uint32_t *f = keymap_slot(&x->first_rename, node, true);
+      x->next_rename[i] = *f ? *f - 1 : n;
+      *f = i + 1;
+      x->any_rename = true;
+    }
+  }
+  keymap_free(&last_args);
+  keymap_free(&last_meta);
+}
+
+static void log_index_free(LogIndex *x) {
+  free(x->next_args);
+  free(x->next_meta);
+  free(x->next_rename);
+  keymap_free(&x->first_rename);
+}
 
 typedef struct {
   OxNodeId *added, *removed, *rewired;
   uint32_t n_added, n_removed, n_rewired;
+  KeyMap added_set, removed_set;
 } Changes;
-
-static bool in_list(const OxNodeId *l, uint32_t n, OxNodeId x) {
-  for (uint32_t i = 0; i < n; i++)
-    if (l[i] == x) return true;
-  return false;
-}
 
 static void collect_changes(OxGraph *g, Changes *ch) {
   uint32_t n;
   const OxEdit *e = ox_graph_txn_edits(g, &n);
+  memset(ch, 0, sizeof *ch);
   ch->added = ox_xcalloc(n + 1, sizeof(OxNodeId));
   ch->removed = ox_xcalloc(n + 1, sizeof(OxNodeId));
   ch->rewired = ox_xcalloc(n + 1, sizeof(OxNodeId));
-  ch->n_added = ch->n_removed = ch->n_rewired = 0;
-  /* mark nodes created inside the transaction */
+  KeyMap created = {0}, rewired = {0};
+  /* nodes created inside the transaction (live or not) */
   for (uint32_t i = 0; i < n; i++)
-    if (e[i].kind == OX_EDIT_ADD && !g->nodes[e[i].node].erased) ch->added[ch->n_added++] = e[i].node;
+    if (e[i].kind == OX_EDIT_ADD) {
+      keyset_add(&created, e[i].node);
+      if (!g->nodes[e[i].node].erased) {
+        ch->added[ch->n_added++] = e[i].node;
+        keyset_add(&ch->added_set, e[i].node);
+      }
+    }
   for (uint32_t i = 0; i < n; i++) {
     if (e[i].kind != OX_EDIT_ERASE) continue;
-    bool created_here = false;
-    for (uint32_t j = 0; j < i; j++)
-      if (e[j].kind == OX_EDIT_ADD && e[j].node == e[i].node) created_here = true;
-    if (!created_here && g->nodes[e[i].node].erased && !in_list(ch->removed, ch->n_removed, e[i].node))
-      ch->removed[ch->n_removed++] = e[i].node;
+    OxNodeId x = e[i].node;
+    if (!keyset_has(&created, x) && g->nodes[x].erased && keyset_add(&ch->removed_set, x))
+      ch->removed[ch->n_removed++] = x;
   }
   /* live pre-existing nodes whose inputs changed */
   for (uint32_t i = 0; i < n; i++) {
     if (e[i].kind != OX_EDIT_ARGS) continue;
     OxNodeId x = e[i].node;
-    if (g->nodes[x].erased || in_list(ch->added, ch->n_added, x) || in_list(ch->rewired, ch->n_rewired, x)) continue;
+    if (g->nodes[x].erased || keyset_has(&ch->added_set, x) || !keyset_add(&rewired, x)) continue;
     ch->rewired[ch->n_rewired++] = x;
   }
+  keymap_free(&created);
+  keymap_free(&rewired);
+}
+
+static void changes_free(Changes *ch) {
+  free(ch->added);
+  free(ch->removed);
+  free(ch->rewired);
+  keymap_free(&ch->added_set);
+  keymap_free(&ch->removed_set);
 }
 
 /* New nodes get meta (upstream bug #120974: created nodes lacking example_value made later
@@ -174,78 +298,98 @@ static void idlist_cb(OxNodeId id, void *data) {
   l->ids[l->n++] = id;
 }
 
-static void add_pair(OxNodeId **po, OxNodeId **pn, uint32_t *np, uint32_t *cap, OxNodeId o, OxNodeId nw) {
-  for (uint32_t i = 0; i < *np; i++)
-    if ((*po)[i] == o && (*pn)[i] == nw) return;
-  if (*np == *cap) {
-    *cap = *cap ? *cap * 2 : 16;
-    *po = ox_xrealloc(*po, *cap * sizeof **po);
-    *pn = ox_xrealloc(*pn, *cap * sizeof **pn);
+typedef struct Pairs {
+  OxNodeId *po, *pn;
+  uint32_t n, cap;
+  KeyMap seen; /* (old, new) */
+  KeyMap news; /* new ids that have a pair */
+} Pairs;
+
+static void add_pair(Pairs *p, OxNodeId o, OxNodeId nw) {
+  if (!keyset_add(&p->seen, ((uint64_t)o << 32) | nw)) return;
+  keyset_add(&p->news, nw);
+  if (p->n == p->cap) {
+    p->cap = p->cap ? p->cap * 2 : 16;
+    p->po = ox_xrealloc(p->po, p->cap * sizeof *p->po);
+    p->pn = ox_xrealloc(p->pn, p->cap * sizeof *p->pn);
   }
-  (*po)[*np] = o;
-  (*pn)[*np] = nw;
-  (*np)++;
+  p->po[p->n] = o;
+  p->pn[p->n] = nw;
+  p->n++;
 }
 
-static uint32_t provenance_pairs(OxPassCtx *c, const Changes *ch, OxNodeId **po, OxNodeId **pn, uint32_t *np) {
+static uint32_t provenance_pairs(OxPassCtx *c, const Changes *ch, const LogIndex *lx, Pairs *p) {
   OxGraph *g = c->g;
-  uint32_t n, cap = 0;
-  *po = *pn = NULL;
-  *np = 0;
-  const OxEdit *e = ox_graph_txn_edits(g, &n);
+  uint32_t n = lx->n;
+  const OxEdit *e = lx->e;
+  memset(p, 0, sizeof *p);
+  IdList before = {g, NULL, 0, 0}, after = {g, NULL, 0, 0};
+  KeyMap in_before = {0}, in_after = {0};
   for (uint32_t i = 0; i < n; i++) {
     if (e[i].kind != OX_EDIT_ARGS) continue;
-    IdList before = {g, NULL, 0, 0}, after = {g, NULL, 0, 0};
+    before.n = after.n = 0;
     ox_value_foreach_node(&e[i].old_args, idlist_cb, &before);
     ox_value_foreach_node(&e[i].old_kwargs, idlist_cb, &before);
     /* state after this edit: the next ARGS edit's old trees, or the node's current trees */
     const OxValue *na = &g->nodes[e[i].node].args, *nk = &g->nodes[e[i].node].kwargs;
-    for (uint32_t j = i + 1; j < n; j++)
-      if (e[j].kind == OX_EDIT_ARGS && e[j].node == e[i].node) {
-        na = &e[j].old_args;
-        nk = &e[j].old_kwargs;
-        break;
-      }
+    uint32_t j = lx->next_args[i];
+    if (j < n) {
+      na = &e[j].old_args;
+      nk = &e[j].old_kwargs;
+    }
     ox_value_foreach_node(na, idlist_cb, &after);
     ox_value_foreach_node(nk, idlist_cb, &after);
+    bool any_removed = false;
+    for (uint32_t a = 0; a < before.n && !any_removed; a++) any_removed = keyset_has(&ch->removed_set, before.ids[a]);
+    if (!any_removed) continue;
+    /* membership sets are rebuilt per edit, reusing their slot arrays */
+    if (in_before.cap) memset(in_before.keys, 0, in_before.cap * sizeof *in_before.keys);
+    if (in_after.cap) memset(in_after.keys, 0, in_after.cap * sizeof *in_after.keys);
+    in_before.count = in_after.count = 0;
+    for (uint32_t a = 0; a < before.n; a++) keyset_add(&in_before, before.ids[a]);
+    for (uint32_t b = 0; b < after.n; b++) keyset_add(&in_after, after.ids[b]);
     for (uint32_t a = 0; a < before.n; a++) {
-      if (!in_list(ch->removed, ch->n_removed, before.ids[a]) || in_list(after.ids, after.n, before.ids[a])) continue;
+      if (!keyset_has(&ch->removed_set, before.ids[a]) || keyset_has(&in_after, before.ids[a])) continue;
       for (uint32_t b = 0; b < after.n; b++)
-        if (in_list(ch->added, ch->n_added, after.ids[b]) && !in_list(before.ids, before.n, after.ids[b]))
-          add_pair(po, pn, np, &cap, before.ids[a], after.ids[b]);
+        if (keyset_has(&ch->added_set, after.ids[b]) && !keyset_has(&in_before, after.ids[b]))
+          add_pair(p, before.ids[a], after.ids[b]);
     }
-    free(before.ids);
-    free(after.ids);
   }
-  uint32_t n_replaced = *np;
+  free(before.ids);
+  free(after.ids);
+  keymap_free(&in_before);
+  keymap_free(&in_after);
+  uint32_t n_replaced = p->n;
   /* added nodes with no pair come from every matched node (scaffolding) */
   for (uint32_t k = 0; k < ch->n_added; k++) {
-    if (in_list(*pn, *np, ch->added[k])) continue;
-    for (uint32_t m = 0; m < c->n_matched_ids; m++) add_pair(po, pn, np, &cap, c->matched_ids[m], ch->added[k]);
+    if (keyset_has(&p->news, ch->added[k])) continue;
+    for (uint32_t m = 0; m < c->n_matched_ids; m++) add_pair(p, c->matched_ids[m], ch->added[k]);
   }
   return n_replaced;
 }
 
-/* Name of node id as it was just after log position i (renames later in the log hold it). */
-static const char *name_at(OxGraph *g, const OxEdit *e, uint32_t n, uint32_t i, OxNodeId id) {
+/* Name of node id as it was just after log position i (the first rename of id later in the
+ * log holds it). */
+static const char *name_at(OxGraph *g, const LogIndex *lx, uint32_t i, OxNodeId id) {
   if (!id) return NULL;
-  for (uint32_t j = i + 1; j < n; j++)
-    if (e[j].kind == OX_EDIT_RENAME && e[j].node == id) return e[j].old_name;
+  if (lx->any_rename) {
+    uint32_t f = keymap_get(&lx->first_rename, (uint64_t)id + 1);
+    for (uint32_t j = f ? f - 1 : lx->n; j < lx->n; j = lx->next_rename[j])
+      if (j > i) return lx->e[j].old_name;
+  }
   return g->nodes[id].name;
 }
-
-static OxValue value_at_names(OxTrace *t, OxGraph *g, const OxValue *v, const OxEdit *e, uint32_t n, uint32_t i);
 
 typedef struct {
   OxTrace *t;
   OxGraph *g;
-  const OxEdit *e;
-  uint32_t n, i;
+  const LogIndex *lx;
+  uint32_t i;
 } NameCtx;
 
 static OxValue conv_value(NameCtx *k, const OxValue *v) {
   if (v->kind == OX_V_NODE) {
-    const char *nm = name_at(k->g, k->e, k->n, k->i, v->u.node);
+    const char *nm = name_at(k->g, k->lx, k->i, v->u.node);
     return ox_value_node(ox_trace_name_ref(k->t, nm ? nm : "?"));
   }
   OxValue r = *v;
@@ -261,42 +405,37 @@ static OxValue conv_value(NameCtx *k, const OxValue *v) {
   return r;
 }
 
-static OxValue value_at_names(OxTrace *t, OxGraph *g, const OxValue *v, const OxEdit *e, uint32_t n, uint32_t i) {
-  NameCtx k = {t, g, e, n, i};
+static OxValue value_at_names(OxTrace *t, OxGraph *g, const OxValue *v, const LogIndex *lx, uint32_t i) {
+  NameCtx k = {t, g, lx, i};
   return conv_value(&k, v);
 }
 
-/* The args a node had just after log position i. */
-static void args_after(OxGraph *g, const OxEdit *e, uint32_t n, uint32_t i, OxNodeId id, const OxValue **a,
+/* The args a node had just after log position i (i is an edit of that node). */
+static void args_after(OxGraph *g, const LogIndex *lx, uint32_t i, OxNodeId id, const OxValue **a,
                        const OxValue **k) {
-  *a = &g->nodes[id].args;
-  *k = &g->nodes[id].kwargs;
-  for (uint32_t j = i + 1; j < n; j++)
-    if (e[j].kind == OX_EDIT_ARGS && e[j].node == id) {
-      *a = &e[j].old_args;
-      *k = &e[j].old_kwargs;
-      return;
-    }
+  uint32_t j = lx->next_args[i];
+  *a = j < lx->n ? &lx->e[j].old_args : &g->nodes[id].args;
+  *k = j < lx->n ? &lx->e[j].old_kwargs : &g->nodes[id].kwargs;
 }
 
-static const OxMeta *meta_after(OxGraph *g, const OxEdit *e, uint32_t n, uint32_t i, OxNodeId id) {
-  for (uint32_t j = i + 1; j < n; j++)
-    if (e[j].kind == OX_EDIT_META && e[j].node == id) return &e[j].old_meta;
-  return &g->nodes[id].meta;
+static const OxMeta *meta_after(OxGraph *g, const LogIndex *lx, uint32_t i, OxNodeId id) {
+  uint32_t j = lx->next_meta[i];
+  return j < lx->n ? &lx->e[j].old_meta : &g->nodes[id].meta;
 }
 
 static OxMeta copy_meta_to_pool(OxTrace *t, const OxMeta *m) {
-  /* the pool graph owns a copy; set_meta on a scratch pool node does the deep copy */
+  /* the pool graph owns the copy: one per distinct meta (thousands of steps add nodes of the
+   * same few shapes) */
   OxNodeId tmp = ox_trace_name_ref(t, "__meta_scratch__");
-  ox_graph_set_meta(t->pool, tmp, m);
+  ox_graph_set_meta_shared(t->pool, tmp, m); /* trace metas are never written in place */
   return t->pool->nodes[tmp].meta;
 }
 
-static void build_edits(OxPassCtx *c, OxStep *s) {
+static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
   OxTrace *t = c->trace;
   OxGraph *g = c->g;
-  uint32_t n;
-  const OxEdit *e = ox_graph_txn_edits(g, &n);
+  uint32_t n = lx->n;
+  const OxEdit *e = lx->e;
   OxTraceEdit *out = ox_graph_alloc(t->pool, (n + 1) * sizeof *out);
   uint32_t k = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -306,16 +445,16 @@ static void build_edits(OxPassCtx *c, OxStep *s) {
     switch ((OxEditKind)x->kind) {
     case OX_EDIT_ADD: {
       o->kind = OX_TEDIT_ADD;
-      o->name = ox_trace_intern(t, name_at(g, e, n, i, x->node));
-      o->after = ox_trace_intern(t, name_at(g, e, n, i, x->now_prev));
+      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+      o->after = ox_trace_intern(t, name_at(g, lx, i, x->now_prev));
       o->op = g->nodes[x->node].op;
       o->target = ox_trace_intern(t, g->nodes[x->node].target);
       /* creation args = the args before the node's first later ARGS edit */
       const OxValue *a, *kw;
-      args_after(g, e, n, i, x->node, &a, &kw);
-      o->args = value_at_names(t, g, a, e, n, i);
-      o->kwargs = value_at_names(t, g, kw, e, n, i);
-      const OxMeta *m = meta_after(g, e, n, i, x->node);
+      args_after(g, lx, i, x->node, &a, &kw);
+      o->args = value_at_names(t, g, a, lx, i);
+      o->kwargs = value_at_names(t, g, kw, lx, i);
+      const OxMeta *m = meta_after(g, lx, i, x->node);
       if (m->kind != OX_META_NONE) {
         o->meta = copy_meta_to_pool(t, m);
         o->has_meta = true;
@@ -325,29 +464,29 @@ static void build_edits(OxPassCtx *c, OxStep *s) {
     }
     case OX_EDIT_ERASE:
       o->kind = OX_TEDIT_ERASE;
-      o->name = ox_trace_intern(t, name_at(g, e, n, i, x->node));
+      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
       k++;
       break;
     case OX_EDIT_ARGS: {
       o->kind = OX_TEDIT_ARGS;
-      o->name = ox_trace_intern(t, name_at(g, e, n, i, x->node));
+      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
       const OxValue *a, *kw;
-      args_after(g, e, n, i, x->node, &a, &kw);
-      o->args = value_at_names(t, g, a, e, n, i);
-      o->kwargs = value_at_names(t, g, kw, e, n, i);
+      args_after(g, lx, i, x->node, &a, &kw);
+      o->args = value_at_names(t, g, a, lx, i);
+      o->kwargs = value_at_names(t, g, kw, lx, i);
       k++;
       break;
     }
     case OX_EDIT_MOVE:
       o->kind = OX_TEDIT_MOVE;
-      o->name = ox_trace_intern(t, name_at(g, e, n, i, x->node));
-      o->after = ox_trace_intern(t, name_at(g, e, n, i, x->now_prev));
+      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+      o->after = ox_trace_intern(t, name_at(g, lx, i, x->now_prev));
       k++;
       break;
     case OX_EDIT_META: {
       o->kind = OX_TEDIT_META;
-      o->name = ox_trace_intern(t, name_at(g, e, n, i, x->node));
-      o->meta = copy_meta_to_pool(t, meta_after(g, e, n, i, x->node));
+      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+      o->meta = copy_meta_to_pool(t, meta_after(g, lx, i, x->node));
       o->has_meta = true;
       k++;
       break;
@@ -355,7 +494,7 @@ static void build_edits(OxPassCtx *c, OxStep *s) {
     case OX_EDIT_RENAME:
       o->kind = OX_TEDIT_RENAME;
       o->name = ox_trace_intern(t, x->old_name);
-      o->new_name = ox_trace_intern(t, name_at(g, e, n, i, x->node));
+      o->new_name = ox_trace_intern(t, name_at(g, lx, i, x->node));
       k++;
       break;
     case OX_EDIT_ORDER:
@@ -372,28 +511,83 @@ static void build_edits(OxPassCtx *c, OxStep *s) {
   s->n_edits = k;
 }
 
+/* Transitive provenance in the graph itself: each new node gets, once, the provenance of
+ * every node it came from (or that node's id when it has none), in pair order, deduplicated:
+ * the list add_provenance would build one id at a time, with one logged edit per node. */
+static void set_transitive_provenance(OxGraph *g, const Pairs *p) {
+  if (!p->n) return;
+  KeyMap group = {0}; /* new id -> 1 + group index */
+  uint32_t *gcount = ox_xcalloc(p->n + 1, sizeof *gcount);
+  OxNodeId *gnode = ox_xcalloc(p->n + 1, sizeof *gnode);
+  uint32_t n_groups = 0;
+  for (uint32_t i = 0; i < p->n; i++) {
+    uint32_t *slot = keymap_slot(&group, p->pn[i], true);
+    if (!*slot) {
+      gnode[n_groups] = p->pn[i];
+      *slot = ++n_groups;
+    }
+    gcount[*slot - 1]++;
+  }
+  uint32_t *start = ox_xcalloc(n_groups + 1, sizeof *start);
+  for (uint32_t k = 0; k < n_groups; k++) start[k + 1] = start[k] + gcount[k];
+  uint32_t *order = ox_xcalloc(p->n + 1, sizeof *order);
+  memset(gcount, 0, (p->n + 1) * sizeof *gcount);
+  for (uint32_t i = 0; i < p->n; i++) {
+    uint32_t k = keymap_get(&group, p->pn[i]) - 1;
+    order[start[k] + gcount[k]++] = i;
+  }
+  OxNodeId *list = NULL;
+  uint32_t cap = 0;
+  KeyMap seen = {0};
+  for (uint32_t k = 0; k < n_groups; k++) {
+    OxNodeId nw = gnode[k];
+    uint32_t len = 0;
+    if (seen.cap) memset(seen.keys, 0, seen.cap * sizeof *seen.keys);
+    seen.count = 0;
+#define PUSH_ID(x)                                                  \
+  do {                                                              \
+    OxNodeId x_ = (x);                                              \
+    if (!keyset_add(&seen, x_)) break;                              \
+    if (len == cap) {                                               \
+      cap = cap ? cap * 2 : 16;                                     \
+      list = ox_xrealloc(list, cap * sizeof *list);                 \
+    }                                                               \
+    list[len++] = x_;                                               \
+  } while (0)
+    const OxNode *nn = &g->nodes[nw];
+    for (uint32_t j = 0; j < nn->n_provenance; j++) PUSH_ID(nn->provenance[j]);
+    uint32_t had = len;
+    for (uint32_t q = start[k]; q < start[k + 1]; q++) {
+      const OxNode *old = &g->nodes[p->po[order[q]]];
+      if (old->n_provenance)
+        for (uint32_t j = 0; j < old->n_provenance; j++) PUSH_ID(old->provenance[j]);
+      else
+        PUSH_ID(p->po[order[q]]);
+    }
+#undef PUSH_ID
+    if (len != had) ox_graph_set_provenance(g, nw, list, len);
+  }
+  free(list);
+  keymap_free(&seen);
+  keymap_free(&group);
+  free(gcount);
+  free(gnode);
+  free(start);
+  free(order);
+}
+
 bool ox_step_commit(OxPassCtx *c) {
   OxGraph *g = c->g;
   OxStep *s = &c->staged;
   Changes ch;
   collect_changes(g, &ch);
   fill_added_meta(g, &ch);
-  OxNodeId *po, *pn;
-  uint32_t np;
-  uint32_t n_replaced = provenance_pairs(c, &ch, &po, &pn, &np);
-  /* transitive provenance in the graph itself */
-  for (uint32_t i = 0; i < np; i++) {
-    const OxNode *old = &g->nodes[po[i]];
-    if (old->n_provenance) {
-      uint32_t cnt = old->n_provenance;
-      OxNodeId *copy = ox_xrealloc(NULL, cnt * sizeof *copy);
-      memcpy(copy, old->provenance, cnt * sizeof *copy);
-      for (uint32_t j = 0; j < cnt; j++) ox_graph_add_provenance(g, pn[i], copy[j]);
-      free(copy);
-    } else {
-      ox_graph_add_provenance(g, pn[i], po[i]);
-    }
-  }
+  uint32_t n_log;
+  const OxEdit *log = ox_graph_txn_edits(g, &n_log);
+  LogIndex lx;
+  log_index_build(&lx, log, n_log);
+  Pairs pairs;
+  uint32_t n_replaced = provenance_pairs(c, &ch, &lx, &pairs);
   if (c->trace) {
     s->matched = names_of(c, g, c->matched_ids, c->n_matched_ids);
     s->n_matched = c->n_matched_ids;
@@ -401,20 +595,22 @@ bool ox_step_commit(OxPassCtx *c) {
     s->n_added = ch.n_added;
     s->removed = names_of(c, g, ch.removed, ch.n_removed);
     s->n_removed = ch.n_removed;
-    s->prov_old = names_of(c, g, po, np);
-    s->prov_new = names_of(c, g, pn, np);
-    s->n_prov = np;
-    build_edits(c, s);
+    s->prov_old = names_of(c, g, pairs.po, pairs.n);
+    s->prov_new = names_of(c, g, pairs.pn, pairs.n);
+    s->n_prov = pairs.n;
+    build_edits(c, s, &lx); /* reads the log as indexed: the provenance edits below are not part of it */
   }
+  log_index_free(&lx);
+  set_transitive_provenance(g, &pairs);
   c->step_added = ch.added;
   c->n_step_added = ch.n_added;
   c->step_removed = ch.removed;
   c->n_step_removed = ch.n_removed;
   c->step_rewired = ch.rewired;
   c->n_step_rewired = ch.n_rewired;
-  c->step_prov_old = po;
-  c->step_prov_new = pn;
-  c->n_step_prov = np;
+  c->step_prov_old = pairs.po;
+  c->step_prov_new = pairs.pn;
+  c->n_step_prov = pairs.n;
   c->n_step_replaced = n_replaced;
   bool ok = c->checks ? ox_checks_run(c, s) : true;
   c->step_added = c->step_removed = c->step_rewired = c->step_prov_old = c->step_prov_new = NULL;
@@ -441,11 +637,11 @@ bool ox_step_commit(OxPassCtx *c) {
     dst->kind = (uint8_t)(ok ? OX_STEP_APPLIED : OX_STEP_CHECK_FAILED);
     if (keep) dst->applied_index = ++c->trace->n_graph_steps;
   }
-  free(ch.added);
-  free(ch.removed);
-  free(ch.rewired);
-  free(po);
-  free(pn);
+  changes_free(&ch);
+  free(pairs.po);
+  free(pairs.pn);
+  keymap_free(&pairs.seen);
+  keymap_free(&pairs.news);
   c->in_step = false;
   return ok;
 }

@@ -596,6 +596,300 @@ static void test_txn_rollback_property(void) {
   g_rand_free(r);
 }
 
+
+/* ------------------------------------------------------------------ performance structures */
+
+/* The live order's labels strictly increase, whatever mix of insertions (many at one spot, which
+ * exhausts midpoints and forces window relabels), moves and erases made it. */
+static void assert_labels_increase(OxGraph *g) {
+  const uint64_t *lab = ox_graph_order_labels(g);
+  uint64_t prev = 0;
+  bool first = true;
+  OX_GRAPH_FOREACH(g, id) {
+    if (!first) g_assert_cmpuint(lab[id], >, prev);
+    prev = lab[id];
+    first = false;
+  }
+}
+
+/* True when every edge goes forward in the live order (computed from scratch). */
+static bool order_is_topological(OxGraph *g) {
+  ox_graph_renumber(g);
+  OxNodeId in[64];
+  OX_GRAPH_FOREACH(g, id) {
+    uint32_t k = ox_graph_inputs(g, id, in, 64);
+    for (uint32_t i = 0; i < k && i < 64; i++)
+      if (!g->nodes[in[i]].erased && g->nodes[in[i]].pos >= g->nodes[id].pos) return false;
+  }
+  return true;
+}
+
+static void test_order_labels(void) {
+  GRand *r = g_rand_new_with_seed(7);
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x");
+  ox_graph_order_labels(g); /* labels on from here: maintained by every link */
+  OxNodeId ids[4096];
+  int n = 0;
+  ids[n++] = x;
+  /* 3000 insertions right after x: each halves the gap until a window must be relabelled */
+  for (int i = 0; i < 3000; i++)
+    ids[n++] = ox_graph_insert_after(g, x, OX_OP_CALL_FUNCTION, NULL, "torch.relu", tup(g, 1, ox_value_node(x)),
+                                     ox_value_none());
+  assert_labels_increase(g);
+  for (int step = 0; step < 3000; step++) {
+    OxNodeId a = ids[g_rand_int_range(r, 0, n)], b = ids[g_rand_int_range(r, 0, n)];
+    if (g->nodes[a].erased || g->nodes[b].erased || a == b) continue;
+    switch (g_rand_int_range(r, 0, 4)) {
+    case 0:
+      if (n < 4096)
+        ids[n++] = ox_graph_insert_before(g, b, OX_OP_CALL_FUNCTION, NULL, "torch.tanh", tup(g, 1, ox_value_node(x)),
+                                          ox_value_none());
+      break;
+    case 1: ox_graph_move_after(g, a, b); break;
+    case 2: ox_graph_move_before(g, a, b); break;
+    case 3:
+      if (a != x) ox_graph_erase(g, a);
+      break;
+    }
+    if (step % 100 == 0) assert_labels_increase(g);
+  }
+  assert_labels_increase(g);
+  /* ox_graph_before agrees with positions */
+  ox_graph_renumber(g);
+  for (int i = 0; i < 200; i++) {
+    OxNodeId a = ids[g_rand_int_range(r, 0, n)], b = ids[g_rand_int_range(r, 0, n)];
+    if (g->nodes[a].erased || g->nodes[b].erased) continue;
+    g_assert_cmpint(ox_graph_before(g, a, b), ==, g->nodes[a].pos < g->nodes[b].pos);
+  }
+  ox_graph_free(g);
+  g_rand_free(r);
+}
+
+/* The "order known topological" flag is never true when the order is not topological, across
+ * random mutations, transactions and rollbacks; a sort sets it, and a known order sorts for free. */
+static void test_topo_flag_property(void) {
+  GRand *r = g_rand_new_with_seed(11);
+  for (int trial = 0; trial < 200; trial++) {
+    OxGraph *g = ox_graph_new();
+    OxNodeId ids[128];
+    int n = 0;
+    ids[n++] = ph(g, "x");
+    for (int i = 1; i < 20; i++) {
+      OxValue items[2];
+      int k = g_rand_int_range(r, 1, 3);
+      for (int j = 0; j < k; j++) items[j] = ox_value_node(ids[g_rand_int_range(r, 0, n)]);
+      ids[n++] = call(g, NULL, "operator.add", ox_graph_value_seq(g, OX_V_TUPLE, items, (uint32_t)k));
+    }
+    g_assert_false(ox_graph_order_known_topological(g)); /* built without labels: unknown */
+    g_assert_true(ox_graph_stable_toposort(g));
+    g_assert_true(ox_graph_order_known_topological(g));
+    bool in_txn = false;
+    for (int s = 0; s < 60 && n < 120; s++) {
+      if (!in_txn && g_rand_int_range(r, 0, 4) == 0) {
+        ox_graph_txn_begin(g);
+        in_txn = true;
+      }
+      OxNodeId a = ids[g_rand_int_range(r, 0, n)], b = ids[g_rand_int_range(r, 0, n)];
+      if (g->nodes[a].erased || g->nodes[b].erased) continue;
+      switch (g_rand_int_range(r, 0, 7)) {
+      case 0:
+        ids[n++] = ox_graph_insert_before(g, b, OX_OP_CALL_FUNCTION, NULL, "torch.relu", tup(g, 1, ox_value_node(a)),
+                                          ox_value_none());
+        break;
+      case 1: ox_graph_replace_all_uses(g, a, b); break;
+      case 2: ox_graph_erase(g, a); break;
+      case 3: ox_graph_set_args(g, a, tup(g, 1, ox_value_node(b))); break;
+      case 4: ox_graph_move_after(g, a, b); break;
+      case 5: ox_graph_stable_toposort(g); break;
+      case 6:
+        if (in_txn) {
+          bool began = ox_graph_txn_began_topological(g);
+          ox_graph_txn_rollback(g);
+          g_assert_cmpint(ox_graph_order_known_topological(g), ==, began);
+          in_txn = false;
+        }
+        break;
+      }
+      if (ox_graph_order_known_topological(g)) g_assert_true(order_is_topological(g));
+    }
+    if (in_txn) ox_graph_txn_commit(g);
+    /* a known-topological order is its own stable toposort: nothing moves, nothing logged */
+    if (ox_graph_stable_toposort(g)) {
+      g_assert_true(order_is_topological(g));
+      ox_graph_txn_begin(g);
+      g_assert_true(ox_graph_stable_toposort(g));
+      uint32_t ne;
+      ox_graph_txn_edits(g, &ne);
+      g_assert_cmpuint(ne, ==, 0);
+      ox_graph_txn_commit(g);
+    }
+    ox_graph_free(g);
+  }
+  g_rand_free(r);
+}
+
+static void test_reserve(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x");
+  OxNodeId r = call(g, "r", "torch.relu", tup(g, 1, ox_value_node(x)));
+  ox_graph_reserve(g, 5000);
+  g_assert_cmpuint(g->cap_nodes, >=, 5001);
+  OxNode *base = g->nodes;
+  /* existing nodes untouched */
+  g_assert_cmpstr(g->nodes[r].name, ==, "r");
+  g_assert_cmpuint(g->nodes[x].n_users, ==, 1);
+  g_assert_cmpuint(ox_graph_find(g, "r"), ==, r);
+  for (int i = 2; i < 5000; i++) call(g, NULL, "torch.relu", tup(g, 1, ox_value_node(r)));
+  g_assert_true(g->nodes == base); /* no reallocation up to the reserved count */
+  g_assert_cmpuint(g->n_live, ==, 5000);
+  ox_graph_reserve(g, 10); /* never shrinks */
+  g_assert_cmpuint(g->cap_nodes, >=, 5001);
+  g_assert_cmpint(verify_errors(g, false), ==, 0);
+  ox_graph_free(g);
+}
+
+static OxTensorMeta mk_t(OxDim *shape, OxDim *stride, const char *dev) {
+  OxTensorMeta t = {.dtype = OX_DT_F32, .rank = 2, .has_stride = stride != NULL, .shape = shape,
+                    .stride = stride, .device = dev};
+  return t;
+}
+
+static void test_meta_sharing(void) {
+  OxGraph *g = ox_graph_new();
+  OxGraph *other = ox_graph_new();
+  OxDim sh[2] = {{64, NULL}, {8, NULL}}, st[2] = {{8, NULL}, {1, NULL}};
+  OxTensorMeta a = mk_t(sh, st, "cpu");
+  OxTensorMeta *s1 = ox_graph_meta_intern(g, &a, 1);
+  /* equal content from elsewhere (strings of another graph, other arrays): the same copy */
+  OxDim sh2[2] = {{64, NULL}, {8, NULL}}, st2[2] = {{8, NULL}, {1, NULL}};
+  OxTensorMeta b = mk_t(sh2, st2, ox_graph_intern(other, "cpu"));
+  g_assert_true(ox_graph_meta_intern(g, &b, 1) == s1);
+  g_assert_true(s1->device == ox_graph_intern(g, "cpu"));
+  /* any difference gives another copy: device, strides, dtype, a symbol */
+  b.device = "cuda:0";
+  g_assert_true(ox_graph_meta_intern(g, &b, 1) != s1);
+  b.device = "cpu";
+  b.stride = NULL;
+  b.has_stride = false;
+  g_assert_true(ox_graph_meta_intern(g, &b, 1) != s1);
+  b = mk_t(sh2, st2, "cpu");
+  b.dtype = OX_DT_F16;
+  g_assert_true(ox_graph_meta_intern(g, &b, 1) != s1);
+  OxDim sym[2] = {{0, "s0"}, {8, NULL}};
+  OxTensorMeta c = mk_t(sym, st, "cpu");
+  OxTensorMeta *sc = ox_graph_meta_intern(g, &c, 1);
+  g_assert_true(sc != s1);
+  g_assert_true(sc->shape[0].sym == ox_graph_intern(g, "s0"));
+  /* tuple metas are shared as whole arrays */
+  OxTensorMeta pair[2] = {a, c};
+  OxTensorMeta *sp = ox_graph_meta_intern(g, pair, 2);
+  g_assert_true(ox_graph_meta_intern(g, pair, 2) == sp);
+  g_assert_true(ox_graph_meta_intern(g, pair, 1) == s1);
+
+  /* set_meta keeps private copies: writing one node's meta in place never changes another's */
+  OxNodeId x = ph(g, "x"), y = ph(g, "y"), z = ph(g, "z"), w = ph(g, "w");
+  OxMeta m = {.kind = OX_META_TENSOR, .n = 1, .t = &a};
+  ox_graph_set_meta(g, x, &m);
+  ox_graph_set_meta(g, y, &m);
+  g_assert_true(g->nodes[x].meta.t != g->nodes[y].meta.t);
+  g->nodes[x].meta.t[0].shape[0].v = 32;
+  g_assert_cmpint(g->nodes[y].meta.t[0].shape[0].v, ==, 64);
+  /* set_meta_shared shares; changing one of them through set_meta leaves the other alone */
+  ox_graph_set_meta_shared(g, z, &m);
+  ox_graph_set_meta_shared(g, w, &m);
+  g_assert_true(g->nodes[z].meta.t == s1 && g->nodes[w].meta.t == s1);
+  ox_graph_txn_begin(g);
+  OxDim sh3[2] = {{16, NULL}, {8, NULL}};
+  OxTensorMeta d = mk_t(sh3, st, "cpu");
+  OxMeta md = {.kind = OX_META_TENSOR, .n = 1, .t = &d};
+  ox_graph_set_meta(g, z, &md);
+  g_assert_cmpint(g->nodes[z].meta.t[0].shape[0].v, ==, 16);
+  g_assert_cmpint(g->nodes[w].meta.t[0].shape[0].v, ==, 64);
+  g_assert_cmpint(s1->shape[0].v, ==, 64);
+  ox_graph_txn_rollback(g); /* rollback puts the shared pointer back */
+  g_assert_true(g->nodes[z].meta.t == s1);
+  /* a clone gets its own arrays */
+  OxGraph *cl = ox_graph_clone(g);
+  g_assert_true(cl->nodes[z].meta.t != s1);
+  g_assert_cmpint(cl->nodes[z].meta.t[0].shape[0].v, ==, 64);
+  ox_graph_free(cl);
+  ox_graph_free(other);
+  ox_graph_free(g);
+
+  /* the fx-text loader stores each distinct annotation once */
+  const char *fx = "graph():\n"
+                   "    %x : Tensor \"f32[4, 8][8, 1]cpu\" = placeholder[target=x]\n"
+                   "    %a : Tensor \"f32[4, 8][8, 1]cpu\" = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+                   "    %b : Tensor \"f32[4, 8][8, 1]cpu\" = call_function[target=torch.tanh](args = (%a,), kwargs = {})\n"
+                   "    %c : Tensor \"f16[4, 8][8, 1]cpu\" = call_function[target=torch.tanh](args = (%b,), kwargs = {})\n"
+                   "    return c\n";
+  OxDoc *doc = NULL;
+  OxDiagList dl;
+  ox_diags_init(&dl, "t");
+  g_assert_cmpint(ox_load_buffer(fx, strlen(fx), OX_FMT_UNKNOWN, NULL, &doc, &dl), ==, 0);
+  g_assert_cmpuint(dl.n, ==, 0);
+  OxGraph *lg = doc->graphs[0];
+  OxNodeId la = ox_graph_find(lg, "a"), lb = ox_graph_find(lg, "b"), lc = ox_graph_find(lg, "c");
+  OxNodeId lx = ox_graph_find(lg, "x");
+  g_assert_true(lg->nodes[la].meta.t == lg->nodes[lb].meta.t);
+  g_assert_true(lg->nodes[la].meta.t == lg->nodes[lx].meta.t);
+  g_assert_true(lg->nodes[lc].meta.t != lg->nodes[lb].meta.t);
+  g_assert_cmpint(lg->nodes[lc].meta.t[0].dtype, ==, OX_DT_F16);
+  /* changing one loaded node's meta (the supported way) leaves the others alone */
+  OxDim sh4[2] = {{2, NULL}, {8, NULL}};
+  OxTensorMeta e = mk_t(sh4, NULL, NULL);
+  OxMeta me = {.kind = OX_META_TENSOR, .n = 1, .t = &e};
+  ox_graph_set_meta(lg, la, &me);
+  g_assert_cmpint(lg->nodes[la].meta.t[0].shape[0].v, ==, 2);
+  g_assert_cmpint(lg->nodes[lb].meta.t[0].shape[0].v, ==, 4);
+  g_assert_cmpint(lg->nodes[lx].meta.t[0].shape[0].v, ==, 4);
+  ox_diags_clear(&dl);
+  ox_doc_free(doc);
+}
+
+static void test_provenance_set(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x"), y = ph(g, "y");
+  ox_graph_add_provenance(g, y, x);
+  OxNodeId ids[300];
+  for (uint32_t i = 0; i < 300; i++) ids[i] = i + 1000;
+  ox_graph_txn_begin(g);
+  ox_graph_set_provenance(g, y, ids, 300);
+  g_assert_cmpuint(g->nodes[y].n_provenance, ==, 300);
+  g_assert_cmpuint(g->nodes[y].provenance[299], ==, 1299);
+  uint32_t ne;
+  ox_graph_txn_edits(g, &ne);
+  g_assert_cmpuint(ne, ==, 1); /* one logged edit for the whole list */
+  ox_graph_txn_rollback(g);
+  g_assert_cmpuint(g->nodes[y].n_provenance, ==, 1);
+  g_assert_cmpuint(g->nodes[y].provenance[0], ==, x);
+  ox_graph_free(g);
+}
+
+/* Many strings, reserved and not: lookups find exactly what was interned. */
+static void test_strtab_many(void) {
+  OxArena arena = {0};
+  OxStrTab *t = ox_strtab_new(&arena);
+  ox_strtab_reserve(t, 1000);
+  const char *p[5000];
+  char buf[32];
+  for (int i = 0; i < 5000; i++) {
+    snprintf(buf, sizeof buf, "name_%d", i);
+    p[i] = ox_strtab_intern(t, buf, strlen(buf));
+  }
+  g_assert_cmpuint(ox_strtab_count(t), ==, 5000);
+  for (int i = 0; i < 5000; i++) {
+    snprintf(buf, sizeof buf, "name_%d", i);
+    g_assert_true(ox_strtab_lookup(t, buf, strlen(buf)) == p[i]);
+    g_assert_true(ox_strtab_intern(t, buf, strlen(buf)) == p[i]);
+  }
+  g_assert_null(ox_strtab_lookup(t, "name_5000", 9));
+  g_assert_true(ox_strtab_intern(t, "", 0) == ox_strtab_lookup(t, "", 0));
+  ox_strtab_free(t);
+  ox_arena_free(&arena);
+}
+
 static void test_detect_format(void) {
   const char *fx = "graph():\n    %x : [num_users=1] = placeholder[target=x]\n    return x\n";
   g_assert_cmpint(ox_detect_format(fx, strlen(fx)), ==, OX_FMT_FX_TEXT);
@@ -633,6 +927,12 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/graph/txn-rollback-property", test_txn_rollback_property);
   g_test_add_func("/engine/graph/clone-values", test_clone_and_values);
   g_test_add_func("/engine/graph/meta-format", test_meta_format);
+  g_test_add_func("/engine/graph/order-labels", test_order_labels);
+  g_test_add_func("/engine/graph/topo-flag-property", test_topo_flag_property);
+  g_test_add_func("/engine/graph/reserve", test_reserve);
+  g_test_add_func("/engine/graph/meta-sharing", test_meta_sharing);
+  g_test_add_func("/engine/graph/provenance-set", test_provenance_set);
+  g_test_add_func("/engine/util/strtab-many", test_strtab_many);
   g_test_add_func("/engine/util/dtypes", test_dtypes);
   g_test_add_func("/engine/util/pyfloat", test_pyfloat);
   g_test_add_func("/engine/util/buf", test_buf_quoted_and_printf);

@@ -360,6 +360,182 @@ static void test_structure_check_catches_cycle(void) {
   ox_graph_free(input);
 }
 
+
+/* The structure check's cycle verdict against a from-scratch one (a stable toposort of a clone
+ * fails exactly on a cycle), over random steps on random DAGs: out-of-order insertions, moves,
+ * rewirings that do or do not close a cycle, with the order known topological at the step's start
+ * (driver case), or not (a mutation outside any step first). Covers the three ways the check
+ * decides (ox_check.c): order still topological, a window search between backward edges, and the
+ * upstream-closure search. */
+static void test_cycle_check_property(void) {
+  GRand *r = g_rand_new_with_seed(2024);
+  OxCheckConfig cc;
+  ox_check_config_default(&cc);
+  cc.shape = cc.numeric = false;
+  uint32_t seen[3] = {0, 0, 0}; /* how: topological, window, closure */
+  uint32_t cycles = 0, accepted = 0;
+  for (int trial = 0; trial < 300; trial++) {
+    OxGraph *g = ox_graph_new();
+    OxNodeId ids[200];
+    int n = 0;
+    ids[n++] = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+    int size = g_rand_int_range(r, 4, 40);
+    for (int i = 1; i < size; i++) {
+      OxValue items[2];
+      int k = g_rand_int_range(r, 1, 3);
+      for (int j = 0; j < k; j++) items[j] = ox_value_node(ids[g_rand_int_range(r, 0, n)]);
+      ids[n++] = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, "operator.add", tup(g, (uint32_t)k, items),
+                                   ox_value_none());
+    }
+    g_assert_true(ox_graph_stable_toposort(g));
+    OxTrace *t = ox_trace_new();
+    for (int step = 0; step < 8 && n < 190; step++) {
+      if (g_rand_int_range(r, 0, 6) == 0) {
+        /* outside any step: an insertion at the head using a later node leaves the order unknown */
+        OxValue a[1] = {ox_value_node(ids[g_rand_int_range(r, 0, n)])};
+        ids[n++] = ox_graph_insert_before(g, g->head, OX_OP_CALL_FUNCTION, NULL, "torch.relu", tup(g, 1, a),
+                                          ox_value_none());
+      }
+      OxPassCtx c;
+      memset(&c, 0, sizeof c);
+      c.g = g;
+      c.pass = &good;
+      c.checks = &cc;
+      c.trace = t;
+      OxNodeId anchor = ids[g_rand_int_range(r, 0, n)];
+      if (g->nodes[anchor].erased) continue;
+      ox_step_begin(&c, "random", anchor);
+      ox_step_matched(&c, &anchor, 1);
+      int edits = g_rand_int_range(r, 1, 4);
+      for (int e = 0; e < edits; e++) {
+        OxNodeId a = ids[g_rand_int_range(r, 0, n)], b = ids[g_rand_int_range(r, 0, n)];
+        if (g->nodes[a].erased || g->nodes[b].erased || a == b) continue;
+        switch (g_rand_int_range(r, 0, 4)) {
+        case 0: { /* a new node using a, inserted anywhere, taking over one user of b */
+          OxValue items[1] = {ox_value_node(a)};
+          OxNodeId nw = ox_graph_insert_before(g, ids[g_rand_int_range(r, 0, n)], OX_OP_CALL_FUNCTION, NULL,
+                                               "torch.tanh", tup(g, 1, items), ox_value_none());
+          ids[n++] = nw;
+          if (g->nodes[b].n_users && g->nodes[b].users[0] != nw && b != ids[0])
+            ox_graph_replace_input(g, g->nodes[b].users[0], b, nw);
+          break;
+        }
+        case 1: /* rewire: b now uses a (a cycle when a depends on b) */
+          if (b != ids[0] && g->nodes[b].args.n)
+            ox_graph_replace_input(g, b, g->nodes[b].args.u.items[0].u.node, a);
+          break;
+        case 2: ox_graph_move_after(g, a, b); break;
+        case 3: ox_graph_move_before(g, a, b); break;
+        }
+      }
+      OxGraph *copy = ox_graph_clone(g);
+      bool acyclic = ox_graph_stable_toposort(copy);
+      ox_graph_free(copy);
+      bool ok = ox_step_commit(&c);
+      g_assert_cmpint(ok, ==, acyclic);
+      const OxStep *st = &t->steps[t->n_steps - 1];
+      const char *detail = st->checks[OX_CHECK_STRUCTURE].detail;
+      g_assert_nonnull(detail);
+      if (!acyclic) {
+        g_assert_nonnull(strstr(detail, "cycle through"));
+        cycles++;
+      } else {
+        accepted++;
+        if (strstr(detail, "(order topological")) seen[0]++;
+        else if (strstr(detail, "backward edges")) seen[1]++;
+        else if (strstr(detail, "upstream closure")) seen[2]++;
+        else g_assert_not_reached();
+      }
+      /* the flag never claims a topological order that is not one */
+      if (ox_graph_order_known_topological(g)) {
+        ox_graph_renumber(g);
+        OX_GRAPH_FOREACH(g, id) {
+          OxNodeId in[8];
+          uint32_t k = ox_graph_inputs(g, id, in, 8);
+          for (uint32_t i = 0; i < k && i < 8; i++) g_assert_cmpuint(g->nodes[in[i]].pos, <, g->nodes[id].pos);
+        }
+      }
+      ox_pass_ctx_clear(&c);
+    }
+    ox_trace_free(t);
+    ox_graph_free(g);
+  }
+  if (g_test_verbose())
+    g_printerr("cycles %u, accepted %u (topological %u, window %u, closure %u)\n", cycles, accepted, seen[0],
+               seen[1], seen[2]);
+  /* every way of deciding was exercised, and both verdicts occurred */
+  g_assert_cmpuint(cycles, >, 0);
+  g_assert_cmpuint(seen[0], >, 0);
+  g_assert_cmpuint(seen[1], >, 0);
+  g_assert_cmpuint(seen[2], >, 0);
+  g_rand_free(r);
+}
+
+/* A step whose log is long (one node rewired hundreds of times, many erases and renames)
+ * builds the same edit script as the step's effect: replaying the trace gives the graph the
+ * pass produced. */
+static int pass_wide(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  OxNodeId cat = 0;
+  OX_GRAPH_FOREACH(g, id) if (!strcmp(g->nodes[id].target, "torch.cat")) cat = id;
+  if (!cat) return 0;
+  const OxValue *list = &g->nodes[cat].args.u.items[0];
+  uint32_t n = list->n;
+  OxNodeId *in = g_new(OxNodeId, n);
+  for (uint32_t i = 0; i < n; i++) in[i] = list->u.items[i].u.node;
+  ox_step_begin(c, "wide", cat);
+  ox_step_matched(c, in, n);
+  for (uint32_t i = 0; i < n; i++) {
+    /* replace relu_i by a new relu (which then takes the old one's name) */
+    OxValue a[1] = {g->nodes[in[i]].args.u.items[0]};
+    OxNodeId nw = ox_graph_insert_after(g, in[i], OX_OP_CALL_FUNCTION, NULL, "torch.relu", tup(g, 1, a),
+                                        ox_value_none());
+    ox_graph_replace_all_uses(g, in[i], nw);
+    char old[64];
+    snprintf(old, sizeof old, "%s", g->nodes[in[i]].name);
+    ox_graph_erase(g, in[i]);
+    g_assert_true(ox_graph_rename(g, nw, old));
+  }
+  g_free(in);
+  return ox_step_commit(c);
+}
+
+static const OxPassInfo wide = {"wide", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_wide, "test"};
+
+static void test_long_step_replays(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x", 4, 8);
+  OxValue items[200];
+  for (int i = 0; i < 200; i++) items[i] = ox_value_node(unary(g, "torch.relu", x));
+  OxValue l = ox_graph_value_seq(g, OX_V_LIST, items, 200);
+  OxValue ca[2] = {l, ox_value_int(1)};
+  OxNodeId cat = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "cat", "torch.cat", tup(g, 2, ca), ox_value_none());
+  OxValue o[1] = {ox_value_node(cat)};
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, o), ox_value_none());
+  g_assert_cmpint(ox_shape_infer_graph(g, NULL, NULL), ==, 0);
+  OxGraph *input = ox_graph_clone(g);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &wide, false, &res);
+  g_assert_cmpuint(res.applied, ==, 1);
+  g_assert_cmpint(t->steps[0].checks[OX_CHECK_NUMERIC].status, ==, OX_CHECK_PASSED);
+  g_assert_cmpuint(t->steps[0].n_added, ==, 200);
+  g_assert_cmpuint(t->steps[0].n_removed, ==, 200);
+  /* provenance: each new relu came from the relu it replaced (same name now), once */
+  g_assert_cmpuint(t->steps[0].n_prov, ==, 200);
+  for (uint32_t i = 0; i < t->steps[0].n_prov; i++) g_assert_cmpstr(t->steps[0].prov_old[i], ==, t->steps[0].prov_new[i]);
+  OxDiagList d;
+  ox_diags_init(&d, "t");
+  g_assert_cmpint(ox_replay(input, t, UINT32_MAX, &d), ==, 0);
+  char *a = fx_of(g), *b = fx_of(input);
+  g_assert_cmpstr(a, ==, b);
+  free(a);
+  free(b);
+  ox_diags_clear(&d);
+  ox_trace_free(t);
+  ox_graph_free(g);
+  ox_graph_free(input);
+}
+
 static void test_skipped_is_not_passed(void) {
   /* a graph whose ops have no kernel: the numeric check must say skipped, with the reason */
   OxGraph *g = ox_graph_new();
@@ -451,6 +627,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/numeric-check-rolls-back", test_numeric_check_rolls_back);
   g_test_add_func("/engine/trace/shape-check-rolls-back", test_shape_check_rolls_back);
   g_test_add_func("/engine/trace/structure-check-cycle", test_structure_check_catches_cycle);
+  g_test_add_func("/engine/trace/cycle-check-property", test_cycle_check_property);
+  g_test_add_func("/engine/trace/long-step-replays", test_long_step_replays);
   g_test_add_func("/engine/trace/skipped-is-not-passed", test_skipped_is_not_passed);
   g_test_add_func("/engine/trace/check-config", test_check_config);
   g_test_add_func("/engine/trace/numeric-reduced-size", test_numeric_reduced_size);
