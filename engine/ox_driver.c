@@ -425,12 +425,40 @@ int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
       return -1;
     }
   }
+  OxNodeId *old_ids = NULL;
+  uint32_t cap = 0;
   for (uint32_t i = 0; i < t->n_steps; i++) {
     const OxStep *s = &t->steps[i];
     if (!s->applied_index || s->applied_index > k) continue;
+    /* provenance: the old side of each pair is live before the step, the new side after */
+    if (s->n_prov > cap) {
+      cap = s->n_prov;
+      old_ids = ox_xrealloc(old_ids, cap * sizeof *old_ids);
+    }
+    for (uint32_t j = 0; j < s->n_prov; j++) old_ids[j] = ox_graph_find(g, s->prov_old[j]);
     for (uint32_t j = 0; j < s->n_edits; j++)
-      if (apply_edit(g, t, s, &s->edits[j], d) != 0) return -1;
+      if (apply_edit(g, t, s, &s->edits[j], d) != 0) {
+        free(old_ids);
+        return -1;
+      }
+    for (uint32_t j = 0; j < s->n_prov; j++) {
+      bool added = false;
+      for (uint32_t a = 0; a < s->n_added && !added; a++) added = strcmp(s->added[a], s->prov_new[j]) == 0;
+      OxNodeId nw = added ? ox_graph_find(g, s->prov_new[j]) : 0;
+      if (!nw || !old_ids[j]) continue;
+      const OxNode *old = &g->nodes[old_ids[j]];
+      if (old->n_provenance) {
+        uint32_t cnt = old->n_provenance;
+        OxNodeId *copy = ox_xrealloc(NULL, cnt * sizeof *copy);
+        memcpy(copy, old->provenance, cnt * sizeof *copy);
+        for (uint32_t q = 0; q < cnt; q++) ox_graph_add_provenance(g, nw, copy[q]);
+        free(copy);
+      } else {
+        ox_graph_add_provenance(g, nw, old_ids[j]);
+      }
+    }
   }
+  free(old_ids);
   return 0;
 }
 

@@ -150,7 +150,8 @@ void ox_step_abort(OxPassCtx *c);
 void ox_step_reject(OxPassCtx *c, const char *rule, OxNodeId anchor, const OxNodeId *nodes, uint32_t n,
                     const OxReason *reason);
 /* Builds a reason; args are copied (interned into the trace). Use NULL-terminated varargs of
- * const char*; a node argument is given as its name and also listed in reason.nodes. */
+ * const char*; an argument that names a live node of the graph is also listed in
+ * reason.nodes (use ox_reason_nodes to say explicitly which arguments are nodes). */
 OxReason ox_reason(OxPassCtx *c, OxReasonCode code, ...);
 OxReason ox_reason_nodes(OxPassCtx *c, OxReasonCode code, const char *const *args, uint32_t n, const bool *is_node);
 

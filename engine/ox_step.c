@@ -351,7 +351,9 @@ static uint32_t provenance_pairs(OxPassCtx *c, const Changes *ch, const LogIndex
     for (uint32_t a = 0; a < before.n; a++) {
       if (!keyset_has(&ch->removed_set, before.ids[a]) || keyset_has(&in_after, before.ids[a])) continue;
       for (uint32_t b = 0; b < after.n; b++)
-        if (keyset_has(&ch->added_set, after.ids[b]) && !keyset_has(&in_before, after.ids[b]))
+        /* the replacement may be a node the step added or one already in the graph (a cat
+         * replaced by its split's input): both are checked; only added nodes get provenance */
+        if (!g->nodes[after.ids[b]].erased && !keyset_has(&in_before, after.ids[b]))
           add_pair(p, before.ids[a], after.ids[b]);
     }
   }
@@ -514,13 +516,14 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
 /* Transitive provenance in the graph itself: each new node gets, once, the provenance of
  * every node it came from (or that node's id when it has none), in pair order, deduplicated:
  * the list add_provenance would build one id at a time, with one logged edit per node. */
-static void set_transitive_provenance(OxGraph *g, const Pairs *p) {
+static void set_transitive_provenance(OxGraph *g, const Pairs *p, const Changes *ch) {
   if (!p->n) return;
   KeyMap group = {0}; /* new id -> 1 + group index */
   uint32_t *gcount = ox_xcalloc(p->n + 1, sizeof *gcount);
   OxNodeId *gnode = ox_xcalloc(p->n + 1, sizeof *gnode);
   uint32_t n_groups = 0;
   for (uint32_t i = 0; i < p->n; i++) {
+    if (!keyset_has(&ch->added_set, p->pn[i])) continue; /* an existing node keeps its own history */
     uint32_t *slot = keymap_slot(&group, p->pn[i], true);
     if (!*slot) {
       gnode[n_groups] = p->pn[i];
@@ -533,6 +536,7 @@ static void set_transitive_provenance(OxGraph *g, const Pairs *p) {
   uint32_t *order = ox_xcalloc(p->n + 1, sizeof *order);
   memset(gcount, 0, (p->n + 1) * sizeof *gcount);
   for (uint32_t i = 0; i < p->n; i++) {
+    if (!keyset_has(&ch->added_set, p->pn[i])) continue;
     uint32_t k = keymap_get(&group, p->pn[i]) - 1;
     order[start[k] + gcount[k]++] = i;
   }
@@ -601,7 +605,7 @@ bool ox_step_commit(OxPassCtx *c) {
     build_edits(c, s, &lx); /* reads the log as indexed: the provenance edits below are not part of it */
   }
   log_index_free(&lx);
-  set_transitive_provenance(g, &pairs);
+  set_transitive_provenance(g, &pairs, &ch);
   c->step_added = ch.added;
   c->n_step_added = ch.n_added;
   c->step_removed = ch.removed;
@@ -684,5 +688,8 @@ OxReason ox_reason(OxPassCtx *c, OxReasonCode code, ...) {
     args[n++] = a;
   }
   va_end(ap);
-  return ox_reason_nodes(c, code, args, n, NULL);
+  /* an argument that names a live node is a node reference (a link in the debugger) */
+  bool is_node[OX_REASON_MAX_ARGS] = {false};
+  for (uint32_t i = 0; i < n; i++) is_node[i] = c->g && args[i] && ox_graph_find(c->g, args[i]) != 0;
+  return ox_reason_nodes(c, code, args, n, is_node);
 }

@@ -56,8 +56,7 @@ SUMMARY_KEYS = ("counters", "applied", "rejected", "check_failures", "seconds")
 
 # TAP name -> the engine bug that makes it fail (reported to the pass owners).
 KNOWN_BUGS = {
-    "e2e/replay-provenance": "optimus replay writes no per-node \"provenance\" (optimize's output "
-                             "has it), although the trace's step provenance determines it",
+    # none open
 }
 
 
