@@ -620,6 +620,47 @@ static void test_numeric_reduced_size(void) {
   ox_graph_free(g);
 }
 
+/* linear(x, w) -> matmul(x, t(w)): a correct rewrite whose regions hold matmuls. */
+static int pass_linear_to_matmul(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+    if (g->nodes[id].erased || strcmp(g->nodes[id].target, "torch.nn.functional.linear") != 0) continue;
+    ox_step_begin(c, "linear_to_matmul", id);
+    ox_step_matched(c, &id, 1);
+    OxValue wa[1] = {ox_graph_value_copy(g, &g->nodes[id].args.u.items[1])};
+    OxNodeId t = ox_graph_insert_after(g, id, OX_OP_CALL_FUNCTION, NULL, "torch.t", tup(g, 1, wa), ox_value_none());
+    OxValue ma[2] = {ox_graph_value_copy(g, &g->nodes[id].args.u.items[0]), ox_value_node(t)};
+    OxNodeId mm = ox_graph_insert_after(g, t, OX_OP_CALL_FUNCTION, NULL, "torch.matmul", tup(g, 2, ma), ox_value_none());
+    ox_graph_replace_all_uses(g, id, mm);
+    ox_graph_erase(g, id);
+    return ox_step_commit(c);
+  }
+  return 0;
+}
+
+static const OxPassInfo linear_to_matmul = {"linear_to_matmul", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_linear_to_matmul, "test"};
+
+/* Regions with matmuls cannot be shrunk by the op table's rule; the uniform rule shrinks every
+ * dim and is kept because shape inference accepts both regions at the new sizes. */
+static void test_numeric_uniform_shrink(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x", 4096, 512), w = ph(g, "w", 512, 512);
+  OxValue a[2] = {ox_value_node(x), ox_value_node(w)};
+  OxNodeId lin = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, "torch.nn.functional.linear", tup(g, 2, a),
+                                   ox_value_none());
+  OxValue o[1] = {ox_value_node(lin)};
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, o), ox_value_none());
+  g_assert_cmpint(ox_shape_infer_graph(g, NULL, NULL), ==, 0);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &linear_to_matmul, false, &res);
+  g_assert_cmpuint(res.applied, ==, 1);
+  const OxCheckResult *cr = &t->steps[0].checks[OX_CHECK_NUMERIC];
+  g_assert_cmpint(cr->status, ==, OX_CHECK_PASSED);
+  g_assert_cmpstr(cr->checked_shape, ==, "checked at f32[4, 4], dump has f32[4096, 512]");
+  ox_trace_free(t);
+  ox_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/trace/applied-step", test_applied_step);
@@ -632,5 +673,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/skipped-is-not-passed", test_skipped_is_not_passed);
   g_test_add_func("/engine/trace/check-config", test_check_config);
   g_test_add_func("/engine/trace/numeric-reduced-size", test_numeric_reduced_size);
+  g_test_add_func("/engine/trace/numeric-uniform-shrink", test_numeric_uniform_shrink);
   return g_test_run();
 }
