@@ -321,7 +321,44 @@ void ox_view_hierarchy_free(OxHierarchy *h) {
 
 /* ------------------------------------------------------------------ overview */
 
+uint32_t ox_view_overview_size(const OxHierarchy *h, const uint8_t *open) {
+  uint32_t n = h->clusters[0].n_direct + h->clusters[0].n_children;
+  for (uint32_t c = 1; c < h->n_clusters; c++) {
+    /* a cluster's items are shown only when it and every ancestor are open */
+    bool shown = true;
+    for (int32_t x = (int32_t)c; x > 0 && shown; x = h->clusters[x].parent) shown = open && open[x];
+    if (shown) n += h->clusters[c].n_direct + h->clusters[c].n_children - 1;
+  }
+  return n;
+}
+
+uint32_t ox_view_auto_open(const OxHierarchy *h, uint32_t budget, uint8_t *open) {
+  memset(open, 0, h->n_clusters);
+  open[0] = 1;
+  uint32_t size = h->clusters[0].n_direct + h->clusters[0].n_children;
+  /* breadth-first over open clusters' children: a queue of candidates, shallowest first */
+  uint32_t *queue = ox_xcalloc(h->n_clusters + 1, sizeof *queue);
+  uint32_t qh = 0, qt = 0;
+  for (uint32_t i = 0; i < h->clusters[0].n_children; i++) queue[qt++] = h->child_index[h->clusters[0].first_child + i];
+  while (qh < qt) {
+    uint32_t c = queue[qh++];
+    const OxCluster *cl = &h->clusters[c];
+    uint32_t grow = cl->n_direct + cl->n_children - 1;
+    if (size + grow > budget) continue;
+    open[c] = 1;
+    size += grow;
+    for (uint32_t i = 0; i < cl->n_children; i++) queue[qt++] = h->child_index[cl->first_child + i];
+  }
+  free(queue);
+  return size;
+}
+
 OxGraph *ox_view_overview(const OxGraph *g, const OxHierarchy *h, const uint8_t *open) {
+  return ox_view_overview_map(g, h, open, NULL, NULL);
+}
+
+OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint8_t *open, uint32_t *node_item,
+                              int32_t *item_cluster) {
   /* item of a node: the shallowest closed cluster on its path below the root, else the node */
   uint32_t *item = ox_xcalloc(g->n_nodes + 1, sizeof *item);          /* overview node id */
   uint32_t *cluster_item = ox_xcalloc(h->n_clusters + 1, sizeof *cluster_item);
@@ -345,6 +382,7 @@ OxGraph *ox_view_overview(const OxGraph *g, const OxHierarchy *h, const uint8_t 
       ox_graph_set_meta(o, nid, &n->meta);
       ox_graph_add_provenance(o, nid, id);
       item[id] = nid;
+      if (item_cluster) item_cluster[nid] = -1;
     } else {
       if (!cluster_item[closed]) {
         const OxCluster *cl = &h->clusters[closed];
@@ -357,6 +395,7 @@ OxGraph *ox_view_overview(const OxGraph *g, const OxHierarchy *h, const uint8_t 
         OxNodeId nid = ox_graph_add_node(o, OX_OP_CALL_MODULE, name, target, ox_value_none(), ox_value_none());
         o->nodes[nid].module_type = ox_graph_intern(o, "cluster");
         cluster_item[closed] = nid;
+        if (item_cluster) item_cluster[nid] = closed;
       }
       item[id] = cluster_item[closed];
     }
@@ -394,6 +433,7 @@ OxGraph *ox_view_overview(const OxGraph *g, const OxHierarchy *h, const uint8_t 
   free(ins);
   free(n_ins);
   free(cap_ins);
+  if (node_item) memcpy(node_item, item, g->n_nodes * sizeof *item);
   free(item);
   free(cluster_item);
   return o;

@@ -62,6 +62,23 @@ void ox_view_hierarchy_free(OxHierarchy *h);
  * recorded in provenance (1 entry) so a UI can map back. Returns a new graph. */
 OxGraph *ox_view_overview(const OxGraph *g, const OxHierarchy *h, const uint8_t *open);
 
+/* ox_view_overview with the mapping back: node_item[id] (capacity g->n_nodes) receives the
+ * overview node standing for node id (0 for erased ids), item_cluster[item] (capacity
+ * ox_view_overview_size(h, open) + 1) the cluster index a collapsed overview node stands for,
+ * -1 for a shown real node. Either may be NULL. */
+OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint8_t *open, uint32_t *node_item,
+                              int32_t *item_cluster);
+
+/* Number of nodes ox_view_overview would make for `open` (without building it): every open
+ * cluster contributes its direct nodes and its children, each closed child counting one. */
+uint32_t ox_view_overview_size(const OxHierarchy *h, const uint8_t *open);
+
+/* Opens clusters breadth-first (shallowest first, in creation order) into `open` (capacity
+ * h->n_clusters; the root is always opened) while the overview stays within `budget` nodes,
+ * so a 100k-node graph starts as the largest readable map of its module structure. Returns
+ * the overview size reached (it may exceed budget only when the root alone does). */
+uint32_t ox_view_auto_open(const OxHierarchy *h, uint32_t budget, uint8_t *open);
+
 #ifdef __cplusplus
 }
 #endif

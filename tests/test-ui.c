@@ -9,8 +9,10 @@
  */
 #include <gtk/gtk.h>
 #include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 
+#include "ox-minimap.h"
 #include "ox-window.h"
 
 /* ---- the same test pass as test-ui-model.c: relu(relu(x)) -> relu(x), others rejected */
@@ -371,6 +373,53 @@ static void test_end_to_end(void) {
   drain();
 }
 
+/* View switcher, focus radius and the minimap, through the window's actions. */
+static void test_views(void) {
+  OxWindow *w = window_with_relu_chain();
+  OxGraphView *v = ox_window_get_view(w);
+  OxScene *sc = ox_graph_view_get_scene(v);
+  /* a small graph: the whole of it */
+  g_assert_cmpuint(ox_scene_get_shown_mode(sc), ==, OX_VIEW_FULL);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.view-mode", "s", "overview"));
+  g_assert_true(wait_until(cond_laid_out, w, 20000));
+  g_assert_cmpuint(ox_scene_get_shown_mode(sc), ==, OX_VIEW_OVERVIEW);
+  g_assert_true(ox_scene_is_overview(sc));
+  GVariant *st = g_action_group_get_action_state(G_ACTION_GROUP(w), "view-mode");
+  g_assert_cmpstr(g_variant_get_string(st, NULL), ==, "overview");
+  g_variant_unref(st);
+  /* focus with an explicit radius around the selection */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "sigmoid"));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.focus-radius", "u", 1));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.view-mode", "s", "focus"));
+  g_assert_true(wait_until(cond_laid_out, w, 20000));
+  g_assert_cmpuint(ox_scene_get_shown_mode(sc), ==, OX_VIEW_FOCUS);
+  g_assert_cmpuint(ox_scene_get_radius(sc), ==, 1);
+  guint32 sig = ox_document_uid_of(ox_window_get_document(w), "sigmoid");
+  g_assert_cmpuint(ox_scene_uid_item(sc, sig), ==, sig);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.radius-more", NULL));
+  g_assert_cmpuint(ox_scene_get_radius(sc), ==, 2);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.view-mode", "s", "auto"));
+  g_assert_true(wait_until(cond_laid_out, w, 20000));
+  g_assert_cmpuint(ox_scene_get_shown_mode(sc), ==, OX_VIEW_FULL);
+  /* minimap: a click centres the canvas on the scene point under it */
+  GtkWidget *map = ox_window_get_minimap(w);
+  g_assert_true(gtk_widget_get_visible(map));
+  drain();
+  for (int i = 0; i < 6; i++) gtk_widget_activate_action(GTK_WIDGET(w), "win.zoom-in", NULL);
+  double sw, sh, mx, my;
+  ox_scene_get_size(sc, &sw, &sh);
+  g_assert_true(ox_minimap_scene_to_map(OX_MINIMAP(map), sw * 0.25, sh * 0.75, &mx, &my));
+  g_assert_true(ox_minimap_move_to(OX_MINIMAP(map), mx, my));
+  graphene_rect_t vis;
+  ox_graph_view_get_visible(v, &vis);
+  g_assert_cmpfloat(fabs(vis.origin.x + vis.size.width / 2 - sw * 0.25), <, 2.0);
+  g_assert_cmpfloat(fabs(vis.origin.y + vis.size.height / 2 - sh * 0.75), <, 2.0);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.minimap", NULL));
+  g_assert_false(gtk_widget_get_visible(map));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
 int main(int argc, char **argv) {
   if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
@@ -381,6 +430,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/actions", test_actions);
   g_test_add_func("/ui/window/pixels", test_pixels);
   g_test_add_func("/ui/window/bad-file", test_bad_file);
+  g_test_add_func("/ui/window/views", test_views);
   g_test_add_func("/ui/window/end-to-end", test_end_to_end);
   return g_test_run();
 }

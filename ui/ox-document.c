@@ -1,8 +1,10 @@
 /* ox-document.c - the debugger's document model (see ox-document.h).
  *
- * Invariants: when a graph is loaded, history != NULL and g_after is the graph after graph step
- * k_after; g_before is NULL when the shown record did not change the graph (before == after),
- * else the graph after k_before = k_after - 1. states/edges always describe the shown graph.
+ * Invariants: when a graph is loaded, history != NULL, g_after is the graph after graph step
+ * k_after and g_before the graph after k_before (= k_after when the shown record did not change
+ * the graph, else k_after - 1). Both are working graphs moved by the history's edit scripts, never
+ * rebuilt per step. states always describe the shown frame; the full edge list is computed only
+ * when asked for (views ask for the in-edges of the nodes they show).
  * Worker threads never touch the document: the optimization task works on its own clone of the
  * input and hands back a trace; results are installed on the main thread, and a generation
  * counter drops the results of a task started before a newer load.
@@ -118,7 +120,9 @@ struct _OxDocument {
   OxGraph *g_after, *g_before;
   guint8 *states;
   guint n_states;
-  GArray *edges; /* OxFrameEdge */
+  GArray *overlay;        /* uids the last frame highlighted (anchor, matched) */
+  GArray *dirty;          /* scratch */
+  GArray *edges;          /* OxFrameEdge, valid unless edges_dirty */
   char *selected;
   char *search_text, *search_error;
   GPtrArray *hits;        /* node names of the shown graph (borrowed from it) */
@@ -135,6 +139,9 @@ struct _OxDocument {
   gboolean show_before;
   guint k_after, k_before;
   guint32 anchor_uid;
+  guint frame_ka, frame_kb;           /* what states were computed for */
+  gboolean frame_before, frame_stepping;
+  gboolean edges_dirty;
   guint filter_kinds;
   gboolean filter_touching;
   guint gen;              /* bumped by every load; stale async results are dropped */
@@ -165,6 +172,7 @@ enum { SIGNAL_HISTORY_CHANGED, SIGNAL_FRAME_CHANGED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 static void document_refresh(OxDocument *self);
+static void set_busy(OxDocument *self, gboolean busy);
 static void timeline_rebuild(OxDocument *self);
 static void search_update(OxDocument *self);
 
@@ -191,147 +199,206 @@ static void positions_to_gsteps(OxDocument *self, guint *ka, guint *kb) {
   if (*kb > h->n_graph_steps) *kb = h->n_graph_steps;
 }
 
-static OxGraph *graph_build(OxDocument *self, guint k) {
-  GError *err = NULL;
-  OxGraph *g = NULL;
-  /* stepping forward: replay a few steps on a copy of what we have instead of a snapshot */
-  if (self->g_after && k >= self->k_after && k - self->k_after < OX_HISTORY_SNAP_EVERY) {
-    g = ox_graph_clone(self->g_after);
-    if (!ox_history_replay_range(self->history, g, self->k_after, k, &err)) g_clear_pointer(&g, ox_graph_free);
-  } else {
-    g = ox_history_graph_at(self->history, k, &err);
+/* Moves *g (the graph after graph step *k) to graph step want: by seeking (edits in between,
+ * either direction) or, when that is dearer, from a fresh copy of the input (a clone costs about
+ * as much as replaying a quarter of its node count in edits). */
+/* A working graph at graph step 0 may be the history's input itself (not a copy): opening a
+ * 100k-node graph then costs no clone until the first step changes it. */
+static void graph_release(OxDocument *self, OxGraph **g) {
+  if (*g && (!self->history || *g != self->history->input)) ox_graph_free(*g);
+  *g = NULL;
+}
+
+static void cursor_move(OxDocument *self, OxGraph **g, guint *k, guint want) {
+  const OxHistory *h = self->history;
+  if (*g && *k == want) return;
+  if (want == 0) {
+    graph_release(self, g);
+    *g = h->input;
+    *k = 0;
+    return;
   }
-  if (!g) {
+  if (*g == h->input) *g = ox_graph_clone(h->input); /* copy on first write */
+  guint64 seek = *g ? ox_history_edits_between(h, *k, want) : G_MAXUINT64;
+  guint64 fresh = h->input->n_live / 4 + ox_history_edits_between(h, 0, want);
+  GError *err = NULL;
+  if (seek > fresh) {
+    graph_release(self, g);
+    *g = ox_graph_clone(h->input);
+    *k = 0;
+  }
+  if (!ox_history_seek(h, *g, *k, want, &err)) {
     set_status(self, err ? err->message : "replay failed");
     g_clear_error(&err);
-    g = ox_graph_clone(self->history->input);
+    graph_release(self, g);
+    *g = h->input;
+    want = 0;
   }
-  return g;
+  *k = want;
 }
 
 static void graphs_update(OxDocument *self) {
   guint ka, kb;
   positions_to_gsteps(self, &ka, &kb);
-  if (self->g_after && ka == self->k_after && kb == self->k_before &&
-      (kb == ka) == (self->g_before == NULL))
-    return;
-  OxGraph *after = NULL, *before = NULL;
-  if (self->g_after && ka == self->k_after)
-    after = g_steal_pointer(&self->g_after);
-  else if (self->g_before && ka == self->k_before)
-    after = g_steal_pointer(&self->g_before);
-  if (kb != ka) {
-    if (self->g_before && kb == self->k_before)
-      before = g_steal_pointer(&self->g_before);
-    else if (self->g_after && kb == self->k_after)
-      before = g_steal_pointer(&self->g_after);
-  }
-  if (!after) after = graph_build(self, ka);
-  if (kb != ka && !before) {
-    /* before = after minus one step: cheaper from a snapshot than by undoing */
-    GError *err = NULL;
-    before = ox_history_graph_at(self->history, kb, &err);
-    if (!before) {
-      set_status(self, err->message);
-      g_error_free(err);
-      before = ox_graph_clone(after);
+  /* two working graphs, each moved by the edits between its old and new step; when they swap
+   * roles (one step forward: the old after is the new before) no edit is replayed at all */
+  if (self->g_after && ka != self->k_after && kb == self->k_after) {
+    OxGraph *t = self->g_after;
+    guint tk = self->k_after;
+    if (self->g_before) {
+      self->g_after = self->g_before;
+      self->k_after = self->k_before;
+    } else {
+      /* the before graph was never needed so far: the new after starts as a copy */
+      self->g_after = t == self->history->input ? t : ox_graph_clone(t);
+      self->k_after = tk;
     }
+    self->g_before = t;
+    self->k_before = tk;
   }
-  g_clear_pointer(&self->g_after, ox_graph_free);
-  g_clear_pointer(&self->g_before, ox_graph_free);
-  self->g_after = after;
-  self->g_before = before;
-  self->k_after = ka;
-  self->k_before = kb;
+  cursor_move(self, &self->g_after, &self->k_after, ka);
+  /* the before graph exists only while it differs from the after graph */
+  if (kb != ka)
+    cursor_move(self, &self->g_before, &self->k_before, kb);
+  else if (self->g_before && self->k_before != kb && ox_history_edits_between(self->history, self->k_before, kb) > 64)
+    graph_release(self, &self->g_before), self->k_before = kb;
+  else if (self->g_before)
+    cursor_move(self, &self->g_before, &self->k_before, kb);
+  else
+    self->k_before = kb;
 }
 
 OxGraph *ox_document_get_graph_after(OxDocument *self) { return self->g_after; }
-OxGraph *ox_document_get_graph_before(OxDocument *self) { return self->g_before ? self->g_before : self->g_after; }
+OxGraph *ox_document_get_graph_before(OxDocument *self) {
+  return self->k_before != self->k_after ? self->g_before : self->g_after;
+}
 OxGraph *ox_document_get_graph(OxDocument *self) {
   return self->show_before ? ox_document_get_graph_before(self) : self->g_after;
 }
-guint ox_document_get_shown_gstep(OxDocument *self) {
-  return (self->show_before && self->g_before) ? self->k_before : self->k_after;
-}
+guint ox_document_get_shown_gstep(OxDocument *self) { return self->show_before ? self->k_before : self->k_after; }
 
 /* ---- frame */
 
-static gboolean in_names(const char *const *names, guint32 n, const char *name) {
-  for (guint32 i = 0; i < n; i++)
-    if (g_strcmp0(names[i], name) == 0) return TRUE;
-  return FALSE;
+static guint8 base_state(const OxHistory *h, guint32 uid, guint ka, guint kb, gboolean before, gboolean stepping) {
+  gboolean a = ox_history_alive(h, uid, ka), b = ox_history_alive(h, uid, kb);
+  gboolean visible = before ? b : (a || b);
+  if (!visible) return OX_NS_HIDDEN;
+  if (!stepping) return OX_NS_NORMAL;
+  if (b && !a) return OX_NS_REMOVED;
+  if (a && !b) return OX_NS_ADDED;
+  return OX_NS_DIMMED;
 }
 
-static void add_edges_of(OxDocument *self, OxGraph *g, guint k, OxNodeId id, gboolean ghost) {
+static void dirty_range(OxDocument *self, guint lo, guint hi) {
   const OxHistory *h = self->history;
-  OxNodeId ins[256];
-  guint32 n_in = ox_graph_inputs(g, id, ins, G_N_ELEMENTS(ins));
-  if (n_in > G_N_ELEMENTS(ins)) n_in = G_N_ELEMENTS(ins);
-  guint32 to = ox_history_uid(h, g->nodes[id].name, k);
-  for (guint32 i = 0; i < n_in && to; i++) {
-    OxFrameEdge e = {ox_history_uid(h, g->nodes[ins[i]].name, k), to, ghost};
-    if (e.from) g_array_append_val(self->edges, e);
+  hi = MIN(hi, h->n_graph_steps);
+  for (guint a = lo + 1; a <= hi; a++) {
+    for (guint32 i = h->born_idx[a]; i < h->born_idx[a + 1]; i++) g_array_append_val(self->dirty, h->born_at[i]);
+    for (guint32 i = h->died_idx[a]; i < h->died_idx[a + 1]; i++) g_array_append_val(self->dirty, h->died_at[i]);
   }
 }
 
+/* States are kept up to date incrementally: a frame recomputes only the uids born or dying
+ * between the old and new graph steps and the previous and new step's highlighted nodes (all
+ * uids only when stepping starts or stops, or before/after flips). */
 static void frame_update(OxDocument *self) {
   const OxHistory *h = self->history;
-  g_array_set_size(self->edges, 0);
+  self->edges_dirty = TRUE;
   self->anchor_uid = 0;
   if (!h) {
     self->n_states = 0;
     return;
   }
   guint n = h->u->n_nodes;
-  self->states = g_renew(guint8, self->states, n);
-  self->n_states = n;
   const OxStep *s = ox_document_get_step(self);
-  gboolean before = self->show_before;
+  gboolean before = self->show_before, stepping = s != NULL;
   guint ka = self->k_after, kb = self->k_before;
-  for (guint uid = 1; uid < n; uid++) {
-    gboolean a = ox_history_alive(h, uid, ka), b = ox_history_alive(h, uid, kb);
-    gboolean visible = before ? b : (a || b);
-    guint8 st = OX_NS_HIDDEN;
-    if (visible) {
-      if (!s)
-        st = OX_NS_NORMAL;
-      else if (b && !a)
-        st = OX_NS_REMOVED;
-      else if (a && !b)
-        st = OX_NS_ADDED;
-      else if (in_names(s->matched, s->n_matched, h->name[uid]))
-        st = OX_NS_MATCHED;
-      else
-        st = OX_NS_DIMMED;
+  gboolean full = self->n_states != n || self->frame_before != before || self->frame_stepping != stepping;
+  g_array_set_size(self->dirty, 0);
+  if (full) {
+    self->states = g_renew(guint8, self->states, n);
+    self->n_states = n;
+    self->states[0] = OX_NS_HIDDEN;
+    for (guint uid = 1; uid < n; uid++) self->states[uid] = base_state(h, uid, ka, kb, before, stepping);
+  } else {
+    guint lo = MIN(MIN(ka, kb), MIN(self->frame_ka, self->frame_kb));
+    guint hi = MAX(MAX(ka, kb), MAX(self->frame_ka, self->frame_kb));
+    dirty_range(self, lo, hi);
+    g_array_append_vals(self->dirty, self->overlay->data, self->overlay->len);
+    for (guint i = 0; i < self->dirty->len; i++) {
+      guint32 uid = g_array_index(self->dirty, guint32, i);
+      self->states[uid] = base_state(h, uid, ka, kb, before, stepping);
     }
-    self->states[uid] = st;
   }
-  if (s && s->anchor) {
-    self->anchor_uid = ox_history_uid(h, s->anchor, kb);
-    if (self->anchor_uid && self->states[self->anchor_uid] != OX_NS_HIDDEN &&
-        self->states[self->anchor_uid] != OX_NS_REMOVED)
-      self->states[self->anchor_uid] = OX_NS_ANCHOR;
-  }
-  OxGraph *g = ox_document_get_graph(self);
-  guint k = ox_document_get_shown_gstep(self);
-  OX_GRAPH_FOREACH(g, id) add_edges_of(self, g, k, id, FALSE);
-  if (!before && self->g_before) {
-    /* removed nodes stay visible as red ghosts in the after view, with their old edges */
-    OxGraph *gb = self->g_before;
-    OX_GRAPH_FOREACH(gb, id) {
-      guint32 uid = ox_history_uid(h, gb->nodes[id].name, kb);
-      if (uid && self->states[uid] == OX_NS_REMOVED) {
-        add_edges_of(self, gb, kb, id, TRUE);
-        for (guint32 u = 0; u < gb->nodes[id].n_users; u++) {
-          OxNodeId user = gb->nodes[id].users[u];
-          guint32 to = ox_history_uid(h, gb->nodes[user].name, kb);
-          if (to && self->states[to] != OX_NS_REMOVED) {
-            OxFrameEdge e = {uid, to, TRUE};
-            g_array_append_val(self->edges, e);
-          }
-        }
+  self->frame_ka = ka;
+  self->frame_kb = kb;
+  self->frame_before = before;
+  self->frame_stepping = stepping;
+  g_array_set_size(self->overlay, 0);
+  if (s) {
+    for (guint32 i = 0; i < s->n_matched; i++) {
+      guint32 uid = ox_history_uid(h, s->matched[i], kb);
+      if (uid && self->states[uid] != OX_NS_HIDDEN && self->states[uid] != OX_NS_REMOVED &&
+          self->states[uid] != OX_NS_ADDED) {
+        self->states[uid] = OX_NS_MATCHED;
+        g_array_append_val(self->overlay, uid);
       }
     }
+    if (s->anchor) {
+      self->anchor_uid = ox_history_uid(h, s->anchor, kb);
+      if (self->anchor_uid && self->states[self->anchor_uid] != OX_NS_HIDDEN &&
+          self->states[self->anchor_uid] != OX_NS_REMOVED) {
+        self->states[self->anchor_uid] = OX_NS_ANCHOR;
+        g_array_append_val(self->overlay, self->anchor_uid);
+      }
+    }
+  }
+}
+
+/* In-edges of uid in the shown frame: its inputs in the shown graph, and in the after view the
+ * dashed "ghost" edges of removed nodes (a removed node's old inputs; a removed producer of a
+ * surviving user). */
+guint ox_document_in_edges(OxDocument *self, guint32 uid, OxFrameEdge *out, guint cap) {
+  const OxHistory *h = self->history;
+  if (!h || !uid || uid >= self->n_states || self->states[uid] == OX_NS_HIDDEN) return 0;
+  guint n = 0;
+  OxNodeId ins[256];
+  const char *name = h->name[uid];
+  gboolean ghosts = !self->show_before && self->k_before != self->k_after;
+  OxGraph *g = ox_document_get_graph(self);
+  guint k = ox_document_get_shown_gstep(self);
+  gboolean removed = self->states[uid] == OX_NS_REMOVED && !self->show_before;
+  if (!removed) {
+    OxNodeId id = ox_graph_find(g, name);
+    guint32 m = id ? MIN(ox_graph_inputs(g, id, ins, G_N_ELEMENTS(ins)), G_N_ELEMENTS(ins)) : 0;
+    for (guint32 i = 0; i < m; i++) {
+      guint32 from = ox_history_uid(h, g->nodes[ins[i]].name, k);
+      if (from && n < cap) out[n++] = (OxFrameEdge){from, uid, FALSE};
+    }
+  }
+  if (ghosts) {
+    OxGraph *gb = self->g_before;
+    OxNodeId id = ox_graph_find(gb, name);
+    if (id && ox_history_uid(h, name, self->k_before) == uid) {
+      guint32 m = MIN(ox_graph_inputs(gb, id, ins, G_N_ELEMENTS(ins)), G_N_ELEMENTS(ins));
+      for (guint32 i = 0; i < m; i++) {
+        guint32 from = ox_history_uid(h, gb->nodes[ins[i]].name, self->k_before);
+        if (from && (removed || self->states[from] == OX_NS_REMOVED) && n < cap) out[n++] = (OxFrameEdge){from, uid, TRUE};
+      }
+    }
+  }
+  return n;
+}
+
+static void edges_update(OxDocument *self) {
+  g_array_set_size(self->edges, 0);
+  self->edges_dirty = FALSE;
+  if (!self->history) return;
+  OxFrameEdge buf[512];
+  for (guint32 uid = 1; uid < self->n_states; uid++) {
+    if (self->states[uid] == OX_NS_HIDDEN) continue;
+    guint m = ox_document_in_edges(self, uid, buf, G_N_ELEMENTS(buf));
+    g_array_append_vals(self->edges, buf, m);
   }
 }
 
@@ -340,6 +407,7 @@ const guint8 *ox_document_get_node_states(OxDocument *self, guint *n_uids) {
   return self->states;
 }
 const OxFrameEdge *ox_document_get_edges(OxDocument *self, guint *n_edges) {
+  if (self->edges_dirty) edges_update(self);
   *n_edges = self->edges->len;
   return (const OxFrameEdge *)(void *)self->edges->data;
 }
@@ -361,10 +429,12 @@ static void document_refresh(OxDocument *self) {
 /* ---- loading */
 
 static void document_install(OxDocument *self, OxHistory *h) {
+  /* the working graphs may alias the old history's input: release them while it lives */
+  graph_release(self, &self->g_after);
+  graph_release(self, &self->g_before);
   g_clear_pointer(&self->history, ox_history_unref);
-  g_clear_pointer(&self->g_after, ox_graph_free);
-  g_clear_pointer(&self->g_before, ox_graph_free);
   self->history = h;
+  self->n_states = 0; /* a full frame next */
   self->position = 0;
   self->k_after = self->k_before = 0;
   g_clear_pointer(&self->selected, g_free);
@@ -406,7 +476,10 @@ static char *diags_text(const OxDiagList *d) {
 gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, OxTrace *trace, const char *path,
                              GError **error) {
   g_return_val_if_fail(doc && graph_index < doc->n_graphs, FALSE);
-  OxGraph *input = ox_graph_clone(doc->graphs[graph_index]);
+  /* the history takes the loaded graph itself (no copy: 100k nodes cost ~0.4 s to clone); a
+   * second install of the same doc copies the current input */
+  gboolean steal = doc->graphs[graph_index] != NULL;
+  OxGraph *input = steal ? doc->graphs[graph_index] : ox_graph_clone(self->history->input);
   if (trace && trace->input_hash) {
     char hash[32];
     g_snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ox_graph_structure_hash(input));
@@ -414,12 +487,13 @@ gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, Ox
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                   "%s: the trace was recorded on another graph (structure hash %s, this graph has %s)",
                   path ? path : "graph", trace->input_hash, hash);
-      ox_graph_free(input);
+      if (!steal) ox_graph_free(input);
       ox_trace_free(trace);
-      ox_doc_free(doc);
+      if (doc != self->doc) ox_doc_free(doc);
       return FALSE;
     }
   }
+  if (steal) doc->graphs[graph_index] = NULL;
   self->gen++;
   if (self->doc != doc) g_clear_pointer(&self->doc, ox_doc_free);
   self->doc = doc;
@@ -471,6 +545,118 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
     ox_diags_clear(&d);
   }
   return ox_document_set_doc(self, doc, 0, trace, path, error);
+}
+
+/* ---- trace loading off the main thread: at 100k nodes a trace is ~120 MB of JSON and takes
+ * tens of seconds to parse; the graph is shown (and usable) meanwhile. */
+
+typedef struct TraceJob {
+  OxDocument *self;   /* ref; main thread only */
+  guint gen;
+  char *path;
+  OxHistory *base;    /* the history whose input the trace is for (ref; its input is immutable) */
+  OxHistory *result;
+} TraceJob;
+
+static void trace_job_free(gpointer p) {
+  TraceJob *j = p;
+  g_clear_object(&j->self);
+  g_free(j->path);
+  ox_history_unref(j->base);
+  ox_history_unref(j->result);
+  g_free(j);
+}
+
+static void trace_thread(GTask *task, gpointer src, gpointer data, GCancellable *c) {
+  (void)src;
+  TraceJob *j = data;
+  char err[512];
+  size_t len = 0;
+  char *text = ox_read_file(j->path, &len, 0, err, sizeof err);
+  if (!text) {
+    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
+    return;
+  }
+  OxDiagList d;
+  ox_diags_init(&d, j->path);
+  OxTrace *trace = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  int rc = ox_trace_read_json(text, len, j->path, &trace, &d);
+  free(text);
+  g_debug("trace %s: parsed in %.0f ms", j->path, (g_get_monotonic_time() - t0) / 1000.0);
+  if (rc != 0 || !trace) {
+    char *msg = diags_text(&d);
+    ox_diags_clear(&d);
+    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s", msg);
+    g_free(msg);
+    return;
+  }
+  ox_diags_clear(&d);
+  if (g_cancellable_is_cancelled(c)) {
+    ox_trace_free(trace);
+    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled");
+    return;
+  }
+  const OxGraph *input = j->base->input;
+  if (trace->input_hash) {
+    char hash[32];
+    g_snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ox_graph_structure_hash(input));
+    if (strcmp(hash, trace->input_hash) != 0) {
+      g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                              "%s: the trace was recorded on another graph (structure hash %s, this graph has %s)",
+                              j->path, trace->input_hash, hash);
+      ox_trace_free(trace);
+      return;
+    }
+  }
+  gint64 t1 = g_get_monotonic_time();
+  j->result = ox_history_new(ox_graph_clone(input), trace);
+  g_debug("trace %s: history built in %.0f ms", j->path, (g_get_monotonic_time() - t1) / 1000.0);
+  g_task_return_boolean(task, TRUE);
+}
+
+void ox_document_load_trace_async(OxDocument *self, const char *trace_path, GCancellable *cancellable,
+                                  GAsyncReadyCallback cb, gpointer user_data) {
+  GTask *task = g_task_new(self, cancellable, cb, user_data);
+  g_task_set_source_tag(task, ox_document_load_trace_async);
+  if (!self->history || self->busy) {
+    g_task_return_new_error(task, G_IO_ERROR, self->busy ? G_IO_ERROR_BUSY : G_IO_ERROR_NOT_INITIALIZED, "%s",
+                            self->busy ? "the document is busy" : "no graph loaded");
+    g_object_unref(task);
+    return;
+  }
+  TraceJob *j = g_new0(TraceJob, 1);
+  j->self = g_object_ref(self);
+  j->gen = self->gen;
+  j->path = g_strdup(trace_path);
+  j->base = ox_history_ref(self->history);
+  g_task_set_task_data(task, j, trace_job_free);
+  set_busy(self, TRUE);
+  set_status(self, "loading the trace…");
+  g_task_run_in_thread(task, trace_thread);
+  g_object_unref(task);
+}
+
+gboolean ox_document_load_trace_finish(OxDocument *self, GAsyncResult *res, GError **error) {
+  g_return_val_if_fail(g_task_is_valid(res, self), FALSE);
+  TraceJob *j = g_task_get_task_data(G_TASK(res));
+  gboolean ok = g_task_propagate_boolean(G_TASK(res), error);
+  if (!j) return ok;
+  if (j->gen != self->gen) {
+    if (ok) g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "the graph was replaced");
+    return FALSE;
+  }
+  set_busy(self, FALSE);
+  if (!ok) {
+    set_status(self, "the trace could not be loaded");
+    return FALSE;
+  }
+  OxHistory *h = g_steal_pointer(&j->result);
+  const OxTrace *t = h->trace;
+  set_status(self, t->n_steps ? NULL : "the trace has no steps");
+  document_install(self, h);
+  if (h->error) set_status(self, h->error);
+  return TRUE;
 }
 
 gboolean ox_document_has_graph(OxDocument *self) { return self->history != NULL; }
@@ -773,6 +959,20 @@ gboolean ox_document_select(OxDocument *self, const char *name) {
 
 typedef enum { SEARCH_TEXT, SEARCH_REGEX, SEARCH_FAMILY, SEARCH_NAME, SEARCH_TARGET } SearchMode;
 
+/* Case-insensitive substring test of an ASCII needle already folded to lower case, without
+ * allocating: a search runs over every node of a 100k-node graph on every keystroke. */
+static gboolean ascii_contains(const char *hay, const char *needle) {
+  if (!*needle) return TRUE;
+  char c0 = needle[0];
+  for (const char *h = hay; *h; h++) {
+    if (g_ascii_tolower(*h) != c0) continue;
+    const char *a = h + 1, *b = needle + 1;
+    while (*b && *a && g_ascii_tolower(*a) == *b) a++, b++;
+    if (!*b) return TRUE;
+  }
+  return FALSE;
+}
+
 static void search_update(OxDocument *self) {
   guint old = self->hits->len;
   g_ptr_array_set_size(self->hits, 0);
@@ -808,6 +1008,8 @@ static void search_update(OxDocument *self) {
     }
     char *needle = g_utf8_casefold(mode == SEARCH_NAME ? q + 5 : mode == SEARCH_TARGET ? q + 7 : q, -1);
     guint k = ox_document_get_shown_gstep(self);
+    gboolean ascii = TRUE;
+    for (const char *c = needle; *c && ascii; c++) ascii = !((guchar)*c & 0x80);
     if (!self->search_error) {
       OX_GRAPH_FOREACH(g, id) {
         const OxNode *n = &g->nodes[id];
@@ -821,9 +1023,13 @@ static void search_update(OxDocument *self) {
           const char *fields[2] = {mode == SEARCH_TARGET ? NULL : n->name, mode == SEARCH_NAME ? NULL : n->target};
           for (int f = 0; f < 2 && !hit; f++) {
             if (!fields[f]) continue;
-            char *hay = g_utf8_casefold(fields[f], -1);
-            hit = strstr(hay, needle) != NULL;
-            g_free(hay);
+            if (ascii) {
+              hit = ascii_contains(fields[f], needle);
+            } else {
+              char *hay = g_utf8_casefold(fields[f], -1);
+              hit = strstr(hay, needle) != NULL;
+              g_free(hay);
+            }
           }
           break;
         }
@@ -1086,13 +1292,15 @@ static void ox_document_finalize(GObject *o) {
   OxDocument *self = OX_DOCUMENT(o);
   ox_doc_free(self->doc);
   g_free(self->path);
+  graph_release(self, &self->g_after);
+  graph_release(self, &self->g_before);
   ox_history_unref(self->history);
   ox_document_set_pipeline(self, NULL, NULL);
   g_free(self->status);
-  ox_graph_free(self->g_after);
-  ox_graph_free(self->g_before);
   g_free(self->states);
   g_array_free(self->edges, TRUE);
+  g_array_free(self->overlay, TRUE);
+  g_array_free(self->dirty, TRUE);
   g_free(self->selected);
   g_free(self->search_text);
   g_free(self->search_error);
@@ -1133,6 +1341,8 @@ static void ox_document_class_init(OxDocumentClass *k) {
 
 static void ox_document_init(OxDocument *self) {
   self->edges = g_array_new(FALSE, FALSE, sizeof(OxFrameEdge));
+  self->overlay = g_array_new(FALSE, FALSE, sizeof(guint32));
+  self->dirty = g_array_new(FALSE, FALSE, sizeof(guint32));
   self->hits = g_ptr_array_new();
   self->hit_uids = g_hash_table_new(NULL, NULL);
   self->touching = g_hash_table_new(NULL, NULL);

@@ -91,6 +91,12 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
 /* Takes ownership of doc and trace (either may be replaced later); shows graph graph_index. */
 gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, OxTrace *trace, const char *path,
                              GError **error);
+/* Loads a trace for the loaded graph on a worker thread (reading, parsing, checking the input
+ * hash and building the history all happen there) and installs it on the main thread; busy
+ * meanwhile. The graph stays shown and usable while the trace loads. */
+void ox_document_load_trace_async(OxDocument *self, const char *trace_path, GCancellable *cancellable,
+                                  GAsyncReadyCallback cb, gpointer user_data);
+gboolean ox_document_load_trace_finish(OxDocument *self, GAsyncResult *res, GError **error);
 gboolean ox_document_has_graph(OxDocument *self);
 const char *ox_document_get_path(OxDocument *self);
 OxDoc *ox_document_get_doc(OxDocument *self);
@@ -130,6 +136,9 @@ void ox_document_set_show_before(OxDocument *self, gboolean before);
 /* Frame: per-uid state and the edges of the shown graph. */
 const guint8 *ox_document_get_node_states(OxDocument *self, guint *n_uids);
 const OxFrameEdge *ox_document_get_edges(OxDocument *self, guint *n_edges);
+/* The frame's in-edges of one uid (what get_edges lists with .to == uid), without computing
+ * every edge: views of large graphs ask only for the nodes they show. Returns the count (<= cap). */
+guint ox_document_in_edges(OxDocument *self, guint32 uid, OxFrameEdge *out, guint cap);
 guint32 ox_document_get_anchor_uid(OxDocument *self);
 guint32 ox_document_uid_of(OxDocument *self, const char *name); /* in the shown graph, 0 if none */
 

@@ -1,34 +1,28 @@
 /* ox-graph-view.c - the graph canvas (see ox-graph-view.h).
  *
- * Coordinates: layout points (y down) map to widget pixels by p * scale + offset. The layout is
- * of the history's union graph, computed once per history (or per focus region over the node
- * budget); each frame draws the uids the document marks visible at those fixed positions, and
- * only the edges of the shown graph. Layout jobs own a reference to the history they lay out
- * and a cancel flag; a finished job whose history is no longer current is dropped.
+ * Coordinates: scene points (y down) map to widget pixels by p * scale + offset. What is laid
+ * out is the OxScene's business (full union graph, focus neighbourhood or cluster overview,
+ * each within the node budget); the canvas draws the scene's boxes with the document's frame
+ * states, and for union-graph scenes only the edges of the shown graph among the nodes in the
+ * scene (asked per node, never for the whole graph). Drawing culls to the visible rectangle.
  */
 #include "ox-graph-view.h"
 
 #include <math.h>
 #include <string.h>
 
-#define MIN_SCALE 0.02
+#define MIN_SCALE 0.01
 #define MAX_SCALE 8.0
-#define FOCUS_RADIUS 4
 
 struct _OxGraphView {
   GtkWidget parent_instance;
 
   /* owned */
   OxDocument *doc;
-  OxHistory *history;     /* the history the current layout belongs to */
-  OxLayout *layout;
-  gint32 *layout_idx;     /* uid -> index in layout->nodes, -1 if not laid out */
-  guint32 n_idx;
-  GHashTable *edge_idx;   /* (from << 32 | to) -> edge index + 1 */
+  OxScene *scene;
+  OxHistory *history;     /* the history family colours belong to */
   guint8 *family;         /* uid -> OxFamily */
-  GCancellable *job;      /* the running layout job */
-  atomic_bool *job_cancel;
-  char *layout_error;
+  GArray *step_items;     /* overview: items holding the step's nodes */
 
   /* plain state */
   double scale, ox, oy;
@@ -38,252 +32,136 @@ struct _OxGraphView {
   gboolean edge_labels;
   gboolean fit_pending;
   gboolean center_pending;
-  gboolean focus_mode;
-  guint budget;
-  guint n_layouts;
+  gboolean select_pending; /* zoom to the selection once the scene holding it is laid out */
   guint last_position;
-  gulong sig_history, sig_frame;
+  guint n_paints;
+  gulong sig_history, sig_frame, sig_scene, sig_busy, sig_mode;
 };
 
 G_DEFINE_FINAL_TYPE(OxGraphView, ox_graph_view, GTK_TYPE_WIDGET)
 
 enum { PROP_0, PROP_DOCUMENT, PROP_ZOOM, PROP_EDGE_LABELS, PROP_LAID_OUT, N_PROPS };
 static GParamSpec *props[N_PROPS];
+enum { SIGNAL_VIEWPORT_CHANGED, N_SIGNALS };
+static guint signals[N_SIGNALS];
 
-/* ------------------------------------------------------------------ layout jobs */
-
-typedef struct LayoutJob {
-  OxHistory *h;
-  OxNodeId *subset;   /* NULL = whole union */
-  guint32 n_subset;
-  atomic_bool *cancel; /* shared with the view until the job finishes; freed with the job */
-  gboolean edge_labels;
-  char *error;
-} LayoutJob;
-
-static void layout_job_free(gpointer p) {
-  LayoutJob *j = p;
-  ox_history_unref(j->h);
-  g_free(j->subset);
-  g_free(j->cancel);
-  g_free(j->error);
-  g_free(j);
+static void viewport_changed(OxGraphView *self) {
+  gtk_widget_queue_draw(GTK_WIDGET(self));
+  g_signal_emit(self, signals[SIGNAL_VIEWPORT_CHANGED], 0);
 }
 
-static void layout_thread(GTask *task, gpointer src, gpointer data, GCancellable *c) {
-  (void)src;
-  (void)c;
-  LayoutJob *j = data;
-  OxLayoutOptions opt = {.rankdir = "TB", .max_nodes = 0, .cancel = j->cancel, .with_shapes = FALSE};
-  opt.max_nodes = j->subset ? j->n_subset + 1 : j->h->u->n_live + 1;
-  OxLayout *l = NULL;
-  char err[512] = "";
-  if (ox_layout_compute(j->h->u, j->subset, j->subset ? j->n_subset : 0, &opt, &l, err, sizeof err) != 0) {
-    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err[0] ? err : "layout failed");
-    return;
-  }
-  g_task_return_pointer(task, l, (GDestroyNotify)ox_layout_free);
-}
+/* ------------------------------------------------------------------ scene and document */
 
-static void view_index_layout(OxGraphView *self) {
-  const OxHistory *h = self->history;
-  self->n_idx = h->u->n_nodes;
-  self->layout_idx = g_renew(gint32, self->layout_idx, self->n_idx);
-  for (guint32 i = 0; i < self->n_idx; i++) self->layout_idx[i] = -1;
-  g_hash_table_remove_all(self->edge_idx);
-  if (!self->layout) return;
-  for (guint32 i = 0; i < self->layout->n_nodes; i++)
-    if (self->layout->nodes[i].id < self->n_idx) self->layout_idx[self->layout->nodes[i].id] = (gint32)i;
-  for (guint32 i = 0; i < self->layout->n_edges; i++) {
-    const OxLayoutEdge *e = &self->layout->edges[i];
-    guint64 key = ((guint64)e->from << 32) | e->to;
-    g_hash_table_insert(self->edge_idx, (gpointer)(guintptr)key, GUINT_TO_POINTER(i + 1));
-  }
-}
-
-static void layout_done(GObject *src, GAsyncResult *res, gpointer data) {
-  (void)data;
-  OxGraphView *self = OX_GRAPH_VIEW(src);
-  GTask *task = G_TASK(res);
-  LayoutJob *j = g_task_get_task_data(task);
-  GError *err = NULL;
-  OxLayout *l = g_task_propagate_pointer(task, &err);
-  gboolean current = j->cancel == self->job_cancel;
-  if (current) {
-    self->job_cancel = NULL; /* the job frees it */
-    g_clear_object(&self->job);
-  }
-  if (!current || j->h != self->history) {
-    ox_layout_free(l);
-    g_clear_error(&err);
-    return;
-  }
-  g_clear_pointer(&self->layout_error, g_free);
-  if (!l) {
-    self->layout_error = g_strdup(err ? err->message : "layout failed");
-    g_clear_error(&err);
-  }
-  ox_layout_free(self->layout);
-  self->layout = l;
-  self->n_layouts++;
-  view_index_layout(self);
-  if (self->fit_pending) {
+static void on_scene_changed(OxGraphView *self) {
+  if (self->fit_pending && ox_scene_get_layout(self->scene)) {
     self->fit_pending = FALSE;
     ox_graph_view_fit(self);
   }
-  if (self->center_pending) {
+  if (self->select_pending && ox_graph_view_zoom_to_selection(self)) self->select_pending = FALSE;
+  if (self->center_pending && ox_scene_get_layout(self->scene) && !ox_scene_get_busy(self->scene)) {
     self->center_pending = FALSE;
     ox_graph_view_center_on_step(self);
   }
   g_object_notify_by_pspec(G_OBJECT(self), props[PROP_LAID_OUT]);
-  gtk_widget_queue_draw(GTK_WIDGET(self));
+  viewport_changed(self);
 }
 
-/* Seeds of a focus view: the current step's nodes, else the selection, else the first node. */
-static GArray *focus_seeds(OxGraphView *self) {
-  GArray *s = g_array_new(FALSE, FALSE, sizeof(guint32));
-  guint n;
-  const guint8 *st = ox_document_get_node_states(self->doc, &n);
-  for (guint32 uid = 1; uid < n; uid++)
-    if (st[uid] == OX_NS_ANCHOR || st[uid] == OX_NS_MATCHED || st[uid] == OX_NS_ADDED || st[uid] == OX_NS_REMOVED)
-      g_array_append_val(s, uid);
-  guint32 sel = ox_document_uid_of(self->doc, ox_document_get_selected(self->doc));
-  if (sel) g_array_append_val(s, sel);
-  if (!s->len) {
-    for (guint32 uid = 1; uid < n; uid++)
-      if (st[uid] != OX_NS_HIDDEN) {
-        g_array_append_val(s, uid);
-        break;
-      }
-  }
-  return s;
-}
-
-/* Breadth-first neighbourhood in the union graph, at most radius hops and budget nodes. */
-static OxNodeId *focus_subset(OxGraphView *self, guint32 *n_out) {
-  const OxGraph *u = self->history->u;
-  GArray *seeds = focus_seeds(self);
-  guint8 *seen = g_new0(guint8, u->n_nodes);
-  OxNodeId *out = g_new(OxNodeId, self->budget);
-  guint32 *dist = g_new0(guint32, u->n_nodes);
-  guint32 n = 0, head = 0;
-  for (guint i = 0; i < seeds->len && n < self->budget; i++) {
-    guint32 id = g_array_index(seeds, guint32, i);
-    if (!seen[id]) {
-      seen[id] = 1;
-      out[n++] = id;
-    }
-  }
-  OxNodeId ins[256];
-  while (head < n && n < self->budget) {
-    OxNodeId id = out[head++];
-    if (dist[id] >= FOCUS_RADIUS) continue;
-    guint32 n_in = ox_graph_inputs(u, id, ins, G_N_ELEMENTS(ins));
-    n_in = MIN(n_in, G_N_ELEMENTS(ins));
-    for (guint32 k = 0; k < n_in + u->nodes[id].n_users && n < self->budget; k++) {
-      OxNodeId nb = k < n_in ? ins[k] : u->nodes[id].users[k - n_in];
-      if (seen[nb]) continue;
-      seen[nb] = 1;
-      dist[nb] = dist[id] + 1;
-      out[n++] = nb;
-    }
-  }
-  g_array_free(seeds, TRUE);
-  g_free(seen);
-  g_free(dist);
-  *n_out = n;
-  return out;
-}
-
-static void view_start_layout(OxGraphView *self) {
-  if (self->job_cancel) atomic_store(self->job_cancel, true);
-  if (self->job) g_cancellable_cancel(self->job);
-  g_clear_object(&self->job);
-  self->job_cancel = NULL;
-  if (!self->history) return;
-  LayoutJob *j = g_new0(LayoutJob, 1);
-  j->h = ox_history_ref(self->history);
-  j->cancel = g_new0(atomic_bool, 1);
-  atomic_init(j->cancel, false);
-  self->focus_mode = self->history->u->n_live > self->budget;
-  if (self->focus_mode) j->subset = focus_subset(self, &j->n_subset);
-  self->job = g_cancellable_new();
-  self->job_cancel = j->cancel;
-  GTask *task = g_task_new(self, self->job, layout_done, NULL);
-  g_task_set_task_data(task, j, layout_job_free);
-  g_task_run_in_thread(task, layout_thread);
-  g_object_unref(task);
+static void on_scene_busy(OxGraphView *self) {
   g_object_notify_by_pspec(G_OBJECT(self), props[PROP_LAID_OUT]);
   gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
+static void on_scene_mode(OxGraphView *self) {
+  /* a different kind of scene: frame it whole once it is there */
+  if (ox_scene_get_shown_mode(self->scene) == OX_VIEW_OVERVIEW) self->fit_pending = TRUE;
 }
 
 static void on_history_changed(OxGraphView *self) {
   ox_history_unref(self->history);
   self->history = ox_document_get_history(self->doc);
   if (self->history) ox_history_ref(self->history);
-  ox_layout_free(self->layout);
-  self->layout = NULL;
   g_clear_pointer(&self->family, g_free);
   if (self->history) {
     const OxGraph *u = self->history->u;
     self->family = g_new0(guint8, u->n_nodes);
     for (guint32 id = 1; id < u->n_nodes; id++) self->family[id] = (guint8)ox_node_family(u, &u->nodes[id]);
-    self->n_idx = 0;
-    view_index_layout(self);
   }
   self->fit_pending = TRUE;
   self->last_position = 0;
-  view_start_layout(self);
+  gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
+static void step_items_update(OxGraphView *self) {
+  g_array_set_size(self->step_items, 0);
+  if (!ox_scene_is_overview(self->scene)) return;
+  guint n;
+  const guint8 *st = ox_document_get_node_states(self->doc, &n);
+  const OxStep *s = ox_document_get_step(self->doc);
+  if (!s) return;
+  /* the step's nodes by name; cheap (a step names a handful of nodes) */
+  const char *const *lists[3] = {s->matched, s->removed, s->added};
+  guint32 ns[3] = {s->n_matched, s->n_removed, s->n_added};
+  for (int l = -1; l < 3; l++) {
+    guint32 cnt = l < 0 ? (s->anchor ? 1 : 0) : ns[l];
+    for (guint32 i = 0; i < cnt; i++) {
+      const char *name = l < 0 ? s->anchor : lists[l][i];
+      GArray *a = g_hash_table_lookup(self->history->by_name, name);
+      for (guint j = 0; a && j < a->len; j++) {
+        guint32 uid = g_array_index(a, guint32, j);
+        if (uid >= n || st[uid] == OX_NS_HIDDEN) continue;
+        guint32 it = ox_scene_uid_item(self->scene, uid);
+        if (it) g_array_append_val(self->step_items, it);
+      }
+    }
+  }
 }
 
 static void on_frame_changed(OxGraphView *self) {
   guint pos = ox_document_get_position(self->doc);
+  step_items_update(self);
   if (pos != self->last_position) {
     self->last_position = pos;
-    if (self->focus_mode && self->layout) {
-      /* re-focus when the step left the laid-out region */
-      guint32 a = ox_document_get_anchor_uid(self->doc);
-      if (a && (a >= self->n_idx || self->layout_idx[a] < 0)) {
-        self->center_pending = TRUE;
-        view_start_layout(self);
-      }
-    }
-    if (!self->job) ox_graph_view_center_on_step(self);
+    if (ox_scene_get_busy(self->scene))
+      self->center_pending = TRUE;
+    else
+      ox_graph_view_center_on_step(self);
   }
   gtk_widget_queue_draw(GTK_WIDGET(self));
 }
 
 /* ------------------------------------------------------------------ geometry */
 
-static gboolean layout_box(OxGraphView *self, guint32 uid, double *x, double *y, double *w, double *h) {
-  if (!self->layout || uid >= self->n_idx || self->layout_idx[uid] < 0) return FALSE;
-  const OxLayoutNode *n = &self->layout->nodes[self->layout_idx[uid]];
-  *x = n->x;
-  *y = n->y;
-  *w = n->w;
-  *h = n->h;
-  return TRUE;
+static gboolean uid_box(OxGraphView *self, guint32 uid, double *x, double *y, double *w, double *h) {
+  guint32 it = ox_scene_uid_item(self->scene, uid);
+  if (!it) return FALSE;
+  if (ox_scene_is_overview(self->scene) && ox_scene_item_uid(self->scene, it) != uid) return FALSE;
+  return ox_scene_box(self->scene, it, x, y, w, h);
 }
 
 gboolean ox_graph_view_node_bounds(OxGraphView *self, guint32 uid, graphene_rect_t *out) {
   double x, y, w, h;
-  if (!layout_box(self, uid, &x, &y, &w, &h)) return FALSE;
+  if (!uid_box(self, uid, &x, &y, &w, &h)) return FALSE;
   graphene_rect_init(out, (float)((x - w / 2) * self->scale + self->ox), (float)((y - h / 2) * self->scale + self->oy),
                      (float)(w * self->scale), (float)(h * self->scale));
   return TRUE;
 }
 
-guint32 ox_graph_view_hit(OxGraphView *self, double px, double py) {
-  if (!self->layout) return 0;
-  guint n;
+guint32 ox_graph_view_hit_item(OxGraphView *self, double px, double py) {
+  guint n_boxes, n;
+  const OxLayoutNode *b = ox_scene_get_boxes(self->scene, &n_boxes);
   const guint8 *st = ox_document_get_node_states(self->doc, &n);
   double lx = (px - self->ox) / self->scale, ly = (py - self->oy) / self->scale;
-  for (guint32 i = 0; i < self->layout->n_nodes; i++) {
-    const OxLayoutNode *ln = &self->layout->nodes[i];
-    if (ln->id >= n || st[ln->id] == OX_NS_HIDDEN) continue;
-    if (fabs(lx - ln->x) <= ln->w / 2 && fabs(ly - ln->y) <= ln->h / 2) return ln->id;
+  for (guint32 i = 0; i < n_boxes; i++) {
+    guint32 uid = ox_scene_item_uid(self->scene, b[i].id);
+    if (uid && (uid >= n || st[uid] == OX_NS_HIDDEN)) continue;
+    if (fabs(lx - b[i].x) <= b[i].w / 2 && fabs(ly - b[i].y) <= b[i].h / 2) return b[i].id;
   }
   return 0;
+}
+
+guint32 ox_graph_view_hit(OxGraphView *self, double px, double py) {
+  guint32 it = ox_graph_view_hit_item(self, px, py);
+  return it ? ox_scene_item_uid(self->scene, it) : 0;
 }
 
 static void set_scale_at(OxGraphView *self, double scale, double px, double py) {
@@ -294,14 +172,20 @@ static void set_scale_at(OxGraphView *self, double scale, double px, double py) 
   self->ox = px - lx * scale;
   self->oy = py - ly * scale;
   g_object_notify_by_pspec(G_OBJECT(self), props[PROP_ZOOM]);
-  gtk_widget_queue_draw(GTK_WIDGET(self));
+  viewport_changed(self);
 }
 
-static void center_on(OxGraphView *self, double lx, double ly) {
+void ox_graph_view_center_at(OxGraphView *self, double lx, double ly) {
   double w = gtk_widget_get_width(GTK_WIDGET(self)), h = gtk_widget_get_height(GTK_WIDGET(self));
   self->ox = w / 2 - lx * self->scale;
   self->oy = h / 2 - ly * self->scale;
-  gtk_widget_queue_draw(GTK_WIDGET(self));
+  viewport_changed(self);
+}
+
+void ox_graph_view_get_visible(OxGraphView *self, graphene_rect_t *out) {
+  double w = gtk_widget_get_width(GTK_WIDGET(self)), h = gtk_widget_get_height(GTK_WIDGET(self));
+  graphene_rect_init(out, (float)(-self->ox / self->scale), (float)(-self->oy / self->scale), (float)(w / self->scale),
+                     (float)(h / self->scale));
 }
 
 static void zoom_to_box(OxGraphView *self, double x0, double y0, double x1, double y1, double max_scale) {
@@ -312,16 +196,18 @@ static void zoom_to_box(OxGraphView *self, double x0, double y0, double x1, doub
   }
   double bw = MAX(x1 - x0, 1) + 40, bh = MAX(y1 - y0, 1) + 40;
   self->scale = CLAMP(MIN(w / bw, h / bh), MIN_SCALE, max_scale);
-  center_on(self, (x0 + x1) / 2, (y0 + y1) / 2);
   g_object_notify_by_pspec(G_OBJECT(self), props[PROP_ZOOM]);
+  ox_graph_view_center_at(self, (x0 + x1) / 2, (y0 + y1) / 2);
 }
 
 void ox_graph_view_fit(OxGraphView *self) {
-  if (!self->layout) {
+  if (!ox_scene_get_layout(self->scene)) {
     self->fit_pending = TRUE;
     return;
   }
-  zoom_to_box(self, 0, 0, self->layout->width, self->layout->height, 1.5);
+  double sw, sh;
+  ox_scene_get_size(self->scene, &sw, &sh);
+  zoom_to_box(self, 0, 0, sw, sh, 1.5);
 }
 
 void ox_graph_view_zoom_in(OxGraphView *self) {
@@ -341,35 +227,63 @@ double ox_graph_view_get_zoom(OxGraphView *self) { return self->scale; }
 gboolean ox_graph_view_zoom_to_selection(OxGraphView *self) {
   double x, y, w, h;
   guint32 uid = ox_document_uid_of(self->doc, ox_document_get_selected(self->doc));
-  if (!layout_box(self, uid, &x, &y, &w, &h)) return FALSE;
+  if (!uid) return FALSE;
+  if (!uid_box(self, uid, &x, &y, &w, &h) || ox_scene_get_busy(self->scene)) {
+    /* not in the scene: focus on it; zoom once that layout is in */
+    self->select_pending = TRUE;
+    if (!ox_scene_get_busy(self->scene)) ox_scene_focus_uid(self->scene, uid);
+    if (!uid_box(self, uid, &x, &y, &w, &h) || ox_scene_get_busy(self->scene)) return FALSE;
+    self->select_pending = FALSE;
+  }
   zoom_to_box(self, x - w * 4, y - h * 6, x + w * 4, y + h * 6, 1.2);
   return TRUE;
 }
 
 gboolean ox_graph_view_center_on_step(OxGraphView *self) {
-  if (!self->layout) {
+  if (!ox_scene_get_layout(self->scene)) {
     self->center_pending = TRUE;
     return FALSE;
   }
-  guint n;
-  const guint8 *st = ox_document_get_node_states(self->doc, &n);
   double x0 = G_MAXDOUBLE, y0 = G_MAXDOUBLE, x1 = -G_MAXDOUBLE, y1 = -G_MAXDOUBLE;
-  for (guint32 uid = 1; uid < n; uid++) {
-    if (st[uid] < OX_NS_MATCHED) continue;
+  GArray *items = g_array_new(FALSE, FALSE, sizeof(guint32));
+  const OxStep *s = ox_document_get_step(self->doc);
+  if (ox_scene_is_overview(self->scene)) {
+    g_array_append_vals(items, self->step_items->data, self->step_items->len);
+  } else if (s && self->history) {
+    /* the step's nodes: anchor, matched, removed, added */
+    const char *const *lists[3] = {s->matched, s->removed, s->added};
+    guint32 ns[3] = {s->n_matched, s->n_removed, s->n_added};
+    guint n;
+    const guint8 *st = ox_document_get_node_states(self->doc, &n);
+    for (int l = -1; l < 3; l++) {
+      guint32 cnt = l < 0 ? (s->anchor ? 1 : 0) : ns[l];
+      for (guint32 i = 0; i < cnt; i++) {
+        GArray *a = g_hash_table_lookup(self->history->by_name, l < 0 ? s->anchor : lists[l][i]);
+        for (guint j = 0; a && j < a->len; j++) {
+          guint32 uid = g_array_index(a, guint32, j);
+          if (uid < n && st[uid] >= OX_NS_MATCHED) g_array_append_val(items, uid);
+        }
+      }
+    }
+  }
+  for (guint i = 0; i < items->len; i++) {
     double x, y, w, h;
-    if (!layout_box(self, uid, &x, &y, &w, &h)) continue;
+    if (!ox_scene_box(self->scene, g_array_index(items, guint32, i), &x, &y, &w, &h)) continue;
     x0 = MIN(x0, x - w / 2);
     y0 = MIN(y0, y - h / 2);
     x1 = MAX(x1, x + w / 2);
     y1 = MAX(y1, y + h / 2);
   }
+  g_array_free(items, TRUE);
   if (x0 > x1) return FALSE;
-  if (self->scale < 0.6) {
-    /* labels are unreadable below ~0.3: zoom in on the step, never past 100% */
+  double vw = gtk_widget_get_width(GTK_WIDGET(self)) / self->scale, vh = gtk_widget_get_height(GTK_WIDGET(self)) / self->scale;
+  if (self->scale < 0.6 || x1 - x0 + 40 > vw || y1 - y0 + 40 > vh) {
+    /* labels are unreadable below ~0.3: zoom in on the step, never past 100%; a step larger
+     * than the view is zoomed out to fit */
     zoom_to_box(self, x0, y0, x1, y1, 1.0);
     return TRUE;
   }
-  center_on(self, (x0 + x1) / 2, (y0 + y1) / 2);
+  ox_graph_view_center_at(self, (x0 + x1) / 2, (y0 + y1) / 2);
   return TRUE;
 }
 
@@ -382,11 +296,15 @@ void ox_graph_view_set_edge_labels(OxGraphView *self, gboolean on) {
   gtk_widget_queue_draw(GTK_WIDGET(self));
 }
 
-gboolean ox_graph_view_is_laid_out(OxGraphView *self) { return self->layout != NULL && !self->job; }
-const OxLayout *ox_graph_view_get_layout(OxGraphView *self) { return self->layout; }
-void ox_graph_view_set_node_budget(OxGraphView *self, guint budget) { self->budget = MAX(budget, 10); }
-guint ox_graph_view_get_n_layouts(OxGraphView *self) { return self->n_layouts; }
+gboolean ox_graph_view_is_laid_out(OxGraphView *self) {
+  return ox_scene_get_layout(self->scene) != NULL && !ox_scene_get_busy(self->scene);
+}
+const OxLayout *ox_graph_view_get_layout(OxGraphView *self) { return ox_scene_get_layout(self->scene); }
+void ox_graph_view_set_node_budget(OxGraphView *self, guint budget) { ox_scene_set_budget(self->scene, budget); }
+guint ox_graph_view_get_n_layouts(OxGraphView *self) { return ox_scene_get_stats(self->scene)->n_requests; }
 OxDocument *ox_graph_view_get_document(OxGraphView *self) { return self->doc; }
+OxScene *ox_graph_view_get_scene(OxGraphView *self) { return self->scene; }
+guint ox_graph_view_get_n_paints(OxGraphView *self) { return self->n_paints; }
 
 /* ------------------------------------------------------------------ drawing */
 
@@ -424,23 +342,22 @@ static const char *short_target(const char *t) {
 #define COLOR_MATCH 0xff7800
 #define COLOR_SELECT 0x1c71d8
 #define COLOR_HIT 0xf6d32d
+#define COLOR_CLUSTER 0xdce6f2
 
-static void draw_edge(OxGraphView *self, cairo_t *cr, const OxFrameEdge *fe, const guint8 *st, gboolean stepping,
-                      PangoLayout *pl, const OxGraph *g, guint k) {
-  guint64 key = ((guint64)fe->from << 32) | fe->to;
-  guint idx = GPOINTER_TO_UINT(g_hash_table_lookup(self->edge_idx, (gpointer)(guintptr)key));
+/* Draws an edge between items from -> to: the layout's spline when it has one, else a straight
+ * line between the boxes (edges of a step that the union layout never saw, placed nodes). */
+static void draw_edge(OxGraphView *self, cairo_t *cr, guint32 from, guint32 to, gboolean ghost, gboolean hot,
+                      PangoLayout *pl, const OxGraph *g) {
+  const OxLayoutEdge *e = ox_scene_edge(self->scene, from, to);
   double x0 = 0, y0 = 0, w0 = 0, h0 = 0, x1 = 0, y1 = 0, w1 = 0, h1 = 0;
-  const OxLayoutEdge *e = idx ? &self->layout->edges[idx - 1] : NULL;
-  if (!e && !(layout_box(self, fe->from, &x0, &y0, &w0, &h0) && layout_box(self, fe->to, &x1, &y1, &w1, &h1)))
+  if (!e && !(ox_scene_box(self->scene, from, &x0, &y0, &w0, &h0) && ox_scene_box(self->scene, to, &x1, &y1, &w1, &h1)))
     return;
-  gboolean hot = !stepping || st[fe->from] >= OX_NS_MATCHED || st[fe->to] >= OX_NS_MATCHED;
-  if (fe->ghost)
+  if (ghost)
     set_rgb(cr, COLOR_REMOVED, 0.7);
   else
     cairo_set_source_rgba(cr, 0.25, 0.25, 0.3, hot ? 0.9 : 0.25);
-  double lw = 1.2 / MAX(self->scale, 0.3);
-  cairo_set_line_width(cr, lw);
-  if (fe->ghost) {
+  cairo_set_line_width(cr, 1.2 / MAX(self->scale, 0.3));
+  if (ghost) {
     double dash[2] = {4, 3};
     cairo_set_dash(cr, dash, 2, 0);
   }
@@ -456,7 +373,10 @@ static void draw_edge(OxGraphView *self, cairo_t *cr, const OxFrameEdge *fe, con
     py = e->pts[2 * (e->n_pts - 1) + 1];
     if (e->has_arrow) cairo_line_to(cr, ex, ey);
   } else {
-    /* an edge the union layout has no spline for (only in focus views): straight line */
+    if (!e) {
+      ox_scene_box(self->scene, from, &x0, &y0, &w0, &h0);
+      ox_scene_box(self->scene, to, &x1, &y1, &w1, &h1);
+    }
     cairo_move_to(cr, x0, y0 + h0 / 2);
     ex = x1;
     ey = y1 - h1 / 2;
@@ -478,11 +398,10 @@ static void draw_edge(OxGraphView *self, cairo_t *cr, const OxFrameEdge *fe, con
     cairo_close_path(cr);
     cairo_fill(cr);
   }
-  if (self->edge_labels && e && e->n_pts >= 4 && g && self->scale > 0.35) {
-    const char *name = self->history->name[fe->from];
-    OxNodeId id = ox_graph_find(g, name);
+  guint32 from_uid = ox_scene_item_uid(self->scene, from);
+  if (self->edge_labels && from_uid && e && e->n_pts >= 4 && g && self->scale > 0.35) {
+    OxNodeId id = ox_graph_find(g, self->history->name[from_uid]);
     const OxTensorMeta *tm = id ? ox_node_tensor_meta(&g->nodes[id]) : NULL;
-    (void)k;
     if (tm) {
       char buf[160];
       ox_tensor_meta_format(tm, false, false, buf, sizeof buf);
@@ -496,10 +415,26 @@ static void draw_edge(OxGraphView *self, cairo_t *cr, const OxFrameEdge *fe, con
   }
 }
 
-static void draw_node(OxGraphView *self, cairo_t *cr, guint32 uid, guint8 state, gboolean selected, gboolean hit,
-                      PangoLayout *pl_name, PangoLayout *pl_small, gboolean text) {
-  double x, y, w, h;
-  if (!layout_box(self, uid, &x, &y, &w, &h)) return;
+static void draw_labels(cairo_t *cr, double x, double y, double w, const char *l1, const char *l2, double alpha,
+                        PangoLayout *pl_name, PangoLayout *pl_small) {
+  cairo_set_source_rgba(cr, 0.05, 0.05, 0.05, alpha);
+  /* long names are ellipsized to the box Graphviz sized with its own font metrics */
+  pango_layout_set_width(pl_name, (int)((w - 6) * PANGO_SCALE));
+  pango_layout_set_width(pl_small, (int)((w - 6) * PANGO_SCALE));
+  pango_layout_set_text(pl_name, l1, -1);
+  int tw, th;
+  pango_layout_get_pixel_size(pl_name, &tw, &th);
+  cairo_move_to(cr, x - tw / 2.0, y - th + 1);
+  pango_cairo_show_layout(cr, pl_name);
+  pango_layout_set_text(pl_small, l2, -1);
+  pango_layout_get_pixel_size(pl_small, &tw, &th);
+  cairo_move_to(cr, x - tw / 2.0, y + 1);
+  pango_cairo_show_layout(cr, pl_small);
+}
+
+static void draw_node(OxGraphView *self, cairo_t *cr, const OxLayoutNode *b, guint32 uid, guint8 state,
+                      gboolean selected, gboolean hit, PangoLayout *pl_name, PangoLayout *pl_small, gboolean text) {
+  double x = b->x, y = b->y, w = b->w, h = b->h;
   double x0 = x - w / 2, y0 = y - h / 2;
   double alpha = state == OX_NS_DIMMED ? 0.35 : 1.0;
   guint32 fill = ox_family_color((OxFamily)self->family[uid]);
@@ -543,39 +478,68 @@ static void draw_node(OxGraphView *self, cairo_t *cr, guint32 uid, guint8 state,
   }
   if (!text) return;
   const OxNode *un = &self->history->u->nodes[uid];
-  cairo_set_source_rgba(cr, 0.05, 0.05, 0.05, state == OX_NS_DIMMED ? 0.45 : 1.0);
-  /* long names are ellipsized to the box Graphviz sized with its own font metrics */
-  pango_layout_set_width(pl_name, (int)((w - 6) * PANGO_SCALE));
-  pango_layout_set_width(pl_small, (int)((w - 6) * PANGO_SCALE));
-  pango_layout_set_text(pl_name, self->history->name[uid], -1);
-  int tw, th;
-  pango_layout_get_pixel_size(pl_name, &tw, &th);
-  cairo_move_to(cr, x - tw / 2.0, y - th + 1);
-  pango_cairo_show_layout(cr, pl_name);
   const char *sub = un->op == OX_OP_CALL_FUNCTION || un->op == OX_OP_CALL_METHOD ? short_target(un->target)
                                                                                  : ox_op_name((OxOp)un->op);
-  pango_layout_set_text(pl_small, sub, -1);
-  pango_layout_get_pixel_size(pl_small, &tw, &th);
-  cairo_move_to(cr, x - tw / 2.0, y + 1);
-  pango_cairo_show_layout(cr, pl_small);
+  draw_labels(cr, x, y, w, self->history->name[uid], sub, state == OX_NS_DIMMED ? 0.45 : 1.0, pl_name, pl_small);
+}
+
+/* A collapsed cluster of the overview: a stacked box with its path and node count. */
+static void draw_cluster(OxGraphView *self, cairo_t *cr, const OxLayoutNode *b, gint32 c, gboolean hot,
+                         gboolean selected, PangoLayout *pl_name, PangoLayout *pl_small, gboolean text) {
+  const OxHierarchy *hier = ox_scene_get_hierarchy(self->scene);
+  const OxCluster *cl = &hier->clusters[c];
+  double x0 = b->x - b->w / 2, y0 = b->y - b->h / 2;
+  for (int k = 2; k >= 0; k--) {
+    rounded_rect(cr, x0 + k * 3, y0 - k * 3, b->w, b->h, 6);
+    set_rgb(cr, k ? 0xc2d3e8 : COLOR_CLUSTER, 1.0);
+    cairo_fill_preserve(cr);
+    set_rgb(cr, 0x3d5a80, 1.0);
+    cairo_set_line_width(cr, 1.2);
+    cairo_stroke(cr);
+  }
+  if (hot) {
+    rounded_rect(cr, x0 - 2, y0 - 2, b->w + 4, b->h + 4, 8);
+    set_rgb(cr, COLOR_MATCH, 1.0);
+    cairo_set_line_width(cr, 4);
+    cairo_stroke(cr);
+  }
+  if (selected) {
+    rounded_rect(cr, x0 - 5, y0 - 5, b->w + 10, b->h + 10, 9);
+    set_rgb(cr, COLOR_SELECT, 1.0);
+    cairo_set_line_width(cr, 3);
+    cairo_stroke(cr);
+  }
+  if (!text) return;
+  char count[64];
+  g_snprintf(count, sizeof count, "%u nodes", cl->n_total);
+  draw_labels(cr, b->x, b->y, b->w, cl->path, count, 1.0, pl_name, pl_small);
+}
+
+static gboolean in_view(const OxLayoutNode *b, double vx0, double vy0, double vx1, double vy1) {
+  return !(b->x + b->w < vx0 || b->x - b->w > vx1 || b->y + b->h < vy0 || b->y - b->h > vy1);
 }
 
 static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
   OxGraphView *self = OX_GRAPH_VIEW(w);
+  self->n_paints++;
   double width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
   cairo_t *cr = gtk_snapshot_append_cairo(snap, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
   cairo_set_source_rgb(cr, 0.98, 0.98, 0.97);
   cairo_paint(cr);
   PangoLayout *msg = gtk_widget_create_pango_layout(w, NULL);
   const char *note = NULL;
-  char buf[256];
+  char buf[512];
+  const OxLayout *layout = ox_scene_get_layout(self->scene);
+  gboolean busy = ox_scene_get_busy(self->scene);
+  const char *err = ox_scene_get_error(self->scene);
   if (!self->history)
     note = "Open a graph dump (Ctrl+O) or drop a file here";
-  else if (!self->layout && self->job) {
-    g_snprintf(buf, sizeof buf, "Laying out %u nodes…", self->history->u->n_live);
+  else if (!layout && busy) {
+    g_snprintf(buf, sizeof buf, "Laying out (%s view of %u nodes)…",
+               ox_view_mode_name(ox_scene_get_shown_mode(self->scene)), self->history->u->n_live);
     note = buf;
-  } else if (!self->layout && self->layout_error) {
-    g_snprintf(buf, sizeof buf, "Layout failed: %s", self->layout_error);
+  } else if (!layout && err) {
+    g_snprintf(buf, sizeof buf, "Layout failed: %s", err);
     note = buf;
   }
   if (note) {
@@ -586,11 +550,13 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
     cairo_move_to(cr, (width - tw) / 2, (height - th) / 2);
     pango_cairo_show_layout(cr, msg);
   }
-  if (self->layout && self->history) {
+  if (layout && self->history) {
     guint n;
     const guint8 *st = ox_document_get_node_states(self->doc, &n);
     gboolean stepping = ox_document_get_step(self->doc) != NULL;
     guint32 sel = ox_document_uid_of(self->doc, ox_document_get_selected(self->doc));
+    guint32 sel_item = ox_scene_uid_item(self->scene, sel);
+    gboolean overview = ox_scene_is_overview(self->scene);
     cairo_save(cr);
     cairo_translate(cr, self->ox, self->oy);
     cairo_scale(cr, self->scale, self->scale);
@@ -607,26 +573,69 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
     pango_font_description_free(fd);
     pango_layout_set_ellipsize(pl_name, PANGO_ELLIPSIZE_MIDDLE);
     pango_layout_set_ellipsize(pl_small, PANGO_ELLIPSIZE_END);
-    guint ne;
-    const OxFrameEdge *edges = ox_document_get_edges(self->doc, &ne);
     const OxGraph *g = ox_document_get_graph(self->doc);
-    for (guint i = 0; i < ne; i++) draw_edge(self, cr, &edges[i], st, stepping, pl_small, g, 0);
+    guint n_boxes;
+    const OxLayoutNode *boxes = ox_scene_get_boxes(self->scene, &n_boxes);
+    if (overview) {
+      /* the overview's edges are its own (between clusters and shown nodes) */
+      for (guint32 i = 0; i < layout->n_edges; i++) {
+        const OxLayoutEdge *e = &layout->edges[i];
+        double bx, by, bw, bh, cx, cy, cw, ch;
+        if (!ox_scene_box(self->scene, e->from, &bx, &by, &bw, &bh) || !ox_scene_box(self->scene, e->to, &cx, &cy, &cw, &ch))
+          continue;
+        if (MAX(bx, cx) < vx0 || MIN(bx, cx) > vx1 || MAX(by, cy) < vy0 || MIN(by, cy) > vy1) continue;
+        draw_edge(self, cr, e->from, e->to, FALSE, TRUE, pl_small, g);
+      }
+    } else {
+      /* the shown graph's edges among the scene's nodes, asked per node */
+      OxFrameEdge fe[256];
+      for (guint i = 0; i < n_boxes; i++) {
+        guint32 uid = boxes[i].id;
+        if (uid >= n || st[uid] == OX_NS_HIDDEN) continue;
+        guint m = ox_document_in_edges(self->doc, uid, fe, G_N_ELEMENTS(fe));
+        for (guint j = 0; j < m; j++) {
+          double bx, by, bw, bh;
+          if (!ox_scene_box(self->scene, fe[j].from, &bx, &by, &bw, &bh)) continue;
+          if (MAX(bx, boxes[i].x) < vx0 || MIN(bx, boxes[i].x) > vx1 || MAX(by, boxes[i].y) < vy0 ||
+              MIN(by, boxes[i].y) > vy1)
+            continue;
+          gboolean hot = !stepping || st[fe[j].from] >= OX_NS_MATCHED || st[uid] >= OX_NS_MATCHED;
+          draw_edge(self, cr, fe[j].from, uid, fe[j].ghost, hot, pl_small, g);
+        }
+      }
+    }
     gboolean text = self->scale > 0.3;
-    for (guint32 i = 0; i < self->layout->n_nodes; i++) {
-      const OxLayoutNode *ln = &self->layout->nodes[i];
-      if (ln->id >= n || st[ln->id] == OX_NS_HIDDEN) continue;
-      if (ln->x + ln->w < vx0 || ln->x - ln->w > vx1 || ln->y + ln->h < vy0 || ln->y - ln->h > vy1) continue;
-      draw_node(self, cr, ln->id, st[ln->id], ln->id == sel, ox_document_is_hit(self->doc, ln->id), pl_name, pl_small,
-                text);
+    for (guint32 i = 0; i < n_boxes; i++) {
+      const OxLayoutNode *b = &boxes[i];
+      if (!in_view(b, vx0, vy0, vx1, vy1)) continue;
+      gint32 c = ox_scene_item_cluster(self->scene, b->id);
+      if (c >= 0) {
+        gboolean hot = FALSE;
+        for (guint k = 0; k < self->step_items->len && !hot; k++) hot = g_array_index(self->step_items, guint32, k) == b->id;
+        draw_cluster(self, cr, b, c, hot, b->id == sel_item, pl_name, pl_small, text);
+        continue;
+      }
+      guint32 uid = ox_scene_item_uid(self->scene, b->id);
+      if (!uid || uid >= n || st[uid] == OX_NS_HIDDEN) continue;
+      draw_node(self, cr, b, uid, st[uid], uid == sel, ox_document_is_hit(self->doc, uid), pl_name, pl_small, text);
     }
     g_object_unref(pl_name);
     g_object_unref(pl_small);
     cairo_restore(cr);
-    if (self->focus_mode) {
-      g_snprintf(buf, sizeof buf, "focus view: %u of %u nodes around the step (radius %d)", self->layout->n_nodes,
-                 self->history->u->n_live, FOCUS_RADIUS);
-      pango_layout_set_text(msg, buf, -1);
-      cairo_set_source_rgb(cr, 0.35, 0.35, 0.4);
+    const char *line = ox_scene_get_note(self->scene);
+    if (busy) {
+      g_snprintf(buf, sizeof buf, "%s%slaying out the %s view…", line ? line : "", line ? " · " : "",
+                 ox_view_mode_name(ox_scene_get_shown_mode(self->scene)));
+      line = buf;
+    }
+    if (line) {
+      pango_layout_set_text(msg, line, -1);
+      int tw, th;
+      pango_layout_get_pixel_size(msg, &tw, &th);
+      cairo_set_source_rgba(cr, 0.98, 0.98, 0.97, 0.85);
+      cairo_rectangle(cr, 4, 4, tw + 8, th + 4);
+      cairo_fill(cr);
+      cairo_set_source_rgb(cr, 0.3, 0.3, 0.38);
       cairo_move_to(cr, 8, 6);
       pango_cairo_show_layout(cr, msg);
     }
@@ -644,13 +653,22 @@ static void select_uid(OxGraphView *self, guint32 uid) {
 }
 
 static void on_click(GtkGestureClick *g, int n_press, double x, double y, OxGraphView *self) {
-  (void)n_press;
-  GtkWidget *w = GTK_WIDGET(self);
-  gtk_widget_grab_focus(w);
+  (void)g;
+  gtk_widget_grab_focus(GTK_WIDGET(self));
   if (!self->history) return;
-  GdkEventSequence *seq = gtk_gesture_single_get_current_sequence(GTK_GESTURE_SINGLE(g));
-  (void)seq;
-  select_uid(self, ox_graph_view_hit(self, x, y));
+  guint32 item = ox_graph_view_hit_item(self, x, y);
+  guint32 uid = item ? ox_scene_item_uid(self->scene, item) : 0;
+  gint32 c = item ? ox_scene_item_cluster(self->scene, item) : -1;
+  if (n_press == 2) {
+    /* double-click: expand a cluster, or focus on a node */
+    if (c >= 0)
+      ox_scene_expand(self->scene, (guint32)c);
+    else if (uid)
+      ox_scene_focus_uid(self->scene, uid);
+    return;
+  }
+  if (c >= 0) return; /* a cluster is not a node of the graph: nothing to select */
+  select_uid(self, uid);
 }
 
 static void on_drag_begin(GtkGestureDrag *g, double x, double y, OxGraphView *self) {
@@ -665,7 +683,7 @@ static void on_drag_update(GtkGestureDrag *g, double dx, double dy, OxGraphView 
   (void)g;
   self->ox = self->drag_ox + dx;
   self->oy = self->drag_oy + dy;
-  gtk_widget_queue_draw(GTK_WIDGET(self));
+  viewport_changed(self);
 }
 
 static gboolean on_scroll(GtkEventControllerScroll *c, double dx, double dy, OxGraphView *self) {
@@ -680,7 +698,7 @@ static gboolean on_scroll(GtkEventControllerScroll *c, double dx, double dy, OxG
     }
     self->ox -= dx * 40;
     self->oy -= dy * 40;
-    gtk_widget_queue_draw(GTK_WIDGET(self));
+    viewport_changed(self);
   }
   return TRUE;
 }
@@ -710,7 +728,19 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkToo
   (void)data;
   (void)kb;
   OxGraphView *self = OX_GRAPH_VIEW(w);
-  guint32 uid = ox_graph_view_hit(self, x, y);
+  guint32 item = ox_graph_view_hit_item(self, x, y);
+  if (!item) return FALSE;
+  gint32 c = ox_scene_item_cluster(self->scene, item);
+  if (c >= 0) {
+    const OxCluster *cl = &ox_scene_get_hierarchy(self->scene)->clusters[c];
+    char *text = g_markup_printf_escaped("<b>%s</b>\n%u nodes (%u directly), %u sub-clusters\n<i>double-click to "
+                                         "expand</i>",
+                                         cl->path, cl->n_total, cl->n_direct, cl->n_children);
+    gtk_tooltip_set_markup(tip, text);
+    g_free(text);
+    return TRUE;
+  }
+  guint32 uid = ox_scene_item_uid(self->scene, item);
   if (!uid) return FALSE;
   const char *name = self->history->name[uid];
   const OxGraph *g = ox_document_get_graph(self->doc);
@@ -729,10 +759,11 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkToo
 static void ox_graph_view_size_allocate(GtkWidget *w, int width, int height, int baseline) {
   OxGraphView *self = OX_GRAPH_VIEW(w);
   (void)baseline;
-  if (width > 1 && height > 1 && self->fit_pending && self->layout) {
+  if (width > 1 && height > 1 && self->fit_pending && ox_scene_get_layout(self->scene)) {
     self->fit_pending = FALSE;
     ox_graph_view_fit(self);
   }
+  g_signal_emit(self, signals[SIGNAL_VIEWPORT_CHANGED], 0);
 }
 
 static void ox_graph_view_measure(GtkWidget *w, GtkOrientation o, int for_size, int *min, int *nat, int *min_b,
@@ -751,8 +782,13 @@ GtkWidget *ox_graph_view_new(OxDocument *doc) { return g_object_new(OX_TYPE_GRAP
 static void view_set_document(OxGraphView *self, OxDocument *doc) {
   g_assert(!self->doc);
   self->doc = g_object_ref(doc);
+  /* the view's handlers run after the scene's (connected first), so a frame sees its scene */
+  self->scene = ox_scene_new(doc);
   self->sig_history = g_signal_connect_swapped(doc, "history-changed", G_CALLBACK(on_history_changed), self);
   self->sig_frame = g_signal_connect_swapped(doc, "frame-changed", G_CALLBACK(on_frame_changed), self);
+  self->sig_scene = g_signal_connect_swapped(self->scene, "changed", G_CALLBACK(on_scene_changed), self);
+  self->sig_busy = g_signal_connect_swapped(self->scene, "notify::busy", G_CALLBACK(on_scene_busy), self);
+  self->sig_mode = g_signal_connect_swapped(self->scene, "notify::shown-mode", G_CALLBACK(on_scene_mode), self);
   if (ox_document_get_history(doc)) on_history_changed(self);
 }
 
@@ -778,14 +814,17 @@ static void ox_graph_view_set_property(GObject *o, guint id, const GValue *v, GP
 
 static void ox_graph_view_dispose(GObject *o) {
   OxGraphView *self = OX_GRAPH_VIEW(o);
-  if (self->job_cancel) atomic_store(self->job_cancel, true);
-  self->job_cancel = NULL;
-  if (self->job) g_cancellable_cancel(self->job);
-  g_clear_object(&self->job);
   if (self->doc) {
     g_clear_signal_handler(&self->sig_history, self->doc);
     g_clear_signal_handler(&self->sig_frame, self->doc);
   }
+  if (self->scene) {
+    g_clear_signal_handler(&self->sig_scene, self->scene);
+    g_clear_signal_handler(&self->sig_busy, self->scene);
+    g_clear_signal_handler(&self->sig_mode, self->scene);
+    g_object_run_dispose(G_OBJECT(self->scene));
+  }
+  g_clear_object(&self->scene);
   g_clear_object(&self->doc);
   G_OBJECT_CLASS(ox_graph_view_parent_class)->dispose(o);
 }
@@ -793,11 +832,8 @@ static void ox_graph_view_dispose(GObject *o) {
 static void ox_graph_view_finalize(GObject *o) {
   OxGraphView *self = OX_GRAPH_VIEW(o);
   ox_history_unref(self->history);
-  ox_layout_free(self->layout);
-  g_free(self->layout_idx);
-  g_hash_table_destroy(self->edge_idx);
   g_free(self->family);
-  g_free(self->layout_error);
+  g_array_free(self->step_items, TRUE);
   G_OBJECT_CLASS(ox_graph_view_parent_class)->finalize(o);
 }
 
@@ -820,6 +856,8 @@ static void ox_graph_view_class_init(OxGraphViewClass *k) {
   props[PROP_LAID_OUT] = g_param_spec_boolean("laid-out", NULL, NULL, FALSE,
                                               G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties(oc, N_PROPS, props);
+  signals[SIGNAL_VIEWPORT_CHANGED] = g_signal_new("viewport-changed", G_TYPE_FROM_CLASS(k), G_SIGNAL_RUN_LAST, 0, NULL,
+                                                  NULL, NULL, G_TYPE_NONE, 0);
   gtk_widget_class_set_css_name(wc, "oxgraphview");
   gtk_widget_class_set_accessible_role(wc, GTK_ACCESSIBLE_ROLE_IMG);
 }
@@ -827,8 +865,7 @@ static void ox_graph_view_class_init(OxGraphViewClass *k) {
 static void ox_graph_view_init(OxGraphView *self) {
   GtkWidget *w = GTK_WIDGET(self);
   self->scale = 1.0;
-  self->budget = 2500;
-  self->edge_idx = g_hash_table_new(g_direct_hash, g_direct_equal);
+  self->step_items = g_array_new(FALSE, FALSE, sizeof(guint32));
   gtk_widget_set_focusable(w, TRUE);
   gtk_widget_set_overflow(w, GTK_OVERFLOW_HIDDEN);
   gtk_widget_set_has_tooltip(w, TRUE);
@@ -836,7 +873,7 @@ static void ox_graph_view_init(OxGraphView *self) {
 
   GtkGesture *click = gtk_gesture_click_new();
   gtk_gesture_single_set_button(GTK_GESTURE_SINGLE(click), GDK_BUTTON_PRIMARY);
-  g_signal_connect(click, "released", G_CALLBACK(on_click), self);
+  g_signal_connect(click, "pressed", G_CALLBACK(on_click), self);
   gtk_widget_add_controller(w, GTK_EVENT_CONTROLLER(click));
 
   GtkGesture *drag = gtk_gesture_drag_new();

@@ -1,11 +1,11 @@
-/* ox-graph-view.h - the graph canvas: draws the document's current frame from a Graphviz layout
- * of the union graph (so untouched nodes never move between steps), with zoom, pan, fit,
- * selection by click, hover tooltips and optional edge shape labels.
+/* ox-graph-view.h - the graph canvas: draws the document's current frame on the layout of its
+ * OxScene (the whole union graph when it fits the node budget, else a focus neighbourhood or the
+ * cluster overview; see ox-scene.h), so untouched nodes never move between steps, with zoom,
+ * pan, fit, selection by click, double-click to expand a cluster or focus on a node, hover
+ * tooltips and optional edge shape labels.
  *
- * Layout runs on a worker thread (GTask; Graphviz itself is serialised by the engine's lock);
- * the canvas shows a "laying out" note meanwhile and stays responsive. Graphs whose union is
- * over the node budget are laid out as a bounded focus view around the current step or the
- * selection (issue 6), re-laid out when the focus leaves it.
+ * Layouts run on a worker thread (GTask; Graphviz itself is serialised by the engine's lock);
+ * the canvas shows a "laying out" note meanwhile and stays responsive.
  */
 #ifndef OX_GRAPH_VIEW_H
 #define OX_GRAPH_VIEW_H
@@ -13,6 +13,7 @@
 #include <gtk/gtk.h>
 
 #include "ox-document.h"
+#include "ox-scene.h"
 #include "ox_layout.h"
 
 G_BEGIN_DECLS
@@ -37,13 +38,22 @@ void ox_graph_view_set_edge_labels(OxGraphView *self, gboolean on);
 /* Layout state (tests, status bar). */
 gboolean ox_graph_view_is_laid_out(OxGraphView *self);
 const OxLayout *ox_graph_view_get_layout(OxGraphView *self);
-/* The layout node budget (default 2500); over it the canvas shows a focus view. */
+/* The layout node budget (default 2500); over it the canvas shows the overview / focus views. */
 void ox_graph_view_set_node_budget(OxGraphView *self, guint budget);
-guint ox_graph_view_get_n_layouts(OxGraphView *self); /* layouts computed so far */
+guint ox_graph_view_get_n_layouts(OxGraphView *self); /* layouts requested so far */
+OxScene *ox_graph_view_get_scene(OxGraphView *self);
 /* Widget-coordinate box of a node of the layout (by uid); FALSE if not laid out. */
 gboolean ox_graph_view_node_bounds(OxGraphView *self, guint32 uid, graphene_rect_t *out);
-/* The uid under a widget point, or 0. */
+/* The uid under a widget point, or 0 (also 0 over a cluster of the overview). */
 guint32 ox_graph_view_hit(OxGraphView *self, double x, double y);
+/* The scene item (ox-scene.h) under a widget point, or 0. */
+guint32 ox_graph_view_hit_item(OxGraphView *self, double x, double y);
+/* Viewport in scene coordinates, and centring on a scene point (the minimap's two needs);
+ * "viewport-changed" is emitted on every pan, zoom, resize and new scene. */
+void ox_graph_view_get_visible(OxGraphView *self, graphene_rect_t *out);
+void ox_graph_view_center_at(OxGraphView *self, double x, double y);
+/* Frames drawn so far (benchmark: a step counts once the frame after it is painted). */
+guint ox_graph_view_get_n_paints(OxGraphView *self);
 
 G_END_DECLS
 #endif

@@ -1,8 +1,14 @@
-/* ox-history.c - union graph, node lifetimes and step snapshots (see ox-history.h).
+/* ox-history.c - union graph, node lifetimes and the inverse edit scripts (see ox-history.h).
  *
- * Built once per (input, trace) by replaying every graph step in order on a working clone of
- * the input: ADD edits create identities, ERASE edits end them, ADD/ARGS edits extend the
- * union's edge set. The working graph is cloned every OX_HISTORY_SNAP_EVERY steps.
+ * Built once per (input, trace) by replaying every graph step in order on one working clone of
+ * the input, one edit at a time: before each edit, the edit that undoes it is computed from the
+ * working graph as it is then (an erase is undone by re-adding the node with its op, target,
+ * args, kwargs, meta and position; a rewire by the old args; a move by the old position; a
+ * toposort by moving back the nodes whose predecessor changed) and recorded, in reverse order,
+ * in `rev`, a trace of its own whose values refer to nodes by name. ADD edits create
+ * identities, ERASE edits end them, ADD/ARGS edits extend the union's edge set. Everything is
+ * linear in the input plus the edits, except a toposort edit, which costs one pass over the
+ * order (none of the shipped passes records one per step).
  */
 #include "ox-history.h"
 
@@ -39,15 +45,25 @@ static void history_index_name(OxHistory *h, const char *name, guint32 uid) {
   g_array_append_val(a, uid);
 }
 
-/* Creates the identity for node id of g (the working graph), born at step k, without edges. */
-static guint32 history_add(OxHistory *h, const OxGraph *g, OxNodeId id, guint32 k) {
-  const OxNode *n = &g->nodes[id];
-  OxNodeId uid = ox_graph_add_node(h->u, (OxOp)n->op, n->name, n->target, ox_value_none(), ox_value_none());
-  if (n->meta.kind != OX_META_NONE) ox_graph_set_meta(h->u, uid, &n->meta);
+static void history_grow(OxHistory *h) {
   guint32 cap = h->u->n_nodes + 1;
   h->born = g_renew(guint32, h->born, cap);
   h->died = g_renew(guint32, h->died, cap);
   h->name = g_renew(const char *, h->name, cap);
+}
+
+/* Creates the identity for node id of g (the working graph), born at step k, without edges.
+ * Keeps the strings an undo cannot restore from the trace (module path, stack trace). */
+static guint32 history_add(OxHistory *h, const OxGraph *g, OxNodeId id, guint32 k) {
+  const OxNode *n = &g->nodes[id];
+  OxNodeId uid = ox_graph_add_node(h->u, (OxOp)n->op, n->name, n->target, ox_value_none(), ox_value_none());
+  /* nothing writes through the union graph's metas: share equal ones */
+  if (n->meta.kind != OX_META_NONE) ox_graph_set_meta_shared(h->u, uid, &n->meta);
+  OxNode *un = &h->u->nodes[uid];
+  if (n->module_path) un->module_path = ox_graph_intern(h->u, n->module_path);
+  if (n->module_type) un->module_type = ox_graph_intern(h->u, n->module_type);
+  if (n->stack_trace) un->stack_trace = ox_graph_intern(h->u, n->stack_trace);
+  history_grow(h);
   h->born[uid] = k;
   h->died[uid] = OX_HISTORY_NEVER;
   h->name[uid] = ox_graph_intern(h->u, n->name);
@@ -62,7 +78,8 @@ static void history_union_edges(OxHistory *h, const OxGraph *g, OxNodeId id, gui
   if (n_in > G_N_ELEMENTS(ins)) n_in = G_N_ELEMENTS(ins);
   const OxValue *old = &h->u->nodes[uid].args;
   guint32 n_old = old->kind == OX_V_TUPLE ? old->n : 0;
-  OxValue *items = g_new(OxValue, n_old + n_in);
+  OxValue stack_items[64];
+  OxValue *items = n_old + n_in <= G_N_ELEMENTS(stack_items) ? stack_items : g_new(OxValue, n_old + n_in);
   guint32 m = 0;
   for (guint32 i = 0; i < n_old; i++) items[m++] = old->u.items[i];
   gboolean changed = FALSE;
@@ -76,11 +93,26 @@ static void history_union_edges(OxHistory *h, const OxGraph *g, OxNodeId id, gui
     changed = TRUE;
   }
   if (changed) ox_graph_set_args(h->u, uid, ox_graph_value_seq(h->u, OX_V_TUPLE, items, m));
-  g_free(items);
+  if (items != stack_items) g_free(items);
 }
 
 static void set_error(GError **error, const OxDiagList *d, const char *fallback) {
   g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", d->n ? d->items[0].msg : fallback);
+}
+
+/* Replays steps[0..n) of a view of trace t (all of them: their applied_index is ignored). */
+static gboolean replay_view(const OxTrace *t, const OxStep *steps, guint32 n, OxGraph *g, GError **error) {
+  if (!n) return TRUE;
+  OxTrace view = *t;
+  view.steps = (OxStep *)steps;
+  view.n_steps = n;
+  view.input_hash = NULL;
+  OxDiagList d;
+  ox_diags_init(&d, NULL);
+  int rc = ox_replay(g, &view, UINT32_MAX, &d);
+  if (rc != 0) set_error(error, &d, "replay failed");
+  ox_diags_clear(&d);
+  return rc == 0;
 }
 
 gboolean ox_history_replay_range(const OxHistory *h, OxGraph *g, guint32 from, guint32 to, GError **error) {
@@ -90,70 +122,208 @@ gboolean ox_history_replay_range(const OxHistory *h, OxGraph *g, guint32 from, g
                 h->n_graph_steps);
     return FALSE;
   }
-  /* ox_replay replays every step with applied_index <= k from the start of the trace it is
-   * given; a view that starts at graph step from+1 (applied_index only grows with seq) and has
-   * no input hash (g is not the input graph) replays exactly (from, to]. */
+  /* the records from graph step from+1 to graph step `to`, rejected ones in between included
+   * (they have no edits); ox_replay skips records whose applied_index is 0 */
+  guint32 first = h->seq_of_gstep[from + 1], last = h->seq_of_gstep[to];
   OxTrace view = *h->trace;
-  guint32 first = h->seq_of_gstep[from + 1];
   view.steps = h->trace->steps + first;
-  view.n_steps = h->trace->n_steps - first;
+  view.n_steps = last - first + 1;
   view.input_hash = NULL;
   OxDiagList d;
   ox_diags_init(&d, NULL);
-  int rc = ox_replay(g, &view, to, &d);
+  int rc = ox_replay(g, &view, UINT32_MAX, &d);
   if (rc != 0) set_error(error, &d, "replay failed");
   ox_diags_clear(&d);
   return rc == 0;
 }
 
+/* After undoing an erase, the re-added node gets back what the trace does not carry. */
+static void restore_extras(const OxHistory *h, OxGraph *g, const OxStep *inv, guint32 k) {
+  for (guint32 j = 0; j < inv->n_edits; j++) {
+    const OxTraceEdit *e = &inv->edits[j];
+    if (e->kind != OX_TEDIT_ADD) continue;
+    guint32 uid = ox_history_uid(h, e->name, k);
+    OxNodeId id = ox_graph_find(g, e->name);
+    if (!uid || !id) continue;
+    const OxNode *un = &h->u->nodes[uid];
+    OxNode *n = &g->nodes[id];
+    if (un->module_path) n->module_path = ox_graph_intern(g, un->module_path);
+    if (un->module_type) n->module_type = ox_graph_intern(g, un->module_type);
+    if (un->stack_trace) n->stack_trace = ox_graph_intern(g, un->stack_trace);
+  }
+}
+
+gboolean ox_history_seek(const OxHistory *h, OxGraph *g, guint32 from, guint32 to, GError **error) {
+  if (to >= from) return ox_history_replay_range(h, g, from, to, error);
+  for (guint32 a = from; a > to; a--) {
+    const OxStep *inv = &h->rev->steps[a - 1];
+    if (!replay_view(h->rev, inv, 1, g, error)) return FALSE;
+    restore_extras(h, g, inv, a - 1);
+  }
+  return TRUE;
+}
+
+guint64 ox_history_edits_between(const OxHistory *h, guint32 a, guint32 b) {
+  if (a > b) {
+    guint32 t = a;
+    a = b;
+    b = t;
+  }
+  if (b > h->n_graph_steps) b = h->n_graph_steps;
+  if (a > b) a = b;
+  return h->edits_upto[b] - h->edits_upto[a];
+}
+
 OxGraph *ox_history_graph_at(const OxHistory *h, guint32 k, GError **error) {
-  guint32 i = k / OX_HISTORY_SNAP_EVERY;
-  if (i >= h->n_snap) i = h->n_snap - 1;
-  OxGraph *g = ox_graph_clone(h->snap[i]);
-  if (!ox_history_replay_range(h, g, i * OX_HISTORY_SNAP_EVERY, k, error)) {
+  OxGraph *g = ox_graph_clone(h->input);
+  if (!ox_history_replay_range(h, g, 0, MIN(k, h->n_graph_steps), error)) {
     ox_graph_free(g);
     return NULL;
   }
   return g;
 }
 
-static void history_build(OxHistory *h) {
-  OxGraph *g = ox_graph_clone(h->input);
-  h->snap = g_new0(OxGraph *, 1);
-  h->snap[0] = ox_graph_clone(h->input);
-  h->n_snap = 1;
-  OX_GRAPH_FOREACH(g, id) history_add(h, g, id, 0);
-  OX_GRAPH_FOREACH(g, id) history_union_edges(h, g, id, history_current(h, g->nodes[id].name));
-  GArray *touched = g_array_new(FALSE, FALSE, sizeof(guint32));
-  for (guint32 a = 1; a <= h->n_graph_steps; a++) {
-    GError *err = NULL;
-    if (!ox_history_replay_range(h, g, a - 1, a, &err)) {
-      h->error = g_strdup_printf("graph step %u: %s", a, err->message);
-      h->n_graph_steps = a - 1;
-      g_error_free(err);
-      break;
+/* ---- inverse edits */
+
+/* The nearest live node before id in the order (0 = id is first). */
+static OxNodeId live_prev(const OxGraph *g, OxNodeId id) {
+  OxNodeId p = g->nodes[id].prev;
+  while (p && g->nodes[p].erased) p = g->nodes[p].prev;
+  return p;
+}
+
+static OxMeta meta_to_pool(OxTrace *t, const OxMeta *m) {
+  OxMeta r = *m;
+  if (m->n && m->t) r.t = ox_graph_meta_intern(t->pool, m->t, m->n);
+  if (m->sym) r.sym = ox_trace_intern(t, m->sym);
+  return r;
+}
+
+/* Appends to inv the edit(s) undoing e on g as g is now (before e is applied). For a toposort
+ * the old order is returned in *order (caller compares after applying). */
+static void inverse_of(OxTrace *rev, const OxGraph *g, const OxTraceEdit *e, GArray *inv, GArray **order) {
+  OxNodeId id = e->name ? ox_graph_find(g, e->name) : 0;
+  OxTraceEdit r;
+  memset(&r, 0, sizeof r);
+  switch ((OxTraceEditKind)e->kind) {
+  case OX_TEDIT_ADD:
+    r.kind = OX_TEDIT_ERASE;
+    r.name = ox_trace_intern(rev, e->name);
+    break;
+  case OX_TEDIT_ERASE: {
+    if (!id) return;
+    const OxNode *n = &g->nodes[id];
+    OxNodeId p = live_prev(g, id);
+    r.kind = OX_TEDIT_ADD;
+    r.name = ox_trace_intern(rev, n->name);
+    r.after = p ? ox_trace_intern(rev, g->nodes[p].name) : NULL;
+    r.op = n->op;
+    r.target = ox_trace_intern(rev, n->target);
+    r.args = ox_trace_value_from_graph(rev, g, &n->args);
+    r.kwargs = ox_trace_value_from_graph(rev, g, &n->kwargs);
+    r.meta = meta_to_pool(rev, &n->meta);
+    r.has_meta = n->meta.kind != OX_META_NONE;
+    break;
+  }
+  case OX_TEDIT_ARGS: {
+    if (!id) return;
+    const OxNode *n = &g->nodes[id];
+    r.kind = OX_TEDIT_ARGS;
+    r.name = ox_trace_intern(rev, n->name);
+    r.args = ox_trace_value_from_graph(rev, g, &n->args);
+    r.kwargs = ox_trace_value_from_graph(rev, g, &n->kwargs);
+    break;
+  }
+  case OX_TEDIT_MOVE: {
+    if (!e->name) {
+      /* toposort: remember the whole order; the caller emits moves for what changed */
+      *order = g_array_new(FALSE, FALSE, sizeof(OxNodeId));
+      OX_GRAPH_FOREACH(g, x) g_array_append_val(*order, x);
+      return;
     }
+    if (!id) return;
+    OxNodeId p = live_prev(g, id);
+    r.kind = OX_TEDIT_MOVE;
+    r.name = ox_trace_intern(rev, g->nodes[id].name);
+    r.after = p ? ox_trace_intern(rev, g->nodes[p].name) : NULL;
+    break;
+  }
+  case OX_TEDIT_META:
+    if (!id) return;
+    r.kind = OX_TEDIT_META;
+    r.name = ox_trace_intern(rev, g->nodes[id].name);
+    r.meta = meta_to_pool(rev, &g->nodes[id].meta);
+    r.has_meta = TRUE;
+    break;
+  case OX_TEDIT_RENAME:
+    r.kind = OX_TEDIT_RENAME;
+    r.name = ox_trace_intern(rev, e->new_name);
+    r.new_name = ox_trace_intern(rev, e->name);
+    break;
+  }
+  g_array_append_val(inv, r);
+}
+
+/* Moves (in old order) restoring `old` from the current order of g: a node whose live
+ * predecessor changed goes back after its old predecessor. Appended in reverse (inv is reversed
+ * as a whole at the end of the step, so these come out in old order). */
+static void inverse_of_toposort(OxTrace *rev, const OxGraph *g, GArray *old, GArray *inv) {
+  GArray *moves = g_array_new(FALSE, FALSE, sizeof(OxTraceEdit));
+  for (guint i = 0; i < old->len; i++) {
+    OxNodeId x = g_array_index(old, OxNodeId, i);
+    OxNodeId want = i ? g_array_index(old, OxNodeId, i - 1) : 0;
+    if (live_prev(g, x) == want) continue;
+    OxTraceEdit r;
+    memset(&r, 0, sizeof r);
+    r.kind = OX_TEDIT_MOVE;
+    r.name = ox_trace_intern(rev, g->nodes[x].name);
+    r.after = want ? ox_trace_intern(rev, g->nodes[want].name) : NULL;
+    g_array_append_val(moves, r);
+  }
+  for (guint i = moves->len; i-- > 0;) g_array_append_val(inv, g_array_index(moves, OxTraceEdit, i));
+  g_array_free(moves, TRUE);
+}
+
+static void history_build(OxHistory *h) {
+  const OxGraph *in = h->input;
+  ox_graph_reserve(h->u, in->n_live + 1);
+  OX_GRAPH_FOREACH(in, id) history_add(h, in, id, 0);
+  OX_GRAPH_FOREACH(in, id) history_union_edges(h, in, id, history_current(h, in->nodes[id].name));
+  /* the working graph is needed only to replay steps */
+  OxGraph *g = h->n_graph_steps ? ox_graph_clone(in) : NULL;
+  GArray *touched = g_array_new(FALSE, FALSE, sizeof(guint32));
+  GArray *inv = g_array_new(FALSE, FALSE, sizeof(OxTraceEdit));
+  h->edits_upto = g_new0(guint64, h->n_graph_steps + 2);
+  guint32 done = 0;
+  for (guint32 a = 1; a <= h->n_graph_steps; a++) {
     const OxStep *s = &h->trace->steps[h->seq_of_gstep[a]];
     g_array_set_size(touched, 0);
-    for (guint32 j = 0; j < s->n_edits; j++) {
+    g_array_set_size(inv, 0);
+    GError *err = NULL;
+    for (guint32 j = 0; j < s->n_edits && !err; j++) {
       const OxTraceEdit *e = &s->edits[j];
+      GArray *order = NULL;
+      inverse_of(h->rev, g, e, inv, &order);
+      /* one edit at a time, without the step's provenance (the union graph has none, and
+       * ox_replay's provenance pass would run once per edit) */
+      OxStep one = *s;
+      one.edits = (OxTraceEdit *)e;
+      one.n_edits = 1;
+      one.n_prov = 0;
+      if (!replay_view(h->trace, &one, 1, g, &err)) {
+        if (order) g_array_free(order, TRUE);
+        break;
+      }
+      if (order) {
+        inverse_of_toposort(h->rev, g, order, inv);
+        g_array_free(order, TRUE);
+      }
       guint32 uid = e->name ? history_current(h, e->name) : 0;
       switch ((OxTraceEditKind)e->kind) {
       case OX_TEDIT_ADD: {
         OxNodeId id = ox_graph_find(g, e->name);
-        if (id) {
-          uid = history_add(h, g, id, a);
-          g_array_append_val(touched, uid);
-        } else {
-          /* added and erased again within the step: an identity that is never alive */
-          uid = ox_graph_add_node(h->u, (OxOp)e->op, e->name, e->target, ox_value_none(), ox_value_none());
-          guint32 cap = h->u->n_nodes + 1;
-          h->born = g_renew(guint32, h->born, cap);
-          h->died = g_renew(guint32, h->died, cap);
-          h->name = g_renew(const char *, h->name, cap);
-          h->born[uid] = h->died[uid] = a;
-          h->name[uid] = ox_graph_intern(h->u, e->name);
-        }
+        uid = history_add(h, g, id, a);
+        g_array_append_val(touched, uid);
         break;
       }
       case OX_TEDIT_ERASE:
@@ -173,19 +343,54 @@ static void history_build(OxHistory *h) {
         break;
       }
     }
+    if (err) {
+      h->error = g_strdup_printf("graph step %u: %s", a, err->message);
+      g_error_free(err);
+      break;
+    }
+    /* identities added and erased within the step are born and dead at a: never alive */
     for (guint i = 0; i < touched->len; i++) {
       guint32 uid = g_array_index(touched, guint32, i);
       if (h->died[uid] != OX_HISTORY_NEVER) continue;
       OxNodeId id = ox_graph_find(g, h->name[uid]);
       if (id) history_union_edges(h, g, id, uid);
     }
-    if (a % OX_HISTORY_SNAP_EVERY == 0) {
-      h->snap = g_renew(OxGraph *, h->snap, h->n_snap + 1);
-      h->snap[h->n_snap++] = ox_graph_clone(g);
-    }
+    /* the inverse script, in undo order */
+    OxStep *r = ox_trace_add_step(h->rev, OX_STEP_APPLIED);
+    r->applied_index = a;
+    r->pass = s->pass;
+    r->n_edits = inv->len;
+    r->edits = ox_graph_alloc(h->rev->pool, MAX(inv->len, 1) * sizeof(OxTraceEdit));
+    for (guint i = 0; i < inv->len; i++) r->edits[i] = g_array_index(inv, OxTraceEdit, inv->len - 1 - i);
+    h->edits_upto[a] = h->edits_upto[a - 1] + s->n_edits;
+    done = a;
   }
+  h->n_graph_steps = done;
+  g_array_free(inv, TRUE);
   g_array_free(touched, TRUE);
   ox_graph_free(g);
+  /* uids by birth and death step, for incremental frame updates */
+  guint32 n = h->u->n_nodes, ns = h->n_graph_steps + 2;
+  h->born_idx = g_new0(guint32, ns + 1);
+  h->died_idx = g_new0(guint32, ns + 1);
+  for (guint32 uid = 1; uid < n; uid++) {
+    h->born_idx[MIN(h->born[uid], ns - 1) + 1]++;
+    if (h->died[uid] != OX_HISTORY_NEVER) h->died_idx[MIN(h->died[uid], ns - 1) + 1]++;
+  }
+  for (guint32 i = 0; i < ns; i++) {
+    h->born_idx[i + 1] += h->born_idx[i];
+    h->died_idx[i + 1] += h->died_idx[i];
+  }
+  h->born_at = g_new(guint32, MAX(h->born_idx[ns], 1));
+  h->died_at = g_new(guint32, MAX(h->died_idx[ns], 1));
+  guint32 *fb = g_memdup2(h->born_idx, (ns + 1) * sizeof(guint32));
+  guint32 *fd = g_memdup2(h->died_idx, (ns + 1) * sizeof(guint32));
+  for (guint32 uid = 1; uid < n; uid++) {
+    h->born_at[fb[MIN(h->born[uid], ns - 1)]++] = uid;
+    if (h->died[uid] != OX_HISTORY_NEVER) h->died_at[fd[MIN(h->died[uid], ns - 1)]++] = uid;
+  }
+  g_free(fb);
+  g_free(fd);
 }
 
 static void free_array(gpointer p) { g_array_free(p, TRUE); }
@@ -195,6 +400,7 @@ OxHistory *ox_history_new(OxGraph *input, OxTrace *trace) {
   h->input = input;
   h->trace = trace;
   h->u = ox_graph_new();
+  h->rev = ox_trace_new();
   h->by_name = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, free_array);
   guint32 n_steps = trace ? trace->n_steps : 0;
   h->gstep_after_seq = g_new0(guint32, n_steps + 1);
@@ -224,8 +430,12 @@ static void history_clear(gpointer p) {
   g_free(h->name);
   g_free(h->seq_of_gstep);
   g_free(h->gstep_after_seq);
-  for (guint32 i = 0; i < h->n_snap; i++) ox_graph_free(h->snap[i]);
-  g_free(h->snap);
+  g_free(h->born_idx);
+  g_free(h->died_idx);
+  g_free(h->born_at);
+  g_free(h->died_at);
+  g_free(h->edits_upto);
+  ox_trace_free(h->rev);
   g_hash_table_destroy(h->by_name);
   g_free(h->error);
   ox_trace_free(h->trace);

@@ -10,10 +10,14 @@
  * once, so untouched nodes keep their positions from step to step. It is immutable after
  * ox_history_new, so a worker thread may lay it out while the UI thread reads it.
  *
- * Graphs at step k are rebuilt by replay (ox_replay) from a snapshot taken every
- * OX_HISTORY_SNAP_EVERY graph steps, so stepping back and forth costs at most that many steps
- * of replay plus one clone. Reference counted (ox_history_ref/unref) because layouts and views
- * may outlive the document's current history.
+ * Moving a graph between steps costs the edits in between, in either direction: forward by
+ * replaying the trace's edit scripts (ox_replay on a view of the trace), backward by replaying
+ * an inverse script recorded while the history was built (`rev`: for graph step a, the edits
+ * that take the graph after a back to the graph before a, as a trace of its own so the same
+ * replay code applies them). No graph is ever cloned per step, and no snapshots are kept: at
+ * 100k nodes a clone costs ~0.2 s and ~60 MB, an inverse step a few kilobytes. Building is
+ * linear in the input and the edits. Reference counted (ox_history_ref/unref) because layouts
+ * and views may outlive the document's current history.
  */
 #ifndef OX_HISTORY_H
 #define OX_HISTORY_H
@@ -25,7 +29,6 @@
 
 G_BEGIN_DECLS
 
-#define OX_HISTORY_SNAP_EVERY 8u
 #define OX_HISTORY_NEVER G_MAXUINT32
 
 typedef struct OxHistory {
@@ -37,8 +40,10 @@ typedef struct OxHistory {
   guint32 n_graph_steps;    /* number of graph-changing steps (max applied_index) */
   guint32 *seq_of_gstep;    /* [1..n_graph_steps]: trace seq of that graph step */
   guint32 *gstep_after_seq; /* [seq]: graph steps applied through this record */
-  OxGraph **snap;           /* snap[i] = graph after graph step i*SNAP_EVERY */
-  guint32 n_snap;
+  OxTrace *rev;             /* owned: rev->steps[a-1] undoes graph step a (edits in undo order) */
+  guint32 *born_idx, *died_idx; /* CSR by graph step: uids born / dying at step a are */
+  guint32 *born_at, *died_at;   /* born_at[born_idx[a] .. born_idx[a+1]) (a = 0..n_graph_steps) */
+  guint64 *edits_upto;      /* [a]: forward edits in graph steps 1..a */
   GHashTable *by_name;      /* name -> GArray of uids with that name (born order) */
   char *error;              /* replay failure while building (the history then ends early) */
 } OxHistory;
@@ -54,6 +59,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(OxHistory, ox_history_unref)
 OxGraph *ox_history_graph_at(const OxHistory *h, guint32 k, GError **error);
 /* Replays graph steps (from, to] onto g (which must be the graph after step `from`). */
 gboolean ox_history_replay_range(const OxHistory *h, OxGraph *g, guint32 from, guint32 to, GError **error);
+/* Moves g, the graph after graph step `from`, to the graph after step `to` (either direction),
+ * in time linear in the edits in between. Node ids of g are not preserved across an undo of an
+ * erase (identity is by name). */
+gboolean ox_history_seek(const OxHistory *h, OxGraph *g, guint32 from, guint32 to, GError **error);
+/* Edits between graph steps a and b (either order): the cost of a seek. */
+guint64 ox_history_edits_between(const OxHistory *h, guint32 a, guint32 b);
 /* The uid of the node called name that is alive at graph step k, or 0. */
 guint32 ox_history_uid(const OxHistory *h, const char *name, guint32 k);
 static inline gboolean ox_history_alive(const OxHistory *h, guint32 uid, guint32 k) {

@@ -11,6 +11,8 @@
 
 #include <string.h>
 
+#include "ox-minimap.h"
+
 #include "ox_write.h"
 
 struct _OxWindow {
@@ -18,6 +20,7 @@ struct _OxWindow {
 
   /* widgets (borrowed: owned by the widget tree) */
   GtkWidget *view;
+  GtkWidget *minimap;
   GtkWidget *step_label, *status_label, *hits_label;
   GtkWidget *search_bar, *search_entry;
   GtkWidget *progress_revealer, *progress_bar;
@@ -36,6 +39,12 @@ struct _OxWindow {
   GMenu *recent_menu;
   char *last_error;
   char *panel_markup[3];
+
+  /* what the panels were last built for */
+  OxHistory *frame_history; /* borrowed, compared only */
+  guint frame_position;
+  gboolean frame_before;
+  char *frame_selected;
 
   /* plain state */
   guint play_source;
@@ -56,6 +65,8 @@ static void window_update_panels(OxWindow *self);
 static GAction *win_action(OxWindow *self, const char *name) {
   return g_action_map_lookup_action(G_ACTION_MAP(self), name);
 }
+
+static OxScene *window_scene(OxWindow *self) { return ox_graph_view_get_scene(OX_GRAPH_VIEW(self->view)); }
 
 static void action_enable(OxWindow *self, const char *name, gboolean on) {
   GAction *a = win_action(self, name);
@@ -401,6 +412,7 @@ static void update_status(OxWindow *self) {
   if (g) g_string_append_printf(s, " · %u nodes", g->n_live);
   const char *st = ox_document_get_status(self->doc);
   if (st) g_string_append_printf(s, " · %s", st);
+  if (g) g_string_append_printf(s, " · %s view", ox_view_mode_name(ox_scene_get_shown_mode(window_scene(self))));
   if (!ox_graph_view_is_laid_out(OX_GRAPH_VIEW(self->view)) && g) g_string_append(s, " · laying out…");
   gtk_label_set_text(GTK_LABEL(self->status_label), s->str);
   g_string_free(s, TRUE);
@@ -488,10 +500,25 @@ static void window_update_actions(OxWindow *self) {
 }
 
 static void on_doc_frame_changed(OxWindow *self) {
+  /* panels and the timeline follow position, before/after and selection; a frame for a new
+   * search (every keystroke) changes none of them, and rebuilding them scans the whole trace */
+  guint pos = ox_document_get_position(self->doc);
+  gboolean before = ox_document_get_show_before(self->doc);
+  const char *sel = ox_document_get_selected(self->doc);
+  OxHistory *h = ox_document_get_history(self->doc);
+  gboolean same = self->frame_history == h && self->frame_position == pos && self->frame_before == before &&
+                  g_strcmp0(self->frame_selected, sel) == 0;
   update_step_label(self);
   update_status(self);
-  sync_list_selection(self);
-  window_update_panels(self);
+  if (!same) {
+    self->frame_history = h;
+    self->frame_position = pos;
+    self->frame_before = before;
+    g_free(self->frame_selected);
+    self->frame_selected = g_strdup(sel);
+    sync_list_selection(self);
+    window_update_panels(self);
+  }
   window_update_actions(self);
 }
 
@@ -530,6 +557,7 @@ static void on_doc_notify(OxDocument *doc, GParamSpec *ps, OxWindow *self) {
 }
 
 static void on_history_changed(OxWindow *self) {
+  self->frame_history = NULL;
   rebuild_pass_list(self);
   on_doc_frame_changed(self);
 }
@@ -584,10 +612,23 @@ static void start_optimize(OxWindow *self) {
   ox_document_optimize_async(self->doc, self->optimize, on_optimized, g_object_ref(self));
 }
 
+static void on_trace_loaded(GObject *src, GAsyncResult *res, gpointer data) {
+  OxWindow *self = data;
+  GError *err = NULL;
+  if (!ox_document_load_trace_finish(OX_DOCUMENT(src), res, &err) && err &&
+      !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    show_error(self, "Cannot open the trace", err->message);
+  g_clear_error(&err);
+  g_clear_object(&self->optimize);
+  window_update_actions(self);
+  g_object_unref(self);
+}
+
 gboolean ox_window_open(OxWindow *self, const char *graph_path, const char *trace_path) {
   if (self->optimize) g_cancellable_cancel(self->optimize);
   GError *err = NULL;
-  if (!ox_document_load_file(self->doc, graph_path, trace_path, &err)) {
+  /* the graph first (shown at once), its trace on a worker: large traces take seconds to parse */
+  if (!ox_document_load_file(self->doc, graph_path, NULL, &err)) {
     char *title = g_strdup_printf("Cannot open %s", graph_path);
     show_error(self, title, err->message);
     g_free(title);
@@ -604,7 +645,13 @@ gboolean ox_window_open(OxWindow *self, const char *graph_path, const char *trac
   gtk_recent_manager_add_item(gtk_recent_manager_get_default(), uri);
   g_free(uri);
   recent_rebuild(self);
-  if (!trace_path) start_optimize(self);
+  if (!trace_path) {
+    start_optimize(self);
+  } else {
+    g_clear_object(&self->optimize);
+    self->optimize = g_cancellable_new();
+    ox_document_load_trace_async(self->doc, trace_path, self->optimize, on_trace_loaded, g_object_ref(self));
+  }
   return TRUE;
 }
 
@@ -915,6 +962,65 @@ static void act_panel(GSimpleAction *a, GVariant *p, gpointer data) {
 }
 static void act_close(GSimpleAction *a, GVariant *p, gpointer data) { SELF; gtk_window_close(GTK_WINDOW(self)); }
 
+static void on_scene_mode(OxWindow *self) {
+  GAction *a = win_action(self, "view-mode");
+  if (a) g_simple_action_set_state(G_SIMPLE_ACTION(a), g_variant_new_string(ox_view_mode_name(ox_scene_get_mode(window_scene(self)))));
+  update_status(self);
+}
+
+/* win.view-mode('auto'|'full'|'focus'|'overview') */
+static void act_view_mode(GSimpleAction *a, GVariant *p, gpointer data) {
+  OxWindow *self = OX_WINDOW(data);
+  OxViewMode m;
+  if (!ox_view_mode_from_name(g_variant_get_string(p, NULL), &m)) return;
+  g_simple_action_set_state(a, p);
+  ox_scene_set_mode(window_scene(self), m);
+}
+
+/* win.focus-radius(u): 0 = automatic */
+static void act_focus_radius(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_scene_set_radius(window_scene(self), g_variant_get_uint32(p));
+}
+static void act_radius_step(OxWindow *self, int d) {
+  OxScene *sc = window_scene(self);
+  guint r = ox_scene_get_radius(sc) ? ox_scene_get_radius(sc) : ox_scene_get_shown_radius(sc);
+  r = (guint)CLAMP((int)r + d, 1, 16);
+  gtk_widget_activate_action(GTK_WIDGET(self), "win.focus-radius", "u", r);
+}
+static void act_radius_more(GSimpleAction *a, GVariant *p, gpointer data) { SELF; act_radius_step(self, 1); }
+static void act_radius_less(GSimpleAction *a, GVariant *p, gpointer data) { SELF; act_radius_step(self, -1); }
+
+/* win.expand-cluster(u) / win.collapse-cluster(u): cluster indices of the hierarchy;
+ * collapse-selection folds the cluster holding the selected node */
+static void act_expand_cluster(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_scene_expand(window_scene(self), g_variant_get_uint32(p));
+}
+static void act_collapse_cluster(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_scene_collapse(window_scene(self), g_variant_get_uint32(p));
+}
+static void act_collapse_selection(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  OxScene *sc = window_scene(self);
+  const OxHierarchy *h = ox_scene_get_hierarchy(sc);
+  guint32 uid = ox_document_uid_of(self->doc, ox_document_get_selected(self->doc));
+  if (!h || !uid || uid >= h->n_node_ids) return;
+  /* the innermost open cluster holding it */
+  for (gint32 c = h->node_cluster[uid]; c > 0; c = h->clusters[c].parent)
+    if (ox_scene_cluster_is_open(sc, (guint32)c)) {
+      ox_scene_collapse(sc, (guint32)c);
+      return;
+    }
+}
+static void act_minimap(GSimpleAction *a, GVariant *p, gpointer data) {
+  OxWindow *self = OX_WINDOW(data);
+  gboolean on;
+  toggle_state(a, p, &on);
+  gtk_widget_set_visible(self->minimap, on);
+}
+
 static const GActionEntry win_entries[] = {
   {"open", act_open, NULL, NULL, NULL, {0}},
   {"open-trace", act_open_trace, NULL, NULL, NULL, {0}},
@@ -948,6 +1054,14 @@ static const GActionEntry win_entries[] = {
   {"search-prev", act_search_prev, NULL, NULL, NULL, {0}},
   {"panel", act_panel, "s", NULL, NULL, {0}},
   {"close", act_close, NULL, NULL, NULL, {0}},
+  {"view-mode", act_view_mode, "s", "'auto'", NULL, {0}},
+  {"focus-radius", act_focus_radius, "u", NULL, NULL, {0}},
+  {"radius-more", act_radius_more, NULL, NULL, NULL, {0}},
+  {"radius-less", act_radius_less, NULL, NULL, NULL, {0}},
+  {"expand-cluster", act_expand_cluster, "u", NULL, NULL, {0}},
+  {"collapse-cluster", act_collapse_cluster, "u", NULL, NULL, {0}},
+  {"collapse-selection", act_collapse_selection, NULL, NULL, NULL, {0}},
+  {"minimap", act_minimap, NULL, "true", NULL, {0}},
 };
 
 /* Letter keys, active while focus is in the main pane (not in the search entry). */
@@ -962,6 +1076,9 @@ static const struct {
   {"z", "win.zoom-selection", NULL}, {"c", "win.center-step", NULL}, {"e", "win.edge-labels", NULL},
   {"slash", "win.search", NULL},   {"i", "win.panel", "node"},      {"w", "win.panel", "why"},
   {"k", "win.panel", "checks"},
+  {"o", "win.view-mode", "overview"}, {"x", "win.view-mode", "focus"}, {"g", "win.view-mode", "full"},
+  {"v", "win.view-mode", "auto"},     {"bracketright", "win.radius-more", NULL},
+  {"bracketleft", "win.radius-less", NULL}, {"m", "win.minimap", NULL}, {"u", "win.collapse-selection", NULL},
 };
 
 /* ------------------------------------------------------------------ construction */
@@ -1061,6 +1178,11 @@ static GMenuModel *build_menu(OxWindow *self) {
   g_menu_append_submenu(exps, "_Export Current Step", G_MENU_MODEL(exp));
   g_menu_append_section(menu, NULL, G_MENU_MODEL(exps));
   GMenu *view = g_menu_new();
+  g_menu_append(view, "_Automatic View", "win.view-mode::auto");
+  g_menu_append(view, "_Whole Graph", "win.view-mode::full");
+  g_menu_append(view, "_Focus on Step / Selection", "win.view-mode::focus");
+  g_menu_append(view, "_Overview of Clusters", "win.view-mode::overview");
+  g_menu_append(view, "_Minimap", "win.minimap");
   g_menu_append(view, "Edge _Shapes", "win.edge-labels");
   g_menu_append(view, "Show _Before Step", "win.before");
   g_menu_append(view, "Re-run _Optimization", "win.optimize");
@@ -1177,6 +1299,13 @@ static void install_help_overlay(OxWindow *self) {
   add_shortcut(g, "1", "Zoom 100%");
   add_shortcut(g, "z", "Zoom to selection");
   add_shortcut(g, "e", "Edge shapes on / off");
+  add_shortcut(g, "o", "Overview of clusters (double-click a cluster to expand)");
+  add_shortcut(g, "x", "Focus view around the step / selection");
+  add_shortcut(g, "g", "Whole graph (when it fits the node budget)");
+  add_shortcut(g, "v", "Automatic view");
+  add_shortcut(g, "bracketleft bracketright", "Focus radius − / +");
+  add_shortcut(g, "u", "Collapse the cluster holding the selection");
+  add_shortcut(g, "m", "Minimap on / off");
   add_shortcut(g, "<ctrl>", "Ctrl+scroll: zoom; drag or scroll: pan");
   g_string_append(g, "</object></child>");
   g_string_append(g, "<child><object class='GtkShortcutsGroup'><property name='title'>Search and panels</property>");
@@ -1284,8 +1413,16 @@ static void ox_window_init(OxWindow *self) {
   self->view = ox_graph_view_new(self->doc);
   gtk_widget_set_hexpand(self->view, TRUE);
   gtk_widget_set_vexpand(self->view, TRUE);
+  GtkWidget *overlay = gtk_overlay_new();
+  gtk_overlay_set_child(GTK_OVERLAY(overlay), self->view);
+  self->minimap = ox_minimap_new(OX_GRAPH_VIEW(self->view));
+  gtk_widget_set_halign(self->minimap, GTK_ALIGN_END);
+  gtk_widget_set_valign(self->minimap, GTK_ALIGN_END);
+  gtk_widget_set_margin_end(self->minimap, 10);
+  gtk_widget_set_margin_bottom(self->minimap, 10);
+  gtk_overlay_add_overlay(GTK_OVERLAY(overlay), self->minimap);
   GtkWidget *right = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
-  gtk_paned_set_start_child(GTK_PANED(right), self->view);
+  gtk_paned_set_start_child(GTK_PANED(right), overlay);
   gtk_paned_set_end_child(GTK_PANED(right), build_panels(self));
   gtk_paned_set_resize_end_child(GTK_PANED(right), FALSE);
   gtk_paned_set_shrink_end_child(GTK_PANED(right), FALSE);
@@ -1328,6 +1465,8 @@ static void ox_window_init(OxWindow *self) {
   g_signal_connect_swapped(self->doc, "history-changed", G_CALLBACK(on_history_changed), self);
   g_signal_connect(self->doc, "notify", G_CALLBACK(on_doc_notify), self);
   g_signal_connect_swapped(self->view, "notify::laid-out", G_CALLBACK(on_view_notify), self);
+  g_signal_connect_swapped(window_scene(self), "notify::mode", G_CALLBACK(on_scene_mode), self);
+  g_signal_connect_swapped(window_scene(self), "notify::shown-mode", G_CALLBACK(on_scene_mode), self);
   install_help_overlay(self);
   recent_rebuild(self);
   window_update_panels(self);
@@ -1352,6 +1491,7 @@ static void ox_window_dispose(GObject *o) {
 static void ox_window_finalize(GObject *o) {
   OxWindow *self = OX_WINDOW(o);
   g_free(self->last_error);
+  g_free(self->frame_selected);
   for (int i = 0; i < 3; i++) g_free(self->panel_markup[i]);
   G_OBJECT_CLASS(ox_window_parent_class)->finalize(o);
 }
@@ -1364,5 +1504,6 @@ static void ox_window_class_init(OxWindowClass *k) {
 OxWindow *ox_window_new(GtkApplication *app) { return g_object_new(OX_TYPE_WINDOW, "application", app, NULL); }
 OxDocument *ox_window_get_document(OxWindow *self) { return self->doc; }
 OxGraphView *ox_window_get_view(OxWindow *self) { return OX_GRAPH_VIEW(self->view); }
+GtkWidget *ox_window_get_minimap(OxWindow *self) { return self->minimap; }
 const char *ox_window_get_last_error(OxWindow *self) { return self->last_error; }
 guint ox_window_get_n_exports(OxWindow *self) { return self->n_exports; }

@@ -21,6 +21,7 @@ G_DECLARE_FINAL_TYPE(OxWindow, ox_window, OX, WINDOW, GtkApplicationWindow)
 OxWindow *ox_window_new(GtkApplication *app);
 OxDocument *ox_window_get_document(OxWindow *self);
 OxGraphView *ox_window_get_view(OxWindow *self);
+GtkWidget *ox_window_get_minimap(OxWindow *self); /* the OxMinimap over the canvas */
 
 /* Opens a dump (and optionally a trace). Without a trace the default optimization starts in
  * the background. On failure shows a dialog with the engine's located error and returns FALSE;
