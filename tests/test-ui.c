@@ -420,6 +420,66 @@ static void test_views(void) {
   drain();
 }
 
+static gboolean cond_steps_from_rule(gpointer w) {
+  OxDocument *d = ox_window_get_document(w);
+  if (!ox_document_has_graph(d) || ox_document_get_busy(d)) return FALSE;
+  const OxTrace *t = ox_document_get_trace(d);
+  if (!t) return FALSE;
+  for (uint32_t i = 0; i < t->n_steps; i++)
+    if (t->steps[i].kind == OX_STEP_APPLIED && t->steps[i].rule_file) return TRUE;
+  return FALSE;
+}
+
+static void close_dialogs(void) {
+  GListModel *tops = gtk_window_get_toplevels();
+  for (guint i = 0; i < g_list_model_get_n_items(tops); i++) {
+    GtkWindow *t = g_list_model_get_item(tops, i);
+    if (GTK_IS_MESSAGE_DIALOG(t)) gtk_window_destroy(t);
+    g_object_unref(t);
+  }
+}
+
+/* Issue 7 in the debugger: open a rule file, the run includes its rules; a save with an error
+ * keeps the previous rules and shows the located error; a good save re-runs. */
+static void test_rules_file(void) {
+  OxWindow *w = new_window();
+  g_autofree char *graph = src_path("tests", "data", "rules/batch-gelu.txt");
+  g_assert_true(ox_window_open(w, graph, NULL));
+  g_assert_true(wait_until(cond_ready, w, 20000));
+  g_autofree char *src = src_path("data", "rules", "batch-gelu.rules");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(src, &text, NULL, NULL));
+  g_autofree char *dir = g_dir_make_tmp("oxui-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "my.rules", NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  g_assert_true(action_enabled(w, "open-rules"));
+  g_assert_true(ox_window_open_rules(w, path));
+  g_assert_true(wait_until(cond_steps_from_rule, w, 20000));
+  g_assert_cmpuint(ox_window_get_rule_loads(w), ==, 1);
+  /* a broken save: nothing new loads, the error names the file and line */
+  g_assert_true(g_file_set_contents(path, "rule broken {\n  match: ???\n}\n", -1, NULL));
+  g_assert_false(ox_window_reload_rules(w));
+  g_assert_cmpuint(ox_window_get_rule_loads(w), ==, 1);
+  const char *err = ox_window_get_last_error(w);
+  g_assert_nonnull(err);
+  g_assert_nonnull(strstr(err, "my.rules:2:"));
+  close_dialogs();
+  /* the file monitor picks up the fixed save by itself */
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  guint before = ox_window_get_rule_loads(w);
+  gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+  while (ox_window_get_rule_loads(w) == before && g_get_monotonic_time() < end) {
+    g_main_context_iteration(NULL, FALSE);
+    g_usleep(2000);
+  }
+  g_assert_cmpuint(ox_window_get_rule_loads(w), ==, before + 1);
+  g_assert_true(wait_until(cond_steps_from_rule, w, 20000));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
@@ -432,5 +492,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/bad-file", test_bad_file);
   g_test_add_func("/ui/window/views", test_views);
   g_test_add_func("/ui/window/end-to-end", test_end_to_end);
+  g_test_add_func("/ui/window/rules-file", test_rules_file);
   return g_test_run();
 }

@@ -9,6 +9,8 @@
  */
 #include "ox-window.h"
 
+#include "ox_rules.h"
+
 #include <string.h>
 
 #include "ox-minimap.h"
@@ -45,6 +47,14 @@ struct _OxWindow {
   guint frame_position;
   gboolean frame_before;
   char *frame_selected;
+
+  /* rule files (issue 7): the open one, its monitor, and every set loaded so far (kept alive:
+   * pipelines and running jobs borrow their passes) */
+  char *rules_path;
+  GFileMonitor *rules_monitor;
+  guint rules_reload_source;
+  GPtrArray *rule_sets;
+  guint n_rule_loads;
 
   /* plain state */
   guint play_source;
@@ -489,6 +499,7 @@ static void window_update_actions(OxWindow *self) {
   action_enable(self, "export-to", has);
   action_enable(self, "export-trace", n > 0);
   action_enable(self, "open-trace", has && !busy);
+  action_enable(self, "open-rules", has);
   action_enable(self, "optimize", has && !busy);
   action_enable(self, "cancel", busy);
   action_enable(self, "filter-touching", ox_document_get_selected(self->doc) != NULL || ox_document_get_filter_touching(self->doc));
@@ -662,6 +673,102 @@ static gboolean open_trace(OxWindow *self, const char *trace_path) {
   gboolean ok = ox_window_open(self, graph, trace_path);
   g_free(graph);
   return ok;
+}
+
+/* ------------------------------------------------------------------ rule files */
+
+/* Loads the rule file and re-runs the default pipeline plus its rules. A file with errors
+ * loads nothing: the previous rules stay in force and the located errors are shown. */
+static gboolean apply_rules(OxWindow *self) {
+  OxGraph *g = ox_document_get_graph(self->doc);
+  if (!g) {
+    show_error(self, "Open a graph first", "Rules run on the open graph; open a dump, then its rule file.");
+    return FALSE;
+  }
+  OxDiagList d;
+  ox_diags_init(&d, self->rules_path);
+  OxRuleSet *rs = NULL;
+  if (ox_rules_load(self->rules_path, &rs, &d) != 0) {
+    GString *msg = g_string_new(NULL);
+    for (size_t i = 0; i < d.n && i < 20; i++) {
+      char *line = ox_diag_format(&d, &d.items[i]);
+      g_string_append_printf(msg, "%s\n", line);
+      free(line);
+    }
+    show_error(self, "The rule file has errors; the previous rules stay in force", msg->str);
+    g_string_free(msg, TRUE);
+    ox_diags_clear(&d);
+    return FALSE;
+  }
+  ox_diags_clear(&d);
+  OxPipeline *p = g_new0(OxPipeline, 1);
+  ox_pipeline_default(g, p);
+  ox_rules_append(rs, p);
+  g_ptr_array_add(self->rule_sets, rs);
+  self->n_rule_loads++;
+  if (self->optimize) g_cancellable_cancel(self->optimize);
+  ox_document_set_pipeline(self->doc, p, NULL);
+  start_optimize(self);
+  return TRUE;
+}
+
+static gboolean rules_reload_cb(gpointer data) {
+  OxWindow *self = data;
+  self->rules_reload_source = 0;
+  apply_rules(self);
+  return G_SOURCE_REMOVE;
+}
+
+/* Editors write in bursts (or replace the file): coalesce the events of one save. */
+static void on_rules_changed(GFileMonitor *m, GFile *f, GFile *other, GFileMonitorEvent ev, OxWindow *self) {
+  (void)m;
+  (void)f;
+  (void)other;
+  if (ev != G_FILE_MONITOR_EVENT_CHANGED && ev != G_FILE_MONITOR_EVENT_CHANGES_DONE_HINT &&
+      ev != G_FILE_MONITOR_EVENT_CREATED && ev != G_FILE_MONITOR_EVENT_MOVED_IN && ev != G_FILE_MONITOR_EVENT_RENAMED)
+    return;
+  if (self->rules_reload_source) g_source_remove(self->rules_reload_source);
+  self->rules_reload_source = g_timeout_add(250, rules_reload_cb, self);
+}
+
+gboolean ox_window_open_rules(OxWindow *self, const char *path) {
+  g_free(self->rules_path);
+  self->rules_path = g_strdup(path);
+  if (self->rules_monitor) {
+    g_signal_handlers_disconnect_by_data(self->rules_monitor, self);
+    g_clear_object(&self->rules_monitor);
+  }
+  GFile *f = g_file_new_for_path(path);
+  self->rules_monitor = g_file_monitor_file(f, G_FILE_MONITOR_WATCH_MOVES, NULL, NULL);
+  g_object_unref(f);
+  if (self->rules_monitor) g_signal_connect(self->rules_monitor, "changed", G_CALLBACK(on_rules_changed), self);
+  return apply_rules(self);
+}
+
+/* Re-reads the open rule file now (what the file monitor does after a save). */
+gboolean ox_window_reload_rules(OxWindow *self) { return self->rules_path ? apply_rules(self) : FALSE; }
+
+guint ox_window_get_rule_loads(OxWindow *self) { return self->n_rule_loads; }
+
+static void on_rules_response(GtkNativeDialog *d, int response, OxWindow *self) {
+  if (response == GTK_RESPONSE_ACCEPT) {
+    GFile *f = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(d));
+    char *path = g_file_get_path(f);
+    if (path) ox_window_open_rules(self, path);
+    g_free(path);
+    g_object_unref(f);
+  }
+  g_object_unref(d);
+}
+
+static void act_open_rules(GSimpleAction *a, GVariant *p, gpointer data) {
+  (void)a;
+  (void)p;
+  OxWindow *self = data;
+  GtkFileChooserNative *d = gtk_file_chooser_native_new("Open Rule File", GTK_WINDOW(self), GTK_FILE_CHOOSER_ACTION_OPEN,
+                                                        "_Open", "_Cancel");
+  g_signal_connect(d, "response", G_CALLBACK(on_rules_response), self);
+  gtk_native_dialog_show(GTK_NATIVE_DIALOG(d));
 }
 
 static void on_open_response(GtkNativeDialog *d, int response, OxWindow *self) {
@@ -1024,6 +1131,7 @@ static void act_minimap(GSimpleAction *a, GVariant *p, gpointer data) {
 static const GActionEntry win_entries[] = {
   {"open", act_open, NULL, NULL, NULL, {0}},
   {"open-trace", act_open_trace, NULL, NULL, NULL, {0}},
+  {"open-rules", act_open_rules, NULL, NULL, NULL, {0}},
   {"open-recent", act_open_recent, "s", NULL, NULL, {0}},
   {"optimize", act_optimize, NULL, NULL, NULL, {0}},
   {"cancel", act_cancel, NULL, NULL, NULL, {0}},
@@ -1165,6 +1273,7 @@ static GMenuModel *build_menu(OxWindow *self) {
   GMenu *file = g_menu_new();
   g_menu_append(file, "_Open…", "win.open");
   g_menu_append(file, "Open _Trace…", "win.open-trace");
+  g_menu_append(file, "Open _Rules… (re-runs on save)", "win.open-rules");
   g_menu_append_submenu(file, "Open _Recent", G_MENU_MODEL(self->recent_menu));
   g_menu_append_section(menu, NULL, G_MENU_MODEL(file));
   GMenu *exp = g_menu_new();
@@ -1337,6 +1446,7 @@ static void install_help_overlay(OxWindow *self) {
 
 static void ox_window_init(OxWindow *self) {
   self->doc = ox_document_new();
+  self->rule_sets = g_ptr_array_new_with_free_func((GDestroyNotify)ox_rules_free);
   self->recent_menu = g_menu_new();
   gtk_window_set_title(GTK_WINDOW(self), "Optimus Debugger");
   gtk_window_set_default_size(GTK_WINDOW(self), 1280, 800);
@@ -1481,6 +1591,10 @@ static void ox_window_dispose(GObject *o) {
   if (self->optimize) g_cancellable_cancel(self->optimize);
   g_clear_object(&self->optimize);
   if (self->doc) g_signal_handlers_disconnect_by_data(self->doc, self);
+  if (self->rules_reload_source) g_source_remove(self->rules_reload_source);
+  self->rules_reload_source = 0;
+  if (self->rules_monitor) g_signal_handlers_disconnect_by_data(self->rules_monitor, self);
+  g_clear_object(&self->rules_monitor);
   G_OBJECT_CLASS(ox_window_parent_class)->dispose(o);
   g_clear_object(&self->selection);
   g_clear_object(&self->pass_list);
@@ -1490,6 +1604,8 @@ static void ox_window_dispose(GObject *o) {
 
 static void ox_window_finalize(GObject *o) {
   OxWindow *self = OX_WINDOW(o);
+  g_free(self->rules_path);
+  if (self->rule_sets) g_ptr_array_free(self->rule_sets, TRUE);
   g_free(self->last_error);
   g_free(self->frame_selected);
   for (int i = 0; i < 3; i++) g_free(self->panel_markup[i]);

@@ -27,6 +27,12 @@ GtkWidget *ox_window_get_minimap(OxWindow *self); /* the OxMinimap over the canv
  * the background. On failure shows a dialog with the engine's located error and returns FALSE;
  * the window keeps what it had. */
 gboolean ox_window_open(OxWindow *self, const char *graph_path, const char *trace_path);
+/* Opens a rule file (docs/rules.md): runs the default pipeline plus its rules on the open graph,
+ * and again whenever the file is saved. A file with errors keeps the previous rules and shows
+ * the located errors. */
+gboolean ox_window_open_rules(OxWindow *self, const char *path);
+gboolean ox_window_reload_rules(OxWindow *self); /* what the file monitor does after a save */
+guint ox_window_get_rule_loads(OxWindow *self);  /* rule sets loaded successfully so far */
 const char *ox_window_get_last_error(OxWindow *self); /* last error shown in a dialog, or NULL */
 guint ox_window_get_n_exports(OxWindow *self);        /* exports finished (ok or not) */
 /* Panel texts (Pango markup), for tests and screenshots. */
