@@ -1146,7 +1146,7 @@ static OxNodeId emit(Eng *e, const char *target, OxValue args, OxValue kwargs) {
     DevCtx d = {g, NULL};
     for_inputs(g, id, dev_cb, &d);
     carry_device(g, &m, d.dev);
-    ox_graph_set_meta(g, id, &m);
+    ox_graph_set_meta_shared(g, id, &m);
   } else if (e->emit_ok) {
     e->emit_ok = false;
     snprintf(e->emit_err, sizeof e->emit_err, "%s: %s", g->nodes[id].name, err);
@@ -1205,7 +1205,7 @@ static void replace_member(Eng *e, OxNodeId m, OxNodeId r) {
     OxTensorMeta t = copy.t[0];
     t.device = mt->device;
     copy.t = &t;
-    ox_graph_set_meta(g, r, &copy);
+    ox_graph_set_meta_shared(g, r, &copy);
   }
   ox_graph_replace_all_uses(g, m, r);
   bool erased = ox_graph_erase(g, m);

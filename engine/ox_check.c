@@ -335,7 +335,7 @@ static int incremental_cycle(OxGraph *g, OxNodeId *cyc, char *how, size_t howcap
   uint32_t examined = 0;
   for (uint32_t i = from; i < n; i++) {
     uint8_t kind = e[i].kind;
-    if (kind != OX_EDIT_ADD && kind != OX_EDIT_ARGS && kind != OX_EDIT_MOVE) continue;
+    if (kind != OX_EDIT_ADD && kind != OX_EDIT_ARGS && kind != OX_EDIT_REPLACE && kind != OX_EDIT_MOVE) continue;
     OxNodeId x = e[i].node;
     const OxNode *xn = ox_graph_node(g, x);
     if (!xn || xn->erased) continue;

@@ -362,7 +362,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: could not name the new node %s", s->seq, e->name);
       return -1;
     }
-    if (e->has_meta) ox_graph_set_meta(g, nid, &e->meta);
+    if (e->has_meta) ox_graph_set_meta_shared(g, nid, &e->meta);
     return 0;
   }
   case OX_TEDIT_ERASE:
@@ -402,7 +402,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: %s not found", s->seq, e->name);
       return -1;
     }
-    ox_graph_set_meta(g, id, &e->meta);
+    ox_graph_set_meta_shared(g, id, &e->meta);
     return 0;
   case OX_TEDIT_RENAME:
     if (!id || !ox_graph_rename(g, id, e->new_name)) {
@@ -410,6 +410,18 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
       return -1;
     }
     return 0;
+  case OX_TEDIT_REPLACE: {
+    OxNodeId from = e->from ? ox_graph_find(g, e->from) : 0, to = e->to ? ox_graph_find(g, e->to) : 0;
+    const char *why = !id ? "node not found" : !from ? "old input not found" : !to ? "new input not found" : NULL;
+    if (!why && !ox_graph_has_input(g, id, from)) why = "old input is not an input of the node";
+    if (why) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot rewire %s from %s to %s: %s", s->seq,
+                  e->name ? e->name : "?", e->from ? e->from : "?", e->to ? e->to : "?", why);
+      return -1;
+    }
+    ox_graph_replace_input(g, id, from, to);
+    return 0;
+  }
   }
   return -1;
 }
@@ -425,40 +437,34 @@ int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
       return -1;
     }
   }
-  OxNodeId *old_ids = NULL;
+  /* per step: the old side of each pair and the matched nodes are live before the step, the
+   * new side and the scaffolding after it */
+  OxNodeId *ids = NULL;
   uint32_t cap = 0;
   for (uint32_t i = 0; i < t->n_steps; i++) {
     const OxStep *s = &t->steps[i];
     if (!s->applied_index || s->applied_index > k) continue;
-    /* provenance: the old side of each pair is live before the step, the new side after */
-    if (s->n_prov > cap) {
-      cap = s->n_prov;
-      old_ids = ox_xrealloc(old_ids, cap * sizeof *old_ids);
+    uint32_t need = 2 * s->n_prov + s->n_matched + s->n_added + s->n_scaffold;
+    if (need > cap) {
+      cap = need;
+      ids = ox_xrealloc(ids, cap * sizeof *ids);
     }
-    for (uint32_t j = 0; j < s->n_prov; j++) old_ids[j] = ox_graph_find(g, s->prov_old[j]);
+    OxNodeId *po = ids, *pn = po + s->n_prov, *src = pn + s->n_prov, *added = src + s->n_matched,
+             *scaf = added + s->n_added;
+    for (uint32_t j = 0; j < s->n_prov; j++) po[j] = ox_graph_find(g, s->prov_old[j]);
+    uint32_t n_src = s->n_scaffold ? s->n_matched : 0;
+    for (uint32_t j = 0; j < n_src; j++) src[j] = ox_graph_find(g, s->matched[j]);
     for (uint32_t j = 0; j < s->n_edits; j++)
       if (apply_edit(g, t, s, &s->edits[j], d) != 0) {
-        free(old_ids);
+        free(ids);
         return -1;
       }
-    for (uint32_t j = 0; j < s->n_prov; j++) {
-      bool added = false;
-      for (uint32_t a = 0; a < s->n_added && !added; a++) added = strcmp(s->added[a], s->prov_new[j]) == 0;
-      OxNodeId nw = added ? ox_graph_find(g, s->prov_new[j]) : 0;
-      if (!nw || !old_ids[j]) continue;
-      const OxNode *old = &g->nodes[old_ids[j]];
-      if (old->n_provenance) {
-        uint32_t cnt = old->n_provenance;
-        OxNodeId *copy = ox_xrealloc(NULL, cnt * sizeof *copy);
-        memcpy(copy, old->provenance, cnt * sizeof *copy);
-        for (uint32_t q = 0; q < cnt; q++) ox_graph_add_provenance(g, nw, copy[q]);
-        free(copy);
-      } else {
-        ox_graph_add_provenance(g, nw, old_ids[j]);
-      }
-    }
+    for (uint32_t j = 0; j < s->n_prov; j++) pn[j] = ox_graph_find(g, s->prov_new[j]);
+    for (uint32_t j = 0; j < s->n_added; j++) added[j] = ox_graph_find(g, s->added[j]);
+    for (uint32_t j = 0; j < s->n_scaffold; j++) scaf[j] = ox_graph_find(g, s->scaffold[j]);
+    ox_provenance_apply(g, po, pn, s->n_prov, added, s->n_added, scaf, s->n_scaffold, src, n_src);
   }
-  free(old_ids);
+  free(ids);
   return 0;
 }
 

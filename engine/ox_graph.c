@@ -133,21 +133,6 @@ void ox_value_foreach_node(const OxValue *v, OxValueNodeFn fn, void *data) {
   }
 }
 
-/* Rewrites references old -> new in place; returns the number rewritten. */
-static uint32_t value_replace_node(OxValue *v, OxNodeId old_id, OxNodeId new_id) {
-  if (v->kind == OX_V_NODE) {
-    if (v->u.node == old_id) {
-      v->u.node = new_id;
-      return 1;
-    }
-    return 0;
-  }
-  uint32_t c = 0;
-  if (is_container(v))
-    for (uint32_t i = 0; i < v->n; i++) c += value_replace_node(&v->u.items[i], old_id, new_id);
-  return c;
-}
-
 static void txn_clear(OxGraph *g);
 static void metatab_free(struct OxMetaTab *m);
 
@@ -177,6 +162,7 @@ void ox_graph_free(OxGraph *g) {
   txn_clear(g);
   free(g->txn);
   free(g->txn_mark);
+  free(g->txn_args_mark);
   ox_strtab_free(g->strings);
   ox_namemap_free(g->names);
   ox_namemap_free(g->name_counters);
@@ -225,16 +211,22 @@ static OxEdit *txn_push(OxGraph *g, OxEditKind kind, OxNodeId node) {
 
 static bool txn_logging(const OxGraph *g) { return g->txn_active && !g->txn_replaying; }
 
+/* Slot of node id in a per-node serial array (grown to the node capacity, zero-filled). */
+static uint32_t *serial_slot(const OxGraph *g, uint32_t **arr, uint32_t *cap, OxNodeId id) {
+  if (*cap <= id) {
+    uint32_t c = g->cap_nodes > id ? g->cap_nodes : id + 1;
+    *arr = ox_xrealloc(*arr, c * sizeof **arr);
+    memset(*arr + *cap, 0, (c - *cap) * sizeof **arr);
+    *cap = c;
+  }
+  return &(*arr)[id];
+}
+
 static void txn_snapshot_users(OxGraph *g, OxNodeId id) {
   if (!txn_logging(g)) return;
-  if (g->txn_mark_cap <= id) {
-    uint32_t cap = g->cap_nodes > id ? g->cap_nodes : id + 1;
-    g->txn_mark = ox_xrealloc(g->txn_mark, cap * sizeof *g->txn_mark);
-    memset(g->txn_mark + g->txn_mark_cap, 0, (cap - g->txn_mark_cap) * sizeof *g->txn_mark);
-    g->txn_mark_cap = cap;
-  }
-  if (g->txn_mark[id] == g->txn_serial) return;
-  g->txn_mark[id] = g->txn_serial;
+  uint32_t *m = serial_slot(g, &g->txn_mark, &g->txn_mark_cap, id);
+  if (*m == g->txn_serial) return;
+  *m = g->txn_serial;
   OxNode *n = &g->nodes[id];
   OxEdit *e = txn_push(g, OX_EDIT_USERS, id);
   e->old_n = n->n_users;
@@ -254,6 +246,7 @@ void ox_graph_txn_begin(OxGraph *g) {
   g->txn_topo_known = g->topo_known;
   if (++g->txn_serial == 0) {
     if (g->txn_mark) memset(g->txn_mark, 0, g->txn_mark_cap * sizeof *g->txn_mark);
+    if (g->txn_args_mark) memset(g->txn_args_mark, 0, g->txn_args_mark_cap * sizeof *g->txn_args_mark);
     g->txn_serial = 1;
   }
 }
@@ -360,6 +353,19 @@ uint32_t ox_graph_inputs(const OxGraph *cg, OxNodeId id, OxNodeId *out, uint32_t
   ox_value_foreach_node(&n->args, collect_cb, &c);
   ox_value_foreach_node(&n->kwargs, collect_cb, &c);
   return c.n;
+}
+
+static bool value_has_node(const OxValue *v, OxNodeId id) {
+  if (v->kind == OX_V_NODE) return v->u.node == id;
+  if (is_container(v))
+    for (uint32_t i = 0; i < v->n; i++)
+      if (value_has_node(&v->u.items[i], id)) return true;
+  return false;
+}
+
+bool ox_graph_has_input(const OxGraph *g, OxNodeId id, OxNodeId input) {
+  const OxNode *n = ox_graph_node(g, id);
+  return n && input && (value_has_node(&n->args, input) || value_has_node(&n->kwargs, input));
 }
 
 typedef struct {
@@ -710,16 +716,20 @@ void ox_graph_move_after(OxGraph *g, OxNodeId id, OxNodeId anchor) {
 
 /* ------------------------------------------------------------------ mutation */
 
-static void txn_log_args(OxGraph *g, OxNodeId id, bool copy) {
+/* Logs the node's current trees before a change. A set_args/set_kwargs installs a new tree and
+ * leaves the old one untouched, so the log keeps the old pointer; the tree just installed is not
+ * snapshotted, so the node's args mark is cleared. */
+static void txn_log_args(OxGraph *g, OxNodeId id) {
   if (!txn_logging(g)) return;
   OxEdit *e = txn_push(g, OX_EDIT_ARGS, id);
   OxNode *n = &g->nodes[id];
-  e->old_args = copy ? ox_graph_value_copy(g, &n->args) : n->args;
-  e->old_kwargs = copy ? ox_graph_value_copy(g, &n->kwargs) : n->kwargs;
+  e->old_args = n->args;
+  e->old_kwargs = n->kwargs;
+  if (g->txn_args_mark_cap > id) g->txn_args_mark[id] = 0;
 }
 
 void ox_graph_set_args(OxGraph *g, OxNodeId id, OxValue args) {
-  txn_log_args(g, id, false);
+  txn_log_args(g, id);
   node_uses(g, id, false);
   if (args.kind == OX_V_NONE) args = ox_graph_value_seq(g, OX_V_TUPLE, NULL, 0);
   g->nodes[id].args = args;
@@ -728,7 +738,7 @@ void ox_graph_set_args(OxGraph *g, OxNodeId id, OxValue args) {
 }
 
 void ox_graph_set_kwargs(OxGraph *g, OxNodeId id, OxValue kwargs) {
-  txn_log_args(g, id, false);
+  txn_log_args(g, id);
   node_uses(g, id, false);
   if (kwargs.kind == OX_V_NONE) kwargs = ox_graph_value_dict(g, NULL, NULL, 0);
   g->nodes[id].kwargs = kwargs;
@@ -736,13 +746,49 @@ void ox_graph_set_kwargs(OxGraph *g, OxNodeId id, OxValue kwargs) {
   topo_note_inputs(g, id);
 }
 
+/* Rewrites references old -> new in one walk; *had_new tells whether new was referenced before
+ * (positions are visited once, so a reference seen as new_id is an original one). */
+static uint32_t value_rewire(OxValue *v, OxNodeId old_id, OxNodeId new_id, bool *had_new) {
+  if (v->kind == OX_V_NODE) {
+    if (new_id && v->u.node == new_id) *had_new = true;
+    else if (v->u.node == old_id) {
+      v->u.node = new_id;
+      return 1;
+    }
+    return 0;
+  }
+  uint32_t c = 0;
+  if (is_container(v))
+    for (uint32_t i = 0; i < v->n; i++) c += value_rewire(&v->u.items[i], old_id, new_id, had_new);
+  return c;
+}
+
 void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId new_id) {
   if (old_id == new_id) return;
-  /* the rewrite is in place, so the log keeps a copy of the trees as they were */
-  txn_log_args(g, user, true);
+  assert(new_id && "replace_input needs a node to rewire to");
+  uint32_t at = UINT32_MAX;
+  if (txn_logging(g)) {
+    /* The rewrite is in place. The first one of a node in a transaction logs a copy of its
+     * trees as they were (what rollback restores); later ones log only (node, from, to). */
+    uint32_t *m = serial_slot(g, &g->txn_args_mark, &g->txn_args_mark_cap, user);
+    OxEdit *e;
+    if (*m == g->txn_serial) {
+      e = txn_push(g, OX_EDIT_REPLACE, user);
+    } else {
+      e = txn_push(g, OX_EDIT_ARGS, user);
+      e->old_args = ox_graph_value_copy(g, &g->nodes[user].args);
+      e->old_kwargs = ox_graph_value_copy(g, &g->nodes[user].kwargs);
+      *m = g->txn_serial;
+    }
+    e->replace = true;
+    e->from = old_id;
+    e->to = new_id;
+    at = g->n_txn - 1;
+  }
   OxNode *u = &g->nodes[user];
-  uint32_t c = value_replace_node(&u->args, old_id, new_id) +
-               value_replace_node(&u->kwargs, old_id, new_id);
+  bool had_new = false;
+  uint32_t c = value_rewire(&u->args, old_id, new_id, &had_new) + value_rewire(&u->kwargs, old_id, new_id, &had_new);
+  if (at != UINT32_MAX) g->txn[at].to_was_input = had_new;
   if (!c) return;
   users_remove(g, old_id, user);
   if (new_id) users_add(g, new_id, user);
@@ -1020,6 +1066,19 @@ void ox_graph_set_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint3
   n->n_provenance = count;
 }
 
+void ox_graph_share_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint32_t count) {
+  OxNode *n = &g->nodes[id];
+  if (txn_logging(g)) {
+    OxEdit *e = txn_push(g, OX_EDIT_PROVENANCE, id);
+    e->old_n = n->n_provenance;
+    e->old_ids = ox_xrealloc(NULL, (n->n_provenance + 1) * sizeof(OxNodeId));
+    if (n->n_provenance) memcpy(e->old_ids, n->provenance, n->n_provenance * sizeof(OxNodeId));
+    n = &g->nodes[id];
+  }
+  n->provenance = count ? (OxNodeId *)ids : NULL;
+  n->n_provenance = count;
+}
+
 void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub) {
   g->subgraphs = ox_xrealloc(g->subgraphs, (g->n_subgraphs + 1) * sizeof *g->subgraphs);
   g->subgraphs[g->n_subgraphs++] = sub;
@@ -1112,6 +1171,7 @@ void ox_graph_txn_rollback(OxGraph *g) {
       break;
     case OX_EDIT_ORDER: relink_order(g, e->old_ids, e->old_n); break;
     case OX_EDIT_USERS: break;
+    case OX_EDIT_REPLACE: break; /* the node's earlier ARGS entry (a copy) restores its trees */
     }
   }
   for (uint32_t i = 0; i < g->n_txn; i++) {
@@ -1148,6 +1208,9 @@ OxGraph *ox_graph_clone(const OxGraph *src) {
   g->tail = src->tail;
   g->n_live = src->n_live;
   g->order_dirty = true;
+  const OxNodeId *last_src_prov = NULL;
+  OxNodeId *last_dst_prov = NULL;
+  uint32_t last_n_prov = 0;
   for (uint32_t i = 1; i < src->n_nodes; i++) {
     const OxNode *s = &src->nodes[i];
     OxNode *n = &g->nodes[i];
@@ -1169,9 +1232,14 @@ OxGraph *ox_graph_clone(const OxGraph *src) {
       memcpy(n->users, s->users, s->n_users * sizeof *n->users);
     }
     n->provenance = NULL;
-    if (s->n_provenance) {
+    if (s->n_provenance && s->provenance == last_src_prov && s->n_provenance <= last_n_prov) {
+      n->provenance = last_dst_prov; /* shared in src (copy-on-write arrays): shared in the clone */
+    } else if (s->n_provenance) {
       n->provenance = ox_arena_alloc(&g->arena, s->n_provenance * sizeof(OxNodeId));
       memcpy(n->provenance, s->provenance, s->n_provenance * sizeof(OxNodeId));
+      last_src_prov = s->provenance;
+      last_dst_prov = n->provenance;
+      last_n_prov = s->n_provenance;
     }
     if (!s->erased) ox_namemap_set(g->names, n->name, i);
   }

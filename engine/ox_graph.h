@@ -218,18 +218,25 @@ typedef struct OxNameMap OxNameMap;
 typedef enum OxEditKind {
   OX_EDIT_ADD = 0,   /* node was created */
   OX_EDIT_ERASE,     /* node was erased; prev = its predecessor at the time */
-  OX_EDIT_ARGS,      /* args/kwargs of node changed; old_* hold the previous trees */
+  OX_EDIT_ARGS,      /* args/kwargs of node changed; old_* hold the previous trees (a copy when the
+                        change was an in-place ox_graph_replace_input: then `replace` is set) */
   OX_EDIT_MOVE,      /* node moved; prev = predecessor before the move */
   OX_EDIT_RENAME,    /* old_name */
   OX_EDIT_META,      /* old_meta */
   OX_EDIT_PROVENANCE,/* old_n entries, old_ids */
   OX_EDIT_USERS,     /* users array of node before its first change in this txn (old_ids, old_n) */
-  OX_EDIT_ORDER      /* whole order before a toposort (old_ids, old_n) */
+  OX_EDIT_ORDER,     /* whole order before a toposort (old_ids, old_n) */
+  OX_EDIT_REPLACE    /* ox_graph_replace_input(node, from, to) on a node whose trees this transaction
+                        already snapshotted (an earlier ARGS entry restores them on rollback): no
+                        copy, so rewiring the k inputs of a k-input cat logs O(k), not O(k^2) */
 } OxEditKind;
 
 typedef struct OxEdit {
   uint8_t kind;        /* OxEditKind */
+  bool replace;        /* ARGS / REPLACE: the change was ox_graph_replace_input(node, from, to) */
+  bool to_was_input;   /* ... and `to` was an input of node already before it */
   OxNodeId node;
+  OxNodeId from, to;   /* the rewire, when `replace` */
   OxNodeId prev;       /* ERASE/MOVE: predecessor before the edit */
   OxNodeId now_prev;   /* ADD/MOVE: predecessor right after the edit (0 = head) */
   OxValue old_args, old_kwargs;
@@ -264,6 +271,8 @@ typedef struct OxGraph {
   uint32_t txn_serial;    /* current transaction number */
   uint32_t *txn_mark;     /* per node: serial of the txn that snapshotted its users */
   uint32_t txn_mark_cap;
+  uint32_t *txn_args_mark; /* per node: serial of the txn holding a snapshot of its current trees */
+  uint32_t txn_args_mark_cap;
   /* order labels (ox_graph_order_labels): olab[id] strictly increases along the live order;
    * maintained on every link once olab_on (set by the first request or a stable toposort) */
   uint64_t *olab;
@@ -312,7 +321,7 @@ void ox_graph_set_args(OxGraph *g, OxNodeId n, OxValue args);
 void ox_graph_set_kwargs(OxGraph *g, OxNodeId n, OxValue kwargs);
 /* Replace every use of old by new in all users' args/kwargs (not in new itself). Returns count of users changed. */
 uint32_t ox_graph_replace_all_uses(OxGraph *g, OxNodeId old_id, OxNodeId new_id);
-/* In one user: replace references to old by new. */
+/* In one user: replace references to old by new (both live nodes; new_id 0 is a programming error). */
 void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId new_id);
 /* Erase a node with no users (returns false and does nothing if it still has users). */
 bool ox_graph_erase(OxGraph *g, OxNodeId n);
@@ -331,6 +340,9 @@ OxTensorMeta *ox_graph_meta_intern(OxGraph *g, const OxTensorMeta *t, uint32_t n
 void ox_graph_add_provenance(OxGraph *g, OxNodeId n, OxNodeId from);
 /* Replaces n's provenance by ids[0..count) (copied; one logged edit however long the list). */
 void ox_graph_set_provenance(OxGraph *g, OxNodeId n, const OxNodeId *ids, uint32_t count);
+/* Points node id's provenance at ids without copying: ids must be an array in g's arena that is
+ * never written again (provenance arrays are copy-on-write, so several nodes may share one). */
+void ox_graph_share_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint32_t count);
 void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub); /* takes ownership */
 
 /* Transactions: every mutation between begin and commit/rollback is logged; rollback undoes
@@ -348,6 +360,8 @@ OxNodeId ox_graph_output(const OxGraph *g);                   /* the output node
 uint32_t ox_graph_find_nodes(const OxGraph *g, OxOp op, const char *target, OxNodeId *out, uint32_t max);
 /* Unique input nodes of n (args then kwargs, first occurrence order). Returns count; fills up to max. */
 uint32_t ox_graph_inputs(const OxGraph *g, OxNodeId n, OxNodeId *out, uint32_t max);
+/* Whether node n references node input in its args or kwargs. */
+bool ox_graph_has_input(const OxGraph *g, OxNodeId n, OxNodeId input);
 void ox_graph_renumber(OxGraph *g); /* recompute pos of live nodes; clears order_dirty */
 bool ox_graph_before(OxGraph *g, OxNodeId a, OxNodeId b); /* a precedes b in order */
 

@@ -1305,7 +1305,8 @@ out:
 #include "ox_trace.h"
 
 static const char *const step_kind_names[] = {"applied", "rejected", "check_failed"};
-static const char *const edit_kind_names[] = {"add", "erase", "args", "move", "meta", "rename"};
+static const char *const edit_kind_names[] = {"add", "erase", "args", "move", "meta", "rename", "replace_input"};
+enum { N_EDIT_KINDS = sizeof edit_kind_names / sizeof edit_kind_names[0] };
 
 static void put_names(OxBuf *b, const char *key, const char *const *names, uint32_t n) {
   if (!n) return;
@@ -1365,6 +1366,10 @@ static void write_edit(const OxTrace *t, const OxTraceEdit *e, OxBuf *b) {
     break;
   case OX_TEDIT_META: write_meta(&e->meta, b); break;
   case OX_TEDIT_RENAME: write_opt_str(b, "to", e->new_name); break;
+  case OX_TEDIT_REPLACE:
+    write_opt_str(b, "old", e->from);
+    write_opt_str(b, "new", e->to);
+    break;
   case OX_TEDIT_ERASE: break;
   }
   ox_buf_putc(b, '}');
@@ -1396,6 +1401,7 @@ static void write_step(const OxTrace *t, const OxStep *s, OxBuf *b) {
     }
     ox_buf_putc(b, ']');
   }
+  put_names(b, "scaffolding", s->scaffold, s->n_scaffold);
   if (s->kind != OX_STEP_APPLIED) {
     ox_buf_puts(b, ",\n     \"reason\": {\"code\": ");
     put_str(b, ox_reason_code_name((OxReasonCode)s->reason.code));
@@ -1458,7 +1464,8 @@ static void write_step(const OxTrace *t, const OxStep *s, OxBuf *b) {
 }
 
 void ox_trace_write_json(const OxTrace *t, OxBuf *out) {
-  ox_buf_puts(out, "{\n  \"format\": \"optimus-trace\",\n  \"version\": 1,\n  \"input\": {\"file\": ");
+  ox_buf_printf(out, "{\n  \"format\": \"optimus-trace\",\n  \"version\": %d,\n  \"input\": {\"file\": ",
+                OX_TRACE_VERSION);
   put_str(out, t->input_file ? t->input_file : "");
   ox_buf_puts(out, ", \"hash\": ");
   put_str(out, t->input_hash ? t->input_hash : "");
@@ -1558,7 +1565,7 @@ static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
     e->kind = OX_TEDIT_MOVE;
     return;
   }
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < N_EDIT_KINDS; i++)
     if (strcmp(kind, edit_kind_names[i]) == 0) k = i;
   if (k < 0) {
     ERR(r, "unknown edit kind '%.40s'", kind);
@@ -1570,6 +1577,11 @@ static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
   e->after = opt_string(r, t, o, "after");
   e->new_name = opt_string(r, t, o, "to");
   e->target = opt_string(r, t, o, "target");
+  if (k == OX_TEDIT_REPLACE) {
+    e->from = opt_string(r, t, o, "old");
+    e->to = opt_string(r, t, o, "new");
+    if (!e->from || !e->to) ERR(r, "a replace_input edit needs \"old\" and \"new\" node names");
+  }
   const char *op = opt_string(r, t, o, "op");
   if (k == OX_TEDIT_ADD) {
     OxOp opv;
@@ -1630,6 +1642,7 @@ static void read_step(Rd *r, OxTrace *t, json_object *o) {
   s->matched = read_names(r, t, o, "matched", &s->n_matched);
   s->removed = read_names(r, t, o, "removed", &s->n_removed);
   s->added = read_names(r, t, o, "added", &s->n_added);
+  s->scaffold = read_names(r, t, o, "scaffolding", &s->n_scaffold);
   s->seconds = opt_num(o, "seconds");
   json_object *v;
   if (json_object_object_get_ex(o, "provenance", &v)) {
@@ -1749,9 +1762,9 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
     goto out;
   }
   if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int) ||
-      json_object_get_int64(v) != 1) {
+      json_object_get_int64(v) < 1 || json_object_get_int64(v) > OX_TRACE_VERSION) {
     path_push_key(r, "version");
-    ERR(r, "unsupported trace version (this reader knows version 1)");
+    ERR(r, "unsupported trace version (this reader knows versions 1 to %d)", OX_TRACE_VERSION);
     path_pop(r);
     goto out;
   }

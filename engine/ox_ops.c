@@ -677,14 +677,38 @@ static const OxSpelling *lookup(int cls, const char *target) {
   return NULL;
 }
 
+/* Node targets are interned strings, so the passes ask about the same few pointers millions of
+ * times. A per-thread direct-mapped cache keyed by the pointer answers without hashing the
+ * string; a hit is confirmed by comparing the string with the spelling it maps to (a pointer
+ * may be reused for another string after its graph is freed). Only found spellings are cached. */
+enum { OP_CACHE_BITS = 9 };
+typedef struct OpCacheEnt {
+  const char *key;
+  const OxSpelling *sp;
+} OpCacheEnt;
+static _Thread_local OpCacheEnt op_cache[3][1u << OP_CACHE_BITS];
+
+static const OxSpelling *lookup_cached(int cls, const char *target) {
+  if (!target) return NULL;
+  uint64_t h = ((uint64_t)(uintptr_t)target * 0x9E3779B97F4A7C15ull) >> (64 - OP_CACHE_BITS);
+  OpCacheEnt *e = &op_cache[cls][h];
+  if (e->key == target && strcmp(e->sp->target, target) == 0) return e->sp;
+  const OxSpelling *s = lookup(cls, target);
+  if (s) {
+    e->key = target;
+    e->sp = s;
+  }
+  return s;
+}
+
 OxOpId ox_op_of_node(const OxGraph *g, const OxNode *n, const OxSpelling **spelling) {
   (void)g;
   ensure();
   const OxSpelling *s = NULL;
   if (n && !n->erased) {
-    if (n->op == OX_OP_CALL_FUNCTION) s = lookup(0, n->target);
-    else if (n->op == OX_OP_CALL_METHOD) s = lookup(1, n->target);
-    else if (n->op == OX_OP_CALL_MODULE) s = lookup(2, n->module_type);
+    if (n->op == OX_OP_CALL_FUNCTION) s = lookup_cached(0, n->target);
+    else if (n->op == OX_OP_CALL_METHOD) s = lookup_cached(1, n->target);
+    else if (n->op == OX_OP_CALL_MODULE) s = lookup_cached(2, n->module_type);
   }
   if (spelling) *spelling = s;
   return s ? s->op : OX_OPID_NONE;

@@ -218,27 +218,55 @@ static const char *pat_desc(const OxPat *p, char *buf, size_t cap) {
   return buf;
 }
 
-/* Records a failure; always returns false. Arguments: NULL-terminated pairs are not needed:
- * a leading 'n' in the spec marks an argument that names a node. */
+/* Bounded copy of a string into a failure argument (strings longer than the slot are cut). */
+static void copy_arg(char *dst, size_t cap, const char *src, size_t srclen) {
+  size_t n = srclen < cap - 1 ? srclen : cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+/* Records a failure; always returns false. One spec letter per argument: 'n' a string naming a
+ * node, 'x' any other string, 'P' a pattern (const OxPat *) and 'V' a value (const OxValue *,
+ * copied) — those two are described only if the failure is reported. */
 static bool failf(Ctx *c, const OxPat *p, OxNodeId node, OxReasonCode code, const char *what, const char *spec, ...) {
   OxPatFailure *f = &c->m->fail;
-  memset(f, 0, sizeof *f);
   f->code = (uint16_t)code;
-  snprintf(f->what, sizeof f->what, "%s", what);
+  copy_arg(f->what, sizeof f->what, what, strlen(what));
   f->pat = p;
   f->node = node;
   f->depth = c->depth;
   f->progress = c->m->progress;
+  f->n_args = 0;
+  f->lazy_g = c->g;
   va_list ap;
   va_start(ap, spec);
   for (const char *s = spec; *s && f->n_args < OX_REASON_MAX_ARGS; s++) {
-    const char *a = va_arg(ap, const char *);
-    snprintf(f->args[f->n_args], sizeof f->args[0], "%s", a ? a : "");
-    f->is_node[f->n_args] = (*s == 'n');
-    f->n_args++;
+    uint8_t i = f->n_args++;
+    f->is_node[i] = (*s == 'n');
+    f->lazy[i] = 0;
+    if (*s == 'P') {
+      f->lazy[i] = 'P';
+      f->lazy_pat[i] = va_arg(ap, const OxPat *);
+    } else if (*s == 'V') {
+      f->lazy[i] = 'V';
+      f->lazy_val[i] = *va_arg(ap, const OxValue *);
+    } else {
+      const char *a = va_arg(ap, const char *);
+      if (!a) a = "";
+      copy_arg(f->args[i], sizeof f->args[i], a, strlen(a));
+    }
   }
   va_end(ap);
   return false;
+}
+
+/* Formats the deferred arguments of f into its args. */
+static void resolve_failure(OxPatFailure *f) {
+  for (uint8_t i = 0; i < f->n_args; i++) {
+    if (f->lazy[i] == 'P') pat_desc(f->lazy_pat[i], f->args[i], sizeof f->args[i]);
+    else if (f->lazy[i] == 'V') ox_value_format(f->lazy_g, &f->lazy_val[i], f->args[i], sizeof f->args[i]);
+    f->lazy[i] = 0;
+  }
 }
 
 static void push_node(OxPatMatch *m, OxNodeId id) {
@@ -310,7 +338,6 @@ static bool int_value(const OxValue *v, int64_t *out) {
 }
 
 static bool match_value(Ctx *c, const OxPat *p, const OxValue *v) {
-  char b1[96], b2[96];
   switch ((OxPatKind)p->kind) {
   case OX_PAT_IGNORED: c->m->progress++; return true;
   case OX_PAT_ARG:
@@ -323,8 +350,8 @@ static bool match_value(Ctx *c, const OxPat *p, const OxValue *v) {
       if (!k->name || strcmp(k->name, p->name) != 0) continue;
       if (c->in_list == 0 && k->in_list) continue;
       if (!ox_value_equal(k->value, v))
-        return failf(c, p, v->kind == OX_V_NODE ? v->u.node : 0, OX_REASON_CAPTURE_CONFLICT, "kwarg mismatch", "xxx",
-                     p->name, ox_value_format(c->g, k->value, b1, sizeof b1), ox_value_format(c->g, v, b2, sizeof b2));
+        return failf(c, p, v->kind == OX_V_NODE ? v->u.node : 0, OX_REASON_CAPTURE_CONFLICT, "kwarg mismatch", "xVV",
+                     p->name, k->value, v);
       c->m->progress++;
       return true;
     }
@@ -334,14 +361,14 @@ static bool match_value(Ctx *c, const OxPat *p, const OxValue *v) {
   }
   case OX_PAT_CONST:
     if (v->kind == OX_V_NODE || !ox_value_equal(v, &p->value))
-      return failf(c, p, v->kind == OX_V_NODE ? v->u.node : 0, OX_REASON_CONST_MISMATCH, "constant_args", "xxxx", "",
-                   "?", ox_value_format(c->g, v, b1, sizeof b1), ox_value_format(NULL, &p->value, b2, sizeof b2));
+      return failf(c, p, v->kind == OX_V_NODE ? v->u.node : 0, OX_REASON_CONST_MISMATCH, "constant_args", "xxVV", "",
+                   "?", v, &p->value);
     c->m->progress++;
     return true;
   case OX_PAT_LIST: {
     if ((v->kind != OX_V_LIST && v->kind != OX_V_TUPLE) || v->n == 0)
-      return failf(c, p, 0, OX_REASON_NO_MATCH, "list: not a non-empty list", "xxx",
-                   ox_value_format(c->g, v, b1, sizeof b1), "ListOf", "not a non-empty list");
+      return failf(c, p, 0, OX_REASON_NO_MATCH, "list: not a non-empty list", "Vxx",
+                   v, "ListOf", "not a non-empty list");
     OxPatMatch *m = c->m;
     bool any = false;
     OxPatFailure best;
@@ -375,9 +402,10 @@ static bool match_value(Ctx *c, const OxPat *p, const OxValue *v) {
     }
     if (!any) {
       char detail[96];
+      if (have_best) resolve_failure(&best);
       ox_pat_failure_format(&best, detail, sizeof detail);
-      bool r = failf(c, p, have_best ? best.node : 0, OX_REASON_NO_MATCH, "list: no_match", "xxx",
-                     ox_value_format(c->g, v, b1, sizeof b1), pat_desc(p->elem, b2, sizeof b2), detail);
+      bool r = failf(c, p, have_best ? best.node : 0, OX_REASON_NO_MATCH, "list: no_match", "VPx",
+                     v, p->elem, detail);
       if (have_best) { /* the deepest element failure tells how far it got */
         c->m->fail.progress = best.progress;
         c->m->fail.depth = best.depth;
@@ -391,8 +419,8 @@ static bool match_value(Ctx *c, const OxPat *p, const OxValue *v) {
   case OX_PAT_REPEATED:
   case OX_PAT_MULTI:
     if (v->kind != OX_V_NODE)
-      return failf(c, p, 0, OX_REASON_NO_MATCH, "not a node", "xxx", ox_value_format(c->g, v, b1, sizeof b1),
-                   pat_desc(p, b2, sizeof b2), "a constant where a node is expected");
+      return failf(c, p, 0, OX_REASON_NO_MATCH, "not a node", "VPx", v,
+                   p, "a constant where a node is expected");
     return match_node(c, p, v->u.node);
   }
   return false;
@@ -556,15 +584,14 @@ static bool match_call_args(Ctx *c, const OxPat *p, OxNodeId id) {
 
 /* `name @ call(...)`: the node joins the captures under name, unified like a KeywordArg. */
 static bool bind_capture(Ctx *c, const OxPat *p, OxNodeId id) {
-  char b1[96], b2[96];
   OxValue v = ox_value_node(id);
   for (uint32_t i = c->caps_floor; i < c->m->n_caps; i++) {
     const OxPatCapture *k = &c->m->caps[i];
     if (!k->name || strcmp(k->name, p->bind) != 0) continue;
     if (c->in_list == 0 && k->in_list) continue;
     if (!ox_value_equal(k->value, &v))
-      return failf(c, p, id, OX_REASON_CAPTURE_CONFLICT, "kwarg mismatch", "xxx", p->bind,
-                   ox_value_format(c->g, k->value, b1, sizeof b1), ox_value_format(c->g, &v, b2, sizeof b2));
+      return failf(c, p, id, OX_REASON_CAPTURE_CONFLICT, "kwarg mismatch", "xVV", p->bind,
+                   k->value, &v);
     return true;
   }
   push_cap(c, p, p->bind, own_value(c->m, &v));
@@ -585,7 +612,7 @@ static bool match_repeated(Ctx *c, const OxPat *p, OxNodeId id);
 
 static bool match_node(Ctx *c, const OxPat *p, OxNodeId id) {
   const OxGraph *g = c->g;
-  char b1[96], b2[96], b3[24];
+  char b1[96], b3[24];
   if (p->kind == OX_PAT_REPEATED) return match_repeated(c, p, id);
   if (p->kind != OX_PAT_CALL) return match_value(c, p, &(OxValue){.kind = OX_V_NODE, .u.node = id});
   OxNodeId prev = bound_node(c, p);
@@ -594,14 +621,14 @@ static bool match_node(Ctx *c, const OxPat *p, OxNodeId id) {
       c->m->progress++;
       return true;
     }
-    return failf(c, p, id, OX_REASON_PATTERN_DIFFERS, "repeated pattern differs", "xnn", pat_desc(p, b1, sizeof b1),
+    return failf(c, p, id, OX_REASON_PATTERN_DIFFERS, "repeated pattern differs", "Pnn", p,
                  nname(g, prev), nname(g, id));
   }
   const OxNode *n = ox_graph_node(g, id);
   if (!call_accepts(g, p, id)) {
     const char *t = n ? (n->op == OX_OP_CALL_MODULE && n->module_type ? n->module_type : n->target) : "?";
-    return failf(c, p, id, OX_REASON_TARGET_MISMATCH, "function_mismatch", "nxx", nname(g, id), t,
-                 pat_desc(p, b2, sizeof b2));
+    return failf(c, p, id, OX_REASON_TARGET_MISMATCH, "function_mismatch", "nxP", nname(g, id), t,
+                 p);
   }
   if (c->depth > 0 && p->users != OX_PAT_USERS_ANY && n->n_users != (uint32_t)p->users) {
     snprintf(b1, sizeof b1, "%u", n->n_users);
@@ -724,16 +751,17 @@ bool ox_pat_match(const OxGraph *g, const OxPat *p, OxNodeId node, OxPatMatch *m
       }
       free(bound);
       if (!found) {
-        char b[96], kk[24];
+        char kk[24];
         snprintf(kk, sizeof kk, "output %u", k);
-        ok = failf(&c, p->outs[k], 0, OX_REASON_NO_MATCH, "multi-output: no match", "xxx", kk,
-                   pat_desc(p->outs[k], b, sizeof b), "no user of the matched nodes matches");
+        ok = failf(&c, p->outs[k], 0, OX_REASON_NO_MATCH, "multi-output: no match", "xPx", kk,
+                   p->outs[k], "no user of the matched nodes matches");
       }
     }
   } else {
     ok = match_node(&c, p, node);
   }
   m->ok = ok;
+  if (!ok) resolve_failure(&m->fail);
   if (ok) {
     /* anchor last (RepeatedExpr siblings and other outputs were appended after it) */
     uint32_t j = 0;

@@ -152,6 +152,14 @@ typedef struct OxPatFailure {
   char args[OX_REASON_MAX_ARGS][96];
   bool is_node[OX_REASON_MAX_ARGS];
   uint8_t n_args;
+  /* Arguments formatted only when the failure is reported (most failures inside a match are
+   * overwritten by a later one): lazy[i] 'P' = description of pattern lazy_pat[i], 'V' = the
+   * value lazy_val[i] (of graph lazy_g), 0 = args[i] holds the text. ox_pat_match returns its
+   * failure with every argument formatted. */
+  uint8_t lazy[OX_REASON_MAX_ARGS];
+  const struct OxPat *lazy_pat[OX_REASON_MAX_ARGS];
+  OxValue lazy_val[OX_REASON_MAX_ARGS];
+  const OxGraph *lazy_g;
   char what[48];           /* PyTorch's short reason: "function_mismatch", "multiple_users" ... */
   const OxPat *pat;        /* the sub-pattern that failed */
   OxNodeId node;           /* the node it failed on (0 = a non-node value) */

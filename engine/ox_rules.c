@@ -1702,7 +1702,7 @@ static void infer_meta(OxGraph *g, OxNodeId id) {
   char err[256];
   if (ox_shape_infer_node(g, id, &m, err, sizeof err) == 0) {
     m.inferred = true;
-    ox_graph_set_meta(g, id, &m);
+    ox_graph_set_meta_shared(g, id, &m);
   }
 }
 
@@ -1786,7 +1786,7 @@ static void replace_uses(Ev *ev, OxNodeId t, OxNodeId v) {
   /* a created replacement whose meta could not be inferred computes t's value: t's meta */
   if (was_created(ev, v) && g->nodes[v].meta.kind == OX_META_NONE && g->nodes[t].meta.kind != OX_META_NONE) {
     OxMeta m = g->nodes[t].meta;
-    ox_graph_set_meta(g, v, &m);
+    ox_graph_set_meta_shared(g, v, &m);
   }
   if (!g->nodes[t].n_users && !ox_pat_is_mutating(g, t)) erase_node(ev, t);
 }

@@ -65,7 +65,7 @@ static void infer(OxGraph *g, OxNodeId id) {
   char err[256];
   if (ox_shape_infer_node(g, id, &m, err, sizeof err) == 0) {
     m.inferred = true;
-    ox_graph_set_meta(g, id, &m);
+    ox_graph_set_meta_shared(g, id, &m);
   }
 }
 
@@ -470,7 +470,7 @@ static int normalize_to(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m, 
   OxNodeId nw = ox_graph_insert_before(g, old, OX_OP_CALL_FUNCTION, NULL, target, args, kwargs);
   if (g->nodes[old].meta.kind != OX_META_NONE) {
     OxMeta meta = g->nodes[old].meta;
-    ox_graph_set_meta(g, nw, &meta);
+    ox_graph_set_meta_shared(g, nw, &meta);
   } else {
     infer(g, nw);
   }

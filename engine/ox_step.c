@@ -179,6 +179,7 @@ typedef struct LogIndex {
   uint32_t n;
   uint32_t *next_args, *next_meta;
   KeyMap first_rename; /* node id -> 1 + index of its first RENAME */
+  KeyMap created;      /* node id + 1 of nodes ADDed in the log */
   uint32_t *next_rename;
   bool any_rename;
 } LogIndex;
@@ -199,6 +200,7 @@ static void log_index_build(LogIndex *x, const OxEdit *e, uint32_t n) {
     x->next_rename[i] = n;
     if (e[i].kind == OX_EDIT_ARGS) *keymap_slot(&last_args, node, true) = i + 1;
     if (e[i].kind == OX_EDIT_META) *keymap_slot(&last_meta, node, true) = i + 1;
+    if (e[i].kind == OX_EDIT_ADD) keyset_add(&x->created, node);
     if (e[i].kind == OX_EDIT_RENAME) {
       uint32_t *f = keymap_slot(&x->first_rename, node, true);
       x->next_rename[i] = *f ? *f - 1 : n;
@@ -215,6 +217,7 @@ static void log_index_free(LogIndex *x) {
   free(x->next_meta);
   free(x->next_rename);
   keymap_free(&x->first_rename);
+  keymap_free(&x->created);
 }
 
 typedef struct {
@@ -276,7 +279,7 @@ static void fill_added_meta(OxGraph *g, const Changes *ch) {
     char err[256];
     if (ox_shape_infer_node(g, id, &m, err, sizeof err) == 0) {
       m.inferred = true;
-      ox_graph_set_meta(g, id, &m);
+      ox_graph_set_meta_shared(g, id, &m);
     }
   }
 }
@@ -301,6 +304,8 @@ static void idlist_cb(OxNodeId id, void *data) {
 typedef struct Pairs {
   OxNodeId *po, *pn;
   uint32_t n, cap;
+  OxNodeId *scaffold;  /* added nodes with no replacement pair: they came from every matched node */
+  uint32_t n_scaffold;
   KeyMap seen; /* (old, new) */
   KeyMap news; /* new ids that have a pair */
 } Pairs;
@@ -326,7 +331,14 @@ static uint32_t provenance_pairs(OxPassCtx *c, const Changes *ch, const LogIndex
   IdList before = {g, NULL, 0, 0}, after = {g, NULL, 0, 0};
   KeyMap in_before = {0}, in_after = {0};
   for (uint32_t i = 0; i < n; i++) {
-    if (e[i].kind != OX_EDIT_ARGS) continue;
+    if (e[i].kind != OX_EDIT_ARGS && e[i].kind != OX_EDIT_REPLACE) continue;
+    if (e[i].replace) {
+      /* a rewire from -> to: `from` left the node's inputs, `to` entered them unless it was
+       * there already */
+      OxNodeId f = e[i].from, to = e[i].to;
+      if (to && keyset_has(&ch->removed_set, f) && !e[i].to_was_input && !g->nodes[to].erased) add_pair(p, f, to);
+      continue;
+    }
     before.n = after.n = 0;
     ox_value_foreach_node(&e[i].old_args, idlist_cb, &before);
     ox_value_foreach_node(&e[i].old_kwargs, idlist_cb, &before);
@@ -361,13 +373,12 @@ static uint32_t provenance_pairs(OxPassCtx *c, const Changes *ch, const LogIndex
   free(after.ids);
   keymap_free(&in_before);
   keymap_free(&in_after);
-  uint32_t n_replaced = p->n;
-  /* added nodes with no pair come from every matched node (scaffolding) */
-  for (uint32_t k = 0; k < ch->n_added; k++) {
-    if (keyset_has(&p->news, ch->added[k])) continue;
-    for (uint32_t m = 0; m < c->n_matched_ids; m++) add_pair(p, c->matched_ids[m], ch->added[k]);
-  }
-  return n_replaced;
+  /* added nodes with no pair come from every matched node (scaffolding): listed once, not as
+   * added x matched pairs (a split-cat rewrite adds hundreds of nodes over ~100 matched ones) */
+  p->scaffold = ox_xcalloc(ch->n_added + 1, sizeof *p->scaffold);
+  for (uint32_t k = 0; k < ch->n_added; k++)
+    if (!keyset_has(&p->news, ch->added[k])) p->scaffold[p->n_scaffold++] = ch->added[k];
+  return p->n;
 }
 
 /* Name of node id as it was just after log position i (the first rename of id later in the
@@ -438,7 +449,9 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
   OxGraph *g = c->g;
   uint32_t n = lx->n;
   const OxEdit *e = lx->e;
-  OxTraceEdit *out = ox_graph_alloc(t->pool, (n + 1) * sizeof *out);
+  /* built in scratch, kept at its exact size: most log entries (users snapshots, provenance,
+   * metas folded into adds) are not edits */
+  OxTraceEdit *out = ox_xrealloc(NULL, (n + 1) * sizeof *out);
   uint32_t k = 0;
   for (uint32_t i = 0; i < n; i++) {
     const OxEdit *x = &e[i];
@@ -456,7 +469,9 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
       args_after(g, lx, i, x->node, &a, &kw);
       o->args = value_at_names(t, g, a, lx, i);
       o->kwargs = value_at_names(t, g, kw, lx, i);
-      const OxMeta *m = meta_after(g, lx, i, x->node);
+      /* the node's meta as the step leaves it: its META edits in this step are folded in here
+       * (replay never reads a meta mid-step; the shape check inferred most of them) */
+      const OxMeta *m = &g->nodes[x->node].meta;
       if (m->kind != OX_META_NONE) {
         o->meta = copy_meta_to_pool(t, m);
         o->has_meta = true;
@@ -469,7 +484,22 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
       o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
       k++;
       break;
+    case OX_EDIT_REPLACE:
+      o->kind = OX_TEDIT_REPLACE;
+      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+      o->from = ox_trace_intern(t, name_at(g, lx, i, x->from));
+      o->to = ox_trace_intern(t, name_at(g, lx, i, x->to));
+      k++;
+      break;
     case OX_EDIT_ARGS: {
+      if (x->replace) {
+        o->kind = OX_TEDIT_REPLACE;
+        o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+        o->from = ox_trace_intern(t, name_at(g, lx, i, x->from));
+        o->to = ox_trace_intern(t, name_at(g, lx, i, x->to));
+        k++;
+        break;
+      }
       o->kind = OX_TEDIT_ARGS;
       o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
       const OxValue *a, *kw;
@@ -486,6 +516,7 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
       k++;
       break;
     case OX_EDIT_META: {
+      if (keyset_has(&lx->created, (uint64_t)x->node + 1)) break; /* folded into its ADD */
       o->kind = OX_TEDIT_META;
       o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
       o->meta = copy_meta_to_pool(t, meta_after(g, lx, i, x->node));
@@ -509,45 +540,49 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
     case OX_EDIT_USERS: break; /* derived state */
     }
   }
-  s->edits = out;
+  s->edits = k ? ox_graph_alloc(t->pool, k * sizeof *out) : NULL;
+  if (k) memcpy(s->edits, out, k * sizeof *out);
   s->n_edits = k;
+  free(out);
 }
 
-/* Transitive provenance in the graph itself: each new node gets, once, the provenance of
- * every node it came from (or that node's id when it has none), in pair order, deduplicated:
- * the list add_provenance would build one id at a time, with one logged edit per node. */
-static void set_transitive_provenance(OxGraph *g, const Pairs *p, const Changes *ch) {
-  if (!p->n) return;
+/* Transitive provenance in the graph itself: each new node gets, once, the provenance of every
+ * node it came from (or that node's id when it has none), in pair order, deduplicated: the
+ * list add_provenance would build one id at a time, with one logged edit per node. Pairs whose
+ * new side is not in `added` are skipped (an existing node keeps its own history). Scaffolding
+ * nodes came from every source: the union is built once and shared (provenance arrays are
+ * copy-on-write). */
+void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uint32_t n_pairs,
+                         const OxNodeId *added, uint32_t n_added, const OxNodeId *scaffold, uint32_t n_scaffold,
+                         const OxNodeId *sources, uint32_t n_sources) {
+  KeyMap added_set = {0};
+  for (uint32_t i = 0; i < n_added; i++)
+    if (added[i]) keyset_add(&added_set, added[i]);
   KeyMap group = {0}; /* new id -> 1 + group index */
-  uint32_t *gcount = ox_xcalloc(p->n + 1, sizeof *gcount);
-  OxNodeId *gnode = ox_xcalloc(p->n + 1, sizeof *gnode);
+  uint32_t *gcount = ox_xcalloc(n_pairs + 1, sizeof *gcount);
+  OxNodeId *gnode = ox_xcalloc(n_pairs + 1, sizeof *gnode);
   uint32_t n_groups = 0;
-  for (uint32_t i = 0; i < p->n; i++) {
-    if (!keyset_has(&ch->added_set, p->pn[i])) continue; /* an existing node keeps its own history */
-    uint32_t *slot = keymap_slot(&group, p->pn[i], true);
+  for (uint32_t i = 0; i < n_pairs; i++) {
+    if (!po[i] || !pn[i] || !keyset_has(&added_set, pn[i])) continue;
+    uint32_t *slot = keymap_slot(&group, pn[i], true);
     if (!*slot) {
-      gnode[n_groups] = p->pn[i];
+      gnode[n_groups] = pn[i];
       *slot = ++n_groups;
     }
     gcount[*slot - 1]++;
   }
   uint32_t *start = ox_xcalloc(n_groups + 1, sizeof *start);
   for (uint32_t k = 0; k < n_groups; k++) start[k + 1] = start[k] + gcount[k];
-  uint32_t *order = ox_xcalloc(p->n + 1, sizeof *order);
-  memset(gcount, 0, (p->n + 1) * sizeof *gcount);
-  for (uint32_t i = 0; i < p->n; i++) {
-    if (!keyset_has(&ch->added_set, p->pn[i])) continue;
-    uint32_t k = keymap_get(&group, p->pn[i]) - 1;
+  uint32_t *order = ox_xcalloc(n_pairs + 1, sizeof *order);
+  memset(gcount, 0, (n_pairs + 1) * sizeof *gcount);
+  for (uint32_t i = 0; i < n_pairs; i++) {
+    if (!po[i] || !pn[i] || !keyset_has(&added_set, pn[i])) continue;
+    uint32_t k = keymap_get(&group, pn[i]) - 1;
     order[start[k] + gcount[k]++] = i;
   }
   OxNodeId *list = NULL;
-  uint32_t cap = 0;
+  uint32_t cap = 0, len = 0;
   KeyMap seen = {0};
-  for (uint32_t k = 0; k < n_groups; k++) {
-    OxNodeId nw = gnode[k];
-    uint32_t len = 0;
-    if (seen.cap) memset(seen.keys, 0, seen.cap * sizeof *seen.keys);
-    seen.count = 0;
 #define PUSH_ID(x)                                                  \
   do {                                                              \
     OxNodeId x_ = (x);                                              \
@@ -558,22 +593,67 @@ static void set_transitive_provenance(OxGraph *g, const Pairs *p, const Changes 
     }                                                               \
     list[len++] = x_;                                               \
   } while (0)
+#define RESET_LIST()                                                   \
+  do {                                                                 \
+    len = 0;                                                           \
+    if (seen.cap) memset(seen.keys, 0, seen.cap * sizeof *seen.keys);  \
+    seen.count = 0;                                                    \
+  } while (0)
+#define PUSH_SOURCE(id)                                                         \
+  do {                                                                          \
+    const OxNode *o_ = &g->nodes[(id)];                                         \
+    if (o_->n_provenance)                                                       \
+      for (uint32_t j_ = 0; j_ < o_->n_provenance; j_++) PUSH_ID(o_->provenance[j_]); \
+    else                                                                        \
+      PUSH_ID((id));                                                            \
+  } while (0)
+  for (uint32_t k = 0; k < n_groups; k++) {
+    OxNodeId nw = gnode[k];
+    RESET_LIST();
     const OxNode *nn = &g->nodes[nw];
     for (uint32_t j = 0; j < nn->n_provenance; j++) PUSH_ID(nn->provenance[j]);
     uint32_t had = len;
-    for (uint32_t q = start[k]; q < start[k + 1]; q++) {
-      const OxNode *old = &g->nodes[p->po[order[q]]];
-      if (old->n_provenance)
-        for (uint32_t j = 0; j < old->n_provenance; j++) PUSH_ID(old->provenance[j]);
-      else
-        PUSH_ID(p->po[order[q]]);
-    }
-#undef PUSH_ID
+    for (uint32_t q = start[k]; q < start[k + 1]; q++) PUSH_SOURCE(po[order[q]]);
     if (len != had) ox_graph_set_provenance(g, nw, list, len);
   }
+  if (n_scaffold && n_sources) {
+    RESET_LIST();
+    for (uint32_t m = 0; m < n_sources; m++)
+      if (sources[m]) PUSH_SOURCE(sources[m]);
+    const OxNodeId *shared = NULL;
+    uint32_t n_shared = len;
+    for (uint32_t k = 0; k < n_scaffold; k++) {
+      OxNodeId nw = scaffold[k];
+      if (!nw || !keyset_has(&added_set, nw) || !n_shared) continue;
+      const OxNode *nn = &g->nodes[nw];
+      if (nn->n_provenance) {
+        /* rare: the pass gave it provenance of its own; those ids come first */
+        OxNodeId *mine = ox_xrealloc(NULL, (nn->n_provenance + n_shared) * sizeof *mine);
+        uint32_t m = 0;
+        KeyMap dup = {0};
+        for (uint32_t j = 0; j < nn->n_provenance; j++)
+          if (keyset_add(&dup, nn->provenance[j])) mine[m++] = nn->provenance[j];
+        uint32_t had = m;
+        for (uint32_t j = 0; j < n_shared; j++)
+          if (keyset_add(&dup, list[j])) mine[m++] = list[j];
+        if (m != had) ox_graph_set_provenance(g, nw, mine, m);
+        keymap_free(&dup);
+        free(mine);
+      } else if (!shared) {
+        ox_graph_set_provenance(g, nw, list, n_shared);
+        shared = g->nodes[nw].provenance;
+      } else {
+        ox_graph_share_provenance(g, nw, shared, n_shared);
+      }
+    }
+  }
+#undef PUSH_ID
+#undef RESET_LIST
+#undef PUSH_SOURCE
   free(list);
   keymap_free(&seen);
   keymap_free(&group);
+  keymap_free(&added_set);
   free(gcount);
   free(gnode);
   free(start);
@@ -602,10 +682,13 @@ bool ox_step_commit(OxPassCtx *c) {
     s->prov_old = names_of(c, g, pairs.po, pairs.n);
     s->prov_new = names_of(c, g, pairs.pn, pairs.n);
     s->n_prov = pairs.n;
+    s->scaffold = names_of(c, g, pairs.scaffold, pairs.n_scaffold);
+    s->n_scaffold = pairs.n_scaffold;
     build_edits(c, s, &lx); /* reads the log as indexed: the provenance edits below are not part of it */
   }
   log_index_free(&lx);
-  set_transitive_provenance(g, &pairs, &ch);
+  ox_provenance_apply(g, pairs.po, pairs.pn, pairs.n, ch.added, ch.n_added, pairs.scaffold, pairs.n_scaffold,
+                      c->matched_ids, c->n_matched_ids);
   c->step_added = ch.added;
   c->n_step_added = ch.n_added;
   c->step_removed = ch.removed;
@@ -644,6 +727,7 @@ bool ox_step_commit(OxPassCtx *c) {
   changes_free(&ch);
   free(pairs.po);
   free(pairs.pn);
+  free(pairs.scaffold);
   keymap_free(&pairs.seen);
   keymap_free(&pairs.news);
   c->in_step = false;

@@ -109,7 +109,9 @@ typedef enum OxTraceEditKind {
   OX_TEDIT_ARGS,     /* set args/kwargs of node name */
   OX_TEDIT_MOVE,     /* move node name after `after` (NULL = head) */
   OX_TEDIT_META,     /* set meta of node name */
-  OX_TEDIT_RENAME    /* rename node name to new_name */
+  OX_TEDIT_RENAME,   /* rename node name to new_name */
+  OX_TEDIT_REPLACE   /* in node name, every reference to node `from` becomes node `to`
+                        (ox_graph_replace_input): a rewire without the node's whole args */
 } OxTraceEditKind;
 
 typedef struct OxTraceEdit {
@@ -117,6 +119,7 @@ typedef struct OxTraceEdit {
   const char *name;
   const char *after;
   const char *new_name;
+  const char *from, *to; /* REPLACE */
   uint8_t op;            /* OxOp, ADD */
   const char *target;    /* ADD */
   /* Args/kwargs/meta live in the trace's pool graph; node references in them are ids of
@@ -151,6 +154,7 @@ typedef struct OxStep {
   const char **added;      uint32_t n_added;
   const char **prov_old;   /* provenance pairs: prov_new[i] came from prov_old[i] */
   const char **prov_new;   uint32_t n_prov;
+  const char **scaffold;   uint32_t n_scaffold;  /* added nodes that came from every matched node */
   OxReason reason;         /* REJECTED / CHECK_FAILED: why */
   OxCheckResult checks[OX_CHECK_KINDS];
   OxTraceEdit *edits;      uint32_t n_edits;     /* APPLIED: script from the graph before to after */
@@ -186,6 +190,19 @@ OxValue ox_trace_value_from_graph(OxTrace *t, const OxGraph *g, const OxValue *v
  * fills err if a name is not live in g. */
 bool ox_trace_value_to_graph(const OxTrace *t, OxGraph *g, const OxValue *v, OxValue *out, char *err,
                              size_t errcap);
+
+/* Sets the graph provenance of a step's new nodes: pair i says pn[i] came from po[i] (only pairs
+ * whose new node is in `added` count; po[i] == 0 is skipped); each scaffold node came from every
+ * source. A node's provenance becomes the deduplicated union of its sources' provenance (or their
+ * ids when they have none). Used when a step commits and when a trace is replayed. */
+void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uint32_t n_pairs,
+                         const OxNodeId *added, uint32_t n_added, const OxNodeId *scaffold, uint32_t n_scaffold,
+                         const OxNodeId *sources, uint32_t n_sources);
+
+/* Trace JSON version written; the reader accepts 1..OX_TRACE_VERSION. Version 2 added the
+ * replace_input edit and the step's "scaffolding" list (version 1 spelled scaffolding out as
+ * provenance pairs and every rewire as an args edit; both still read and replay). */
+#define OX_TRACE_VERSION 2
 
 /* JSON (docs/trace-format.md). Writes with OxBuf; reading validates and returns located errors. */
 void ox_trace_write_json(const OxTrace *t, OxBuf *out);

@@ -14,6 +14,7 @@
 #include "ox_load.h"
 #include "ox_pass.h"
 #include "ox_shape.h"
+#include "ox_trace.h"
 #include "ox_write.h"
 
 typedef enum { STRICT_LOADS, STRICT_FAILS } StrictOutcome;
@@ -233,13 +234,32 @@ static void test_file(gconstpointer data) {
     }
     g_assert_cmpuint(res.check_failures, ==, 0);
     g_assert_cmpint(ox_graph_verify(g, ox_graph_output(g) != 0, &d), ==, 0);
-    g_assert_cmpint(ox_replay(input, tr, UINT32_MAX, &d), ==, 0);
+    /* replayed from the trace as written to JSON and read back */
+    OxBuf js;
+    ox_buf_init(&js);
+    ox_trace_write_json(tr, &js);
+    OxTrace *back = NULL;
+    g_assert_cmpint(ox_trace_read_json(js.data, js.len, "trace.json", &back, &d), ==, 0);
+    ox_buf_free(&js);
+    g_assert_cmpint(ox_replay(input, back, UINT32_MAX, &d), ==, 0);
+    ox_trace_free(back);
     OxBuf a, b;
     ox_buf_init(&a);
     ox_buf_init(&b);
     ox_write_fx_text(g, &a);
     ox_write_fx_text(input, &b);
     g_assert_cmpstr(a.data, ==, b.data);
+    /* and every node came from the same input nodes */
+    OX_GRAPH_FOREACH(g, id) {
+      OxNodeId r = ox_graph_find(input, g->nodes[id].name);
+      g_assert_cmpuint(r, !=, 0);
+      const OxNode *x = &g->nodes[id], *y = &input->nodes[r];
+      if (x->n_provenance != y->n_provenance)
+        g_test_message("%s: %s has %u provenance ids optimized, %u replayed", c->file, x->name, x->n_provenance,
+                       y->n_provenance);
+      g_assert_cmpuint(x->n_provenance, ==, y->n_provenance);
+      for (uint32_t q = 0; q < x->n_provenance; q++) g_assert_cmpuint(x->provenance[q], ==, y->provenance[q]);
+    }
     g_test_message("%s graph %u: %u applied, %u rejected", c->file, i + 1, res.applied, res.rejected);
     ox_buf_free(&a);
     ox_buf_free(&b);

@@ -556,7 +556,7 @@ static void test_txn_rollback_property(void) {
     for (int s = 0; s < steps && n_ids < 250; s++) {
       OxNodeId a = ids[g_rand_int_range(r, 0, n_ids)], b = ids[g_rand_int_range(r, 0, n_ids)];
       if (g->nodes[a].erased || g->nodes[b].erased) continue;
-      switch (g_rand_int_range(r, 0, 8)) {
+      switch (g_rand_int_range(r, 0, 10)) {
       case 0:
         ids[n_ids++] = ox_graph_insert_before(g, b, OX_OP_CALL_FUNCTION, NULL, "torch.relu",
                                               tup(g, 1, ox_value_node(a)), ox_value_none());
@@ -573,6 +573,19 @@ static void test_txn_rollback_property(void) {
         break;
       }
       case 7: ox_graph_stable_toposort(g); break;
+      case 8:
+      case 9: {
+        /* rewire one input of a, then (often) rewire the same node again: the first rewire
+         * copies a's args into the log, later ones log only (a, from, to) */
+        OxNodeId in[4];
+        uint32_t k = ox_graph_inputs(g, a, in, 4);
+        if (!k || k > 4) break;
+        ox_graph_replace_input(g, a, in[g_rand_int_range(r, 0, (int32_t)k)], b);
+        k = ox_graph_inputs(g, a, in, 4);
+        OxNodeId c2 = ids[g_rand_int_range(r, 0, n_ids)];
+        if (k && k <= 4 && !g->nodes[c2].erased && g_rand_boolean(r)) ox_graph_replace_input(g, a, in[0], c2);
+        break;
+      }
       }
     }
     uint32_t n_edits;

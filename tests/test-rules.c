@@ -119,7 +119,7 @@ static void put_value(GString *s, const OxTrace *t, const OxValue *v) {
 }
 
 static void put_edits(GString *s, const OxTrace *t, const OxStep *st) {
-  static const char *const kinds[] = {"add", "erase", "args", "move", "meta", "rename"};
+  static const char *const kinds[] = {"add", "erase", "args", "move", "meta", "rename", "replace_input"};
   for (uint32_t i = 0; i < st->n_edits; i++) {
     const OxTraceEdit *e = &st->edits[i];
     char meta[256] = "";
@@ -132,6 +132,7 @@ static void put_edits(GString *s, const OxTrace *t, const OxStep *st) {
     if (e->kind == OX_TEDIT_ADD || e->kind == OX_TEDIT_MOVE)
       g_string_append_printf(s, " after %s", e->after ? e->after : "-");
     if (e->kind == OX_TEDIT_RENAME) g_string_append_printf(s, " to %s", e->new_name);
+    if (e->kind == OX_TEDIT_REPLACE) g_string_append_printf(s, " %s -> %s", e->from, e->to);
     if (e->kind == OX_TEDIT_ADD) g_string_append_printf(s, " %s %s", ox_op_name((OxOp)e->op), e->target);
     if (e->kind == OX_TEDIT_ADD || e->kind == OX_TEDIT_ARGS) {
       g_string_append_c(s, ' ');
@@ -171,6 +172,7 @@ static void trace_text(const OxTrace *t, unsigned flags, GString *s) {
         g_string_append_printf(s, " %s->%s", st->prov_old[k], st->prov_new[k]);
       g_string_append_c(s, '\n');
     }
+    if (st->n_scaffold) put_names(s, "scaffolding (from every matched node)", st->scaffold, st->n_scaffold);
     g_string_append_printf(s, "  checks: structure=%s shape=%s numeric=%s\n",
                            ox_check_status_name((OxCheckStatus)st->checks[OX_CHECK_STRUCTURE].status),
                            ox_check_status_name((OxCheckStatus)st->checks[OX_CHECK_SHAPE].status),

@@ -267,7 +267,8 @@ static void test_trace_json_roundtrip(void) {
   free(c);
   /* damaged trace files give located errors */
   const char *bad[] = {
-    "{\"format\": \"optimus-trace\", \"version\": 2, \"steps\": []}",
+    "{\"format\": \"optimus-trace\", \"version\": 3, \"steps\": []}",
+    "{\"format\": \"optimus-trace\", \"version\": 2, \"steps\": [{\"kind\": \"applied\", \"edits\": [{\"kind\": \"replace_input\", \"name\": \"x\", \"old\": \"y\"}]}]}",
     "{\"format\": \"optimus-fx\", \"version\": 1}",
     "{\"format\": \"optimus-trace\", \"version\": 1,\n \"steps\": [{\"kind\": \"maybe\"}]}",
     "{\"format\": \"optimus-trace\", \"version\": 1, \"steps\": [{\"kind\": \"rejected\", \"reason\": {\"code\": \"NOPE\"}}]}",
@@ -523,8 +524,35 @@ static void test_long_step_replays(void) {
   /* provenance: each new relu came from the relu it replaced (same name now), once */
   g_assert_cmpuint(t->steps[0].n_prov, ==, 200);
   for (uint32_t i = 0; i < t->steps[0].n_prov; i++) g_assert_cmpstr(t->steps[0].prov_old[i], ==, t->steps[0].prov_new[i]);
+  /* the 200 rewires of the cat are 200 replace_input edits, not 200 copies of its 200 inputs */
+  uint32_t kinds[8] = {0};
+  for (uint32_t i = 0; i < t->steps[0].n_edits; i++) kinds[t->steps[0].edits[i].kind]++;
+  g_assert_cmpuint(kinds[OX_TEDIT_REPLACE], ==, 200);
+  g_assert_cmpuint(kinds[OX_TEDIT_ARGS], ==, 0);
+  g_assert_cmpuint(kinds[OX_TEDIT_META], ==, 0); /* inferred metas ride on the adds */
+  /* and the transaction log copied the cat's args once */
+  uint32_t n_log, args_entries = 0, replace_entries = 0;
+  const OxEdit *log = ox_graph_txn_edits(g, &n_log);
+  OxNodeId catid = ox_graph_find(g, "cat");
+  for (uint32_t i = 0; i < n_log; i++) {
+    if (log[i].node != catid) continue;
+    args_entries += log[i].kind == OX_EDIT_ARGS;
+    replace_entries += log[i].kind == OX_EDIT_REPLACE;
+  }
+  g_assert_cmpuint(args_entries, ==, 1);
+  g_assert_cmpuint(replace_entries, ==, 199);
   OxDiagList d;
   ox_diags_init(&d, "t");
+  /* replay from the JSON file's content */
+  OxBuf js;
+  ox_buf_init(&js);
+  ox_trace_write_json(t, &js);
+  g_assert_nonnull(strstr(js.data, "\"kind\": \"replace_input\", \"name\": \"cat\""));
+  OxTrace *back = NULL;
+  g_assert_cmpint(ox_trace_read_json(js.data, js.len, "t.json", &back, &d), ==, 0);
+  ox_buf_free(&js);
+  ox_trace_free(t);
+  t = back;
   g_assert_cmpint(ox_replay(input, t, UINT32_MAX, &d), ==, 0);
   char *a = fx_of(g), *b = fx_of(input);
   g_assert_cmpstr(a, ==, b);
@@ -532,6 +560,118 @@ static void test_long_step_replays(void) {
   free(b);
   ox_diags_clear(&d);
   ox_trace_free(t);
+  ox_graph_free(g);
+  ox_graph_free(input);
+}
+
+/* Rewires of one node mixed with set_args in one step: a rewire to a node that already was an
+ * input (no provenance pair; the history cannot invert it by a reverse rewire), args replaced
+ * wholesale, then rewired again in place. Replay (through JSON) gives the same graph; a failed
+ * check rolls all of it back exactly. */
+static bool mixed_make_cycle;
+
+static int pass_mixed(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  OxNodeId add = ox_graph_find(g, "add"), a = ox_graph_find(g, "a"), b = ox_graph_find(g, "b"),
+           cc = ox_graph_find(g, "c");
+  if (!add || !a || !b || !cc || g->nodes[add].args.u.items[0].u.node != a) return 0;
+  ox_step_begin(c, "mixed", add);
+  ox_step_matched(c, &add, 1);
+  ox_graph_replace_input(g, add, a, b);                 /* add(b, b): b was an input already */
+  OxValue two[2] = {ox_value_node(cc), ox_value_node(b)};
+  ox_graph_set_args(g, add, tup(g, 2, two));            /* add(c, b) */
+  ox_graph_replace_input(g, add, b, cc);                /* add(c, c): the set_args tree is copied first */
+  OxNodeId d = unary(g, "torch.neg", cc);
+  ox_graph_move_after(g, d, cc);
+  ox_graph_replace_input(g, add, cc, d);                /* add(d, d) */
+  if (mixed_make_cycle) ox_graph_replace_input(g, d, cc, add); /* neg(add): a cycle, the structure check fails */
+  return ox_step_commit(c) ? 1 : 0;
+}
+
+static const OxPassInfo mixed = {"mixed", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_mixed, "test"};
+
+static OxGraph *mixed_graph(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ph(g, "x", 4, 8);
+  OxNodeId a = unary(g, "torch.relu", x), b = unary(g, "torch.tanh", x), cc = unary(g, "torch.sigmoid", x);
+  ox_graph_rename(g, a, "a");
+  ox_graph_rename(g, b, "b");
+  ox_graph_rename(g, cc, "c");
+  OxValue ab[2] = {ox_value_node(a), ox_value_node(b)};
+  OxNodeId add = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "add", "operator.add", tup(g, 2, ab), ox_value_none());
+  OxValue o[2] = {ox_value_node(add), ox_value_node(a)};
+  OxValue out[1] = {tup(g, 2, o)};
+  ox_graph_add_node(g, OX_OP_OUTPUT, "output", "output", tup(g, 1, out), ox_value_none());
+  g_assert_cmpint(ox_shape_infer_graph(g, NULL, NULL), ==, 0);
+  return g;
+}
+
+static void test_mixed_rewires(void) {
+  OxGraph *g = mixed_graph();
+  OxGraph *input = ox_graph_clone(g);
+  char *before = fx_of(g);
+  OxOptimizeResult res;
+  /* structure and shape only: the rewrite changes the numbers on purpose */
+  OxPipeline p;
+  pipeline_of(&p, &mixed);
+  OxCheckConfig cc;
+  ox_check_config_default(&cc);
+  cc.numeric = false;
+  OxTrace *t = ox_trace_new();
+  OxDiagList d;
+  ox_diags_init(&d, "t");
+  g_assert_cmpint(ox_optimize(g, &p, &cc, t, &res, &d), ==, 0);
+  g_assert_cmpuint(res.applied, ==, 1);
+  const OxStep *s = &t->steps[0];
+  char *after = fx_of(g);
+  if (!strstr(after, "target=operator.add](args = (%neg, %neg)")) g_printerr("%s", after);
+  g_assert_nonnull(strstr(after, "target=operator.add](args = (%neg, %neg)"));
+  /* edits: rewire, args, rewire, add, move, rewire */
+  static const uint8_t want[] = {OX_TEDIT_REPLACE, OX_TEDIT_ARGS, OX_TEDIT_REPLACE, OX_TEDIT_ADD, OX_TEDIT_MOVE,
+                                 OX_TEDIT_REPLACE};
+  g_assert_cmpuint(s->n_edits, ==, G_N_ELEMENTS(want));
+  for (uint32_t i = 0; i < s->n_edits; i++) g_assert_cmpuint(s->edits[i].kind, ==, want[i]);
+  g_assert_cmpstr(s->edits[0].from, ==, "a");
+  g_assert_cmpstr(s->edits[0].to, ==, "b");
+  /* the args edit carries the tree set_args installed, not the later in-place rewires */
+  char args1[64];
+  g_assert_cmpstr(ox_value_format(t->pool, &s->edits[1].args, args1, sizeof args1), ==, "(%c, %b)");
+  /* b was an input already when a was rewired to it: no provenance pair a -> b */
+  for (uint32_t i = 0; i < s->n_prov; i++) g_assert_false(!strcmp(s->prov_old[i], "a") && !strcmp(s->prov_new[i], "b"));
+  OxBuf js;
+  ox_buf_init(&js);
+  ox_trace_write_json(t, &js);
+  OxTrace *back = NULL;
+  g_assert_cmpint(ox_trace_read_json(js.data, js.len, "t.json", &back, &d), ==, 0);
+  ox_buf_free(&js);
+  g_assert_cmpint(ox_replay(input, back, UINT32_MAX, &d), ==, 0);
+  char *replayed = fx_of(input);
+  g_assert_cmpstr(replayed, ==, after);
+  free(replayed);
+  ox_trace_free(back);
+  ox_trace_free(t);
+  /* the same step rolled back by a failing check leaves the graph exactly as it was */
+  OxGraph *g2 = mixed_graph();
+  mixed_make_cycle = true;
+  t = ox_trace_new();
+  g_assert_cmpint(ox_optimize(g2, &p, &cc, t, &res, &d), ==, 0);
+  mixed_make_cycle = false;
+  g_assert_cmpuint(res.check_failures, ==, 1);
+  g_assert_cmpint(t->steps[0].checks[OX_CHECK_STRUCTURE].status, ==, OX_CHECK_FAILED);
+  char *rolled = fx_of(g2);
+  g_assert_cmpstr(rolled, ==, before);
+  g_assert_cmpint(ox_graph_verify(g2, true, &d), ==, 0);
+  OxNodeId ids[3] = {ox_graph_find(g2, "a"), ox_graph_find(g2, "b"), ox_graph_find(g2, "c")};
+  g_assert_cmpuint(g2->nodes[ids[0]].n_users, ==, 2); /* add and output, in that order */
+  g_assert_cmpuint(g2->nodes[ids[1]].n_users, ==, 1);
+  g_assert_cmpuint(g2->nodes[ids[2]].n_users, ==, 0);
+  free(rolled);
+  ox_trace_free(t);
+  ox_graph_free(g2);
+  free(before);
+  free(after);
+  ox_diags_clear(&d);
+  g_free(p.entries);
   ox_graph_free(g);
   ox_graph_free(input);
 }
@@ -670,6 +810,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/structure-check-cycle", test_structure_check_catches_cycle);
   g_test_add_func("/engine/trace/cycle-check-property", test_cycle_check_property);
   g_test_add_func("/engine/trace/long-step-replays", test_long_step_replays);
+  g_test_add_func("/engine/trace/mixed-rewires", test_mixed_rewires);
   g_test_add_func("/engine/trace/skipped-is-not-passed", test_skipped_is_not_passed);
   g_test_add_func("/engine/trace/check-config", test_check_config);
   g_test_add_func("/engine/trace/numeric-reduced-size", test_numeric_reduced_size);

@@ -260,6 +260,24 @@ static void inverse_of(OxTrace *rev, const OxGraph *g, const OxTraceEdit *e, GAr
     r.name = ox_trace_intern(rev, e->new_name);
     r.new_name = ox_trace_intern(rev, e->name);
     break;
+  case OX_TEDIT_REPLACE: {
+    if (!id) return;
+    const OxNode *n = &g->nodes[id];
+    OxNodeId to = e->to ? ox_graph_find(g, e->to) : 0;
+    r.name = ox_trace_intern(rev, n->name);
+    if (to && !ox_graph_has_input(g, id, to)) {
+      /* `to` is not an input yet, so rewiring it back to `from` undoes the edit exactly */
+      r.kind = OX_TEDIT_REPLACE;
+      r.from = ox_trace_intern(rev, e->to);
+      r.to = ox_trace_intern(rev, e->from);
+    } else {
+      /* both were inputs: only the whole args say which references were which */
+      r.kind = OX_TEDIT_ARGS;
+      r.args = ox_trace_value_from_graph(rev, g, &n->args);
+      r.kwargs = ox_trace_value_from_graph(rev, g, &n->kwargs);
+    }
+    break;
+  }
   }
   g_array_append_val(inv, r);
 }
@@ -330,6 +348,7 @@ static void history_build(OxHistory *h) {
         if (uid) h->died[uid] = a;
         break;
       case OX_TEDIT_ARGS:
+      case OX_TEDIT_REPLACE:
         if (uid) g_array_append_val(touched, uid);
         break;
       case OX_TEDIT_RENAME:
