@@ -459,6 +459,7 @@ int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
         free(ids);
         return -1;
       }
+    if (!s->n_prov && !s->n_scaffold) continue;
     for (uint32_t j = 0; j < s->n_prov; j++) pn[j] = ox_graph_find(g, s->prov_new[j]);
     for (uint32_t j = 0; j < s->n_added; j++) added[j] = ox_graph_find(g, s->added[j]);
     for (uint32_t j = 0; j < s->n_scaffold; j++) scaf[j] = ox_graph_find(g, s->scaffold[j]);

@@ -35,6 +35,7 @@
 
 #include <json.h>
 
+#include "ox_mem.h"
 #include "ox_record.h"
 #include "ox_write.h"
 
@@ -1743,73 +1744,268 @@ static void read_step(Rd *r, OxTrace *t, json_object *o) {
   }
 }
 
+/* The trace reader streams: a trace of a 100k-node run is tens of MB of JSON, and a DOM of all of
+ * it costs ~25x its size. The top-level object and the "steps" array are scanned here (strings
+ * and brackets only); every other member and every step is a small JSON text of its own, parsed
+ * strictly by json-c, converted, and freed before the next. Syntax errors are located in the
+ * whole file; semantic errors name their path (steps[12].edits[3]) and are located as usual. */
+
+typedef struct Stream {
+  Rd *r;
+  const char *text;
+  size_t len;
+  struct json_tokener *tok;
+  char *tmp;
+  size_t tmp_cap;
+} Stream;
+
+static void stream_syntax(Stream *st, size_t off, const char *fmt, const char *what) {
+  uint32_t line, col;
+  if (off > st->len) off = st->len;
+  offset_to_linecol(st->text, st->len, off, &line, &col);
+  ox_diag_add(st->r->d, OX_SEV_ERROR, line, col, st->text + off, fmt, what);
+  st->r->errors++;
+}
+
+/* Parses text[s, e) (one JSON value) strictly; NULL after reporting a located error. */
+static json_object *stream_parse(Stream *st, size_t s, size_t e) {
+  json_tokener_reset(st->tok);
+  const char *p = st->text + s;
+  size_t n = e - s;
+  if (n && p[0] != '{' && p[0] != '[' && p[0] != '"') {
+    /* json-c finishes a bare scalar only at a terminator: parse a NUL-terminated copy */
+    if (n + 1 > st->tmp_cap) {
+      st->tmp_cap = n + 64;
+      st->tmp = ox_xrealloc(st->tmp, st->tmp_cap);
+    }
+    memcpy(st->tmp, p, n);
+    st->tmp[n] = 0;
+    p = st->tmp;
+    n++;
+  }
+  json_object *o = json_tokener_parse_ex(st->tok, p, (int)n);
+  enum json_tokener_error jerr = json_tokener_get_error(st->tok);
+  size_t end = json_tokener_get_parse_end(st->tok);
+  if (!o) {
+    if (jerr == json_tokener_continue) stream_syntax(st, e, "JSON syntax error: %s", "unexpected end of a value");
+    else stream_syntax(st, s + end, "JSON syntax error: %s", json_tokener_error_desc(jerr));
+    return NULL;
+  }
+  if (p == st->text + s && end != n) {
+    json_object_put(o);
+    stream_syntax(st, s + end, "JSON syntax error: %s", "unexpected text after a value");
+    return NULL;
+  }
+  return o;
+}
+
+/* Extent of the value at i (validated later by stream_parse); 0 on a structural error. */
+static size_t stream_value_end(Stream *st, size_t i) {
+  if (i >= st->len) {
+    stream_syntax(st, i, "JSON syntax error: %s", "unexpected end of input");
+    return 0;
+  }
+  char c = st->text[i];
+  if (c == ',' || c == '}' || c == ']' || c == ':') {
+    stream_syntax(st, i, "JSON syntax error: %s", "a value is missing");
+    return 0;
+  }
+  size_t e = skip_value(st->text, st->len, i);
+  if (e <= i) {
+    stream_syntax(st, i, "JSON syntax error: %s", "a value is missing");
+    return 0;
+  }
+  return e;
+}
+
+typedef struct Member {
+  char key[32];
+  json_object *v;
+  size_t at;
+} Member;
+
+enum { MAX_MEMBERS = 16 };
+
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *diags) {
   (void)file;
   *out = NULL;
   Rd *r = calloc(1, sizeof *r);
   if (!r) return -1;
-  size_t errors_before = diags->n_errors;
-  json_object *root = parse_root(r, text, len, 256, diags);
-  if (!root) {
+  r->text = text;
+  r->len = len;
+  r->d = diags;
+  if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) r->start = 3;
+  if (len > (size_t)INT_MAX) {
+    ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "JSON input of %zu bytes is larger than the reader's 2 GiB limit",
+                len);
     free(r);
     return -1;
   }
-  OxTrace *t = ox_trace_new();
-  json_object *v;
-  if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "format", &v) ||
-      !json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), "optimus-trace") != 0) {
-    ERR(r, "not an Optimus trace (expected \"format\": \"optimus-trace\")");
+  size_t errors_before = diags->n_errors;
+  Stream st = {r, text, len, json_tokener_new_ex(254), NULL, 0};
+  OxTrace *t = NULL;
+  Member mem[MAX_MEMBERS];
+  uint32_t n_mem = 0;
+  size_t steps_at = SIZE_MAX; /* offset of the steps array's '[' */
+  if (!st.tok) {
+    ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
+    free(r);
+    return -1;
+  }
+  json_tokener_set_flags(st.tok, JSON_TOKENER_STRICT);
+
+  /* pass 1: the members of the top-level object; "steps" is only located */
+  size_t i = skip_ws(text, len, r->start);
+  if (i >= len || text[i] != '{') {
+    stream_syntax(&st, i, "%s", i >= len ? "empty input: expected an Optimus trace (a JSON object)"
+                                         : "not an Optimus trace (expected a JSON object)");
     goto out;
   }
-  if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int) ||
-      json_object_get_int64(v) < 1 || json_object_get_int64(v) > OX_TRACE_VERSION) {
+  i = skip_ws(text, len, i + 1);
+  if (i < len && text[i] == '}') i = skip_ws(text, len, i + 1);
+  else
+    for (;;) {
+      if (i >= len || text[i] != '"') {
+        stream_syntax(&st, i, "JSON syntax error: %s", i >= len ? "unexpected end of input" : "expected a member name");
+        goto out;
+      }
+      size_t ke = skip_string(text, len, i);
+      json_object *key = stream_parse(&st, i, ke);
+      if (!key) goto out;
+      char kbuf[32];
+      snprintf(kbuf, sizeof kbuf, "%s", json_object_get_string(key));
+      bool long_key = strlen(json_object_get_string(key)) >= sizeof kbuf;
+      json_object_put(key);
+      i = skip_ws(text, len, ke);
+      if (i >= len || text[i] != ':') {
+        stream_syntax(&st, i, "JSON syntax error: %s", "expected ':' after a member name");
+        goto out;
+      }
+      i = skip_ws(text, len, i + 1);
+      size_t ve = stream_value_end(&st, i);
+      if (!ve) goto out;
+      if (!long_key && strcmp(kbuf, "steps") == 0) {
+        steps_at = i; /* the last one wins, as in json-c */
+      } else if (!long_key) {
+        json_object *v = stream_parse(&st, i, ve);
+        if (!v) goto out;
+        uint32_t k = 0;
+        while (k < n_mem && strcmp(mem[k].key, kbuf) != 0) k++;
+        if (k < n_mem) {
+          json_object_put(mem[k].v); /* duplicate key: the last one wins */
+        } else if (n_mem < MAX_MEMBERS) {
+          n_mem++;
+        } else {
+          json_object_put(v); /* an unknown extra member: ignored */
+          v = NULL;
+        }
+        if (v) {
+          snprintf(mem[k].key, sizeof mem[k].key, "%s", kbuf);
+          mem[k].v = v;
+          mem[k].at = i;
+        }
+      }
+      i = skip_ws(text, len, ve);
+      if (i < len && text[i] == ',') {
+        i = skip_ws(text, len, i + 1);
+        continue;
+      }
+      if (i < len && text[i] == '}') {
+        i = skip_ws(text, len, i + 1);
+        break;
+      }
+      stream_syntax(&st, i, "JSON syntax error: %s", i >= len ? "unexpected end of input" : "expected ',' or '}'");
+      goto out;
+    }
+  if (i < len) {
+    stream_syntax(&st, i, "JSON syntax error: %s", "unexpected text after the document");
+    goto out;
+  }
+
+  /* the header, checked before any step is read */
+  json_object *root = json_object_new_object();
+  for (uint32_t k = 0; k < n_mem; k++) json_object_object_add(root, mem[k].key, json_object_get(mem[k].v));
+  t = ox_trace_new();
+  json_object *v;
+  bool header_ok = false;
+  if (!json_object_object_get_ex(root, "format", &v) || !json_object_is_type(v, json_type_string) ||
+      strcmp(json_object_get_string(v), "optimus-trace") != 0) {
+    ERR(r, "not an Optimus trace (expected \"format\": \"optimus-trace\")");
+  } else if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int) ||
+             json_object_get_int64(v) < 1 || json_object_get_int64(v) > OX_TRACE_VERSION) {
     path_push_key(r, "version");
     ERR(r, "unsupported trace version (this reader knows versions 1 to %d)", OX_TRACE_VERSION);
     path_pop(r);
-    goto out;
+  } else {
+    header_ok = true;
   }
-  if (json_object_object_get_ex(root, "input", &v) && json_object_is_type(v, json_type_object)) {
-    path_push_key(r, "input");
-    t->input_file = opt_string(r, t, v, "file");
-    t->input_hash = opt_string(r, t, v, "hash");
-    if (t->input_hash && !t->input_hash[0]) t->input_hash = NULL;
-    path_pop(r);
-  }
-  if (json_object_object_get_ex(root, "config", &v) && json_object_is_type(v, json_type_object))
-    t->config = ox_trace_intern(t, json_object_to_json_string_ext(v, JSON_C_TO_STRING_SPACED));
-  else
-    t->config = opt_string(r, t, root, "config");
-  t->checks = opt_string(r, t, root, "checks");
-  t->seconds = opt_num(root, "seconds");
-  if (json_object_object_get_ex(root, "counters", &v) && json_object_is_type(v, json_type_object)) {
-    uint32_t n = 0;
-    json_object_object_foreach(v, ck, cv) {
-      (void)ck;
-      (void)cv;
-      n++;
-    }
-    t->counter_names = ox_graph_alloc(t->pool, (n + 1) * sizeof(char *));
-    t->counter_values = ox_graph_alloc(t->pool, (n + 1) * sizeof(int64_t));
-    json_object_object_foreach(v, ck2, cv2) {
-      t->counter_names[t->n_counters] = ox_trace_intern(t, ck2);
-      t->counter_values[t->n_counters++] = json_object_get_int64(cv2);
-    }
-  }
-  if (!json_object_object_get_ex(root, "steps", &v)) {
-    ERR(r, "no \"steps\" key");
-    goto out;
-  }
-  path_push_key(r, "steps");
-  if (expect_type(r, v, json_type_array, "steps")) {
-    for (size_t i = 0; i < json_object_array_length(v) && r->errors < MAX_ERRORS; i++) {
-      path_push_idx(r, i);
-      read_step(r, t, json_object_array_get_idx(v, i));
+  if (header_ok) {
+    if (json_object_object_get_ex(root, "input", &v) && json_object_is_type(v, json_type_object)) {
+      path_push_key(r, "input");
+      t->input_file = opt_string(r, t, v, "file");
+      t->input_hash = opt_string(r, t, v, "hash");
+      if (t->input_hash && !t->input_hash[0]) t->input_hash = NULL;
       path_pop(r);
     }
+    if (json_object_object_get_ex(root, "config", &v) && json_object_is_type(v, json_type_object))
+      t->config = ox_trace_intern(t, json_object_to_json_string_ext(v, JSON_C_TO_STRING_SPACED));
+    else
+      t->config = opt_string(r, t, root, "config");
+    t->checks = opt_string(r, t, root, "checks");
+    t->seconds = opt_num(root, "seconds");
+    if (json_object_object_get_ex(root, "counters", &v) && json_object_is_type(v, json_type_object)) {
+      uint32_t n = 0;
+      json_object_object_foreach(v, ck, cv) {
+        (void)ck;
+        (void)cv;
+        n++;
+      }
+      t->counter_names = ox_graph_alloc(t->pool, (n + 1) * sizeof(char *));
+      t->counter_values = ox_graph_alloc(t->pool, (n + 1) * sizeof(int64_t));
+      json_object_object_foreach(v, ck2, cv2) {
+        t->counter_names[t->n_counters] = ox_trace_intern(t, ck2);
+        t->counter_values[t->n_counters++] = json_object_get_int64(cv2);
+      }
+    }
+    if (steps_at == SIZE_MAX) ERR(r, "no \"steps\" key");
+  }
+  json_object_put(root);
+  if (!header_ok || steps_at == SIZE_MAX) goto out;
+
+  /* pass 2: the steps, one at a time */
+  path_push_key(r, "steps");
+  i = steps_at;
+  if (text[i] != '[') {
+    ERR(r, "expected an array, got %s", text[i] == '{' ? "an object" : text[i] == '"' ? "a string" : "a scalar");
+  } else {
+    i = skip_ws(text, len, i + 1);
+    size_t idx = 0;
+    if (i < len && text[i] == ']') i++;
+    else
+      while (r->errors < MAX_ERRORS) {
+        size_t e = stream_value_end(&st, i);
+        if (!e) break;
+        json_object *o = stream_parse(&st, i, e);
+        if (!o) break;
+        path_push_idx(r, idx++);
+        read_step(r, t, o);
+        path_pop(r);
+        json_object_put(o);
+        i = skip_ws(text, len, e);
+        if (i < len && text[i] == ',') {
+          i = skip_ws(text, len, i + 1);
+          continue;
+        }
+        if (i < len && text[i] == ']') break;
+        stream_syntax(&st, i, "JSON syntax error: %s", i >= len ? "unexpected end of input" : "expected ',' or ']'");
+        break;
+      }
   }
   path_pop(r);
 out:
-  json_object_put(root);
+  for (uint32_t k = 0; k < n_mem; k++) json_object_put(mem[k].v);
+  json_tokener_free(st.tok);
+  free(st.tmp);
   free(r);
   if (diags->n_errors > errors_before) {
     ox_trace_free(t);

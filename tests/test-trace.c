@@ -2,6 +2,7 @@
  * test-local passes (good and deliberately broken ones) so they do not depend on the
  * built-in passes. */
 #include <glib.h>
+#include <json.h>
 #include <math.h>
 #include <string.h>
 
@@ -298,6 +299,78 @@ static void assert_unchanged(OxGraph *before, OxGraph *after) {
   g_assert_cmpstr(a, ==, b);
   free(a);
   free(b);
+}
+
+/* The streaming trace reader against damaged files: thousands of mutations of a real trace
+ * (truncations, byte changes, deletions, spliced copies). Whenever json-c's strict parser
+ * rejects the whole text, the reader rejects it too, with a located error; it never crashes
+ * or accepts half a file. */
+static bool json_c_accepts(const char *text, size_t len) {
+  struct json_tokener *tok = json_tokener_new_ex(256);
+  json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+  char *z = g_malloc(len + 1);
+  memcpy(z, text, len);
+  z[len] = 0;
+  size_t start = len >= 3 && memcmp(z, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+  json_object *o = json_tokener_parse_ex(tok, z + start, (int)(len - start + 1));
+  bool ok = o && json_tokener_get_parse_end(tok) >= len - start;
+  json_object_put(o);
+  json_tokener_free(tok);
+  g_free(z);
+  return ok;
+}
+
+static void test_trace_reader_damaged(void) {
+  OxGraph *g = sample();
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &good, false, &res);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_trace_write_json(t, &b);
+  GRand *r = g_rand_new_with_seed(7);
+  static const char subst[] = "{}[],:\"x0 \n\\-e.";
+  uint32_t rejected = 0, accepted = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    GString *m = g_string_new_len(b.data, (gssize)b.len);
+    int kind = g_rand_int_range(r, 0, 4);
+    gsize at = (gsize)g_rand_int_range(r, 0, (gint32)b.len);
+    if (kind == 0) g_string_truncate(m, at);
+    else if (kind == 1) m->str[at] = subst[g_rand_int_range(r, 0, (gint32)sizeof subst - 1)];
+    else if (kind == 2) g_string_erase(m, (gssize)at, 1);
+    else {
+      gsize from = (gsize)g_rand_int_range(r, 0, (gint32)b.len), n = (gsize)g_rand_int_range(r, 1, 40);
+      if (from + n > b.len) n = b.len - from;
+      g_string_insert_len(m, (gssize)at, b.data + from, (gssize)n);
+    }
+    OxDiagList d;
+    ox_diags_init(&d, "damaged.json");
+    OxTrace *back = NULL;
+    int rc = ox_trace_read_json(m->str, m->len, "damaged.json", &back, &d);
+    if (!json_c_accepts(m->str, m->len)) {
+      if (rc != -1) g_test_message("accepted invalid JSON (trial %d): %s", trial, m->str);
+      g_assert_cmpint(rc, ==, -1);
+    }
+    if (rc == -1) {
+      g_assert_null(back);
+      g_assert_cmpuint(d.n_errors, >, 0);
+      g_assert_cmpuint(d.items[0].line, >, 0);
+      rejected++;
+    } else {
+      g_assert_nonnull(back);
+      accepted++;
+    }
+    ox_trace_free(back);
+    ox_diags_clear(&d);
+    g_string_free(m, TRUE);
+  }
+  g_test_message("damaged traces: %u rejected, %u accepted", rejected, accepted);
+  /* both outcomes occurred (a byte change inside a string is still a valid trace) */
+  g_assert_cmpuint(rejected, >, 1000);
+  g_assert_cmpuint(accepted, >, 10);
+  g_rand_free(r);
+  ox_buf_free(&b);
+  ox_trace_free(t);
+  ox_graph_free(g);
 }
 
 static void test_numeric_check_rolls_back(void) {
@@ -805,6 +878,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/trace/applied-step", test_applied_step);
   g_test_add_func("/engine/trace/json-roundtrip", test_trace_json_roundtrip);
+  g_test_add_func("/engine/trace/reader-damaged", test_trace_reader_damaged);
   g_test_add_func("/engine/trace/numeric-check-rolls-back", test_numeric_check_rolls_back);
   g_test_add_func("/engine/trace/shape-check-rolls-back", test_shape_check_rolls_back);
   g_test_add_func("/engine/trace/structure-check-cycle", test_structure_check_catches_cycle);

@@ -328,6 +328,7 @@ static void history_build(OxHistory *h) {
       one.edits = (OxTraceEdit *)e;
       one.n_edits = 1;
       one.n_prov = 0;
+      one.n_scaffold = 0;
       if (!replay_view(h->trace, &one, 1, g, &err)) {
         if (order) g_array_free(order, TRUE);
         break;
