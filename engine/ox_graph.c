@@ -163,6 +163,7 @@ void ox_graph_free(OxGraph *g) {
   free(g->txn);
   free(g->txn_mark);
   free(g->txn_args_mark);
+  free(g->ref_names);
   ox_strtab_free(g->strings);
   ox_namemap_free(g->names);
   ox_namemap_free(g->name_counters);
@@ -1065,6 +1066,29 @@ void ox_graph_set_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint3
   n->provenance = p;
   n->n_provenance = count;
 }
+
+OxNodeId ox_graph_name_ref(OxGraph *g, const char *name) {
+  const char *w = ox_graph_intern(g, name ? name : "?");
+  OxNodeId id = ox_namemap_get(g->names, w);
+  if (id) return id;
+  if (g->n_refs + 1 >= g->cap_refs) {
+    g->cap_refs = g->cap_refs ? g->cap_refs * 2 : 256;
+    g->ref_names = ox_xrealloc(g->ref_names, g->cap_refs * sizeof *g->ref_names);
+  }
+  id = ++g->n_refs;
+  g->ref_names[id] = w;
+  ox_namemap_set(g->names, w, id);
+  return id;
+}
+
+const char *ox_graph_ref_name(const OxGraph *g, OxNodeId id) {
+  if (!g) return NULL;
+  if (g->ref_names) return id && id <= g->n_refs ? g->ref_names[id] : NULL;
+  const OxNode *n = ox_graph_node(g, id);
+  return n ? n->name : NULL;
+}
+
+OxMeta ox_graph_meta_share(OxGraph *g, const OxMeta *m) { return copy_meta(g, m, true); }
 
 void ox_graph_share_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint32_t count) {
   OxNode *n = &g->nodes[id];

@@ -273,6 +273,10 @@ typedef struct OxGraph {
   uint32_t txn_mark_cap;
   uint32_t *txn_args_mark; /* per node: serial of the txn holding a snapshot of its current trees */
   uint32_t txn_args_mark_cap;
+  /* value pools (a trace's pool graph holds values, no nodes): node values there are references
+   * to node names of some other graph, ref_names[id] (1-based; names map name -> id) */
+  const char **ref_names;
+  uint32_t n_refs, cap_refs;
   /* order labels (ox_graph_order_labels): olab[id] strictly increases along the live order;
    * maintained on every link once olab_on (set by the first request or a stable toposort) */
   uint64_t *olab;
@@ -342,6 +346,14 @@ void ox_graph_add_provenance(OxGraph *g, OxNodeId n, OxNodeId from);
 void ox_graph_set_provenance(OxGraph *g, OxNodeId n, const OxNodeId *ids, uint32_t count);
 /* Points node id's provenance at ids without copying: ids must be an array in g's arena that is
  * never written again (provenance arrays are copy-on-write, so several nodes may share one). */
+/* Value pools: the reference id standing for node name `name` (created on first use). A pool
+ * has no nodes; its node values print as the names they reference (ox_graph_ref_name). */
+OxNodeId ox_graph_name_ref(OxGraph *g, const char *name);
+/* The name a node value of g denotes: the node's name, or in a value pool the referenced name;
+ * NULL for an unknown id. */
+const char *ox_graph_ref_name(const OxGraph *g, OxNodeId id);
+/* m copied into g as shared, read-only data (tensor metas through ox_graph_meta_intern). */
+OxMeta ox_graph_meta_share(OxGraph *g, const OxMeta *m);
 void ox_graph_share_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint32_t count);
 void ox_graph_add_subgraph(OxGraph *g, OxGraph *sub); /* takes ownership */
 

@@ -85,9 +85,9 @@ static void write_value(const OxGraph *g, const OxValue *v, OxBuf *b) {
     return;
   case OX_V_STR: put_str(b, v->s); return;
   case OX_V_NODE: {
-    const OxNode *n = ox_graph_node(g, v->u.node);
-    if (n) {
-      write_tagged_str(b, "node", n->name);
+    const char *name = ox_graph_ref_name(g, v->u.node);
+    if (name) {
+      write_tagged_str(b, "node", name);
     } else {
       ox_buf_puts(b, "{\"node\": null}"); /* a dangling id: the reader rejects it, loudly */
     }
@@ -650,9 +650,7 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
   } else if (strcmp(tag, "node") == 0) {
     if (get_str(r, v, "a node reference", &s, &n)) {
       const char *name = ox_graph_intern_n(c->g, s, n);
-      OxNodeId id = ox_graph_find(c->g, name);
-      if (!id && c->create_refs)
-        id = ox_graph_add_node(c->g, OX_OP_PLACEHOLDER, name, name, ox_value_none(), ox_value_none());
+      OxNodeId id = c->create_refs ? ox_graph_name_ref(c->g, name) : ox_graph_find(c->g, name);
       if (!id)
         ERR(r, "reference to unknown node '%.100s'", name);
       else {

@@ -768,8 +768,8 @@ static void fmt_value(Out *o, const OxGraph *g, const OxValue *v, int depth) {
     break;
   case OX_V_STR: outf(o, "'%s'", v->s ? v->s : ""); break;
   case OX_V_NODE: {
-    const OxNode *n = g ? ox_graph_node(g, v->u.node) : NULL;
-    outf(o, "%%%s", n && n->name ? n->name : "?");
+    const char *name = ox_graph_ref_name(g, v->u.node);
+    outf(o, "%%%s", name ? name : "?");
     break;
   }
   case OX_V_DTYPE: outf(o, "%s", v->s ? v->s : ox_dtype_torch_name(v->u.dtype)); break;

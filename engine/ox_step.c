@@ -439,9 +439,7 @@ static const OxMeta *meta_after(OxGraph *g, const LogIndex *lx, uint32_t i, OxNo
 static OxMeta copy_meta_to_pool(OxTrace *t, const OxMeta *m) {
   /* the pool graph owns the copy: one per distinct meta (thousands of steps add nodes of the
    * same few shapes) */
-  OxNodeId tmp = ox_trace_name_ref(t, "__meta_scratch__");
-  ox_graph_set_meta_shared(t->pool, tmp, m); /* trace metas are never written in place */
-  return t->pool->nodes[tmp].meta;
+  return ox_graph_meta_share(t->pool, m); /* trace metas are never written in place */
 }
 
 static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {

@@ -104,12 +104,7 @@ OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind) {
   return s;
 }
 
-OxNodeId ox_trace_name_ref(OxTrace *t, const char *name) {
-  OxNodeId id = ox_graph_find(t->pool, name);
-  if (id) return id;
-  id = ox_graph_add_node(t->pool, OX_OP_PLACEHOLDER, name, name, ox_value_none(), ox_value_none());
-  return id;
-}
+OxNodeId ox_trace_name_ref(OxTrace *t, const char *name) { return ox_graph_name_ref(t->pool, name); }
 
 static bool is_container(const OxValue *v) {
   return v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE;
@@ -136,10 +131,10 @@ OxValue ox_trace_value_from_graph(OxTrace *t, const OxGraph *g, const OxValue *v
 bool ox_trace_value_to_graph(const OxTrace *t, OxGraph *g, const OxValue *v, OxValue *out, char *err,
                              size_t errcap) {
   if (v->kind == OX_V_NODE) {
-    const OxNode *ref = ox_graph_node(t->pool, v->u.node);
-    OxNodeId id = ref ? ox_graph_find(g, ref->name) : 0;
+    const char *ref = ox_graph_ref_name(t->pool, v->u.node);
+    OxNodeId id = ref ? ox_graph_find(g, ref) : 0;
     if (!id) {
-      if (err) snprintf(err, errcap, "node %s is not in the graph", ref ? ref->name : "?");
+      if (err) snprintf(err, errcap, "node %s is not in the graph", ref ? ref : "?");
       return false;
     }
     *out = ox_value_node(id);

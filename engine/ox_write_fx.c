@@ -112,9 +112,9 @@ static void put_value(const OxGraph *g, const OxValue *v, NodeStyle ns, OxBuf *b
   case OX_V_FLOAT: ox_buf_put_pyfloat(b, v->u.f); return;
   case OX_V_STR: put_str_atom(b, v->s); return;
   case OX_V_NODE: {
-    const OxNode *n = ox_graph_node(g, v->u.node);
+    const char *name = ox_graph_ref_name(g, v->u.node);
     if (ns == NODES_PERCENT) ox_buf_putc(b, '%');
-    ox_buf_puts(b, n ? n->name : "<invalid>");
+    ox_buf_puts(b, name ? name : "<invalid>");
     return;
   }
   case OX_V_DTYPE:

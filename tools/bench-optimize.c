@@ -57,6 +57,12 @@ static double median_of(const double *v, int n) {
   return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
 }
 
+static long minor_faults(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
 static uint64_t maxrss_bytes(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -137,6 +143,7 @@ int main(int argc, char **argv) {
   }
 
   Phase load = {"load", {0}, {0}}, shape = {"shape_inference", {0}, {0}}, opt = {"optimize", {0}, {0}};
+  double opt_faults[MAX_REPEAT] = {0};
   Phase twrite = {"trace_write", {0}, {0}}, tread = {"trace_read", {0}, {0}}, replay = {"replay", {0}, {0}};
   static Phase passes[MAX_PASSES];
   Phase chk[OX_CHECK_KINDS];
@@ -166,6 +173,7 @@ int main(int argc, char **argv) {
     OxDiagList d;
     ox_diags_init(&d, path);
     Timer all = timer_start();
+    long flt0 = minor_faults();
     for (uint32_t i = 0; i < p.n; i++) {
       OxPipeline one = {&p.entries[i], 1};
       OxOptimizeResult res;
@@ -178,6 +186,7 @@ int main(int argc, char **argv) {
       timer_stop(t, &passes[i], run);
     }
     timer_stop(all, &opt, run);
+    opt_faults[run] = (double)(minor_faults() - flt0);
     nodes_after = g->n_live;
     applied = tr->n_applied;
     rejected = tr->n_rejected;
@@ -270,6 +279,7 @@ int main(int argc, char **argv) {
           printf("  (check %-9s, inside passes) %10.1f\n", chk[k].name, 1e3 * median_of(chk[k].wall, repeat));
       }
     }
+    printf("page faults while optimizing (median): %.0f\n", median_of(opt_faults, repeat));
     printf("trace JSON %zu bytes (%.0f B/step); peak RSS %.1f MB (%.0f B/input node); optimized graph structures "
            "%.1f MB, trace pool %.1f MB\n",
            trace_bytes, steps ? (double)trace_bytes / steps : 0.0, peak / 1e6, (double)peak / nodes_before,
