@@ -149,10 +149,14 @@ struct OxStrTab {
   StrSlot *slots;
   size_t cap, count;
   OxArena *arena;     /* borrowed from the owning graph */
+  uint64_t serial;    /* unique per table for the process's lifetime */
 };
+
+static uint64_t strtab_serials;
 
 OxStrTab *ox_strtab_new(OxArena *arena) {
   OxStrTab *t = ox_xcalloc(1, sizeof *t);
+  t->serial = __atomic_add_fetch(&strtab_serials, 1, __ATOMIC_RELAXED);
   t->cap = 256;
   t->slots = ox_xcalloc(t->cap, sizeof *t->slots);
   t->arena = arena;
@@ -200,6 +204,8 @@ const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n) {
 }
 
 size_t ox_strtab_count(const OxStrTab *t) { return t->count; }
+
+uint64_t ox_strtab_serial(const OxStrTab *t) { return t ? t->serial : 0; }
 
 const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n) {
   if (n > UINT32_MAX) return NULL;

@@ -17,6 +17,9 @@ OxStrTab *ox_strtab_new(OxArena *arena);
 void ox_strtab_free(OxStrTab *t);
 const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n);
 size_t ox_strtab_count(const OxStrTab *t);
+/* A number no other string table of this process has (0 for NULL): a table's interned strings
+ * never move or change, so (serial, pointer) names a string for good. */
+uint64_t ox_strtab_serial(const OxStrTab *t);
 const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n); /* NULL if not interned */
 size_t ox_strtab_bytes(const OxStrTab *t);
 void ox_strtab_reserve(OxStrTab *t, size_t n); /* room for n strings without growing */

@@ -396,6 +396,7 @@ typedef struct Table {
 
 static Table T;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static int table_ready; /* set (release) at the end of table_init: later calls skip pthread_once */
 
 static const char *const canon_src[OX_OPID_COUNT] = {
   [OX_OPID_NONE] = NULL,
@@ -644,9 +645,13 @@ static void table_init(void) {
     }
     T.hash[j] = (uint32_t)i + 1;
   }
+  __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 }
 
-static void ensure(void) { pthread_once(&table_once, table_init); }
+static void ensure(void) {
+  if (__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) return;
+  pthread_once(&table_once, table_init);
+}
 
 const OxOpInfo *ox_op_info(OxOpId id) {
   ensure();
@@ -678,37 +683,38 @@ static const OxSpelling *lookup(int cls, const char *target) {
 }
 
 /* Node targets are interned strings, so the passes ask about the same few pointers millions of
- * times. A per-thread direct-mapped cache keyed by the pointer answers without hashing the
- * string; a hit is confirmed by comparing the string with the spelling it maps to (a pointer
- * may be reused for another string after its graph is freed). Only found spellings are cached. */
-enum { OP_CACHE_BITS = 9 };
+ * times. A per-thread direct-mapped cache keyed by (string table serial, pointer) answers
+ * without touching the string: a graph's interned strings never move or change, and serials
+ * are never reused, so a hit is always right. Without the graph (g NULL) it looks up by text. */
+enum { OP_CACHE_BITS = 10 };
 typedef struct OpCacheEnt {
   const char *key;
-  const OxSpelling *sp;
+  uint64_t serial;
+  const OxSpelling *sp; /* NULL: not an op */
 } OpCacheEnt;
 static _Thread_local OpCacheEnt op_cache[3][1u << OP_CACHE_BITS];
 
-static const OxSpelling *lookup_cached(int cls, const char *target) {
+static const OxSpelling *lookup_cached(const OxGraph *g, int cls, const char *target) {
   if (!target) return NULL;
-  uint64_t h = ((uint64_t)(uintptr_t)target * 0x9E3779B97F4A7C15ull) >> (64 - OP_CACHE_BITS);
+  uint64_t serial = g ? ox_strtab_serial(g->strings) : 0;
+  if (!serial) return lookup(cls, target);
+  uint64_t h = (((uint64_t)(uintptr_t)target ^ serial) * 0x9E3779B97F4A7C15ull) >> (64 - OP_CACHE_BITS);
   OpCacheEnt *e = &op_cache[cls][h];
-  if (e->key == target && strcmp(e->sp->target, target) == 0) return e->sp;
+  if (e->key == target && e->serial == serial) return e->sp;
   const OxSpelling *s = lookup(cls, target);
-  if (s) {
-    e->key = target;
-    e->sp = s;
-  }
+  e->key = target;
+  e->serial = serial;
+  e->sp = s;
   return s;
 }
 
 OxOpId ox_op_of_node(const OxGraph *g, const OxNode *n, const OxSpelling **spelling) {
-  (void)g;
   ensure();
   const OxSpelling *s = NULL;
   if (n && !n->erased) {
-    if (n->op == OX_OP_CALL_FUNCTION) s = lookup_cached(0, n->target);
-    else if (n->op == OX_OP_CALL_METHOD) s = lookup_cached(1, n->target);
-    else if (n->op == OX_OP_CALL_MODULE) s = lookup_cached(2, n->module_type);
+    if (n->op == OX_OP_CALL_FUNCTION) s = lookup_cached(g, 0, n->target);
+    else if (n->op == OX_OP_CALL_METHOD) s = lookup_cached(g, 1, n->target);
+    else if (n->op == OX_OP_CALL_MODULE) s = lookup_cached(g, 2, n->module_type);
   }
   if (spelling) *spelling = s;
   return s ? s->op : OX_OPID_NONE;
@@ -740,6 +746,7 @@ static void outf(Out *o, const char *fmt, ...) {
 }
 
 static void fmt_value(Out *o, const OxGraph *g, const OxValue *v, int depth) {
+  if (o->len >= o->cap) return; /* the text is cut there anyway: a 128-input list stops early */
   if (depth > 8) { outf(o, "..."); return; }
   switch ((OxValueKind)v->kind) {
   case OX_V_NONE: outf(o, "None"); break;
@@ -791,7 +798,7 @@ static void fmt_value(Out *o, const OxGraph *g, const OxValue *v, int depth) {
   case OX_V_DICT: {
     bool list = v->kind == OX_V_LIST, dict = v->kind == OX_V_DICT;
     outf(o, list ? "[" : dict ? "{" : "(");
-    for (uint32_t i = 0; i < v->n; i++) {
+    for (uint32_t i = 0; i < v->n && o->len < o->cap; i++) {
       if (i) outf(o, ", ");
       if (dict) outf(o, "%s: ", v->keys[i]);
       fmt_value(o, g, &v->u.items[i], depth + 1);

@@ -11,6 +11,7 @@
  * stack) come from every matched node. Provenance ids are transitive to the input graph:
  * a node created by an earlier step passes on its own provenance.
  */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,14 +448,21 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
   OxGraph *g = c->g;
   uint32_t n = lx->n;
   const OxEdit *e = lx->e;
-  /* built in scratch, kept at its exact size: most log entries (users snapshots, provenance,
-   * metas folded into adds) are not edits */
-  OxTraceEdit *out = ox_xrealloc(NULL, (n + 1) * sizeof *out);
+  /* allocated at its exact size: most log entries (users snapshots, provenance, metas folded
+   * into adds) are not edits, and a scratch array of the log's size would be fresh memory (page
+   * faults) on every large step */
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint8_t kd = e[i].kind;
+    if (kd == OX_EDIT_PROVENANCE || kd == OX_EDIT_USERS) continue;
+    if (kd == OX_EDIT_META && keyset_has(&lx->created, (uint64_t)e[i].node + 1)) continue;
+    count++;
+  }
+  OxTraceEdit *out = ox_graph_alloc(t->pool, (count + 1) * sizeof *out); /* +1: out[k] is formed for skipped entries too */
   uint32_t k = 0;
   for (uint32_t i = 0; i < n; i++) {
     const OxEdit *x = &e[i];
-    OxTraceEdit *o = &out[k];
-    memset(o, 0, sizeof *o);
+    OxTraceEdit *o = &out[k]; /* zeroed by the arena */
     switch ((OxEditKind)x->kind) {
     case OX_EDIT_ADD: {
       o->kind = OX_TEDIT_ADD;
@@ -538,10 +546,10 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
     case OX_EDIT_USERS: break; /* derived state */
     }
   }
-  s->edits = k ? ox_graph_alloc(t->pool, k * sizeof *out) : NULL;
-  if (k) memcpy(s->edits, out, k * sizeof *out);
+  assert(k == count);
+  (void)count;
+  s->edits = k ? out : NULL;
   s->n_edits = k;
-  free(out);
 }
 
 /* Transitive provenance in the graph itself: each new node gets, once, the provenance of every

@@ -961,13 +961,15 @@ typedef enum { SEARCH_TEXT, SEARCH_REGEX, SEARCH_FAMILY, SEARCH_NAME, SEARCH_TAR
 
 /* Case-insensitive substring test of an ASCII needle already folded to lower case, without
  * allocating: a search runs over every node of a 100k-node graph on every keystroke. */
+static inline char lower_ascii(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
+
 static gboolean ascii_contains(const char *hay, const char *needle) {
   if (!*needle) return TRUE;
   char c0 = needle[0];
   for (const char *h = hay; *h; h++) {
-    if (g_ascii_tolower(*h) != c0) continue;
+    if (lower_ascii(*h) != c0) continue;
     const char *a = h + 1, *b = needle + 1;
-    while (*b && *a && g_ascii_tolower(*a) == *b) a++, b++;
+    while (*b && *a && lower_ascii(*a) == *b) a++, b++;
     if (!*b) return TRUE;
   }
   return FALSE;
