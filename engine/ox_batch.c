@@ -1713,11 +1713,24 @@ typedef struct BfsCtx {
   uint8_t d;
 } BfsCtx;
 
-static void bfs_cb(OxNodeId x, void *ud) {
-  BfsCtx *b = ud;
-  if (stamp_has(&b->e->s.bfs, x)) return;
-  stamp_set(&b->e->s.bfs, x);
-  q_push(b->e, b->n, x, b->d);
+/* The BFS's inner loop (every node's inputs, from every root): the visit order of
+ * ox_value_foreach_node over args then kwargs, without a callback per reference. */
+static void bfs_value(BfsCtx *b, const OxValue *v) {
+  if (v->kind == OX_V_NODE) {
+    OxNodeId x = v->u.node;
+    if (!stamp_has(&b->e->s.bfs, x)) {
+      stamp_set(&b->e->s.bfs, x);
+      q_push(b->e, b->n, x, b->d);
+    }
+  } else if (v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE) {
+    for (uint32_t i = 0; i < v->n; i++) bfs_value(b, &v->u.items[i]);
+  }
+}
+
+static void bfs_inputs(BfsCtx *b, OxNodeId n) {
+  const OxNode *x = &b->e->g->nodes[n];
+  bfs_value(b, &x->args);
+  bfs_value(b, &x->kwargs);
 }
 
 static void group_add(Eng *e, int32_t key, OxNodeId id) {
@@ -1751,7 +1764,7 @@ static void candidate_search(Eng *e, OxNodeId root) {
   stamp_new(&e->s.bfs, e->s.cap);
   uint32_t n = 0;
   BfsCtx b = {e, &n, 1};
-  for_inputs(e->g, root, bfs_cb, &b);
+  bfs_inputs(&b, root);
   int depth = e->o->max_fuse_search_depth;
   for (uint32_t head = 0; head < n; head++) {
     OxNodeId x = e->q[head];
@@ -1762,7 +1775,7 @@ static void candidate_search(Eng *e, OxNodeId root) {
       group_add(e, key, x);
     } else if (d < depth) {
       b.d = (uint8_t)(d + 1 < 255 ? d + 1 : 255);
-      for_inputs(e->g, x, bfs_cb, &b);
+      bfs_inputs(&b, x);
     }
   }
 }

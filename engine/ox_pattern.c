@@ -635,7 +635,17 @@ static bool match_node(Ctx *c, const OxPat *p, OxNodeId id) {
     snprintf(b3, sizeof b3, "%d", p->users);
     return failf(c, p, id, OX_REASON_MULTIPLE_USERS, "multiple_users", "nxx", n->name, b1, b3);
   }
-  if (p->constraint && !check_constraint(c, p, id)) return false;
+  if (p->constraint) {
+    OxPatMatch *m = c->m;
+    bool held = false;
+    for (uint8_t i = 0; i < m->n_held && !held; i++) held = m->held_pat[i] == p && m->held_node[i] == id;
+    if (!held) {
+      if (!check_constraint(c, p, id)) return false;
+      uint8_t k = m->n_held < 8 ? m->n_held++ : (uint8_t)(id % 8); /* full: overwrite one */
+      m->held_pat[k] = p;
+      m->held_node[k] = id;
+    }
+  }
   if (!p->varargs && !match_call_args(c, p, id)) return false;
   if (p->bind && !bind_capture(c, p, id)) return false;
   push_node(c->m, id);
@@ -824,14 +834,8 @@ const char *ox_pat_failure_format(const OxPatFailure *f, char *buf, size_t cap) 
 
 /* ------------------------------------------------------------------ the runner */
 
-bool ox_pat_is_mutating(const OxGraph *g, OxNodeId id) {
-  const OxNode *n = ox_graph_node(g, id);
-  if (!n || n->erased) return false;
-  if (n->op != OX_OP_CALL_FUNCTION && n->op != OX_OP_CALL_METHOD) return false;
-  OxOpId op = ox_op_of_node(g, n, NULL);
-  const OxOpInfo *info = op ? ox_op_info(op) : NULL;
-  if (info && (info->flags & OX_OPF_MUTATING)) return true;
-  const char *t = n->target;
+/* Whether a target names an in-place operation (by its spelling alone). */
+static bool target_mutating(const char *t) {
   size_t len = strlen(t);
   if (len >= 2 && t[len - 1] == '_' && t[len - 2] != '_') return true; /* add_, copy_ (not __add__) */
   /* aten in-place overloads: aten.add_.Tensor */
@@ -840,6 +844,37 @@ bool ox_pat_is_mutating(const OxGraph *g, OxNodeId id) {
   if (!strncmp(t, "operator.i", 10) && strcmp(t, "operator.invert") != 0 && strcmp(t, "operator.is_") != 0 &&
       strcmp(t, "operator.is_not") != 0 && strcmp(t, "operator.index") != 0)
     return true;
+  return false;
+}
+
+/* The runner asks every node of the graph on every pass; targets are interned, so the answer for
+ * a target is cached per thread by (string table serial, pointer), as the op lookup is. */
+enum { MUT_CACHE_BITS = 9 };
+static _Thread_local struct {
+  const char *key;
+  uint64_t serial;
+  bool mutating;
+} mut_cache[1u << MUT_CACHE_BITS];
+
+static bool target_mutating_cached(const OxGraph *g, const char *t) {
+  uint64_t serial = ox_strtab_serial(g->strings);
+  uint64_t h = (((uint64_t)(uintptr_t)t ^ serial) * 0x9E3779B97F4A7C15ull) >> (64 - MUT_CACHE_BITS);
+  if (mut_cache[h].key == t && mut_cache[h].serial == serial) return mut_cache[h].mutating;
+  bool m = target_mutating(t);
+  mut_cache[h].key = t;
+  mut_cache[h].serial = serial;
+  mut_cache[h].mutating = m;
+  return m;
+}
+
+bool ox_pat_is_mutating(const OxGraph *g, OxNodeId id) {
+  const OxNode *n = ox_graph_node(g, id);
+  if (!n || n->erased) return false;
+  if (n->op != OX_OP_CALL_FUNCTION && n->op != OX_OP_CALL_METHOD) return false;
+  OxOpId op = ox_op_of_node(g, n, NULL);
+  const OxOpInfo *info = op ? ox_op_info(op) : NULL;
+  if (info && (info->flags & OX_OPF_MUTATING)) return true;
+  if (n->target && target_mutating_cached(g, n->target)) return true;
   if (kwarg_of(n, "out")) return true;
   return false;
 }

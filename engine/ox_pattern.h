@@ -182,6 +182,11 @@ typedef struct OxPatMatch {
   OxPatFailure fail;       /* when !ok */
   OxValue **owned;         /* copies of packed varargs slots that captures point at */
   uint32_t n_owned;
+  /* constraints that held during this match (pattern, node): the elements of a 128-way list
+   * all reach the same split, whose getitem users are then checked once, not 128 times */
+  const struct OxPat *held_pat[8];
+  OxNodeId held_node[8];
+  uint8_t n_held;
 } OxPatMatch;
 
 /* Matches pattern p with `node` as its anchor (outermost pattern). Always fills *m (free
