@@ -1033,17 +1033,24 @@ void ox_graph_set_meta_shared(OxGraph *g, OxNodeId id, const OxMeta *m) {
   g->nodes[id].meta = copy_meta(g, m, true);
 }
 
+/* Logs node id's provenance list before a change (rollback restores it). */
+static void txn_log_provenance(OxGraph *g, OxNodeId id) {
+  if (!txn_logging(g)) return;
+  const OxNode *n = &g->nodes[id];
+  uint32_t old_n = n->n_provenance;
+  const OxNodeId *old = n->provenance;
+  OxEdit *e = txn_push(g, OX_EDIT_PROVENANCE, id);
+  e->old_n = old_n;
+  e->old_ids = ox_xrealloc(NULL, (old_n + 1) * sizeof(OxNodeId));
+  if (old_n) memcpy(e->old_ids, old, old_n * sizeof(OxNodeId));
+}
+
 void ox_graph_add_provenance(OxGraph *g, OxNodeId id, OxNodeId from) {
   OxNode *n = &g->nodes[id];
   for (uint32_t i = 0; i < n->n_provenance; i++)
     if (n->provenance[i] == from) return;
-  if (txn_logging(g)) {
-    OxEdit *e = txn_push(g, OX_EDIT_PROVENANCE, id);
-    e->old_n = n->n_provenance;
-    e->old_ids = ox_xrealloc(NULL, (n->n_provenance + 1) * sizeof(OxNodeId));
-    if (n->n_provenance) memcpy(e->old_ids, n->provenance, n->n_provenance * sizeof(OxNodeId));
-    n = &g->nodes[id];
-  }
+  txn_log_provenance(g, id);
+  n = &g->nodes[id];
   OxNodeId *p = ox_arena_alloc(&g->arena, (n->n_provenance + 1) * sizeof *p);
   if (n->n_provenance) memcpy(p, n->provenance, n->n_provenance * sizeof *p);
   p[n->n_provenance] = from;
@@ -1053,14 +1060,8 @@ void ox_graph_add_provenance(OxGraph *g, OxNodeId id, OxNodeId from) {
 }
 
 void ox_graph_set_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint32_t count) {
+  txn_log_provenance(g, id);
   OxNode *n = &g->nodes[id];
-  if (txn_logging(g)) {
-    OxEdit *e = txn_push(g, OX_EDIT_PROVENANCE, id);
-    e->old_n = n->n_provenance;
-    e->old_ids = ox_xrealloc(NULL, (n->n_provenance + 1) * sizeof(OxNodeId));
-    if (n->n_provenance) memcpy(e->old_ids, n->provenance, n->n_provenance * sizeof(OxNodeId));
-    n = &g->nodes[id];
-  }
   OxNodeId *p = count ? ox_arena_alloc(&g->arena, count * sizeof *p) : NULL;
   if (count) memcpy(p, ids, count * sizeof *p);
   n->provenance = p;
@@ -1091,14 +1092,8 @@ const char *ox_graph_ref_name(const OxGraph *g, OxNodeId id) {
 OxMeta ox_graph_meta_share(OxGraph *g, const OxMeta *m) { return copy_meta(g, m, true); }
 
 void ox_graph_share_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint32_t count) {
+  txn_log_provenance(g, id);
   OxNode *n = &g->nodes[id];
-  if (txn_logging(g)) {
-    OxEdit *e = txn_push(g, OX_EDIT_PROVENANCE, id);
-    e->old_n = n->n_provenance;
-    e->old_ids = ox_xrealloc(NULL, (n->n_provenance + 1) * sizeof(OxNodeId));
-    if (n->n_provenance) memcpy(e->old_ids, n->provenance, n->n_provenance * sizeof(OxNodeId));
-    n = &g->nodes[id];
-  }
   n->provenance = count ? (OxNodeId *)ids : NULL;
   n->n_provenance = count;
 }

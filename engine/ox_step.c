@@ -491,14 +491,8 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
       k++;
       break;
     case OX_EDIT_REPLACE:
-      o->kind = OX_TEDIT_REPLACE;
-      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
-      o->from = ox_trace_intern(t, name_at(g, lx, i, x->from));
-      o->to = ox_trace_intern(t, name_at(g, lx, i, x->to));
-      k++;
-      break;
     case OX_EDIT_ARGS: {
-      if (x->replace) {
+      if (x->replace) { /* REPLACE, and the ARGS entry (a copy for rollback) of a node's first rewire */
         o->kind = OX_TEDIT_REPLACE;
         o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
         o->from = ox_trace_intern(t, name_at(g, lx, i, x->from));
