@@ -502,6 +502,14 @@ typedef struct Group {
   uint32_t n, cap;
 } Group;
 
+/* Candidates' metas are mostly the graph's shared copies (a handful of distinct shapes), so their
+ * key text is cached by pointer for the pass: the graph's arena frees no meta while it runs. */
+enum { META_TEXT_CACHE = 64 };
+typedef struct MetaText {
+  const OxTensorMeta *t;
+  char s[72];
+} MetaText;
+
 typedef struct Eng {
   OxPassCtx *c;
   OxGraph *g;
@@ -542,6 +550,7 @@ typedef struct Eng {
   OxNodeId *aw;        /* inputs (A) then users (W) of the members, for cache invalidation */
   uint32_t n_aw, cap_aw;
   OxNodeId root;
+  MetaText meta_text[META_TEXT_CACHE];
 } Eng;
 
 static void eng_grow(Eng *e) {
@@ -870,13 +879,29 @@ static void key_value(Eng *e, OxBuf *k, const char *label, const OxValue *v) {
   ox_buf_printf(k, "|%s=%s", label, v ? ox_value_format(e->g, v, buf, sizeof buf) : "None");
 }
 
-static void key_meta(OxBuf *k, const char *label, const OxTensorMeta *t) {
+static void key_meta(Eng *e, OxBuf *k, const char *label, const OxTensorMeta *t) {
+  MetaText *meta_text = e->meta_text;
   char buf[256];
-  if (t)
-    fmt_meta(t, buf, sizeof buf);
-  else
-    snprintf(buf, sizeof buf, "None");
-  ox_buf_printf(k, "|%s=%s", label, buf);
+  const char *txt = buf;
+  if (!t) {
+    txt = "None";
+  } else {
+    unsigned h = (unsigned)(((uintptr_t)t >> 4) % META_TEXT_CACHE);
+    if (meta_text[h].t == t) {
+      txt = meta_text[h].s;
+    } else {
+      fmt_meta(t, buf, sizeof buf);
+      size_t n = strlen(buf);
+      if (n < sizeof meta_text[h].s) {
+        memcpy(meta_text[h].s, buf, n + 1);
+        meta_text[h].t = t;
+      }
+    }
+  }
+  ox_buf_puts(k, "|");
+  ox_buf_puts(k, label);
+  ox_buf_puts(k, "=");
+  ox_buf_puts(k, txt);
 }
 
 /* ------------------------------------------------------------------ key builders */
@@ -889,7 +914,7 @@ static int key_pointwise(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
     if ((rc = operand(e, id, a->slot[j], &t[j])) != M_OK) return rc;
     char lab[8];
     snprintf(lab, sizeof lab, "x%u", j);
-    key_meta(k, lab, t[j]);
+    key_meta(e, k, lab, t[j]);
   }
   if ((r->guards & OX_BG_EQUAL_SHAPES) && r->n_tensors == 2) {
     bool eq = t[0]->rank == t[1]->rank;
@@ -960,9 +985,9 @@ static int key_linear(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   const OxNode *x = &e->g->nodes[a->slot[0]->u.node];
   OxNodeId src = ox_op_of_node(e->g, x, NULL) == OX_OPID_GETITEM ? arg0_node(x) : 0;
   ox_buf_printf(k, "|src=%s", src ? e->g->nodes[src].name : "None");
-  key_meta(k, "x", tx);
-  key_meta(k, "w", tw);
-  key_meta(k, "b", tb);
+  key_meta(e, k, "x", tx);
+  key_meta(e, k, "w", tw);
+  key_meta(e, k, "b", tb);
   if (e->o->fuse_nodes_with_same_users) key_users(e, k, id);
   return M_OK;
 }
@@ -972,7 +997,7 @@ static int key_linear_lhs(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   int rc = linear_operands(e, id, a, &tx, &tw, &tb);
   if (rc) return rc;
   ox_buf_printf(k, "|input=%s", e->g->nodes[a->slot[0]->u.node].name);
-  key_meta(k, "x", tx);
+  key_meta(e, k, "x", tx);
   ox_buf_printf(k, "|w=%s%s|bias=%s", ox_dtype_abbr(tw->dtype), tw->device ? tw->device : "", tb ? "True" : "False");
   return M_OK;
 }
@@ -992,9 +1017,9 @@ static int key_layer_norm(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   if (tw && (rc = same_dtype(e, id, x, tx, a->slot[2]->u.node, tw))) return rc;
   if (tb && (rc = same_dtype(e, id, x, tx, a->slot[3]->u.node, tb))) return rc;
   if ((rc = mutation_guards(e, id))) return rc;
-  key_meta(k, "x", tx);
-  key_meta(k, "w", tw);
-  key_meta(k, "b", tb);
+  key_meta(e, k, "x", tx);
+  key_meta(e, k, "w", tw);
+  key_meta(e, k, "b", tb);
   key_value(e, k, "normalized_shape", ns);
   key_value(e, k, "eps", a->slot[4]);
   if (e->o->fuse_nodes_with_same_users) key_users(e, k, id);
@@ -1031,8 +1056,8 @@ static int key_linear_post(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   MmParts p;
   int rc = mm_operands(e, id, a, &p);
   if (rc) return rc;
-  key_meta(k, "x", p.tx);
-  key_meta(k, "w", p.tw);
+  key_meta(e, k, "x", p.tx);
+  key_meta(e, k, "w", p.tw);
   ox_buf_printf(k, "|bias=%s", p.bias ? "True" : "False");
   if (e->o->fuse_nodes_with_same_users) key_users(e, k, id);
   return M_OK;
