@@ -22,6 +22,7 @@
 #include "ox_diag.h"
 #include "ox_graph.h"
 #include "ox_load.h"
+#include "ox_mem.h"
 #include "ox_pass.h"
 #include "ox_record.h"
 #include "ox_rules.h"
@@ -1466,6 +1467,7 @@ int main(int argc, char **argv) {
   } commands[] = {{"info", cmd_info},         {"convert", cmd_convert}, {"check", cmd_check},
                   {"verify", cmd_verify},     {"optimize", cmd_optimize}, {"explain", cmd_explain},
                   {"replay", cmd_replay}};
+  ox_mem_tune_for_batch(); /* one run, then exit: freed memory is worth keeping for reuse */
   if (argc < 2) {
     fputs(usage_top, stderr);
     return EXIT_USAGE;

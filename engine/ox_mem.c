@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 struct OxArenaBlock {
   OxArenaBlock *prev;
@@ -54,6 +57,14 @@ char *ox_xstrdup(const char *s) {
   char *r = ox_xmalloc(n + 1);
   memcpy(r, s, n + 1);
   return r;
+}
+
+void ox_mem_tune_for_batch(void) {
+#ifdef __GLIBC__
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);   /* keep up to 1 GiB of freed heap mapped */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  /* blocks under 32 MiB come from the (reused) heap */
+  mallopt(M_TOP_PAD, 16 << 20);         /* grow the heap in 16 MiB steps */
+#endif
 }
 
 void *ox_arena_alloc(OxArena *a, size_t size) {

@@ -10,6 +10,12 @@
 
 void *ox_xrealloc(void *p, size_t n);   /* aborts on OOM (our bug or the machine's, never input's) */
 void *ox_xcalloc(size_t count, size_t size);
+/* For a short-lived batch process (the CLI, the benchmarks): ask the C library to keep freed
+ * memory for reuse instead of returning it to the system and to serve large blocks from its
+ * heap. An optimizer run frees and allocates the same sizes step after step; memory returned
+ * and faulted in again costs a page fault per 4 KiB (7-13 us each on the VMs measured in
+ * docs/benchmarks.md). No effect outside glibc. */
+void ox_mem_tune_for_batch(void);
 char *ox_xstrdup(const char *s);
 uint64_t ox_hash_bytes(const char *s, size_t n);
 

@@ -119,6 +119,7 @@ static void shape_infer(OxGraph *g) {
 }
 
 int main(int argc, char **argv) {
+  ox_mem_tune_for_batch(); /* as the CLI does */
   const char *path = NULL, *checks = "structure,shape";
   int repeat = 3;
   bool json = false;
