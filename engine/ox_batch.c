@@ -1826,7 +1826,8 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   int max = e.o->max_fuse_set_size > min ? e.o->max_fuse_set_size : min;
   /* nothing to do unless the rule's op occurs */
   uint32_t present = 0;
-  OX_GRAPH_FOREACH(g, id) {
+  for (OxNodeId id = 1; id < g->n_nodes; id++) { /* memory order: a count needs no list order */
+    if (g->nodes[id].erased) continue;
     const OxSpelling *sp = NULL;
     OxOpId op = ox_op_of_node(g, &g->nodes[id], &sp);
     if (op != OX_OPID_NONE && (op == r->op || op == r->op2) && sp && (r->levels & (1u << sp->level))) present++;

@@ -886,6 +886,12 @@ typedef struct Regions {
 
 static void regions_compute(const OxGraph *g, Regions *r) {
   r->n = g->n_nodes;
+  r->id = NULL;
+  /* most graphs mutate nothing: one region, found by a scan in memory order (walking the
+   * list order touches 100k nodes scattered over the node array, on every pass) */
+  bool any = false;
+  for (OxNodeId x = 1; x < g->n_nodes && !any; x++) any = !g->nodes[x].erased && ox_pat_is_mutating(g, x);
+  if (!any) return;
   r->id = ox_xcalloc(r->n ? r->n : 1, sizeof *r->id);
   uint32_t cur = 0;
   OX_GRAPH_FOREACH(g, x) {
@@ -895,6 +901,7 @@ static void regions_compute(const OxGraph *g, Regions *r) {
 }
 
 static uint32_t region_of(const OxGraph *g, const Regions *r, OxNodeId x) {
+  if (!r->id) return 0; /* one region */
   /* a node created by an earlier step takes the region of the nearest older node before it */
   while (x && (x >= r->n || !r->id[x])) x = g->nodes[x].prev;
   return x ? r->id[x] - 1 : 0;
@@ -946,14 +953,36 @@ void ox_pat_step_begin(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   ox_step_matched(c, m->nodes, m->n_nodes);
 }
 
+typedef struct LabeledId {
+  uint64_t label;
+  OxNodeId id;
+} LabeledId;
+
+static int cmp_label_desc(const void *a, const void *b) {
+  uint64_t x = ((const LabeledId *)a)->label, y = ((const LabeledId *)b)->label;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Orders live ids as the list from tail to head (order labels increase along the list). */
+static void sort_by_position_desc(OxGraph *g, OxNodeId *ids, uint32_t n) {
+  if (n < 2) return;
+  const uint64_t *lab = ox_graph_order_labels(g);
+  LabeledId *t = ox_xcalloc(n, sizeof *t);
+  for (uint32_t i = 0; i < n; i++) t[i] = (LabeledId){lab[ids[i]], ids[i]};
+  qsort(t, n, sizeof *t, cmp_label_desc);
+  for (uint32_t i = 0; i < n; i++) ids[i] = t[i].id;
+  free(t);
+}
+
 int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
   OxGraph *g = c->g;
   Regions reg;
   regions_compute(g, &reg);
-  /* anchors fixed up front, in descending graph position */
+  /* anchors fixed up front, in descending graph position: found by a scan in memory order,
+   * then sorted by order label (the list order) */
   uint32_t na = 0, cap = 64;
   OxNodeId *anchors = ox_xrealloc(NULL, cap * sizeof *anchors);
-  for (OxNodeId x = g->tail; x; x = g->nodes[x].prev) {
+  for (OxNodeId x = 1; x < g->n_nodes; x++) {
     if (g->nodes[x].erased) continue;
     bool any = false;
     for (uint32_t i = 0; i < n && !any; i++) any = ox_pat_anchor_accepts(g, entries[i].pattern, x);
@@ -961,6 +990,7 @@ int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
     if (na == cap) anchors = ox_xrealloc(anchors, (cap *= 2) * sizeof *anchors);
     anchors[na++] = x;
   }
+  sort_by_position_desc(g, anchors, na);
   Seen seen = {0};
   int applied = 0;
   for (uint32_t a = 0; a < na; a++) {
