@@ -61,7 +61,7 @@ static const char **names_of(OxPassCtx *c, const OxGraph *g, const OxNodeId *ids
   const char **r = ox_graph_alloc(c->trace->pool, n * sizeof *r);
   for (uint32_t i = 0; i < n; i++) {
     const OxNode *x = ox_graph_node(g, ids[i]);
-    r[i] = ox_trace_intern(c->trace, x ? x->name : "?");
+    r[i] = x ? ox_trace_intern_from(c->trace, g, x->name) : ox_trace_intern(c->trace, "?");
   }
   return r;
 }
@@ -404,7 +404,7 @@ typedef struct {
 static OxValue conv_value(NameCtx *k, const OxValue *v) {
   if (v->kind == OX_V_NODE) {
     const char *nm = name_at(k->g, k->lx, k->i, v->u.node);
-    return ox_value_node(ox_trace_name_ref(k->t, nm ? nm : "?"));
+    return ox_value_node(nm ? ox_trace_name_ref_from(k->t, k->g, nm) : ox_trace_name_ref(k->t, "?"));
   }
   OxValue r = *v;
   if (v->s) r.s = ox_trace_intern(k->t, v->s);
@@ -466,8 +466,8 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
     switch ((OxEditKind)x->kind) {
     case OX_EDIT_ADD: {
       o->kind = OX_TEDIT_ADD;
-      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
-      o->after = ox_trace_intern(t, name_at(g, lx, i, x->now_prev));
+      o->name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
+      o->after = ox_trace_intern_from(t, g, name_at(g, lx, i, x->now_prev));
       o->op = g->nodes[x->node].op;
       o->target = ox_trace_intern(t, g->nodes[x->node].target);
       /* creation args = the args before the node's first later ARGS edit */
@@ -487,21 +487,21 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
     }
     case OX_EDIT_ERASE:
       o->kind = OX_TEDIT_ERASE;
-      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+      o->name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
       k++;
       break;
     case OX_EDIT_REPLACE:
     case OX_EDIT_ARGS: {
       if (x->replace) { /* REPLACE, and the ARGS entry (a copy for rollback) of a node's first rewire */
         o->kind = OX_TEDIT_REPLACE;
-        o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
-        o->from = ox_trace_intern(t, name_at(g, lx, i, x->from));
-        o->to = ox_trace_intern(t, name_at(g, lx, i, x->to));
+        o->name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
+        o->from = ox_trace_intern_from(t, g, name_at(g, lx, i, x->from));
+        o->to = ox_trace_intern_from(t, g, name_at(g, lx, i, x->to));
         k++;
         break;
       }
       o->kind = OX_TEDIT_ARGS;
-      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+      o->name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
       const OxValue *a, *kw;
       args_after(g, lx, i, x->node, &a, &kw);
       o->args = value_at_names(t, g, a, lx, i);
@@ -511,14 +511,14 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
     }
     case OX_EDIT_MOVE:
       o->kind = OX_TEDIT_MOVE;
-      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
-      o->after = ox_trace_intern(t, name_at(g, lx, i, x->now_prev));
+      o->name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
+      o->after = ox_trace_intern_from(t, g, name_at(g, lx, i, x->now_prev));
       k++;
       break;
     case OX_EDIT_META: {
       if (keyset_has(&lx->created, (uint64_t)x->node + 1)) break; /* folded into its ADD */
       o->kind = OX_TEDIT_META;
-      o->name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+      o->name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
       o->meta = copy_meta_to_pool(t, meta_after(g, lx, i, x->node));
       o->has_meta = true;
       k++;
@@ -527,7 +527,7 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
     case OX_EDIT_RENAME:
       o->kind = OX_TEDIT_RENAME;
       o->name = ox_trace_intern(t, x->old_name);
-      o->new_name = ox_trace_intern(t, name_at(g, lx, i, x->node));
+      o->new_name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
       k++;
       break;
     case OX_EDIT_ORDER:

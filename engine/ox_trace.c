@@ -80,12 +80,55 @@ OxTrace *ox_trace_new(void) {
 
 void ox_trace_free(OxTrace *t) {
   if (!t) return;
+  free(t->str_cache);
   free(t->steps);
   ox_graph_free(t->pool);
   free(t);
 }
 
 const char *ox_trace_intern(OxTrace *t, const char *s) { return s ? ox_graph_intern(t->pool, s) : NULL; }
+
+/* Recording a step interns the names of the nodes it touched into the pool; at 100k nodes the
+ * pool's string table has ~300k slots, so each lookup is a cache miss. Strings interned in a
+ * graph never move or change while it lives, and table serials are never reused, so
+ * (serial, pointer) identifies a string for good and a direct-mapped cache answers most. */
+enum { STR_CACHE_BITS = 12 };
+typedef struct StrCacheEnt {
+  const char *key;
+  uint64_t serial;
+  const char *pool;
+  OxNodeId ref;
+} StrCacheEnt;
+struct OxTraceStrCache {
+  StrCacheEnt e[1u << STR_CACHE_BITS];
+};
+
+static StrCacheEnt *str_cache_ent(OxTrace *t, const OxGraph *g, const char *s) {
+  if (!t->str_cache) t->str_cache = ox_xcalloc(1, sizeof *t->str_cache);
+  uint64_t serial = ox_strtab_serial(g->strings);
+  uint64_t h = (((uint64_t)(uintptr_t)s ^ serial) * 0x9E3779B97F4A7C15ull) >> (64 - STR_CACHE_BITS);
+  StrCacheEnt *e = &t->str_cache->e[h];
+  if (e->key != s || e->serial != serial) {
+    e->key = s;
+    e->serial = serial;
+    e->pool = ox_graph_intern(t->pool, s);
+    e->ref = 0;
+  }
+  return e;
+}
+
+const char *ox_trace_intern_from(OxTrace *t, const OxGraph *g, const char *s) {
+  if (!s) return NULL;
+  if (!g) return ox_trace_intern(t, s);
+  return str_cache_ent(t, g, s)->pool;
+}
+
+OxNodeId ox_trace_name_ref_from(OxTrace *t, const OxGraph *g, const char *s) {
+  if (!s || !g) return ox_trace_name_ref(t, s ? s : "?");
+  StrCacheEnt *e = str_cache_ent(t, g, s);
+  if (!e->ref) e->ref = ox_graph_name_ref(t->pool, e->pool);
+  return e->ref;
+}
 
 OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind) {
   if (t->n_steps == t->cap_steps) {

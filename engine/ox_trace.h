@@ -175,6 +175,7 @@ typedef struct OxTrace {
   const char *checks;      /* "structure,shape,numeric" */
   const char **counter_names; int64_t *counter_values; uint32_t n_counters; /* totals */
   double seconds;
+  struct OxTraceStrCache *str_cache; /* private: strings of recording graphs -> pool strings */
 } OxTrace;
 
 OxTrace *ox_trace_new(void);
@@ -184,6 +185,10 @@ OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind); /* zeroed, seq set; poin
 
 /* The pool placeholder standing for node `name` (created on first use). */
 OxNodeId ox_trace_name_ref(OxTrace *t, const char *name);
+/* The same two for a string s interned in graph g (a node name, a target): answered from a
+ * small cache keyed by (g's string table, s) before hashing s into the pool's big table. */
+const char *ox_trace_intern_from(OxTrace *t, const OxGraph *g, const char *s);
+OxNodeId ox_trace_name_ref_from(OxTrace *t, const OxGraph *g, const char *s);
 /* Copies a value of graph g into the trace pool, node ids becoming name refs. */
 OxValue ox_trace_value_from_graph(OxTrace *t, const OxGraph *g, const OxValue *v);
 /* Copies a pool value into graph g, name refs resolved to live nodes of g; returns false and
