@@ -151,6 +151,7 @@ int main(int argc, char **argv) {
 
   Phase load = {"load", {0}, {0}}, shape = {"shape_inference", {0}, {0}}, opt = {"optimize", {0}, {0}};
   double opt_faults[MAX_REPEAT] = {0}, opt_sys[MAX_REPEAT] = {0};
+  uint64_t peak_after_opt = 0;
   Phase twrite = {"trace_write", {0}, {0}}, tread = {"trace_read", {0}, {0}}, replay = {"replay", {0}, {0}};
   static Phase passes[MAX_PASSES];
   Phase chk[OX_CHECK_KINDS];
@@ -196,6 +197,7 @@ int main(int argc, char **argv) {
     timer_stop(all, &opt, run);
     opt_faults[run] = (double)(minor_faults() - flt0);
     opt_sys[run] = sys_seconds() - sys0;
+    if (run == 0) peak_after_opt = maxrss_bytes();
     nodes_after = g->n_live;
     applied = tr->n_applied;
     rejected = tr->n_rejected;
@@ -290,6 +292,9 @@ int main(int argc, char **argv) {
     }
     printf("while optimizing (median): %.0f page faults, %.1f ms of the CPU time in the kernel\n",
            median_of(opt_faults, repeat), 1e3 * median_of(opt_sys, repeat));
+    printf("peak RSS after the first optimize (load + optimize, trace in memory): %.1f MB; minus the trace "
+           "(pool + steps) %.0f B per input node\n",
+           peak_after_opt / 1e6, ((double)peak_after_opt - (double)trace_pool) / nodes_before);
     printf("trace JSON %zu bytes (%.0f B/step); peak RSS %.1f MB (%.0f B/input node); optimized graph structures "
            "%.1f MB, trace pool %.1f MB\n",
            trace_bytes, steps ? (double)trace_bytes / steps : 0.0, peak / 1e6, (double)peak / nodes_before,
