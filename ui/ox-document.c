@@ -975,6 +975,11 @@ static gboolean ascii_contains(const char *hay, const char *needle) {
   return FALSE;
 }
 
+static gint cmp_by_label(gconstpointer a, gconstpointer b, gpointer lab) {
+  guint64 x = ((const guint64 *)lab)[*(const OxNodeId *)a], y = ((const guint64 *)lab)[*(const OxNodeId *)b];
+  return x < y ? -1 : x > y;
+}
+
 static void search_update(OxDocument *self) {
   guint old = self->hits->len;
   g_ptr_array_set_size(self->hits, 0);
@@ -1013,8 +1018,16 @@ static void search_update(OxDocument *self) {
     gboolean ascii = TRUE;
     for (const char *c = needle; *c && ascii; c++) ascii = !((guchar)*c & 0x80);
     if (!self->search_error) {
-      OX_GRAPH_FOREACH(g, id) {
+      /* Nodes are visited in memory order (the list order scatters over the node array: a cache
+       * miss per node at 100k), targets (interned, shared by many nodes) are tested once each,
+       * and the hits are put in graph order at the end. */
+      GArray *found = g_array_new(FALSE, FALSE, sizeof(OxNodeId));
+      enum { TCACHE = 256 };
+      const char *tkey[TCACHE] = {0};
+      gboolean tval[TCACHE] = {0};
+      for (OxNodeId id = 1; id < g->n_nodes; id++) {
         const OxNode *n = &g->nodes[id];
+        if (n->erased) continue;
         gboolean hit = FALSE;
         switch (mode) {
         case SEARCH_REGEX: hit = g_regex_match(re, n->name, 0, NULL) || g_regex_match(re, n->target, 0, NULL); break;
@@ -1025,6 +1038,11 @@ static void search_update(OxDocument *self) {
           const char *fields[2] = {mode == SEARCH_TARGET ? NULL : n->name, mode == SEARCH_NAME ? NULL : n->target};
           for (int f = 0; f < 2 && !hit; f++) {
             if (!fields[f]) continue;
+            guint slot = (guint)(((guintptr)fields[f] >> 4) % TCACHE);
+            if (f == 1 && tkey[slot] == fields[f]) {
+              hit = tval[slot];
+              continue;
+            }
             if (ascii) {
               hit = ascii_contains(fields[f], needle);
             } else {
@@ -1032,16 +1050,25 @@ static void search_update(OxDocument *self) {
               hit = strstr(hay, needle) != NULL;
               g_free(hay);
             }
+            if (f == 1) {
+              tkey[slot] = fields[f];
+              tval[slot] = hit;
+            }
           }
           break;
         }
         }
-        if (hit) {
-          g_ptr_array_add(self->hits, (gpointer)n->name);
-          guint32 uid = ox_history_uid(self->history, n->name, k);
-          if (uid) g_hash_table_add(self->hit_uids, GUINT_TO_POINTER(uid));
-        }
+        if (hit) g_array_append_val(found, id);
       }
+      const guint64 *lab = ox_graph_order_labels(g);
+      g_array_sort_with_data(found, cmp_by_label, (gpointer)lab);
+      for (guint i = 0; i < found->len; i++) {
+        const OxNode *n = &g->nodes[g_array_index(found, OxNodeId, i)];
+        g_ptr_array_add(self->hits, (gpointer)n->name);
+        guint32 uid = ox_history_uid(self->history, n->name, k);
+        if (uid) g_hash_table_add(self->hit_uids, GUINT_TO_POINTER(uid));
+      }
+      g_array_free(found, TRUE);
     }
     g_free(needle);
     if (re) g_regex_unref(re);
