@@ -164,6 +164,7 @@ void ox_graph_free(OxGraph *g) {
   free(g->txn_mark);
   free(g->txn_args_mark);
   free(g->ref_names);
+  ox_arena_free(&g->shape_scratch);
   ox_strtab_free(g->strings);
   ox_namemap_free(g->names);
   ox_namemap_free(g->name_counters);

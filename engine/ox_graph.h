@@ -57,6 +57,9 @@ char *ox_arena_strndup(OxArena *a, const char *s, size_t n);
 OxArenaMark ox_arena_mark(const OxArena *a);
 void ox_arena_release(OxArena *a, OxArenaMark m); /* frees everything allocated after m */
 void ox_arena_free(OxArena *a);
+/* Empties the arena for reuse, keeping its newest block (a user of about the same size then
+ * allocates nothing); older blocks are freed. */
+void ox_arena_reset(OxArena *a);
 
 /* ------------------------------------------------------------------ dtypes */
 
@@ -277,6 +280,10 @@ typedef struct OxGraph {
    * to node names of some other graph, ref_names[id] (1-based; names map name -> id) */
   const char **ref_names;
   uint32_t n_refs, cap_refs;
+  /* shape inference's results (ox_shape_infer_node): valid until its next call on this graph;
+   * callers copy them (ox_graph_set_meta*) or compare and drop them, so they are not garbage
+   * in the graph's arena (a 100k-node optimization infers ~200k metas) */
+  OxArena shape_scratch;
   /* order labels (ox_graph_order_labels): olab[id] strictly increases along the live order;
    * maintained on every link once olab_on (set by the first request or a stable toposort) */
   uint64_t *olab;

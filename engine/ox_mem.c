@@ -120,6 +120,17 @@ void ox_arena_release(OxArena *a, OxArenaMark m) {
   a->used = a->head ? m.used : 0;
 }
 
+void ox_arena_reset(OxArena *a) {
+  if (!a->head) return;
+  while (a->head->prev) {
+    OxArenaBlock *p = a->head->prev;
+    a->head->prev = p->prev;
+    a->total -= p->cap;
+    free(p);
+  }
+  a->used = 0;
+}
+
 void ox_arena_free(OxArena *a) {
   OxArenaMark none = {NULL, 0};
   ox_arena_release(a, none);

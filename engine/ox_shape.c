@@ -255,8 +255,14 @@ static int sym_fail(Ctx *c, OxDim d) { return say(c, 1, "symbolic size %s in %s"
 
 /* ------------------------------------------------------------------ meta builders */
 
+/* Results live in the graph's shape scratch arena (see OxGraph.shape_scratch). */
+static void *salloc(Ctx *c, size_t n) { return ox_arena_alloc(&c->g->shape_scratch, n); }
+
 static OxTensorMeta *new_t(Ctx *c, OxDType dt, int rank, const OxTensorMeta *like) {
-  OxTensorMeta *t = ox_graph_tensor_meta_new(c->g, dt, rank);
+  OxTensorMeta *t = salloc(c, sizeof *t);
+  t->dtype = dt;
+  t->rank = rank;
+  if (rank > 0) t->shape = salloc(c, (size_t)rank * sizeof(OxDim));
   if (like) t->device = like->device;
   return t;
 }
@@ -272,7 +278,7 @@ static OxTensorMeta *set_tuple(Ctx *c, OxMeta *out, uint32_t n) {
   memset(out, 0, sizeof *out);
   out->kind = OX_META_TUPLE;
   out->n = n;
-  out->t = n ? ox_graph_alloc(c->g, n * sizeof(OxTensorMeta)) : NULL;
+  out->t = n ? salloc(c, n * sizeof(OxTensorMeta)) : NULL;
   return out->t;
 }
 
@@ -281,7 +287,7 @@ static OxTensorMeta *tuple_at(Ctx *c, OxMeta *out, uint32_t i, OxDType dt, int r
   OxTensorMeta *t = &out->t[i];
   t->dtype = dt;
   t->rank = rank;
-  t->shape = rank > 0 ? ox_graph_alloc(c->g, (size_t)rank * sizeof(OxDim)) : NULL;
+  t->shape = rank > 0 ? salloc(c, (size_t)rank * sizeof(OxDim)) : NULL;
   if (like) t->device = like->device;
   return t;
 }
@@ -939,7 +945,7 @@ static int rule_split(Ctx *c, OxMeta *out) {
   int64_t size = x->shape[d].v;
   const OxValue *sv = c->a.slot[1];
   if (sv->kind == OX_V_LIST || sv->kind == OX_V_TUPLE) {
-    int64_t *sizes = ox_graph_alloc(c->g, (sv->n + 1) * sizeof(int64_t));
+    int64_t *sizes = salloc(c, (sv->n + 1) * sizeof(int64_t));
     int64_t sum = 0;
     for (uint32_t i = 0; i < sv->n; i++) {
       if ((rc = val_int(c, &sv->u.items[i], "split_sizes", &sizes[i]))) return rc;
@@ -958,7 +964,7 @@ static int rule_split(Ctx *c, OxMeta *out) {
     return say(c, -1, "split_size %lld is invalid for dim %d of size %lld", (long long)ss, d, (long long)size);
   int64_t n = size == 0 ? 1 : (size + ss - 1) / ss;
   if (n > 65536) return say(c, 1, "%lld outputs is too many", (long long)n);
-  int64_t *sizes = ox_graph_alloc(c->g, (size_t)n * sizeof(int64_t));
+  int64_t *sizes = salloc(c, (size_t)n * sizeof(int64_t));
   for (int64_t k = 0; k < n; k++) sizes[k] = k < n - 1 ? ss : size - ss * (n - 1);
   return split_out(c, out, x, d, sizes, (int)n);
 }
@@ -977,10 +983,10 @@ static int rule_chunk(Ctx *c, OxMeta *out) {
   int64_t *sizes;
   if (cs == 0) { /* empty dim: `chunks` empty pieces, as torch does */
     n = chunks;
-    sizes = ox_graph_alloc(c->g, (size_t)n * sizeof(int64_t));
+    sizes = salloc(c, (size_t)n * sizeof(int64_t));
   } else {
     n = (size + cs - 1) / cs;
-    sizes = ox_graph_alloc(c->g, (size_t)n * sizeof(int64_t));
+    sizes = salloc(c, (size_t)n * sizeof(int64_t));
     for (int64_t k = 0; k < n; k++) sizes[k] = k < n - 1 ? cs : size - cs * (n - 1);
   }
   return split_out(c, out, x, d, sizes, (int)n);
@@ -1007,7 +1013,7 @@ static int tensor_list(Ctx *c, const OxTensorMeta ***ts, uint32_t *n) {
   if (v->kind != OX_V_LIST && v->kind != OX_V_TUPLE)
     return say(c, -1, "tensors must be a list, got %s", ox_value_format(c->g, v, b, sizeof b));
   if (v->n == 0) return say(c, -1, "expects a non-empty list of tensors");
-  *ts = ox_graph_alloc(c->g, v->n * sizeof **ts);
+  *ts = salloc(c, v->n * sizeof **ts);
   for (uint32_t i = 0; i < v->n; i++) {
     int rc = val_tensor(c, &v->u.items[i], "tensors", &(*ts)[i]);
     if (rc) return rc;
@@ -1938,6 +1944,7 @@ bool ox_shape_has_rule(OxOpId id) {
 
 int ox_shape_infer_node(OxGraph *g, OxNodeId id, OxMeta *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
+  ox_arena_reset(&g->shape_scratch); /* the previous call's result is dropped here */
   if (errcap) err[0] = 0;
   const OxNode *n = ox_graph_node(g, id);
   if (!n || n->erased) {

@@ -43,10 +43,12 @@ const char *ox_value_format(const OxGraph *g, const OxValue *v, char *buf, size_
 /* ------------------------------------------------ inference */
 
 /* Infers the meta of one node from its inputs' meta.
- * 0 = inferred into *out (arena-owned by g), 1 = no rule / not inferable (err says why),
+ * 0 = inferred into *out, 1 = no rule / not inferable (err says why),
  * -1 = the inputs are inconsistent (err says how: "cat: dim 1 sizes differ: f32[4, 8] vs
  * f32[4, 9]"). Placeholders and get_attr are not inferable (1): their meta comes from the
- * dump or from --input-shape. */
+ * dump or from --input-shape. The arrays of *out live in g's shape scratch arena until the
+ * next ox_shape_infer_node call on g: set them on a node (ox_graph_set_meta*, which copy) or
+ * compare them before inferring again. */
 int ox_shape_infer_node(OxGraph *g, OxNodeId id, OxMeta *out, char *err, size_t errcap);
 
 typedef struct OxShapeStats {
