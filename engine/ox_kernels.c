@@ -350,25 +350,14 @@ static OxTensor *vd_gather(K *k, const OxTensor *in, const VDesc *v) {
   size_t es = esize(in->dtype);
   int64_t idx[MAXR] = {0};
   int64_t p = v->off;
+  /* runs: whole rows when the innermost dimension is contiguous, else single elements */
   int r = v->rank;
-  if (r >= 1 && v->st[r - 1] == 1) {
-    /* contiguous innermost dimension: copy whole rows */
-    int64_t len = v->shape[r - 1], rows = o->numel / len;
-    for (int64_t i = 0; i < rows; i++) {
-      memcpy((char *)o->data.p + (size_t)(i * len) * es, (const char *)in->data.p + (size_t)p * es, (size_t)len * es);
-      for (int d = r - 2; d >= 0; d--) {
-        idx[d]++;
-        p += v->st[d];
-        if (idx[d] < v->shape[d]) break;
-        p -= v->st[d] * v->shape[d];
-        idx[d] = 0;
-      }
-    }
-    return o;
-  }
-  for (int64_t i = 0; i < o->numel; i++) {
-    memcpy((char *)o->data.p + (size_t)i * es, (const char *)in->data.p + (size_t)p * es, es);
-    for (int d = v->rank - 1; d >= 0; d--) {
+  bool rows = r >= 1 && v->st[r - 1] == 1;
+  int64_t len = rows ? v->shape[r - 1] : 1, runs = o->numel / len;
+  int last = rows ? r - 2 : r - 1; /* the dimensions stepped between runs */
+  for (int64_t i = 0; i < runs; i++) {
+    memcpy((char *)o->data.p + (size_t)(i * len) * es, (const char *)in->data.p + (size_t)p * es, (size_t)len * es);
+    for (int d = last; d >= 0; d--) {
       idx[d]++;
       p += v->st[d];
       if (idx[d] < v->shape[d]) break;
