@@ -861,6 +861,28 @@ static OxNodeId merge_sections(OxGraph *g, Split *sp, int64_t a, int64_t b) {
   return ns;
 }
 
+/* A cat of a run of one split's getitems, rewritten: begin the step, remembering the getitems
+ * (they die with the cat)... */
+static OxNodeId *cat_run_begin(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m, const Cat *ct,
+                               const CatRun *run) {
+  OxNodeId *olds = ox_xcalloc(run->n, sizeof *olds);
+  for (uint32_t i = 0; i < run->n; i++) olds[i] = ct->tensors->u.items[i].u.node;
+  ox_pat_step_begin(c, e, m);
+  return olds;
+}
+
+/* ...then, once the cat's users have their replacement, erase what is dead and commit. */
+static int cat_run_commit(OxPassCtx *c, OxNodeId *olds, CatRun *run, Split *sp) {
+  for (uint32_t i = 0; i < run->n; i++) erase_dead(c->g, olds[i]);
+  erase_dead(c->g, sp->node);
+  free(olds);
+  free(run->idx);
+  split_free(sp);
+  if (!ox_step_commit(c)) return 0;
+  count(c);
+  return 1;
+}
+
 static int h_merge_getitem_cat(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   OxGraph *g = c->g;
   Cat ct;
@@ -879,20 +901,11 @@ static int h_merge_getitem_cat(OxPassCtx *c, const OxPatEntry *e, const OxPatMat
   }
   /* the same getitem twice in a cat is not consecutive; checked above */
   int64_t a = run.idx[0], b = run.idx[run.n - 1];
-  OxNodeId *olds = ox_xcalloc(run.n, sizeof *olds);
-  for (uint32_t i = 0; i < run.n; i++) olds[i] = ct.tensors->u.items[i].u.node;
-  ox_pat_step_begin(c, e, m);
+  OxNodeId *olds = cat_run_begin(c, e, m, &ct, &run);
   OxNodeId ns = merge_sections(g, &sp, a, b);
   OxNodeId gi = new_getitem_after(g, ns, ns, a);
   replace_node(g, m->anchor, gi);
-  for (uint32_t i = 0; i < run.n; i++) erase_dead(g, olds[i]);
-  erase_dead(g, sp.node);
-  free(olds);
-  free(run.idx);
-  split_free(&sp);
-  if (!ox_step_commit(c)) return 0;
-  count(c);
-  return 1;
+  return cat_run_commit(c, olds, &run, &sp);
 }
 
 int ox_splitcat_merge_getitem_cat_pass(OxPassCtx *c) {
@@ -908,23 +921,14 @@ static int h_mutate_cat(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) 
   Split sp;
   if (!cat_of_split_guards(c, e, m, &ct, &run, &sp)) return 0;
   int64_t a = run.idx[0], b = run.idx[run.n - 1];
-  OxNodeId *olds = ox_xcalloc(run.n, sizeof *olds);
-  for (uint32_t i = 0; i < run.n; i++) olds[i] = ct.tensors->u.items[i].u.node;
-  ox_pat_step_begin(c, e, m);
+  OxNodeId *olds = cat_run_begin(c, e, m, &ct, &run);
   if (a == 0 && b == (int64_t)sp.n - 1) {
     replace_node(g, m->anchor, sp.input); /* the cat of every section is the input */
   } else {
     OxNodeId sl = new_slice(g, m->anchor, m->anchor, sp.input, sp.dim, sp.start[a], sp.start[b + 1]);
     replace_node(g, m->anchor, sl);
   }
-  for (uint32_t i = 0; i < run.n; i++) erase_dead(g, olds[i]);
-  erase_dead(g, sp.node);
-  free(olds);
-  free(run.idx);
-  split_free(&sp);
-  if (!ox_step_commit(c)) return 0;
-  count(c);
-  return 1;
+  return cat_run_commit(c, olds, &run, &sp);
 }
 
 int ox_splitcat_mutate_cat_pass(OxPassCtx *c) {
