@@ -14,6 +14,8 @@
 #ifndef OX_PASS_H
 #define OX_PASS_H
 
+#include <stdarg.h>
+
 #include "ox_buf.h"
 #include "ox_graph.h"
 #include "ox_trace.h"
@@ -153,6 +155,9 @@ void ox_step_reject(OxPassCtx *c, const char *rule, OxNodeId anchor, const OxNod
  * const char*; an argument that names a live node of the graph is also listed in
  * reason.nodes (use ox_reason_nodes to say explicitly which arguments are nodes). */
 OxReason ox_reason(OxPassCtx *c, OxReasonCode code, ...);
+/* ox_reason's body: the NULL-terminated string arguments in ap; mark_nodes says whether
+ * arguments naming live nodes become node references. */
+OxReason ox_reason_va(OxPassCtx *c, OxReasonCode code, bool mark_nodes, va_list ap);
 OxReason ox_reason_nodes(OxPassCtx *c, OxReasonCode code, const char *const *args, uint32_t n, const bool *is_node);
 
 void ox_counter_add(OxPassCtx *c, const char *name, int64_t delta);

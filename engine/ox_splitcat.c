@@ -137,17 +137,10 @@ static bool getitem_of(const OxGraph *g, OxNodeId id, OxNodeId *parent, int64_t 
 
 static void rejectf(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m, OxReasonCode code, ...) {
   if (!c->trace || !c->record_rejections) return;
-  const char *args[OX_REASON_MAX_ARGS];
-  uint32_t n = 0;
   va_list ap;
   va_start(ap, code);
-  for (;;) {
-    const char *a = va_arg(ap, const char *);
-    if (!a || n == OX_REASON_MAX_ARGS) break;
-    args[n++] = a;
-  }
+  OxReason r = ox_reason_va(c, code, false, ap);
   va_end(ap);
-  OxReason r = ox_reason_nodes(c, code, args, n, NULL);
   ox_step_reject(c, e->name, m->anchor, m->nodes, m->n_nodes, &r);
 }
 

@@ -761,19 +761,25 @@ OxReason ox_reason_nodes(OxPassCtx *c, OxReasonCode code, const char *const *arg
   return r;
 }
 
-OxReason ox_reason(OxPassCtx *c, OxReasonCode code, ...) {
+OxReason ox_reason_va(OxPassCtx *c, OxReasonCode code, bool mark_nodes, va_list ap) {
   const char *args[OX_REASON_MAX_ARGS];
   uint32_t n = 0;
-  va_list ap;
-  va_start(ap, code);
   for (;;) {
     const char *a = va_arg(ap, const char *);
     if (!a || n == OX_REASON_MAX_ARGS) break;
     args[n++] = a;
   }
-  va_end(ap);
+  if (!mark_nodes) return ox_reason_nodes(c, code, args, n, NULL);
   /* an argument that names a live node is a node reference (a link in the debugger) */
   bool is_node[OX_REASON_MAX_ARGS] = {false};
   for (uint32_t i = 0; i < n; i++) is_node[i] = c->g && args[i] && ox_graph_find(c->g, args[i]) != 0;
   return ox_reason_nodes(c, code, args, n, is_node);
+}
+
+OxReason ox_reason(OxPassCtx *c, OxReasonCode code, ...) {
+  va_list ap;
+  va_start(ap, code);
+  OxReason r = ox_reason_va(c, code, true, ap);
+  va_end(ap);
+  return r;
 }
