@@ -36,3 +36,19 @@ char *test_corpus_file_or_skip(int nn) {
   g_free(dir);
   return path;
 }
+
+OxDoc *test_corpus_load(int nn, const char *what, char **path_out) {
+  *path_out = test_corpus_file_or_skip(nn);
+  if (!*path_out) return NULL;
+  OxDiagList d;
+  ox_diags_init(&d, *path_out);
+  OxDoc *doc = NULL;
+  if (ox_load_file(*path_out, OX_FMT_UNKNOWN, NULL, &doc, &d) != 0) {
+    ox_diags_print(&d, stderr);
+    g_test_fail_printf("corpus file %s does not load, so %s cannot run", *path_out, what);
+    ox_diags_clear(&d);
+    return NULL;
+  }
+  ox_diags_clear(&d);
+  return doc;
+}

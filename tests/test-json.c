@@ -781,19 +781,12 @@ static void test_golden(void) {
 
 static void test_corpus_roundtrip(gconstpointer data) {
   int nn = GPOINTER_TO_INT(data);
-  char *path = test_corpus_file_or_skip(nn);
-  if (!path) return;
-  OxDiagList d;
-  ox_diags_init(&d, path);
-  OxDoc *src = NULL;
-  if (ox_load_file(path, OX_FMT_UNKNOWN, NULL, &src, &d) != 0) {
-    ox_diags_print(&d, stderr);
-    g_test_fail_printf("corpus file %s does not load, so its JSON round trip cannot run", path);
-    ox_diags_clear(&d);
+  char *path = NULL;
+  OxDoc *src = test_corpus_load(nn, "its JSON round trip", &path);
+  if (!src) {
     g_free(path);
     return;
   }
-  ox_diags_clear(&d);
   char *t1 = write_doc(src);
   OxDoc *d1 = load_ok(t1);
   assert_doc_same(src, d1, false); /* the loaders may leave tombstones; names carry the comparison */

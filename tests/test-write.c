@@ -593,19 +593,12 @@ static void test_roundtrip_values(void) {
 /* Each graph of the file: write FX text, parse it back, compare. */
 static void test_corpus_roundtrip(gconstpointer data) {
   int nn = GPOINTER_TO_INT(data);
-  char *path = test_corpus_file_or_skip(nn);
-  if (!path) return;
-  OxDiagList d;
-  ox_diags_init(&d, path);
-  OxDoc *src = NULL;
-  if (ox_load_file(path, OX_FMT_UNKNOWN, NULL, &src, &d) != 0) {
-    ox_diags_print(&d, stderr);
-    g_test_fail_printf("corpus file %s does not load, so its FX text round trip cannot run", path);
-    ox_diags_clear(&d);
+  char *path = NULL;
+  OxDoc *src = test_corpus_load(nn, "its FX text round trip", &path);
+  if (!src) {
     g_free(path);
     return;
   }
-  ox_diags_clear(&d);
   GString *why = g_string_new(NULL);
   for (uint32_t i = 0; i < src->n_graphs; i++) {
     char *text = NULL;
