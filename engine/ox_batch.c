@@ -522,6 +522,8 @@ typedef struct Eng {
   uint32_t cap;
   int32_t *key_of; /* KEY_UNKNOWN, KEY_NONE or key id */
   uint8_t *fused;
+  uint8_t *near;   /* root pruning: a lower bound on the hops from the node, through its inputs,
+                      to the nearest node of the rule's op (NEAR_FAR: none in reach; 0: unknown) */
   /* keys */
   char **keys;
   uint32_t n_keys, cap_keys;
@@ -562,9 +564,11 @@ static void eng_grow(Eng *e) {
   while (cap < need) cap *= 2;
   e->key_of = ox_xrealloc(e->key_of, cap * sizeof *e->key_of);
   e->fused = ox_xrealloc(e->fused, cap);
+  e->near = ox_xrealloc(e->near, cap);
   for (uint32_t i = e->cap; i < cap; i++) {
     e->key_of[i] = KEY_UNKNOWN;
     e->fused[i] = 0;
+    e->near[i] = 0; /* nodes created during the pass: unknown, never pruned */
   }
   e->cap = cap;
 }
@@ -574,6 +578,7 @@ static void eng_free(Eng *e) {
   scratch_free(&e->s);
   free(e->key_of);
   free(e->fused);
+  free(e->near);
   for (uint32_t i = 0; i < e->n_keys; i++) free(e->keys[i]);
   free(e->keys);
   free(e->ktab);
@@ -1805,6 +1810,53 @@ static void candidate_search(Eng *e, OxNodeId root) {
   }
 }
 
+/* ------------------------------------------------------------------ root pruning
+ *
+ * Most roots have no node of the rule's op within max_fuse_search_depth hops upstream: their BFS
+ * finds nothing, groups nothing and records nothing. One walk in list order computes, for every
+ * node, near = min over its inputs y of (y has the op ? 1 : near[y] + 1), a lower bound on the
+ * hop count of any node the BFS could match (the BFS also stops at matches and fused nodes,
+ * which only removes candidates); a root with near > depth is skipped.
+ *
+ * The bound stays valid while the sweep rewrites the graph: a fuse only rewires users of its
+ * members, each of which had the op (so the user had near 1), to outputs of new chains at least
+ * two hops long ending at a new node of the op or at the members' inputs; no path gets shorter.
+ * Nodes created by fuses have near 0 (unknown) and are always searched. Turning the pruning off
+ * (ox_batch_set_root_pruning, for tests) must give the same trace. */
+
+enum { NEAR_FAR = 255 };
+static bool prune_roots = true;
+
+void ox_batch_set_root_pruning(bool on) { prune_roots = on; }
+
+static uint8_t near_value(const Eng *e, const uint8_t *has_op, const OxValue *v, uint8_t best) {
+  if (v->kind == OX_V_NODE) {
+    OxNodeId x = v->u.node;
+    uint8_t d = has_op[x] ? 1 : (uint8_t)(e->near[x] >= NEAR_FAR - 1 ? NEAR_FAR : e->near[x] + 1);
+    return d < best ? d : best;
+  }
+  if (v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE)
+    for (uint32_t i = 0; i < v->n && best > 1; i++) best = near_value(e, has_op, &v->u.items[i], best);
+  return best;
+}
+
+/* One walk in list order: the topological positions of ox_batch_order_init and, with has_op, near. */
+static void order_near_init(Eng *e, const uint8_t *has_op) {
+  OxGraph *g = e->g;
+  if (!has_op) {
+    ox_batch_order_init(&e->ord, g);
+    return;
+  }
+  double k = 1.0;
+  double *pos = e->ord.pos;
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    pos[id] = k++;
+    uint8_t d = near_value(e, has_op, &n->args, NEAR_FAR);
+    e->near[id] = d > 1 ? near_value(e, has_op, &n->kwargs, d) : d;
+  }
+}
+
 static bool is_getitem_node(const OxGraph *g, OxNodeId id) {
   const OxNode *n = &g->nodes[id];
   return n->op == OX_OP_CALL_FUNCTION && ox_op_of_node(g, n, NULL) == OX_OPID_GETITEM;
@@ -1826,20 +1878,27 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   int max = e.o->max_fuse_set_size > min ? e.o->max_fuse_set_size : min;
   /* nothing to do unless the rule's op occurs */
   uint32_t present = 0;
-  for (OxNodeId id = 1; id < g->n_nodes; id++) { /* memory order: a count needs no list order */
-    if (g->nodes[id].erased) continue;
-    const OxSpelling *sp = NULL;
-    OxOpId op = ox_op_of_node(g, &g->nodes[id], &sp);
-    if (op != OX_OPID_NONE && (op == r->op || op == r->op2) && sp && (r->levels & (1u << sp->level))) present++;
+  uint8_t *has_op = ox_xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
+  for (OxNodeId id = 1; id < g->n_nodes; id++) { /* the op index: a count needs no list order */
+    const OxSpelling *sp = ox_opix_spelling(ox_op_index(g, id));
+    if (sp && (sp->op == r->op || sp->op == r->op2) && (r->levels & (1u << sp->level))) {
+      present++;
+      has_op[id] = 1;
+    }
   }
-  if (present == 0 || (!e.rec && (int)present < min)) return 0;
-  ox_graph_renumber(g);
+  if (present == 0 || (!e.rec && (int)present < min)) {
+    free(has_op);
+    return 0;
+  }
   eng_grow(&e);
-  ox_batch_order_init(&e.ord, g);
+  int depth = e.o->max_fuse_search_depth;
+  bool prune = prune_roots && depth < NEAR_FAR - 1;
+  order_near_init(&e, prune ? has_op : NULL);
+  free(has_op);
   int applied = 0;
   OxBatchGreedyHooks hooks = {hook_ancestor, hook_dropped, &e};
   for (OxNodeId root = g->tail; root; root = g->nodes[root].prev) {
-    if (g->nodes[root].erased || is_getitem_node(g, root)) continue;
+    if (g->nodes[root].erased || (prune && e.near[root] > depth) || is_getitem_node(g, root)) continue;
     e.root = root;
     candidate_search(&e, root);
     for (uint32_t gi = 0; gi < e.n_groups; gi++) {

@@ -74,6 +74,10 @@ const OxBatchRule *ox_batch_rule_find(const char *name);
 /* Runs one rule over ctx->g (spec 3.1). Returns the number of fused subsets (applied steps),
  * or -1 on an internal error. */
 int ox_batch_apply(OxPassCtx *ctx, const OxBatchRule *rule);
+
+/* Roots with no node of the rule's op within max_fuse_search_depth hops upstream are skipped
+ * (they cannot find a candidate). On by default; tests turn it off to check the trace is the same. */
+void ox_batch_set_root_pruning(bool on);
 /* OxPassFn for every built-in batch pass: looks the rule up by ctx->pass->name. */
 int ox_batch_pass_run(OxPassCtx *ctx);
 

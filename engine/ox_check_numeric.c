@@ -113,6 +113,7 @@ static OxGraph *extract(const OxGraph *g, const OxNodeId *nodes, uint32_t n, con
       OxNodeId nid = ox_graph_add_node(t, (OxOp)s->op, s->name, s->target, args, kwargs);
       OxNode *d = &t->nodes[nid];
       d->module_type = ox_graph_intern(t, s->module_type);
+      ox_graph_opix_stale(t, nid);
       ox_graph_set_meta(t, nid, &s->meta);
       map[id] = nid;
       done[id] = 1;

@@ -158,6 +158,7 @@ void ox_graph_free(OxGraph *g) {
   free(g->nodes);
   free(g->mark);
   free(g->olab);
+  free(g->opix);
   metatab_free(g->metatab);
   txn_clear(g);
   free(g->txn);
@@ -641,6 +642,7 @@ static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *targ
     if (g->olab_on) olab_reserve(g);
   }
   OxNodeId id = g->n_nodes++;
+  ox_graph_opix_stale(g, id);
   OxNode *n = &g->nodes[id];
   memset(n, 0, sizeof *n);
   n->id = id;
@@ -744,6 +746,7 @@ void ox_graph_set_kwargs(OxGraph *g, OxNodeId id, OxValue kwargs) {
   node_uses(g, id, false);
   if (kwargs.kind == OX_V_NONE) kwargs = ox_graph_value_dict(g, NULL, NULL, 0);
   g->nodes[id].kwargs = kwargs;
+  ox_graph_opix_stale(g, id);
   node_uses(g, id, true);
   topo_note_inputs(g, id);
 }
@@ -822,6 +825,7 @@ bool ox_graph_erase(OxGraph *g, OxNodeId id) {
   node_uses(g, id, false);
   unlink_node(g, id);
   n->erased = true;
+  ox_graph_opix_stale(g, id);
   ox_namemap_del(g->names, n->name);
   g->n_live--;
   return true;
@@ -1132,6 +1136,7 @@ void ox_graph_txn_rollback(OxGraph *g) {
   for (uint32_t i = g->n_txn; i-- > 0;) {
     OxEdit *e = &g->txn[i];
     OxNode *n = &g->nodes[e->node];
+    ox_graph_opix_stale(g, e->node);
     switch ((OxEditKind)e->kind) {
     case OX_EDIT_ADD:
       node_uses(g, e->node, false);
@@ -1214,8 +1219,15 @@ void ox_graph_txn_rollback(OxGraph *g) {
 
 /* ------------------------------------------------------------------ clone */
 
+static void copy_counter(const char *key, uint32_t val, void *ud) {
+  OxGraph *g = ud;
+  ox_namemap_set(g->name_counters, ox_graph_intern(g, key), val);
+}
+
 OxGraph *ox_graph_clone(const OxGraph *src) {
   OxGraph *g = ox_graph_new();
+  /* the next fresh names the clone picks are the ones the source would pick */
+  ox_namemap_foreach(src->name_counters, copy_counter, g);
   g->name = ox_graph_intern(g, src->name);
   g->src_line = src->src_line;
   g->sub_owner = ox_graph_intern(g, src->sub_owner);

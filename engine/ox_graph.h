@@ -294,7 +294,20 @@ typedef struct OxGraph {
   bool topo_known, txn_topo_known;
   /* tensor-meta sharing table (ox_graph_set_meta / ox_graph_meta_share); private */
   struct OxMetaTab *metatab;
+  /* op index (ox_op_index in ox_ops.h): 2 bytes per node that scans over every node read instead
+   * of the 216-byte nodes. NULL until first asked; entries at or past cap_opix, and entries of
+   * nodes whose kind, target, kwargs or liveness changed, are OX_OPIX_STALE (recomputed when read) */
+  uint16_t *opix;
+  uint32_t cap_opix;
 } OxGraph;
+
+enum { OX_OPIX_STALE = 0xFFFE };
+
+/* Marks node id's op index entry for recomputation. The graph's own mutators call it; code that
+ * writes a node's op, target, module_type or kwargs directly must call it too. */
+static inline void ox_graph_opix_stale(OxGraph *g, uint32_t id) {
+  if (id < g->cap_opix) g->opix[id] = OX_OPIX_STALE;
+}
 
 OxGraph *ox_graph_new(void);
 void ox_graph_free(OxGraph *g);

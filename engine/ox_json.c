@@ -1074,7 +1074,10 @@ static void fill_node(Rd *r, OxGraph *g, OxNodeId id, json_object *o) {
         if (k[0] == 't') n->type_ann = s;
         else if (k[0] == 's') n->stack_trace = s;
         else if (strcmp(k, "module_path") == 0) n->module_path = s;
-        else if (k[0] == 'm') n->module_type = s;
+        else if (k[0] == 'm') {
+          n->module_type = s;
+          ox_graph_opix_stale(g, id);
+        }
         else n->default_value = s;
       }
     }

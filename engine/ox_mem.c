@@ -307,6 +307,11 @@ void ox_namemap_reserve(OxNameMap *m, size_t n) {
   while (m->cap < cap) namemap_grow(m);
 }
 
+void ox_namemap_foreach(const OxNameMap *m, void (*fn)(const char *key, uint32_t val, void *ud), void *ud) {
+  for (size_t j = 0; j < m->cap; j++)
+    if (m->keys[j]) fn(m->keys[j], m->vals[j], ud);
+}
+
 uint32_t ox_namemap_get(const OxNameMap *m, const char *interned) {
   if (!interned) return 0;
   size_t j = ptr_hash(interned) & (m->cap - 1);

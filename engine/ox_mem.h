@@ -37,5 +37,7 @@ void ox_namemap_set(OxNameMap *m, const char *interned, uint32_t val);
 void ox_namemap_del(OxNameMap *m, const char *interned);
 size_t ox_namemap_bytes(const OxNameMap *m);
 void ox_namemap_reserve(OxNameMap *m, size_t n); /* room for n keys without growing */
+/* Calls fn on every (key, value) pair, in table order. */
+void ox_namemap_foreach(const OxNameMap *m, void (*fn)(const char *key, uint32_t val, void *ud), void *ud);
 
 #endif

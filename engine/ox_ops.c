@@ -630,6 +630,7 @@ static void table_init(void) {
   }
   assert(k == n);
   T.n_sp = n;
+  assert(OX_OPIX_SPELLING + n < OX_OPIX_STALE - OX_OPIX_MUTATING && "op index: too many spellings");
   T.hash_cap = 16;
   while (T.hash_cap < 2 * n) T.hash_cap *= 2;
   T.hash = ox_xcalloc(T.hash_cap, sizeof *T.hash);
@@ -718,6 +719,84 @@ OxOpId ox_op_of_node(const OxGraph *g, const OxNode *n, const OxSpelling **spell
   }
   if (spelling) *spelling = s;
   return s ? s->op : OX_OPID_NONE;
+}
+
+/* ------------------------------------------------------------------ op index */
+
+bool ox_target_mutating(const char *t) {
+  if (!t) return false;
+  size_t len = strlen(t);
+  if (len >= 2 && t[len - 1] == '_' && t[len - 2] != '_') return true; /* add_, copy_ (not __add__) */
+  /* aten in-place overloads: aten.add_.Tensor */
+  for (const char *s = t; (s = strstr(s, "_.")) != NULL; s++)
+    if (s > t && s[-1] != '_') return true;
+  if (!strncmp(t, "operator.i", 10) && strcmp(t, "operator.invert") != 0 && strcmp(t, "operator.is_") != 0 &&
+      strcmp(t, "operator.is_not") != 0 && strcmp(t, "operator.index") != 0)
+    return true;
+  return false;
+}
+
+static bool has_out_kwarg(const OxNode *n) {
+  for (uint32_t i = 0; n->kwargs.kind == OX_V_DICT && i < n->kwargs.n; i++)
+    if (strcmp(n->kwargs.keys[i], "out") == 0) return true;
+  return false;
+}
+
+static uint16_t opix_compute(const OxGraph *g, OxNodeId id) {
+  if (!id || id >= g->n_nodes) return OX_OPIX_ERASED;
+  const OxNode *n = &g->nodes[id];
+  if (n->erased) return OX_OPIX_ERASED;
+  int cls = n->op == OX_OP_CALL_FUNCTION ? 0 : n->op == OX_OP_CALL_METHOD ? 1 : n->op == OX_OP_CALL_MODULE ? 2 : -1;
+  if (cls < 0) return OX_OPIX_NOT_CALL;
+  const OxSpelling *s = lookup_cached(g, cls, cls == 2 ? n->module_type : n->target);
+  uint16_t v = s ? ox_opix_of_spelling(s) : (uint16_t)(OX_OPIX_UNKNOWN_CALL + cls);
+  if (cls < 2 && ((s && (T.info[s->op].flags & OX_OPF_MUTATING)) || ox_target_mutating(n->target) ||
+                  has_out_kwarg(n)))
+    v |= OX_OPIX_MUTATING;
+  return v;
+}
+
+uint16_t ox_opix_of_spelling(const OxSpelling *s) {
+  ensure();
+  return (uint16_t)(OX_OPIX_SPELLING + (s - T.sp));
+}
+
+const OxSpelling *ox_opix_spelling(uint16_t ix) {
+  ensure();
+  if (ix == OX_OPIX_ERASED || ix == OX_OPIX_STALE) return NULL;
+  uint16_t k = ix & (uint16_t)~OX_OPIX_MUTATING;
+  return k >= OX_OPIX_SPELLING && (size_t)(k - OX_OPIX_SPELLING) < T.n_sp ? &T.sp[k - OX_OPIX_SPELLING] : NULL;
+}
+
+uint16_t ox_op_index(OxGraph *g, OxNodeId id) {
+  ensure();
+  if (id >= g->cap_opix) {
+    uint32_t cap = g->cap_nodes > id ? g->cap_nodes : id + 1;
+    g->opix = ox_xrealloc(g->opix, cap * sizeof *g->opix);
+    for (uint32_t i = g->cap_opix; i < cap; i++) g->opix[i] = OX_OPIX_STALE;
+    g->cap_opix = cap;
+  }
+  uint16_t v = g->opix[id];
+  if (v == OX_OPIX_STALE) g->opix[id] = v = opix_compute(g, id);
+  return v;
+}
+
+const OxSpelling *ox_spelling_find(OxOp kind, const char *target) {
+  ensure();
+  int cls = kind == OX_OP_CALL_FUNCTION ? 0 : kind == OX_OP_CALL_METHOD ? 1 : kind == OX_OP_CALL_MODULE ? 2 : -1;
+  return cls < 0 ? NULL : lookup(cls, target);
+}
+
+OxOp ox_spelling_kind(const OxSpelling *s) {
+  int cls = level_class(s->level);
+  return cls == 0 ? OX_OP_CALL_FUNCTION : cls == 1 ? OX_OP_CALL_METHOD : OX_OP_CALL_MODULE;
+}
+
+uint32_t ox_op_index_check(OxGraph *g) {
+  uint32_t bad = 0;
+  for (uint32_t id = 0; id < g->cap_opix; id++)
+    if (g->opix[id] != OX_OPIX_STALE && g->opix[id] != opix_compute(g, id)) bad++;
+  return bad;
 }
 
 int ox_spelling_outputs(const OxSpelling *s) {

@@ -72,6 +72,34 @@ const OxSpelling *ox_op_spellings(size_t *count);
  * spelling matched; OX_OPID_NONE if unknown. */
 OxOpId ox_op_of_node(const OxGraph *g, const OxNode *n, const OxSpelling **spelling);
 
+/* Whether a target names an in-place operation by its spelling alone (add_, aten.add_.Tensor,
+ * operator.iadd). */
+bool ox_target_mutating(const char *target);
+
+/* The op index of a node: its spelling, whether it is erased and whether it mutates, in the two
+ * bytes g->opix keeps per node, so that a scan over every node of a large graph reads 2 bytes per
+ * node instead of the node. Computed on first read and after the graph marks the node stale
+ * (ox_graph_opix_stale). Values: */
+enum {
+  OX_OPIX_NOT_CALL = 0,       /* placeholder, get_attr, output */
+  OX_OPIX_UNKNOWN_CALL = 1,   /* + class (0 call_function, 1 call_method, 2 call_module): no spelling */
+  OX_OPIX_SPELLING = 4,       /* + k: spelling k of ox_op_spellings */
+  OX_OPIX_MUTATING = 0x8000,  /* flag: the node mutates (in-place op or target, or an out= kwarg) */
+  OX_OPIX_ERASED = 0xFFFF     /* erased (or not a node id) */
+};
+uint16_t ox_op_index(OxGraph *g, OxNodeId id);
+/* The spelling of an index value (NULL for none, erased or stale). */
+const OxSpelling *ox_opix_spelling(uint16_t ix);
+/* The index value part that names the spelling of s (OX_OPIX_SPELLING + k). */
+uint16_t ox_opix_of_spelling(const OxSpelling *s);
+/* Recomputes every cached entry and counts those that differ (for tests: 0 unless some code
+ * changed a node behind the graph's back). */
+uint32_t ox_op_index_check(OxGraph *g);
+/* The spelling a call of this kind (call_function, call_method, call_module) with this target
+ * (module type for call_module) has, or NULL; and the call kind a spelling belongs to. */
+const OxSpelling *ox_spelling_find(OxOp kind, const char *target);
+OxOp ox_spelling_kind(const OxSpelling *s);
+
 /* Normalized arguments: slot[i] points into the node's args/kwargs or at the default. */
 typedef struct OxOpArgs {
   OxOpId op;

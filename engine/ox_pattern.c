@@ -834,19 +834,6 @@ const char *ox_pat_failure_format(const OxPatFailure *f, char *buf, size_t cap) 
 
 /* ------------------------------------------------------------------ the runner */
 
-/* Whether a target names an in-place operation (by its spelling alone). */
-static bool target_mutating(const char *t) {
-  size_t len = strlen(t);
-  if (len >= 2 && t[len - 1] == '_' && t[len - 2] != '_') return true; /* add_, copy_ (not __add__) */
-  /* aten in-place overloads: aten.add_.Tensor */
-  for (const char *s = t; (s = strstr(s, "_.")) != NULL; s++)
-    if (s > t && s[-1] != '_') return true;
-  if (!strncmp(t, "operator.i", 10) && strcmp(t, "operator.invert") != 0 && strcmp(t, "operator.is_") != 0 &&
-      strcmp(t, "operator.is_not") != 0 && strcmp(t, "operator.index") != 0)
-    return true;
-  return false;
-}
-
 /* The runner asks every node of the graph on every pass; targets are interned, so the answer for
  * a target is cached per thread by (string table serial, pointer), as the op lookup is. */
 enum { MUT_CACHE_BITS = 9 };
@@ -860,7 +847,7 @@ static bool target_mutating_cached(const OxGraph *g, const char *t) {
   uint64_t serial = ox_strtab_serial(g->strings);
   uint64_t h = (((uint64_t)(uintptr_t)t ^ serial) * 0x9E3779B97F4A7C15ull) >> (64 - MUT_CACHE_BITS);
   if (mut_cache[h].key == t && mut_cache[h].serial == serial) return mut_cache[h].mutating;
-  bool m = target_mutating(t);
+  bool m = ox_target_mutating(t);
   mut_cache[h].key = t;
   mut_cache[h].serial = serial;
   mut_cache[h].mutating = m;
@@ -884,13 +871,16 @@ typedef struct Regions {
   uint32_t n;
 } Regions;
 
-static void regions_compute(const OxGraph *g, Regions *r) {
+static void regions_compute(OxGraph *g, Regions *r) {
   r->n = g->n_nodes;
   r->id = NULL;
-  /* most graphs mutate nothing: one region, found by a scan in memory order (walking the
-   * list order touches 100k nodes scattered over the node array, on every pass) */
+  /* most graphs mutate nothing: one region, found by a scan of the op index (walking the list
+   * order touches 100k nodes scattered over the node array, on every pass) */
   bool any = false;
-  for (OxNodeId x = 1; x < g->n_nodes && !any; x++) any = !g->nodes[x].erased && ox_pat_is_mutating(g, x);
+  for (OxNodeId x = 1; x < g->n_nodes && !any; x++) {
+    uint16_t ix = ox_op_index(g, x);
+    any = ix != OX_OPIX_ERASED && (ix & OX_OPIX_MUTATING);
+  }
   if (!any) return;
   r->id = ox_xcalloc(r->n ? r->n : 1, sizeof *r->id);
   uint32_t cur = 0;
@@ -974,22 +964,56 @@ static void sort_by_position_desc(OxGraph *g, OxNodeId *ids, uint32_t n) {
   free(t);
 }
 
+/* Marks the op-index values (without the mutating flag) a node must have to be accepted as
+ * pattern p's anchor; false when any node may be (the anchor is not a call). */
+static bool anchor_filter_add(uint8_t *f, const OxPat *p) {
+  if (p->kind == OX_PAT_REPEATED) return anchor_filter_add(f, p->elem);
+  if (p->kind == OX_PAT_MULTI) return !p->n_outs || anchor_filter_add(f, p->outs[0]);
+  if (p->kind != OX_PAT_CALL) return false;
+  size_t n_sp;
+  const OxSpelling *sp = ox_op_spellings(&n_sp);
+  static const OxOp kinds[3] = {OX_OP_CALL_FUNCTION, OX_OP_CALL_METHOD, OX_OP_CALL_MODULE};
+  for (int cls = 0; cls < 3; cls++) {
+    if (!(p->calls & (1u << kinds[cls]))) continue;
+    for (uint32_t i = 0; i < p->n_targets; i++) {
+      const OxSpelling *s = ox_spelling_find(kinds[cls], p->targets[i]);
+      f[s ? ox_opix_of_spelling(s) : OX_OPIX_UNKNOWN_CALL + cls] = 1;
+    }
+    for (size_t k = 0; k < n_sp && p->n_ops; k++) {
+      if (ox_spelling_kind(&sp[k]) != kinds[cls]) continue;
+      for (uint32_t i = 0; i < p->n_ops; i++)
+        if (sp[k].op == p->ops[i]) f[ox_opix_of_spelling(&sp[k])] = 1;
+    }
+  }
+  return true;
+}
+
 int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
   OxGraph *g = c->g;
   Regions reg;
   regions_compute(g, &reg);
+  /* a node's target equals an anchor's target only if their spellings are equal, so the op
+   * index rules out most nodes without reading them */
+  uint8_t *filter = ox_xcalloc(OX_OPIX_MUTATING, 1);
+  for (uint32_t i = 0; i < n && filter; i++)
+    if (!anchor_filter_add(filter, entries[i].pattern)) {
+      free(filter);
+      filter = NULL;
+    }
   /* anchors fixed up front, in descending graph position: found by a scan in memory order,
    * then sorted by order label (the list order) */
   uint32_t na = 0, cap = 64;
   OxNodeId *anchors = ox_xrealloc(NULL, cap * sizeof *anchors);
   for (OxNodeId x = 1; x < g->n_nodes; x++) {
-    if (g->nodes[x].erased) continue;
+    uint16_t ix = ox_op_index(g, x);
+    if (ix == OX_OPIX_ERASED || (filter && !filter[ix & (uint16_t)~OX_OPIX_MUTATING])) continue;
     bool any = false;
     for (uint32_t i = 0; i < n && !any; i++) any = ox_pat_anchor_accepts(g, entries[i].pattern, x);
     if (!any) continue;
     if (na == cap) anchors = ox_xrealloc(anchors, (cap *= 2) * sizeof *anchors);
     anchors[na++] = x;
   }
+  free(filter);
   sort_by_position_desc(g, anchors, na);
   Seen seen = {0};
   int applied = 0;

@@ -394,6 +394,7 @@ OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint
         snprintf(target, sizeof target, "%s [%u nodes]", cl->path, cl->n_total);
         OxNodeId nid = ox_graph_add_node(o, OX_OP_CALL_MODULE, name, target, ox_value_none(), ox_value_none());
         o->nodes[nid].module_type = ox_graph_intern(o, "cluster");
+        ox_graph_opix_stale(o, nid);
         cluster_item[closed] = nid;
         if (item_cluster) item_cluster[nid] = closed;
       }

@@ -12,6 +12,7 @@
 
 #include "ox_graph.h"
 #include "ox_load.h"
+#include "ox_ops.h"
 #include "ox_pass.h"
 #include "ox_shape.h"
 #include "ox_trace.h"
@@ -224,6 +225,8 @@ static void test_file(gconstpointer data) {
     OxOptimizeResult res;
     ox_diags_init(&d, c->file);
     g_assert_cmpint(ox_optimize(g, &p, &cc, tr, &res, &d), ==, 0);
+    /* the op index the scans read agrees with the nodes after every rewrite and rollback */
+    g_assert_cmpuint(ox_op_index_check(g), ==, 0);
     if (res.check_failures) {
       for (uint32_t k = 0; k < tr->n_steps; k++)
         if (tr->steps[k].kind == OX_STEP_CHECK_FAILED) {

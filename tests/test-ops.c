@@ -722,9 +722,52 @@ static void test_threaded_init(void) {
   }
 }
 
+/* The op index (g->opix) follows the graph through adds, erases, kwargs changes and rollback,
+ * and a change made behind the graph's back is caught by the check until marked stale. */
+static void test_op_index(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId x = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  OxValue a[1] = {ox_value_node(x)};
+  OxNodeId t = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "t", "torch.tanh", ox_graph_value_seq(g, OX_V_TUPLE, a, 1),
+                                 ox_value_none());
+  OxNodeId m = ox_graph_add_node(g, OX_OP_CALL_METHOD, "m", "add_", ox_graph_value_seq(g, OX_V_TUPLE, a, 1),
+                                 ox_value_none());
+  OxNodeId u = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, "u", "my.unknown_fn", ox_graph_value_seq(g, OX_V_TUPLE, a, 1),
+                                 ox_value_none());
+  g_assert_cmpuint(ox_op_index(g, x), ==, OX_OPIX_NOT_CALL);
+  const OxSpelling *sp = ox_opix_spelling(ox_op_index(g, t));
+  g_assert_nonnull(sp);
+  g_assert_cmpint(sp->op, ==, ox_op_of_node(g, &g->nodes[t], NULL));
+  g_assert_true(ox_op_index(g, m) & OX_OPIX_MUTATING);
+  g_assert_false(ox_op_index(g, t) & OX_OPIX_MUTATING);
+  g_assert_cmpuint(ox_op_index(g, u), ==, OX_OPIX_UNKNOWN_CALL + 0);
+  g_assert_cmpuint(ox_op_index(g, 0), ==, OX_OPIX_ERASED);
+  g_assert_cmpuint(ox_op_index(g, 999), ==, OX_OPIX_ERASED);
+  /* an out= kwarg makes a call mutating; a rollback takes it back */
+  ox_graph_txn_begin(g);
+  const char *k[1] = {ox_graph_intern(g, "out")};
+  OxValue kv[1] = {ox_value_node(x)};
+  ox_graph_set_kwargs(g, u, ox_graph_value_dict(g, k, kv, 1));
+  g_assert_true(ox_op_index(g, u) & OX_OPIX_MUTATING);
+  g_assert_true(ox_graph_erase(g, t));
+  g_assert_cmpuint(ox_op_index(g, t), ==, OX_OPIX_ERASED);
+  ox_graph_txn_rollback(g);
+  g_assert_cmpuint(ox_op_index(g, u), ==, OX_OPIX_UNKNOWN_CALL + 0);
+  g_assert_nonnull(ox_opix_spelling(ox_op_index(g, t)));
+  g_assert_cmpuint(ox_op_index_check(g), ==, 0);
+  /* behind the graph's back: detected, until marked stale */
+  g->nodes[u].target = ox_graph_intern(g, "torch.sigmoid");
+  g_assert_cmpuint(ox_op_index_check(g), ==, 1);
+  ox_graph_opix_stale(g, u);
+  g_assert_cmpuint(ox_op_index_check(g), ==, 0);
+  g_assert_cmpint(ox_opix_spelling(ox_op_index(g, u))->op, ==, ox_op_by_name("sigmoid"));
+  ox_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/ops/threaded-init", test_threaded_init);
+  g_test_add_func("/engine/ops/op-index", test_op_index);
   g_test_add_func("/engine/ops/every-spelling-resolves", test_every_spelling_resolves);
   g_test_add_func("/engine/ops/every-op-has-rule-and-spelling", test_every_op_has_rule_and_spelling);
   g_test_add_func("/engine/ops/canonical-schema", test_canonical_schema);

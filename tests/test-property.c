@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ox_batch.h"
 #include "ox_interp.h"
+#include "ox_ops.h"
 #include "ox_pass.h"
+#include "ox_trace.h"
 #include "ox_shape.h"
 #include "ox_write.h"
 
@@ -52,6 +55,9 @@ static char *run_seed(uint64_t seed, uint32_t *applied) {
       }
   } else if (ox_graph_verify(g, true, &d) != 0) {
     fail = g_strdup_printf("seed %" G_GUINT64_FORMAT ": optimized graph fails the verifier: %s", seed, d.items[0].msg);
+  } else if (ox_op_index_check(g) != 0) {
+    fail = g_strdup_printf("seed %" G_GUINT64_FORMAT ": %u op index entries are out of date after optimizing", seed,
+                           ox_op_index_check(g));
   } else {
     OxInterp *a = ox_interp_new(orig, seed), *b = ox_interp_new(g, seed);
     char err[512];
@@ -117,8 +123,63 @@ static void test_property(void) {
   g_free(first_fail);
 }
 
+/* The trace of a default optimization (structure and shape checks), as JSON without times. */
+static char *trace_text(OxGraph *g) {
+  OxPipeline p;
+  ox_pipeline_default(g, &p);
+  OxCheckConfig checks;
+  ox_check_config_default(&checks);
+  checks.numeric = false;
+  OxTrace *t = ox_trace_new();
+  OxDiagList d;
+  ox_diags_init(&d, "pruning");
+  OxOptimizeResult res;
+  g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
+  t->seconds = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    t->steps[i].seconds = 0;
+    for (int k = 0; k < OX_CHECK_KINDS; k++) t->steps[i].checks[k].seconds = 0;
+  }
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_trace_write_json(t, &b);
+  char *s = g_strdup(b.data);
+  ox_buf_free(&b);
+  ox_diags_clear(&d);
+  ox_trace_free(t);
+  ox_pipeline_free(&p);
+  return s;
+}
+
+/* The batch sweep skips roots with no node of the rule's op in reach (ox_batch.c, root
+ * pruning); the skipped searches must be ones that find nothing. Same trace with and without. */
+static void test_root_pruning(void) {
+  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
+  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 250, batch_steps = 0;
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    bool post;
+    OxGraph *g = gen_graph(seed, &post);
+    if (!g) continue;
+    OxGraph *h = ox_graph_clone(g);
+    char *with = trace_text(g);
+    ox_batch_set_root_pruning(false);
+    char *without = trace_text(h);
+    ox_batch_set_root_pruning(true);
+    if (strcmp(with, without) != 0) g_test_fail_printf("seed %" G_GUINT64_FORMAT ": traces differ", seed);
+    for (const char *s = with; (s = strstr(s, "\"pass\": \"batch_")) != NULL; s++) batch_steps++;
+    g_free(with);
+    g_free(without);
+    ox_graph_free(g);
+    ox_graph_free(h);
+  }
+  /* the comparison means something only if batch rules ran and recorded steps */
+  g_test_message("%u graphs, %u batch steps (applied or rejected)", n, batch_steps);
+  g_assert_cmpuint(batch_steps, >, n);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/property/optimize-preserves-values", test_property);
+  g_test_add_func("/engine/property/batch-root-pruning", test_root_pruning);
   return g_test_run();
 }

@@ -148,7 +148,10 @@ static void restore_extras(const OxHistory *h, OxGraph *g, const OxStep *inv, gu
     const OxNode *un = &h->u->nodes[uid];
     OxNode *n = &g->nodes[id];
     if (un->module_path) n->module_path = ox_graph_intern(g, un->module_path);
-    if (un->module_type) n->module_type = ox_graph_intern(g, un->module_type);
+    if (un->module_type) {
+      n->module_type = ox_graph_intern(g, un->module_type);
+      ox_graph_opix_stale(g, id);
+    }
     if (un->stack_trace) n->stack_trace = ox_graph_intern(g, un->stack_trace);
   }
 }
