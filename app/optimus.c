@@ -1215,7 +1215,7 @@ static int run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
   OxPipeline p = {0};
   int status = build_pipeline(o, g, &p, &d);
   if (status == EXIT_OK) {
-    OxTrace *t = ox_trace_new();
+    OxTrace *t = ox_trace_new_for(g);
     t->input_file = ox_trace_intern(t, o->file);
     if (o->checks) t->checks = ox_trace_intern(t, o->checks);
     else t->checks = ox_trace_intern(t, "structure,shape,numeric");

@@ -138,17 +138,22 @@ static void metatab_free(struct OxMetaTab *m);
 
 /* ------------------------------------------------------------------ graph lifetime */
 
-OxGraph *ox_graph_new(void) {
+static OxGraph *graph_new(OxStrTab *strings) {
   OxGraph *g = ox_xcalloc(1, sizeof *g);
   g->cap_nodes = 64;
   g->nodes = ox_xcalloc(g->cap_nodes, sizeof *g->nodes);
   g->n_nodes = 1; /* id 0 = none */
-  g->strings = ox_strtab_new(&g->arena);
+  /* strings in the table's own arena, so that another graph (a trace's pool) can share them */
+  g->strings = strings ? ox_strtab_ref(strings) : ox_strtab_new(NULL);
   g->names = ox_namemap_new();
   g->name_counters = ox_namemap_new();
   g->name = ox_graph_intern(g, "graph");
   return g;
 }
+
+OxGraph *ox_graph_new(void) { return graph_new(NULL); }
+
+OxGraph *ox_graph_new_sharing_strings(OxGraph *other) { return graph_new(other->strings); }
 
 void ox_graph_free(OxGraph *g) {
   if (!g) return;
@@ -434,10 +439,10 @@ static void base_from_target(OxOp op, const char *target, char *out, size_t cap)
 }
 
 static const char *unique_name(OxGraph *g, const char *want) {
-  const char *w = ox_graph_intern(g, want);
+  size_t len = strlen(want);
+  const char *w = ox_graph_intern_n(g, want, len);
   if (!ox_namemap_get(g->names, w)) return w;
   /* strip a trailing _N so "add_1" taken yields "add_2", not "add_1_1" */
-  size_t len = strlen(want);
   size_t j = len;
   while (j > 0 && want[j - 1] >= '0' && want[j - 1] <= '9') j--;
   size_t base_len = len;
@@ -445,15 +450,23 @@ static const char *unique_name(OxGraph *g, const char *want) {
   const char *base = ox_graph_intern_n(g, want, base_len);
   uint32_t k = ox_namemap_get(g->name_counters, base);
   if (k == 0) k = 1;
-  size_t cap = base_len + 16;
-  char *buf = ox_xrealloc(NULL, cap);
+  char small[128];
+  char *buf = base_len + 12 <= sizeof small ? small : ox_xrealloc(NULL, base_len + 12);
+  memcpy(buf, want, base_len);
+  buf[base_len] = '_';
   for (;;) {
-    snprintf(buf, cap, "%.*s_%u", (int)base_len, want, k);
+    char digits[10];
+    size_t nd = 0;
+    for (uint32_t v = k; v; v /= 10) digits[nd++] = (char)('0' + v % 10);
+    for (size_t i = 0; i < nd; i++) buf[base_len + 1 + i] = digits[nd - 1 - i];
+    size_t n = base_len + 1 + nd;
     k++;
-    const char *cand = ox_graph_intern(g, buf);
-    if (!ox_namemap_get(g->names, cand)) {
+    /* a candidate never interned is no node's name: no string is made for the taken ones */
+    const char *cand = ox_strtab_lookup(g->strings, buf, n);
+    if (!cand || !ox_namemap_get(g->names, cand)) {
+      if (!cand) cand = ox_graph_intern_n(g, buf, n);
       ox_namemap_set(g->name_counters, base, k);
-      free(buf);
+      if (buf != small) free(buf);
       return cand;
     }
   }

@@ -310,6 +310,9 @@ static inline void ox_graph_opix_stale(OxGraph *g, uint32_t id) {
 }
 
 OxGraph *ox_graph_new(void);
+/* A new empty graph whose string table is other's (interned strings are the same pointers in
+ * both; the table lives until both graphs are freed). Use both from one thread at a time. */
+OxGraph *ox_graph_new_sharing_strings(OxGraph *other);
 void ox_graph_free(OxGraph *g);
 OxGraph *ox_graph_clone(const OxGraph *g); /* deep copy: same ids (tombstones kept), names, order, meta */
 

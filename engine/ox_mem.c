@@ -182,8 +182,10 @@ typedef struct StrSlot {
 struct OxStrTab {
   StrSlot *slots;
   size_t cap, count;
-  OxArena *arena;     /* borrowed from the owning graph */
+  OxArena *arena;     /* the strings: own, or borrowed from the caller of ox_strtab_new */
+  OxArena own;
   uint64_t serial;    /* unique per table for the process's lifetime */
+  uint32_t refs;      /* ox_strtab_ref / ox_strtab_free */
 };
 
 static uint64_t strtab_serials;
@@ -193,13 +195,20 @@ OxStrTab *ox_strtab_new(OxArena *arena) {
   t->serial = __atomic_add_fetch(&strtab_serials, 1, __ATOMIC_RELAXED);
   t->cap = 256;
   t->slots = ox_xcalloc(t->cap, sizeof *t->slots);
-  t->arena = arena;
+  t->arena = arena ? arena : &t->own;
+  t->refs = 1;
+  return t;
+}
+
+OxStrTab *ox_strtab_ref(OxStrTab *t) {
+  __atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
   return t;
 }
 
 void ox_strtab_free(OxStrTab *t) {
-  if (!t) return;
+  if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   free(t->slots);
+  ox_arena_free(&t->own);
   free(t);
 }
 
@@ -359,4 +368,4 @@ void ox_namemap_del(OxNameMap *m, const char *interned) {
 }
 
 size_t ox_namemap_bytes(const OxNameMap *m) { return m->cap * (sizeof(char *) + sizeof(uint32_t)); }
-size_t ox_strtab_bytes(const OxStrTab *t) { return t->cap * sizeof(StrSlot); }
+size_t ox_strtab_bytes(const OxStrTab *t) { return t->cap * sizeof(StrSlot) + (t->arena == &t->own ? t->own.total : 0); }

@@ -19,15 +19,19 @@ void ox_mem_tune_for_batch(void);
 char *ox_xstrdup(const char *s);
 uint64_t ox_hash_bytes(const char *s, size_t n);
 
+/* A string table whose strings live in arena, or (arena NULL) in its own arena: such a table
+ * can be shared by several graphs (ox_graph_new_sharing_strings), freed with the last of them.
+ * Graphs sharing a table must be used from one thread at a time. */
 OxStrTab *ox_strtab_new(OxArena *arena);
-void ox_strtab_free(OxStrTab *t);
+OxStrTab *ox_strtab_ref(OxStrTab *t);
+void ox_strtab_free(OxStrTab *t); /* drops one reference */
 const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n);
 size_t ox_strtab_count(const OxStrTab *t);
 /* A number no other string table of this process has (0 for NULL): a table's interned strings
  * never move or change, so (serial, pointer) names a string for good. */
 uint64_t ox_strtab_serial(const OxStrTab *t);
 const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n); /* NULL if not interned */
-size_t ox_strtab_bytes(const OxStrTab *t);
+size_t ox_strtab_bytes(const OxStrTab *t); /* slots, and the strings when in its own arena */
 void ox_strtab_reserve(OxStrTab *t, size_t n); /* room for n strings without growing */
 
 OxNameMap *ox_namemap_new(void);

@@ -136,11 +136,21 @@ OxPat *ox_pat_call_varargs(OxPatPool *p, unsigned calls, const OxOpId *ops, uint
   return x;
 }
 
+static const OxOp call_kinds[3] = {OX_OP_CALL_FUNCTION, OX_OP_CALL_METHOD, OX_OP_CALL_MODULE};
+
 void ox_pat_call_target(OxPatPool *p, OxPat *call, const char *target) {
-  const char **t = ox_graph_alloc(p->g, (call->n_targets + 1) * sizeof *t);
-  if (call->n_targets) memcpy(t, call->targets, call->n_targets * sizeof *t);
-  t[call->n_targets++] = ox_graph_intern(p->g, target);
+  uint32_t n = call->n_targets;
+  const char **t = ox_graph_alloc(p->g, (n + 1) * sizeof *t);
+  const OxSpelling **ts = ox_graph_alloc(p->g, 3 * (n + 1) * sizeof *ts);
+  if (n) {
+    memcpy(t, call->targets, n * sizeof *t);
+    memcpy(ts, call->target_sp, 3 * n * sizeof *ts);
+  }
+  t[n] = ox_graph_intern(p->g, target);
+  for (int cls = 0; cls < 3; cls++) ts[3 * n + cls] = ox_spelling_find(call_kinds[cls], t[n]);
   call->targets = t;
+  call->target_sp = ts;
+  call->n_targets = n + 1;
 }
 
 void ox_pat_call_kw(OxPatPool *p, OxPat *call, const char *name, OxPat *value) {
@@ -310,12 +320,17 @@ static const OxValue *own_value(OxPatMatch *m, const OxValue *v) {
 static bool call_accepts(const OxGraph *g, const OxPat *p, OxNodeId id) {
   const OxNode *n = ox_graph_node(g, id);
   if (!n || n->erased || n->op >= OX_OP_COUNT || !(p->calls & (1u << n->op))) return false;
+  int cls = n->op == OX_OP_CALL_FUNCTION ? 0 : n->op == OX_OP_CALL_METHOD ? 1 : n->op == OX_OP_CALL_MODULE ? 2 : -1;
+  const OxSpelling *sp = NULL;
+  OxOpId op = ox_op_of_node(g, n, &sp);
+  const char *t = n->op == OX_OP_CALL_MODULE ? n->module_type : n->target;
   for (uint32_t i = 0; i < p->n_targets; i++) {
-    const char *t = n->op == OX_OP_CALL_MODULE ? n->module_type : n->target;
-    if (t && strcmp(t, p->targets[i]) == 0) return true;
+    /* spellings are looked up by exact text, so equal targets have equal spellings, and a
+     * target with a spelling equals only the targets with that spelling */
+    const OxSpelling *ts = cls >= 0 && p->target_sp ? p->target_sp[3 * i + cls] : NULL;
+    if (ts ? ts == sp : (!sp && t && strcmp(t, p->targets[i]) == 0)) return true;
   }
   if (!p->n_ops) return false;
-  OxOpId op = ox_op_of_node(g, n, NULL);
   for (uint32_t i = 0; i < p->n_ops; i++)
     if (p->ops[i] == op) return true;
   /* torch.split with a list is split_with_sizes and vice versa: both spell "a split" */
@@ -972,7 +987,7 @@ static bool anchor_filter_add(uint8_t *f, const OxPat *p) {
   if (p->kind != OX_PAT_CALL) return false;
   size_t n_sp;
   const OxSpelling *sp = ox_op_spellings(&n_sp);
-  static const OxOp kinds[3] = {OX_OP_CALL_FUNCTION, OX_OP_CALL_METHOD, OX_OP_CALL_MODULE};
+  const OxOp *kinds = call_kinds;
   for (int cls = 0; cls < 3; cls++) {
     if (!(p->calls & (1u << kinds[cls]))) continue;
     for (uint32_t i = 0; i < p->n_targets; i++) {

@@ -71,6 +71,9 @@ struct OxPat {
   uint32_t n_ops;
   const char **targets;     /* accepted exact targets (call_function/call_method/module type) */
   uint32_t n_targets;
+  const OxSpelling **target_sp; /* [3 * i + class]: the spelling targets[i] has as a call_function,
+                               call_method, call_module (NULL: none), so that matching compares
+                               spellings instead of strings */
   OxPat **args;             /* positional argument patterns */
   uint32_t n_args;
   const char **kw_names;    /* keyword argument patterns */

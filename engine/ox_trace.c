@@ -71,12 +71,16 @@ const char *ox_check_status_name(OxCheckStatus s) {
   return (unsigned)s <= OX_CHECK_SKIPPED ? check_status_names[s] : "?";
 }
 
-OxTrace *ox_trace_new(void) {
+static OxTrace *trace_new(OxGraph *pool) {
   OxTrace *t = ox_xcalloc(1, sizeof *t);
-  t->pool = ox_graph_new();
+  t->pool = pool;
   t->pool->name = ox_graph_intern(t->pool, "trace-pool");
   return t;
 }
+
+OxTrace *ox_trace_new(void) { return trace_new(ox_graph_new()); }
+
+OxTrace *ox_trace_new_for(OxGraph *g) { return trace_new(ox_graph_new_sharing_strings(g)); }
 
 void ox_trace_free(OxTrace *t) {
   if (!t) return;
@@ -120,6 +124,7 @@ static StrCacheEnt *str_cache_ent(OxTrace *t, const OxGraph *g, const char *s) {
 const char *ox_trace_intern_from(OxTrace *t, const OxGraph *g, const char *s) {
   if (!s) return NULL;
   if (!g) return ox_trace_intern(t, s);
+  if (g->strings == t->pool->strings) return s; /* ox_trace_new_for: already the pool's */
   return str_cache_ent(t, g, s)->pool;
 }
 

@@ -179,6 +179,11 @@ typedef struct OxTrace {
 } OxTrace;
 
 OxTrace *ox_trace_new(void);
+/* A trace for recording the optimization of g: its pool shares g's string table, so recording a
+ * node's name costs nothing (with ox_trace_new every name is interned again, a hash lookup that
+ * misses the caches on large graphs). g and the trace: one thread at a time; either may be
+ * freed first. */
+OxTrace *ox_trace_new_for(OxGraph *g);
 void ox_trace_free(OxTrace *t);
 const char *ox_trace_intern(OxTrace *t, const char *s);
 OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind); /* zeroed, seq set; pointers stable until the next add */

@@ -123,18 +123,21 @@ static void test_property(void) {
   g_free(first_fail);
 }
 
-/* The trace of a default optimization (structure and shape checks), as JSON without times. */
-static char *trace_text(OxGraph *g) {
+/* The trace of a default optimization (structure and shape checks), as JSON without times.
+ * shared: the trace shares g's string table (ox_trace_new_for) and g is freed before the trace
+ * is written; otherwise g stays the caller's. */
+static char *trace_text(OxGraph *g, bool shared) {
   OxPipeline p;
   ox_pipeline_default(g, &p);
   OxCheckConfig checks;
   ox_check_config_default(&checks);
   checks.numeric = false;
-  OxTrace *t = ox_trace_new();
+  OxTrace *t = shared ? ox_trace_new_for(g) : ox_trace_new();
   OxDiagList d;
   ox_diags_init(&d, "pruning");
   OxOptimizeResult res;
   g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
+  if (shared) ox_graph_free(g);
   t->seconds = 0;
   for (uint32_t i = 0; i < t->n_steps; i++) {
     t->steps[i].seconds = 0;
@@ -161,9 +164,9 @@ static void test_root_pruning(void) {
     OxGraph *g = gen_graph(seed, &post);
     if (!g) continue;
     OxGraph *h = ox_graph_clone(g);
-    char *with = trace_text(g);
+    char *with = trace_text(g, false);
     ox_batch_set_root_pruning(false);
-    char *without = trace_text(h);
+    char *without = trace_text(h, false);
     ox_batch_set_root_pruning(true);
     if (strcmp(with, without) != 0) g_test_fail_printf("seed %" G_GUINT64_FORMAT ": traces differ", seed);
     for (const char *s = with; (s = strstr(s, "\"pass\": \"batch_")) != NULL; s++) batch_steps++;
@@ -177,9 +180,30 @@ static void test_root_pruning(void) {
   g_assert_cmpuint(batch_steps, >, n);
 }
 
+/* A trace whose pool shares the optimized graph's strings (what the CLI and the debugger record
+ * with) is the same as one with its own strings, and outlives the graph. */
+static void test_trace_shared_strings(void) {
+  uint32_t n = 100, compared = 0;
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    bool post;
+    OxGraph *g = gen_graph(seed, &post);
+    if (!g) continue;
+    OxGraph *h = ox_graph_clone(g);
+    char *own = trace_text(g, false);
+    char *shared = trace_text(h, true); /* frees h */
+    if (strcmp(own, shared) != 0) g_test_fail_printf("seed %" G_GUINT64_FORMAT ": traces differ", seed);
+    compared += strstr(own, "\"kind\": \"applied\"") != NULL;
+    g_free(own);
+    g_free(shared);
+    ox_graph_free(g);
+  }
+  g_assert_cmpuint(compared, >, n / 4);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/property/optimize-preserves-values", test_property);
   g_test_add_func("/engine/property/batch-root-pruning", test_root_pruning);
+  g_test_add_func("/engine/property/trace-shared-strings", test_trace_shared_strings);
   return g_test_run();
 }

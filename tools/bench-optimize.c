@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
     ox_pipeline_default(g, &p);
     if (p.n > MAX_PASSES) p.n = MAX_PASSES;
     n_pass = p.n;
-    OxTrace *tr = ox_trace_new();
+    OxTrace *tr = ox_trace_new_for(g);
     tr->input_file = ox_trace_intern(tr, path);
     tr->checks = ox_trace_intern(tr, checks);
     OxDiagList d;

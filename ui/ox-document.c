@@ -724,7 +724,7 @@ static gboolean opt_progress_main(gpointer p) {
 
 /* Runs on the worker (or the caller's thread for the synchronous variant). */
 static gboolean opt_job_run(OptJob *j, GCancellable *cancellable, gboolean report, GError **error) {
-  j->trace = ox_trace_new();
+  j->trace = ox_trace_new_for(j->g);
   for (guint32 i = 0; i < j->n_entries; i++) {
     if (g_cancellable_set_error_if_cancelled(cancellable, error)) return FALSE;
     if (report) {
