@@ -236,8 +236,9 @@ static void copy_arg(char *dst, size_t cap, const char *src, size_t srclen) {
 }
 
 /* Records a failure; always returns false. One spec letter per argument: 'n' a string naming a
- * node, 'x' any other string, 'P' a pattern (const OxPat *) and 'V' a value (const OxValue *,
- * copied) — those two are described only if the failure is reported. */
+ * node, 's' another string that outlives the match (interned in the graph, or static), 'x' any
+ * other string (copied now), 'P' a pattern (const OxPat *) and 'V' a value (const OxValue *,
+ * copied): all but 'x' are copied or described only if the failure is reported. */
 static bool failf(Ctx *c, const OxPat *p, OxNodeId node, OxReasonCode code, const char *what, const char *spec, ...) {
   OxPatFailure *f = &c->m->fail;
   f->code = (uint16_t)code;
@@ -260,6 +261,10 @@ static bool failf(Ctx *c, const OxPat *p, OxNodeId node, OxReasonCode code, cons
     } else if (*s == 'V') {
       f->lazy[i] = 'V';
       f->lazy_val[i] = *va_arg(ap, const OxValue *);
+    } else if (*s == 'n' || *s == 's') { /* node name / stable string: copied if reported */
+      const char *a = va_arg(ap, const char *);
+      f->lazy[i] = 'S';
+      f->lazy_str[i] = a ? a : "";
     } else {
       const char *a = va_arg(ap, const char *);
       if (!a) a = "";
@@ -275,6 +280,7 @@ static void resolve_failure(OxPatFailure *f) {
   for (uint8_t i = 0; i < f->n_args; i++) {
     if (f->lazy[i] == 'P') pat_desc(f->lazy_pat[i], f->args[i], sizeof f->args[i]);
     else if (f->lazy[i] == 'V') ox_value_format(f->lazy_g, &f->lazy_val[i], f->args[i], sizeof f->args[i]);
+    else if (f->lazy[i] == 'S') copy_arg(f->args[i], sizeof f->args[i], f->lazy_str[i], strlen(f->lazy_str[i]));
     f->lazy[i] = 0;
   }
 }
@@ -642,7 +648,7 @@ static bool match_node(Ctx *c, const OxPat *p, OxNodeId id) {
   const OxNode *n = ox_graph_node(g, id);
   if (!call_accepts(g, p, id)) {
     const char *t = n ? (n->op == OX_OP_CALL_MODULE && n->module_type ? n->module_type : n->target) : "?";
-    return failf(c, p, id, OX_REASON_TARGET_MISMATCH, "function_mismatch", "nxP", nname(g, id), t,
+    return failf(c, p, id, OX_REASON_TARGET_MISMATCH, "function_mismatch", "nsP", nname(g, id), t,
                  p);
   }
   if (c->depth > 0 && p->users != OX_PAT_USERS_ANY && n->n_users != (uint32_t)p->users) {

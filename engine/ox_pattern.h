@@ -157,10 +157,12 @@ typedef struct OxPatFailure {
   uint8_t n_args;
   /* Arguments formatted only when the failure is reported (most failures inside a match are
    * overwritten by a later one): lazy[i] 'P' = description of pattern lazy_pat[i], 'V' = the
-   * value lazy_val[i] (of graph lazy_g), 0 = args[i] holds the text. ox_pat_match returns its
-   * failure with every argument formatted. */
+   * value lazy_val[i] (of graph lazy_g), 'S' = the string lazy_str[i] (interned in lazy_g or
+   * static: node names, targets), 0 = args[i] holds the text. ox_pat_match returns its failure
+   * with every argument formatted. */
   uint8_t lazy[OX_REASON_MAX_ARGS];
   const struct OxPat *lazy_pat[OX_REASON_MAX_ARGS];
+  const char *lazy_str[OX_REASON_MAX_ARGS];
   OxValue lazy_val[OX_REASON_MAX_ARGS];
   const OxGraph *lazy_g;
   char what[48];           /* PyTorch's short reason: "function_mismatch", "multiple_users" ... */

@@ -115,7 +115,7 @@ static StrCacheEnt *str_cache_ent(OxTrace *t, const OxGraph *g, const char *s) {
   if (e->key != s || e->serial != serial) {
     e->key = s;
     e->serial = serial;
-    e->pool = ox_graph_intern(t->pool, s);
+    e->pool = g->strings == t->pool->strings ? s : ox_graph_intern(t->pool, s);
     e->ref = 0;
   }
   return e;
