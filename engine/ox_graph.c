@@ -1087,7 +1087,10 @@ void ox_graph_set_provenance(OxGraph *g, OxNodeId id, const OxNodeId *ids, uint3
 }
 
 OxNodeId ox_graph_name_ref(OxGraph *g, const char *name) {
-  const char *w = ox_graph_intern(g, name ? name : "?");
+  return ox_graph_name_ref_interned(g, ox_graph_intern(g, name ? name : "?"));
+}
+
+OxNodeId ox_graph_name_ref_interned(OxGraph *g, const char *w) {
   OxNodeId id = ox_namemap_get(g->names, w);
   if (id) return id;
   if (g->n_refs + 1 >= g->cap_refs) {

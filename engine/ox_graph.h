@@ -372,6 +372,8 @@ void ox_graph_set_provenance(OxGraph *g, OxNodeId n, const OxNodeId *ids, uint32
 /* Value pools: the reference id standing for node name `name` (created on first use). A pool
  * has no nodes; its node values print as the names they reference (ox_graph_ref_name). */
 OxNodeId ox_graph_name_ref(OxGraph *g, const char *name);
+/* The same for a name already interned in g's string table (no lookup by text). */
+OxNodeId ox_graph_name_ref_interned(OxGraph *g, const char *interned);
 /* The name a node value of g denotes: the node's name, or in a value pool the referenced name;
  * NULL for an unknown id. */
 const char *ox_graph_ref_name(const OxGraph *g, OxNodeId id);

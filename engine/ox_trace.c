@@ -131,7 +131,7 @@ const char *ox_trace_intern_from(OxTrace *t, const OxGraph *g, const char *s) {
 OxNodeId ox_trace_name_ref_from(OxTrace *t, const OxGraph *g, const char *s) {
   if (!s || !g) return ox_trace_name_ref(t, s ? s : "?");
   StrCacheEnt *e = str_cache_ent(t, g, s);
-  if (!e->ref) e->ref = ox_graph_name_ref(t->pool, e->pool);
+  if (!e->ref) e->ref = ox_graph_name_ref_interned(t->pool, e->pool);
   return e->ref;
 }
 
