@@ -323,7 +323,38 @@ static const OxValue *own_value(OxPatMatch *m, const OxValue *v) {
   return copy;
 }
 
+/* The op index entry of id when it is current (g is const here: no recomputation). */
+static uint16_t opix_current(const OxGraph *g, OxNodeId id) {
+  return id < g->cap_opix ? g->opix[id] : OX_OPIX_STALE;
+}
+
 static bool call_accepts(const OxGraph *g, const OxPat *p, OxNodeId id) {
+  /* most calls reject a node by its spelling alone: decided from the op index when it is
+   * current, without reading the node (on large graphs, a cache miss per sub-pattern) */
+  uint16_t ix = opix_current(g, id);
+  if (ix == OX_OPIX_ERASED) return false;
+  if (ix != OX_OPIX_STALE && (p->target_sp || !p->n_targets)) {
+    uint16_t k = ix & (uint16_t)~OX_OPIX_MUTATING;
+    const OxSpelling *sp = ox_opix_spelling(ix);
+    if (sp) {
+      OxOp kind = ox_spelling_kind(sp);
+      if (!(p->calls & (1u << kind))) return false;
+      int cls = kind == OX_OP_CALL_FUNCTION ? 0 : kind == OX_OP_CALL_METHOD ? 1 : 2;
+      for (uint32_t i = 0; i < p->n_targets; i++)
+        if (p->target_sp[3 * i + cls] == sp) return true;
+      for (uint32_t i = 0; i < p->n_ops; i++)
+        if (p->ops[i] == sp->op) return true;
+      return false;
+    }
+    if (k >= OX_OPIX_UNKNOWN_CALL && k < OX_OPIX_SPELLING) {
+      /* a call without a spelling: only a target without one can name it (by text below) */
+      static const OxOp kinds[3] = {OX_OP_CALL_FUNCTION, OX_OP_CALL_METHOD, OX_OP_CALL_MODULE};
+      if (!(p->calls & (1u << kinds[k - OX_OPIX_UNKNOWN_CALL]))) return false;
+      bool any = false;
+      for (uint32_t i = 0; i < p->n_targets && !any; i++) any = !p->target_sp[3 * i + (k - OX_OPIX_UNKNOWN_CALL)];
+      if (!any) return false;
+    }
+  }
   const OxNode *n = ox_graph_node(g, id);
   if (!n || n->erased || n->op >= OX_OP_COUNT || !(p->calls & (1u << n->op))) return false;
   int cls = n->op == OX_OP_CALL_FUNCTION ? 0 : n->op == OX_OP_CALL_METHOD ? 1 : n->op == OX_OP_CALL_MODULE ? 2 : -1;
