@@ -524,6 +524,13 @@ typedef struct Eng {
   uint8_t *fused;
   uint8_t *near;   /* root pruning: a lower bound on the hops from the node, through its inputs,
                       to the nearest node of the rule's op (NEAR_FAR: none in reach; 0: unknown) */
+  /* the inputs of every node when the pass began, in the BFS's visit order (args then kwargs,
+   * depth first, duplicates kept): in_ids[in_start[id] .. + in_cnt[id]] for id < csr_n. A node
+   * a fuse rewired (dirty) or created (id >= csr_n) is read from the graph instead. */
+  uint32_t *in_start, *in_cnt;
+  OxNodeId *in_ids;
+  uint32_t n_in, cap_in, csr_n;
+  uint8_t *dirty;
   /* keys */
   char **keys;
   uint32_t n_keys, cap_keys;
@@ -565,10 +572,12 @@ static void eng_grow(Eng *e) {
   e->key_of = ox_xrealloc(e->key_of, cap * sizeof *e->key_of);
   e->fused = ox_xrealloc(e->fused, cap);
   e->near = ox_xrealloc(e->near, cap);
+  e->dirty = ox_xrealloc(e->dirty, cap);
   for (uint32_t i = e->cap; i < cap; i++) {
     e->key_of[i] = KEY_UNKNOWN;
     e->fused[i] = 0;
     e->near[i] = 0; /* nodes created during the pass: unknown, never pruned */
+    e->dirty[i] = 0;
   }
   e->cap = cap;
 }
@@ -579,6 +588,10 @@ static void eng_free(Eng *e) {
   free(e->key_of);
   free(e->fused);
   free(e->near);
+  free(e->dirty);
+  free(e->in_start);
+  free(e->in_cnt);
+  free(e->in_ids);
   for (uint32_t i = 0; i < e->n_keys; i++) free(e->keys[i]);
   free(e->keys);
   free(e->ktab);
@@ -1671,6 +1684,14 @@ static void assign_positions(Eng *e) {
   }
 }
 
+/* Nodes whose inputs the last step changed (kept or rolled back): read from the graph from now on. */
+static void mark_dirty(Eng *e) {
+  uint32_t n;
+  const OxEdit *ed = ox_graph_txn_edits(e->g, &n);
+  for (uint32_t i = 0; i < n; i++)
+    if ((ed[i].kind == OX_EDIT_ARGS || ed[i].kind == OX_EDIT_REPLACE) && ed[i].node < e->csr_n) e->dirty[ed[i].node] = 1;
+}
+
 /* ------------------------------------------------------------------ one fused subset */
 
 static bool fuse(Eng *e, const OxNodeId *sub, uint32_t n, int32_t key) {
@@ -1697,6 +1718,7 @@ static bool fuse(Eng *e, const OxNodeId *sub, uint32_t n, int32_t key) {
   e->rec = rec;
   if (!e->emit_ok) {
     ox_step_abort(c);
+    mark_dirty(e);
     for (uint32_t i = 0; i < e->n_moved; i++) e->ord.pos[e->moved[i]] = e->moved_pos[i];
     eng_grow(e);
     if (e->rec) {
@@ -1711,6 +1733,7 @@ static bool fuse(Eng *e, const OxNodeId *sub, uint32_t n, int32_t key) {
   OxNodeId *members = ox_xcalloc(n, sizeof *members);
   memcpy(members, sub, n * sizeof *members);
   bool ok = ox_step_commit(c);
+  mark_dirty(e);
   eng_grow(e);
   if (ok) {
     for (uint32_t i = 0; i < n; i++) e->fused[members[i]] = 1;
@@ -1758,7 +1781,19 @@ static void bfs_value(BfsCtx *b, const OxValue *v) {
 }
 
 static void bfs_inputs(BfsCtx *b, OxNodeId n) {
-  const OxNode *x = &b->e->g->nodes[n];
+  Eng *e = b->e;
+  if (n < e->csr_n && !e->dirty[n]) {
+    const OxNodeId *in = e->in_ids + e->in_start[n];
+    for (uint32_t i = 0, cnt = e->in_cnt[n]; i < cnt; i++) {
+      OxNodeId x = in[i];
+      if (!stamp_has(&e->s.bfs, x)) {
+        stamp_set(&e->s.bfs, x);
+        q_push(e, b->n, x, b->d);
+      }
+    }
+    return;
+  }
+  const OxNode *x = &e->g->nodes[n];
   bfs_value(b, &x->args);
   bfs_value(b, &x->kwargs);
 }
@@ -1821,41 +1856,60 @@ static void candidate_search(Eng *e, OxNodeId root) {
  * The bound stays valid while the sweep rewrites the graph: a fuse only rewires users of its
  * members, each of which had the op (so the user had near 1), to outputs of new chains at least
  * two hops long ending at a new node of the op or at the members' inputs; no path gets shorter.
- * Nodes created by fuses have near 0 (unknown) and are always searched. Turning the pruning off
- * (ox_batch_set_root_pruning, for tests) must give the same trace. */
+ * Nodes created by fuses have near 0 (unknown) and are always searched. Turning the pruning and
+ * the input snapshot off (ox_batch_set_shortcuts, for tests) must give the same trace. */
 
 enum { NEAR_FAR = 255 };
-static bool prune_roots = true;
+static bool shortcuts = true;
 
-void ox_batch_set_root_pruning(bool on) { prune_roots = on; }
+void ox_batch_set_shortcuts(bool on) { shortcuts = on; }
 
-static uint8_t near_value(const Eng *e, const uint8_t *has_op, const OxValue *v, uint8_t best) {
+static void csr_value(Eng *e, const OxValue *v) {
   if (v->kind == OX_V_NODE) {
-    OxNodeId x = v->u.node;
-    uint8_t d = has_op[x] ? 1 : (uint8_t)(e->near[x] >= NEAR_FAR - 1 ? NEAR_FAR : e->near[x] + 1);
-    return d < best ? d : best;
+    if (e->n_in == e->cap_in) {
+      e->cap_in = e->cap_in ? e->cap_in * 2 : 1024;
+      e->in_ids = ox_xrealloc(e->in_ids, e->cap_in * sizeof *e->in_ids);
+    }
+    e->in_ids[e->n_in++] = v->u.node;
+  } else if (v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE) {
+    for (uint32_t i = 0; i < v->n; i++) csr_value(e, &v->u.items[i]);
   }
-  if (v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE)
-    for (uint32_t i = 0; i < v->n && best > 1; i++) best = near_value(e, has_op, &v->u.items[i], best);
-  return best;
 }
 
-/* One walk in list order: the topological positions of ox_batch_order_init and, with has_op, near. */
+/* One walk in list order: the topological positions of ox_batch_order_init, every node's
+ * inputs (the BFS reads them from here, not from the graph) and, with has_op, near. */
 static void order_near_init(Eng *e, const uint8_t *has_op) {
   OxGraph *g = e->g;
-  if (!has_op) {
-    ox_batch_order_init(&e->ord, g);
-    return;
-  }
   double k = 1.0;
   double *pos = e->ord.pos;
+  if (!shortcuts) { /* every search reads the graph (tests compare the traces) */
+    ox_batch_order_init(&e->ord, g);
+    e->csr_n = 0;
+    return;
+  }
+  e->in_start = ox_xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *e->in_start);
+  e->in_cnt = ox_xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *e->in_cnt);
+  e->n_in = 0;
   OX_GRAPH_FOREACH(g, id) {
     const OxNode *n = &g->nodes[id];
     pos[id] = k++;
-    uint8_t d = near_value(e, has_op, &n->args, NEAR_FAR);
-    e->near[id] = d > 1 ? near_value(e, has_op, &n->kwargs, d) : d;
+    uint32_t s0 = e->n_in;
+    csr_value(e, &n->args);
+    csr_value(e, &n->kwargs);
+    e->in_start[id] = s0;
+    e->in_cnt[id] = e->n_in - s0;
+    if (!has_op) continue;
+    uint8_t d = NEAR_FAR;
+    for (uint32_t i = s0; i < e->n_in && d > 1; i++) {
+      OxNodeId x = e->in_ids[i];
+      uint8_t dx = has_op[x] ? 1 : (uint8_t)(e->near[x] >= NEAR_FAR - 1 ? NEAR_FAR : e->near[x] + 1);
+      if (dx < d) d = dx;
+    }
+    e->near[id] = d;
   }
+  e->csr_n = g->n_nodes;
 }
+
 
 /* By the op index, which spares reading the node on every root of every batch pass. */
 static bool is_getitem_node(OxGraph *g, OxNodeId id) {
@@ -1893,7 +1947,7 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   }
   eng_grow(&e);
   int depth = e.o->max_fuse_search_depth;
-  bool prune = prune_roots && depth < NEAR_FAR - 1;
+  bool prune = shortcuts && depth < NEAR_FAR - 1;
   order_near_init(&e, prune ? has_op : NULL);
   free(has_op);
   int applied = 0;

@@ -75,9 +75,11 @@ const OxBatchRule *ox_batch_rule_find(const char *name);
  * or -1 on an internal error. */
 int ox_batch_apply(OxPassCtx *ctx, const OxBatchRule *rule);
 
-/* Roots with no node of the rule's op within max_fuse_search_depth hops upstream are skipped
- * (they cannot find a candidate). On by default; tests turn it off to check the trace is the same. */
-void ox_batch_set_root_pruning(bool on);
+/* Search shortcuts, on by default: roots with no node of the rule's op within
+ * max_fuse_search_depth hops upstream are skipped (they cannot find a candidate), and the BFS
+ * reads inputs from a compact snapshot taken at the start of the pass (nodes a step rewired or
+ * created are read from the graph). Tests turn them off to check the trace is the same. */
+void ox_batch_set_shortcuts(bool on);
 /* OxPassFn for every built-in batch pass: looks the rule up by ctx->pass->name. */
 int ox_batch_pass_run(OxPassCtx *ctx);
 

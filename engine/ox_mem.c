@@ -262,10 +262,15 @@ const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n) {
 /* ------------------------------------------------------------------ name map */
 
 /* Keys are interned pointers, so equality is pointer equality and hashing the pointer
- * is enough. Deletion uses backward-shift so there are no tombstones. */
+ * is enough. Deletion uses backward-shift so there are no tombstones. A key and its value share
+ * a slot: a lookup in a large map costs one cache miss, not two. */
+typedef struct NameSlot {
+  const char *key;
+  uint32_t val;
+} NameSlot;
+
 struct OxNameMap {
-  const char **keys;
-  uint32_t *vals;
+  NameSlot *slots;
   size_t cap, count;
 };
 
@@ -280,33 +285,27 @@ static size_t ptr_hash(const char *p) {
 OxNameMap *ox_namemap_new(void) {
   OxNameMap *m = ox_xcalloc(1, sizeof *m);
   m->cap = 64;
-  m->keys = ox_xcalloc(m->cap, sizeof *m->keys);
-  m->vals = ox_xcalloc(m->cap, sizeof *m->vals);
+  m->slots = ox_xcalloc(m->cap, sizeof *m->slots);
   return m;
 }
 
 void ox_namemap_free(OxNameMap *m) {
   if (!m) return;
-  free(m->keys);
-  free(m->vals);
+  free(m->slots);
   free(m);
 }
 
 static void namemap_grow(OxNameMap *m) {
   size_t ncap = m->cap * 2;
-  const char **nk = ox_xcalloc(ncap, sizeof *nk);
-  uint32_t *nv = ox_xcalloc(ncap, sizeof *nv);
+  NameSlot *ns = ox_xcalloc(ncap, sizeof *ns);
   for (size_t i = 0; i < m->cap; i++) {
-    if (!m->keys[i]) continue;
-    size_t j = ptr_hash(m->keys[i]) & (ncap - 1);
-    while (nk[j]) j = (j + 1) & (ncap - 1);
-    nk[j] = m->keys[i];
-    nv[j] = m->vals[i];
+    if (!m->slots[i].key) continue;
+    size_t j = ptr_hash(m->slots[i].key) & (ncap - 1);
+    while (ns[j].key) j = (j + 1) & (ncap - 1);
+    ns[j] = m->slots[i];
   }
-  free(m->keys);
-  free(m->vals);
-  m->keys = nk;
-  m->vals = nv;
+  free(m->slots);
+  m->slots = ns;
   m->cap = ncap;
 }
 
@@ -318,54 +317,48 @@ void ox_namemap_reserve(OxNameMap *m, size_t n) {
 
 void ox_namemap_foreach(const OxNameMap *m, void (*fn)(const char *key, uint32_t val, void *ud), void *ud) {
   for (size_t j = 0; j < m->cap; j++)
-    if (m->keys[j]) fn(m->keys[j], m->vals[j], ud);
+    if (m->slots[j].key) fn(m->slots[j].key, m->slots[j].val, ud);
 }
 
 uint32_t ox_namemap_get(const OxNameMap *m, const char *interned) {
   if (!interned) return 0;
-  size_t j = ptr_hash(interned) & (m->cap - 1);
-  while (m->keys[j]) {
-    if (m->keys[j] == interned) return m->vals[j];
-    j = (j + 1) & (m->cap - 1);
-  }
+  size_t mask = m->cap - 1;
+  for (size_t j = ptr_hash(interned) & mask; m->slots[j].key; j = (j + 1) & mask)
+    if (m->slots[j].key == interned) return m->slots[j].val;
   return 0;
 }
 
 void ox_namemap_set(OxNameMap *m, const char *interned, uint32_t val) {
   if ((m->count + 1) * 2 > m->cap) namemap_grow(m);
-  size_t j = ptr_hash(interned) & (m->cap - 1);
-  while (m->keys[j]) {
-    if (m->keys[j] == interned) {
-      m->vals[j] = val;
+  size_t mask = m->cap - 1;
+  size_t j = ptr_hash(interned) & mask;
+  for (; m->slots[j].key; j = (j + 1) & mask)
+    if (m->slots[j].key == interned) {
+      m->slots[j].val = val;
       return;
     }
-    j = (j + 1) & (m->cap - 1);
-  }
-  m->keys[j] = interned;
-  m->vals[j] = val;
+  m->slots[j] = (NameSlot){interned, val};
   m->count++;
 }
 
 void ox_namemap_del(OxNameMap *m, const char *interned) {
   size_t mask = m->cap - 1;
   size_t j = ptr_hash(interned) & mask;
-  while (m->keys[j] && m->keys[j] != interned) j = (j + 1) & mask;
-  if (!m->keys[j]) return;
-  m->keys[j] = NULL;
+  while (m->slots[j].key && m->slots[j].key != interned) j = (j + 1) & mask;
+  if (!m->slots[j].key) return;
+  m->slots[j].key = NULL;
   m->count--;
   /* backward shift: re-place the entries of the cluster that follows */
   size_t k = (j + 1) & mask;
-  while (m->keys[k]) {
-    const char *key = m->keys[k];
-    uint32_t val = m->vals[k];
-    m->keys[k] = NULL;
-    size_t h = ptr_hash(key) & mask;
-    while (m->keys[h]) h = (h + 1) & mask;
-    m->keys[h] = key;
-    m->vals[h] = val;
+  while (m->slots[k].key) {
+    NameSlot e = m->slots[k];
+    m->slots[k].key = NULL;
+    size_t h = ptr_hash(e.key) & mask;
+    while (m->slots[h].key) h = (h + 1) & mask;
+    m->slots[h] = e;
     k = (k + 1) & mask;
   }
 }
 
-size_t ox_namemap_bytes(const OxNameMap *m) { return m->cap * (sizeof(char *) + sizeof(uint32_t)); }
+size_t ox_namemap_bytes(const OxNameMap *m) { return m->cap * sizeof(NameSlot); }
 size_t ox_strtab_bytes(const OxStrTab *t) { return t->cap * sizeof(StrSlot) + (t->arena == &t->own ? t->own.total : 0); }
