@@ -346,6 +346,7 @@ static bool call_accepts(const OxGraph *g, const OxPat *p, OxNodeId id) {
         if (p->ops[i] == sp->op) return true;
       return false;
     }
+    if (k == OX_OPIX_NOT_CALL && !(p->calls & ~(unsigned)OX_PAT_ANY_CALL)) return false; /* placeholder, get_attr */
     if (k >= OX_OPIX_UNKNOWN_CALL && k < OX_OPIX_SPELLING) {
       /* a call without a spelling: only a target without one can name it (by text below) */
       static const OxOp kinds[3] = {OX_OP_CALL_FUNCTION, OX_OP_CALL_METHOD, OX_OP_CALL_MODULE};
