@@ -141,7 +141,8 @@ static void metatab_free(struct OxMetaTab *m);
 static OxGraph *graph_new(OxStrTab *strings) {
   OxGraph *g = ox_xcalloc(1, sizeof *g);
   g->cap_nodes = 64;
-  g->nodes = ox_xcalloc(g->cap_nodes, sizeof *g->nodes);
+  g->nodes = ox_big_realloc(NULL, 0, g->cap_nodes * sizeof *g->nodes);
+  memset(g->nodes, 0, g->cap_nodes * sizeof *g->nodes);
   g->n_nodes = 1; /* id 0 = none */
   /* strings in the table's own arena, so that another graph (a trace's pool) can share them */
   g->strings = strings ? ox_strtab_ref(strings) : ox_strtab_new(NULL);
@@ -160,7 +161,7 @@ void ox_graph_free(OxGraph *g) {
   for (uint32_t i = 1; i < g->n_nodes; i++) free(g->nodes[i].users);
   for (uint32_t i = 0; i < g->n_subgraphs; i++) ox_graph_free(g->subgraphs[i]);
   free(g->subgraphs);
-  free(g->nodes);
+  ox_big_free(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes);
   free(g->mark);
   free(g->olab);
   free(g->opix);
@@ -639,7 +640,7 @@ void ox_graph_reserve(OxGraph *g, uint32_t n) {
   if (n >= UINT32_MAX - 1) n = UINT32_MAX - 2;
   uint32_t want = n + 1; /* id 0 is unused */
   if (want <= g->cap_nodes) return;
-  g->nodes = ox_xrealloc(g->nodes, (size_t)want * sizeof *g->nodes);
+  g->nodes = ox_big_realloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes, (size_t)want * sizeof *g->nodes);
   g->cap_nodes = want;
   if (g->olab_on) olab_reserve(g);
   /* every node has a name: size the name map and the string table for them too */
@@ -650,8 +651,9 @@ void ox_graph_reserve(OxGraph *g, uint32_t n) {
 static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
                          OxValue kwargs) {
   if (g->n_nodes == g->cap_nodes) {
+    size_t old_bytes = (size_t)g->cap_nodes * sizeof *g->nodes;
     g->cap_nodes *= 2;
-    g->nodes = ox_xrealloc(g->nodes, g->cap_nodes * sizeof *g->nodes);
+    g->nodes = ox_big_realloc(g->nodes, old_bytes, (size_t)g->cap_nodes * sizeof *g->nodes);
     if (g->olab_on) olab_reserve(g);
   }
   OxNodeId id = g->n_nodes++;
@@ -1248,8 +1250,8 @@ OxGraph *ox_graph_clone(const OxGraph *src) {
   g->src_line = src->src_line;
   g->sub_owner = ox_graph_intern(g, src->sub_owner);
   if (g->cap_nodes < src->n_nodes) {
+    g->nodes = ox_big_realloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes, (size_t)src->n_nodes * sizeof *g->nodes);
     g->cap_nodes = src->n_nodes;
-    g->nodes = ox_xrealloc(g->nodes, g->cap_nodes * sizeof *g->nodes);
   }
   g->n_nodes = src->n_nodes;
   g->head = src->head;

@@ -22,6 +22,60 @@
 #include <sys/mman.h>
 #endif
 
+/* ------------------------------------------------------------------ big growing arrays */
+
+enum { BIG_BYTES = 4u << 20 };
+
+static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
+
+void *ox_big_realloc(void *p, size_t old_bytes, size_t new_bytes) {
+#ifdef __linux__
+  bool was_big = p && old_bytes >= BIG_BYTES, big = new_bytes >= BIG_BYTES;
+  if (was_big && big) {
+    void *q = mremap(p, page_round(old_bytes), page_round(new_bytes), MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) {
+      fprintf(stderr, "optimus: out of memory (%zu bytes)\n", new_bytes);
+      abort();
+    }
+    return q;
+  }
+  if (big) {
+    void *q = mmap(NULL, page_round(new_bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) {
+      fprintf(stderr, "optimus: out of memory (%zu bytes)\n", new_bytes);
+      abort();
+    }
+    if (p) {
+      memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
+      free(p);
+    }
+    return q;
+  }
+  if (was_big) {
+    void *q = ox_xrealloc(NULL, new_bytes ? new_bytes : 1);
+    memcpy(q, p, new_bytes);
+    munmap(p, page_round(old_bytes));
+    return q;
+  }
+#else
+  (void)old_bytes;
+#endif
+  return ox_xrealloc(p, new_bytes ? new_bytes : 1);
+}
+
+void ox_big_free(void *p, size_t bytes) {
+  if (!p) return;
+#ifdef __linux__
+  if (bytes >= BIG_BYTES) {
+    munmap(p, page_round(bytes));
+    return;
+  }
+#else
+  (void)bytes;
+#endif
+  free(p);
+}
+
 struct OxArenaBlock {
   OxArenaBlock *prev;
   size_t cap;

@@ -17,6 +17,12 @@ void *ox_xcalloc(size_t count, size_t size);
  * docs/benchmarks.md). No effect outside glibc. */
 void ox_mem_tune_for_batch(void);
 char *ox_xstrdup(const char *s);
+/* Arrays that grow by doubling to tens of MB (a graph's node array): above 4 MiB they are mapped
+ * and grown with mremap, so growing copies nothing and leaves no freed copy behind in the heap
+ * (where, kept for reuse, it would count in the peak). old_bytes / bytes: the size the block was
+ * last given; p NULL or from ox_big_realloc. Contents beyond old_bytes are undefined. */
+void *ox_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
+void ox_big_free(void *p, size_t bytes);
 uint64_t ox_hash_bytes(const char *s, size_t n);
 
 /* A string table whose strings live in arena, or (arena NULL) in its own arena: such a table

@@ -929,9 +929,36 @@ static void test_detect_format(void) {
   ox_diags_clear(&d);
 }
 
+/* A node array past 4 MiB is mapped and grown with mremap (ox_big_realloc): nodes, names and
+ * links survive the move from the heap, each doubling, a clone and a reserve. */
+static void test_big_node_array(void) {
+  OxGraph *g = ox_graph_new();
+  OxNodeId prev = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  const uint32_t n = 60000; /* 60k * 216 B: two doublings above 4 MiB */
+  for (uint32_t i = 1; i < n; i++) {
+    OxValue a[1] = {ox_value_node(prev)};
+    prev = ox_graph_add_node(g, OX_OP_CALL_FUNCTION, NULL, "torch.relu", ox_graph_value_seq(g, OX_V_TUPLE, a, 1),
+                             ox_value_none());
+  }
+  g_assert_cmpuint(g->n_live, ==, n);
+  g_assert_cmpuint((size_t)g->cap_nodes * sizeof(OxNode), >, 8u << 20);
+  OxDiagList d;
+  ox_diags_init(&d, "big");
+  g_assert_cmpint(ox_graph_verify(g, false, &d), ==, 0);
+  OxGraph *c = ox_graph_clone(g);
+  ox_graph_reserve(c, 3 * n);
+  g_assert_cmpint(ox_graph_verify(c, false, &d), ==, 0);
+  g_assert_cmpstr(c->nodes[c->tail].name, ==, g->nodes[g->tail].name);
+  g_assert_cmpuint(ox_graph_find(c, "relu_59998"), ==, g->tail);
+  ox_diags_clear(&d);
+  ox_graph_free(c);
+  ox_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/graph/build-users", test_build_and_users);
+  g_test_add_func("/engine/graph/big-node-array", test_big_node_array);
   g_test_add_func("/engine/graph/unique-names", test_unique_names);
   g_test_add_func("/engine/graph/replace-erase", test_replace_and_erase);
   g_test_add_func("/engine/graph/toposort", test_toposort);

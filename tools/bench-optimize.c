@@ -211,6 +211,9 @@ int main(int argc, char **argv) {
     }
     graph_struct = graph_bytes(g);
     trace_pool = graph_bytes(tr->pool) + (uint64_t)tr->cap_steps * sizeof(OxStep);
+    /* the pool shares the graph's string table (ox_trace_new_for): count it once, with the graph
+     * (so "minus the trace" below keeps the strings only the trace interned: an overestimate) */
+    if (tr->pool->strings == g->strings) trace_pool -= ox_strtab_bytes(g->strings);
 
     OxBuf b;
     ox_buf_init(&b);
