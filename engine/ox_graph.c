@@ -172,6 +172,7 @@ void ox_graph_free(OxGraph *g) {
   free(g->txn_args_mark);
   free(g->ref_names);
   ox_arena_free(&g->shape_scratch);
+  ox_arena_free(&g->txn_scratch);
   ox_strtab_free(g->strings);
   ox_namemap_free(g->names);
   ox_namemap_free(g->name_counters);
@@ -251,6 +252,7 @@ static void txn_clear(OxGraph *g) {
 void ox_graph_txn_begin(OxGraph *g) {
   assert(!g->txn_active);
   txn_clear(g);
+  ox_arena_rewind(&g->txn_scratch);
   g->txn_active = true;
   g->txn_topo_known = g->topo_known;
   if (++g->txn_serial == 0) {
@@ -292,6 +294,20 @@ OxValue ox_graph_value_dict(OxGraph *g, const char *const *keys, const OxValue *
   OxValue v = ox_graph_value_seq(g, OX_V_DICT, items, n);
   v.keys = n ? ox_arena_alloc(&g->arena, n * sizeof(char *)) : NULL;
   for (uint32_t i = 0; i < n; i++) v.keys[i] = ox_graph_intern(g, keys[i]);
+  return v;
+}
+
+/* Structural copy of a tree of g into arena a; its strings are g's and stay shared. */
+static OxValue value_dup(OxArena *a, const OxValue *src) {
+  OxValue v = *src;
+  if (is_container(src)) {
+    v.u.items = src->n ? ox_arena_alloc(a, src->n * sizeof(OxValue)) : NULL;
+    for (uint32_t i = 0; i < src->n; i++) v.u.items[i] = value_dup(a, &src->u.items[i]);
+    if (src->kind == OX_V_DICT && src->n) {
+      v.keys = ox_arena_alloc(a, src->n * sizeof(char *));
+      memcpy(v.keys, src->keys, src->n * sizeof(char *));
+    }
+  }
   return v;
 }
 
@@ -796,8 +812,8 @@ void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId
       e = txn_push(g, OX_EDIT_REPLACE, user);
     } else {
       e = txn_push(g, OX_EDIT_ARGS, user);
-      e->old_args = ox_graph_value_copy(g, &g->nodes[user].args);
-      e->old_kwargs = ox_graph_value_copy(g, &g->nodes[user].kwargs);
+      e->old_args = value_dup(&g->txn_scratch, &g->nodes[user].args);
+      e->old_kwargs = value_dup(&g->txn_scratch, &g->nodes[user].kwargs);
       *m = g->txn_serial;
     }
     e->replace = true;
@@ -1179,8 +1195,9 @@ void ox_graph_txn_rollback(OxGraph *g) {
       OxNodeId *cur = ox_xrealloc(NULL, (nc + 1) * sizeof *cur);
       ox_graph_inputs(g, e->node, cur, nc);
       n = &g->nodes[e->node];
-      n->args = e->old_args;
-      n->kwargs = e->old_kwargs;
+      /* a copy made for an in-place rewire lives in txn_scratch: restore a copy of it */
+      n->args = e->replace ? value_dup(&g->arena, &e->old_args) : e->old_args;
+      n->kwargs = e->replace ? value_dup(&g->arena, &e->old_kwargs) : e->old_kwargs;
       uint32_t no = ox_graph_inputs(g, e->node, NULL, 0);
       OxNodeId *old = ox_xrealloc(NULL, (no + 1) * sizeof *old);
       ox_graph_inputs(g, e->node, old, no);

@@ -45,6 +45,7 @@ typedef struct OxArena {
   OxArenaBlock *head; /* current block; older blocks chained behind it */
   size_t used;        /* bytes used in head */
   size_t total;       /* bytes allocated in all blocks (for memory reports) */
+  OxArenaBlock *spare;/* blocks kept by ox_arena_rewind for reuse (counted in total) */
 } OxArena;
 
 typedef struct OxArenaMark {
@@ -60,6 +61,9 @@ void ox_arena_free(OxArena *a);
 /* Empties the arena for reuse, keeping its newest block (a user of about the same size then
  * allocates nothing); older blocks are freed. */
 void ox_arena_reset(OxArena *a);
+/* Empties the arena for reuse, keeping every block: the next allocations fill them again
+ * before any new block is allocated (for a scratch arena emptied many times: no turnover). */
+void ox_arena_rewind(OxArena *a);
 
 /* ------------------------------------------------------------------ dtypes */
 
@@ -284,6 +288,10 @@ typedef struct OxGraph {
    * callers copy them (ox_graph_set_meta*) or compare and drop them, so they are not garbage
    * in the graph's arena (a 100k-node optimization infers ~200k metas) */
   OxArena shape_scratch;
+  /* the transaction log's copies of trees rewired in place (ox_graph_replace_input): garbage
+   * once the log is gone, so emptied at the next ox_graph_txn_begin (a rollback copies what it
+   * restores into the graph's arena) */
+  OxArena txn_scratch;
   /* order labels (ox_graph_order_labels): olab[id] strictly increases along the live order;
    * maintained on every link once olab_on (set by the first request or a stable toposort) */
   uint64_t *olab;

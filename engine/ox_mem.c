@@ -130,6 +130,17 @@ void *ox_arena_alloc(OxArena *a, size_t size) {
     size_t cap = a->head ? a->head->cap * 2 : 4096;
     if (cap > (1u << 20)) cap = 1u << 20;
     if (cap < size) cap = size;
+    if (a->spare && a->spare->cap >= size) { /* a block kept by ox_arena_rewind */
+      OxArenaBlock *b = a->spare;
+      a->spare = b->prev;
+      b->prev = a->head;
+      a->head = b;
+      a->used = 0;
+      void *p = b->data;
+      a->used = size;
+      memset(p, 0, size);
+      return p;
+    }
     OxArenaBlock *b = ox_xmalloc(sizeof *b + cap);
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     /* a big block is filled front to back: fault its pages in with one call rather than one
@@ -185,9 +196,26 @@ void ox_arena_reset(OxArena *a) {
   a->used = 0;
 }
 
+void ox_arena_rewind(OxArena *a) {
+  if (!a->head) return;
+  /* the chain behind head goes onto the spare list (newest first), head stays current */
+  while (a->head->prev) {
+    OxArenaBlock *p = a->head->prev;
+    a->head->prev = p->prev;
+    p->prev = a->spare;
+    a->spare = p;
+  }
+  a->used = 0;
+}
+
 void ox_arena_free(OxArena *a) {
   OxArenaMark none = {NULL, 0};
   ox_arena_release(a, none);
+  while (a->spare) {
+    OxArenaBlock *p = a->spare->prev;
+    free(a->spare);
+    a->spare = p;
+  }
   a->total = 0;
 }
 

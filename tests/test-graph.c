@@ -603,6 +603,18 @@ static void test_txn_rollback_property(void) {
     g_assert_cmpint(e[n_edits - 1].kind, ==, OX_EDIT_ADD);
     g_assert_cmpuint(e[n_edits - 1].node, ==, added);
     g_assert_false(g->nodes[added].erased);
+    /* trees restored by the rollback above must not live in the log's scratch, which the next
+     * transaction reuses: rewire everything in one, roll it back, compare */
+    OxGraph *after_commit = ox_graph_clone(g);
+    ox_graph_txn_begin(g);
+    for (int i = 1; i < n_ids; i++) {
+      OxNodeId in[4];
+      uint32_t k = g->nodes[ids[i]].erased ? 0 : ox_graph_inputs(g, ids[i], in, 4);
+      if (k && k <= 4 && in[0] != ids[0]) ox_graph_replace_input(g, ids[i], in[0], ids[0]);
+    }
+    ox_graph_txn_rollback(g);
+    assert_same_graph(g, after_commit);
+    ox_graph_free(after_commit);
     ox_graph_free(before);
     ox_graph_free(g);
   }
