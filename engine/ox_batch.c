@@ -45,7 +45,7 @@ typedef struct Stamp {
 
 typedef struct Scratch {
   uint32_t cap;
-  Stamp visit, inlist, insub, indeps, cidx, tmp, tmpb, bfs, path;
+  Stamp visit, inlist, insub, indeps, cidx, tmp, tmpb, path;
   OxNodeId *owner; /* indeps: the chosen node whose ancestor set holds the node */
   uint32_t *cidx_v; /* candidate index of a node (valid when cidx stamp matches) */
   OxNodeId *par;    /* path search: the node we came from */
@@ -73,7 +73,7 @@ static void scratch_grow(Scratch *s, uint32_t need) {
   if (need <= s->cap) return;
   uint32_t cap = s->cap ? s->cap : 64;
   while (cap < need) cap *= 2;
-  Stamp *all[] = {&s->visit, &s->inlist, &s->insub, &s->indeps, &s->cidx, &s->tmp, &s->tmpb, &s->bfs, &s->path};
+  Stamp *all[] = {&s->visit, &s->inlist, &s->insub, &s->indeps, &s->cidx, &s->tmp, &s->tmpb, &s->path};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) stamp_grow(all[i], s->cap, cap);
   s->owner = ox_xrealloc(s->owner, cap * sizeof *s->owner);
   s->cidx_v = ox_xrealloc(s->cidx_v, cap * sizeof *s->cidx_v);
@@ -82,7 +82,7 @@ static void scratch_grow(Scratch *s, uint32_t need) {
 }
 
 static void scratch_free(Scratch *s) {
-  Stamp *all[] = {&s->visit, &s->inlist, &s->insub, &s->indeps, &s->cidx, &s->tmp, &s->tmpb, &s->bfs, &s->path};
+  Stamp *all[] = {&s->visit, &s->inlist, &s->insub, &s->indeps, &s->cidx, &s->tmp, &s->tmpb, &s->path};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
   free(s->owner);
   free(s->cidx_v);
@@ -510,6 +510,17 @@ typedef struct MetaText {
   char s[72];
 } MetaText;
 
+enum { IN_GRAPH = UINT16_MAX };
+typedef struct NodeState {
+  uint32_t bfs;      /* == bfs_epoch: queued by the current search */
+  int32_t key;       /* KEY_UNKNOWN, KEY_NONE or key id (cached until the neighbourhood changes) */
+  uint32_t in_start; /* inputs snapshot */
+  uint16_t in_cnt;   /* or IN_GRAPH */
+  uint8_t fused;
+  uint8_t near;      /* root pruning: a lower bound on the hops from the node, through its inputs,
+                        to the nearest node of the rule's op (NEAR_FAR: none in reach; 0: unknown) */
+} NodeState;
+
 typedef struct Eng {
   OxPassCtx *c;
   OxGraph *g;
@@ -518,19 +529,15 @@ typedef struct Eng {
   bool rec; /* record rejections */
   OxBatchOrder ord;
   Scratch s;
-  /* per node */
+  /* per node: what one BFS visit reads, in one 16-byte slot (one cache miss, not five) */
   uint32_t cap;
-  int32_t *key_of; /* KEY_UNKNOWN, KEY_NONE or key id */
-  uint8_t *fused;
-  uint8_t *near;   /* root pruning: a lower bound on the hops from the node, through its inputs,
-                      to the nearest node of the rule's op (NEAR_FAR: none in reach; 0: unknown) */
+  NodeState *ns;
+  uint32_t bfs_epoch;
   /* the inputs of every node when the pass began, in the BFS's visit order (args then kwargs,
-   * depth first, duplicates kept): in_ids[in_start[id] .. + in_cnt[id]] for id < csr_n. A node
-   * a fuse rewired (dirty) or created (id >= csr_n) is read from the graph instead. */
-  uint32_t *in_start, *in_cnt;
+   * depth first, duplicates kept): in_ids[ns.in_start .. + ns.in_cnt]. A node a fuse rewired or
+   * created, or with more inputs than in_cnt holds, has in_cnt IN_GRAPH: read from the graph. */
   OxNodeId *in_ids;
-  uint32_t n_in, cap_in, csr_n;
-  uint8_t *dirty;
+  uint32_t n_in, cap_in;
   /* keys */
   char **keys;
   uint32_t n_keys, cap_keys;
@@ -569,28 +576,16 @@ static void eng_grow(Eng *e) {
   if (need <= e->cap) return;
   uint32_t cap = e->cap ? e->cap : 64;
   while (cap < need) cap *= 2;
-  e->key_of = ox_xrealloc(e->key_of, cap * sizeof *e->key_of);
-  e->fused = ox_xrealloc(e->fused, cap);
-  e->near = ox_xrealloc(e->near, cap);
-  e->dirty = ox_xrealloc(e->dirty, cap);
-  for (uint32_t i = e->cap; i < cap; i++) {
-    e->key_of[i] = KEY_UNKNOWN;
-    e->fused[i] = 0;
-    e->near[i] = 0; /* nodes created during the pass: unknown, never pruned */
-    e->dirty[i] = 0;
-  }
+  e->ns = ox_xrealloc(e->ns, cap * sizeof *e->ns);
+  for (uint32_t i = e->cap; i < cap; i++) /* nodes created during the pass: near unknown, never pruned */
+    e->ns[i] = (NodeState){.bfs = 0, .key = KEY_UNKNOWN, .in_start = 0, .in_cnt = IN_GRAPH, .fused = 0, .near = 0};
   e->cap = cap;
 }
 
 static void eng_free(Eng *e) {
   ox_batch_order_free(&e->ord);
   scratch_free(&e->s);
-  free(e->key_of);
-  free(e->fused);
-  free(e->near);
-  free(e->dirty);
-  free(e->in_start);
-  free(e->in_cnt);
+  free(e->ns);
   free(e->in_ids);
   for (uint32_t i = 0; i < e->n_keys; i++) free(e->keys[i]);
   free(e->keys);
@@ -1120,7 +1115,7 @@ static int key_group_linear(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
 
 /* The rule's key of node id, or KEY_NONE; cached until the node's neighbourhood changes. */
 static int32_t match(Eng *e, OxNodeId id) {
-  if (e->key_of[id] != KEY_UNKNOWN) return e->key_of[id];
+  if (e->ns[id].key != KEY_UNKNOWN) return e->ns[id].key;
   const OxBatchRule *r = e->r;
   OxGraph *g = e->g;
   const OxNode *n = &g->nodes[id];
@@ -1152,7 +1147,7 @@ static int32_t match(Eng *e, OxNodeId id) {
       ox_buf_free(&k);
     }
   }
-  e->key_of[id] = key;
+  e->ns[id].key = key;
   return key;
 }
 
@@ -1686,10 +1681,11 @@ static void assign_positions(Eng *e) {
 
 /* Nodes whose inputs the last step changed (kept or rolled back): read from the graph from now on. */
 static void mark_dirty(Eng *e) {
+  eng_grow(e); /* the step may have created nodes */
   uint32_t n;
   const OxEdit *ed = ox_graph_txn_edits(e->g, &n);
   for (uint32_t i = 0; i < n; i++)
-    if ((ed[i].kind == OX_EDIT_ARGS || ed[i].kind == OX_EDIT_REPLACE) && ed[i].node < e->csr_n) e->dirty[ed[i].node] = 1;
+    if (ed[i].kind == OX_EDIT_ARGS || ed[i].kind == OX_EDIT_REPLACE) e->ns[ed[i].node].in_cnt = IN_GRAPH;
 }
 
 /* ------------------------------------------------------------------ one fused subset */
@@ -1736,9 +1732,9 @@ static bool fuse(Eng *e, const OxNodeId *sub, uint32_t n, int32_t key) {
   mark_dirty(e);
   eng_grow(e);
   if (ok) {
-    for (uint32_t i = 0; i < n; i++) e->fused[members[i]] = 1;
+    for (uint32_t i = 0; i < n; i++) e->ns[members[i]].fused = 1;
     /* keys that read users, parents or getitem sources may have changed around the rewrite */
-    for (uint32_t i = 0; i < e->n_aw; i++) e->key_of[e->aw[i]] = KEY_UNKNOWN;
+    for (uint32_t i = 0; i < e->n_aw; i++) e->ns[e->aw[i]].key = KEY_UNKNOWN;
     ox_counter_add(c, e->r->name, 1);
   } else {
     /* rolled back: B is where it was */
@@ -1771,8 +1767,8 @@ typedef struct BfsCtx {
 static void bfs_value(BfsCtx *b, const OxValue *v) {
   if (v->kind == OX_V_NODE) {
     OxNodeId x = v->u.node;
-    if (!stamp_has(&b->e->s.bfs, x)) {
-      stamp_set(&b->e->s.bfs, x);
+    if (b->e->ns[x].bfs != b->e->bfs_epoch) {
+      b->e->ns[x].bfs = b->e->bfs_epoch;
       q_push(b->e, b->n, x, b->d);
     }
   } else if (v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE) {
@@ -1782,12 +1778,12 @@ static void bfs_value(BfsCtx *b, const OxValue *v) {
 
 static void bfs_inputs(BfsCtx *b, OxNodeId n) {
   Eng *e = b->e;
-  if (n < e->csr_n && !e->dirty[n]) {
-    const OxNodeId *in = e->in_ids + e->in_start[n];
-    for (uint32_t i = 0, cnt = e->in_cnt[n]; i < cnt; i++) {
+  if (e->ns[n].in_cnt != IN_GRAPH) {
+    const OxNodeId *in = e->in_ids + e->ns[n].in_start;
+    for (uint32_t i = 0, cnt = e->ns[n].in_cnt; i < cnt; i++) {
       OxNodeId x = in[i];
-      if (!stamp_has(&e->s.bfs, x)) {
-        stamp_set(&e->s.bfs, x);
+      if (e->ns[x].bfs != e->bfs_epoch) {
+        e->ns[x].bfs = e->bfs_epoch;
         q_push(e, b->n, x, b->d);
       }
     }
@@ -1826,7 +1822,10 @@ static void candidate_search(Eng *e, OxNodeId root) {
     for (uint32_t k = 0; k < e->n_keys; k++) e->grp_stamp[k] = 0;
     e->root_serial = 1;
   }
-  stamp_new(&e->s.bfs, e->s.cap);
+  if (++e->bfs_epoch == 0) { /* wrapped: forget every old mark */
+    for (uint32_t i = 0; i < e->cap; i++) e->ns[i].bfs = 0;
+    e->bfs_epoch = 1;
+  }
   uint32_t n = 0;
   BfsCtx b = {e, &n, 1};
   bfs_inputs(&b, root);
@@ -1834,7 +1833,7 @@ static void candidate_search(Eng *e, OxNodeId root) {
   for (uint32_t head = 0; head < n; head++) {
     OxNodeId x = e->q[head];
     uint8_t d = e->qd[head];
-    if (e->fused[x]) continue;
+    if (e->ns[x].fused) continue;
     int32_t key = match(e, x);
     if (key >= 0) {
       group_add(e, key, x);
@@ -1882,13 +1881,11 @@ static void order_near_init(Eng *e, const uint8_t *has_op) {
   OxGraph *g = e->g;
   double k = 1.0;
   double *pos = e->ord.pos;
-  if (!shortcuts) { /* every search reads the graph (tests compare the traces) */
+  if (!shortcuts) { /* every search reads the graph (in_cnt stays IN_GRAPH; tests compare the traces) */
     ox_batch_order_init(&e->ord, g);
-    e->csr_n = 0;
     return;
   }
-  e->in_start = ox_xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *e->in_start);
-  e->in_cnt = ox_xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *e->in_cnt);
+  NodeState *ns = e->ns;
   e->n_in = 0;
   OX_GRAPH_FOREACH(g, id) {
     const OxNode *n = &g->nodes[id];
@@ -1896,18 +1893,22 @@ static void order_near_init(Eng *e, const uint8_t *has_op) {
     uint32_t s0 = e->n_in;
     csr_value(e, &n->args);
     csr_value(e, &n->kwargs);
-    e->in_start[id] = s0;
-    e->in_cnt[id] = e->n_in - s0;
-    if (!has_op) continue;
-    uint8_t d = NEAR_FAR;
-    for (uint32_t i = s0; i < e->n_in && d > 1; i++) {
-      OxNodeId x = e->in_ids[i];
-      uint8_t dx = has_op[x] ? 1 : (uint8_t)(e->near[x] >= NEAR_FAR - 1 ? NEAR_FAR : e->near[x] + 1);
-      if (dx < d) d = dx;
+    if (has_op) {
+      uint8_t d = NEAR_FAR;
+      for (uint32_t i = s0; i < e->n_in && d > 1; i++) {
+        OxNodeId x = e->in_ids[i];
+        uint8_t dx = has_op[x] ? 1 : (uint8_t)(ns[x].near >= NEAR_FAR - 1 ? NEAR_FAR : ns[x].near + 1);
+        if (dx < d) d = dx;
+      }
+      ns[id].near = d;
     }
-    e->near[id] = d;
+    if (e->n_in - s0 < IN_GRAPH) {
+      ns[id].in_start = s0;
+      ns[id].in_cnt = (uint16_t)(e->n_in - s0);
+    } else {
+      e->n_in = s0; /* 65535 inputs or more: read from the graph */
+    }
   }
-  e->csr_n = g->n_nodes;
 }
 
 
@@ -1954,7 +1955,7 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   OxBatchGreedyHooks hooks = {hook_ancestor, hook_dropped, &e};
   for (OxNodeId root = g->tail; root; root = g->nodes[root].prev) {
     assert(!g->nodes[root].erased); /* the list holds live nodes only */
-    if ((prune && e.near[root] > depth) || is_getitem_node(g, root)) continue;
+    if ((prune && e.ns[root].near > depth) || is_getitem_node(g, root)) continue;
     e.root = root;
     candidate_search(&e, root);
     for (uint32_t gi = 0; gi < e.n_groups; gi++) {
