@@ -1679,9 +1679,10 @@ static void assign_positions(Eng *e) {
   }
 }
 
-/* Nodes whose inputs the last step changed (kept or rolled back): read from the graph from now on. */
+/* After a step (kept or rolled back): room for the nodes it created, and the nodes whose inputs
+ * it changed are read from the graph from now on. */
 static void mark_dirty(Eng *e) {
-  eng_grow(e); /* the step may have created nodes */
+  eng_grow(e);
   uint32_t n;
   const OxEdit *ed = ox_graph_txn_edits(e->g, &n);
   for (uint32_t i = 0; i < n; i++)
@@ -1716,7 +1717,6 @@ static bool fuse(Eng *e, const OxNodeId *sub, uint32_t n, int32_t key) {
     ox_step_abort(c);
     mark_dirty(e);
     for (uint32_t i = 0; i < e->n_moved; i++) e->ord.pos[e->moved[i]] = e->moved_pos[i];
-    eng_grow(e);
     if (e->rec) {
       const char *args[2] = {"shape", e->emit_err};
       OxReason rs = ox_reason_nodes(c, OX_REASON_GUARD_FAILED, args, 2, NULL);
@@ -1730,7 +1730,6 @@ static bool fuse(Eng *e, const OxNodeId *sub, uint32_t n, int32_t key) {
   memcpy(members, sub, n * sizeof *members);
   bool ok = ox_step_commit(c);
   mark_dirty(e);
-  eng_grow(e);
   if (ok) {
     for (uint32_t i = 0; i < n; i++) e->ns[members[i]].fused = 1;
     /* keys that read users, parents or getitem sources may have changed around the rewrite */
@@ -1764,13 +1763,16 @@ typedef struct BfsCtx {
 
 /* The BFS's inner loop (every node's inputs, from every root): the visit order of
  * ox_value_foreach_node over args then kwargs, without a callback per reference. */
+static void bfs_visit(BfsCtx *b, OxNodeId x) {
+  if (b->e->ns[x].bfs != b->e->bfs_epoch) {
+    b->e->ns[x].bfs = b->e->bfs_epoch;
+    q_push(b->e, b->n, x, b->d);
+  }
+}
+
 static void bfs_value(BfsCtx *b, const OxValue *v) {
   if (v->kind == OX_V_NODE) {
-    OxNodeId x = v->u.node;
-    if (b->e->ns[x].bfs != b->e->bfs_epoch) {
-      b->e->ns[x].bfs = b->e->bfs_epoch;
-      q_push(b->e, b->n, x, b->d);
-    }
+    bfs_visit(b, v->u.node);
   } else if (v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE) {
     for (uint32_t i = 0; i < v->n; i++) bfs_value(b, &v->u.items[i]);
   }
@@ -1780,13 +1782,7 @@ static void bfs_inputs(BfsCtx *b, OxNodeId n) {
   Eng *e = b->e;
   if (e->ns[n].in_cnt != IN_GRAPH) {
     const OxNodeId *in = e->in_ids + e->ns[n].in_start;
-    for (uint32_t i = 0, cnt = e->ns[n].in_cnt; i < cnt; i++) {
-      OxNodeId x = in[i];
-      if (e->ns[x].bfs != e->bfs_epoch) {
-        e->ns[x].bfs = e->bfs_epoch;
-        q_push(e, b->n, x, b->d);
-      }
-    }
+    for (uint32_t i = 0, cnt = e->ns[n].in_cnt; i < cnt; i++) bfs_visit(b, in[i]);
     return;
   }
   const OxNode *x = &e->g->nodes[n];
@@ -1910,7 +1906,6 @@ static void order_near_init(Eng *e, const uint8_t *has_op) {
     }
   }
 }
-
 
 /* By the op index, which spares reading the node on every root of every batch pass. */
 static bool is_getitem_node(OxGraph *g, OxNodeId id) {

@@ -329,49 +329,43 @@ static uint16_t opix_current(const OxGraph *g, OxNodeId id) {
 }
 
 static bool call_accepts(const OxGraph *g, const OxPat *p, OxNodeId id) {
-  /* most calls reject a node by its spelling alone: decided from the op index when it is
-   * current, without reading the node (on large graphs, a cache miss per sub-pattern) */
+  /* The node's call kind and spelling come from the op index when it is current, so most
+   * nodes are accepted or rejected without being read (on large graphs, a cache miss per
+   * sub-pattern); the node is read when the index is stale, for a non-call, and to compare a
+   * target text no spelling covers. */
   uint16_t ix = opix_current(g, id);
   if (ix == OX_OPIX_ERASED) return false;
-  if (ix != OX_OPIX_STALE && (p->target_sp || !p->n_targets)) {
-    uint16_t k = ix & (uint16_t)~OX_OPIX_MUTATING;
-    const OxSpelling *sp = ox_opix_spelling(ix);
-    if (sp) {
-      OxOp kind = ox_spelling_kind(sp);
-      if (!(p->calls & (1u << kind))) return false;
-      int cls = kind == OX_OP_CALL_FUNCTION ? 0 : kind == OX_OP_CALL_METHOD ? 1 : 2;
-      for (uint32_t i = 0; i < p->n_targets; i++)
-        if (p->target_sp[3 * i + cls] == sp) return true;
-      for (uint32_t i = 0; i < p->n_ops; i++)
-        if (p->ops[i] == sp->op) return true;
-      return false;
-    }
-    if (k == OX_OPIX_NOT_CALL && !(p->calls & ~(unsigned)OX_PAT_ANY_CALL)) return false; /* placeholder, get_attr */
-    if (k >= OX_OPIX_UNKNOWN_CALL && k < OX_OPIX_SPELLING) {
-      /* a call without a spelling: only a target without one can name it (by text below) */
-      static const OxOp kinds[3] = {OX_OP_CALL_FUNCTION, OX_OP_CALL_METHOD, OX_OP_CALL_MODULE};
-      if (!(p->calls & (1u << kinds[k - OX_OPIX_UNKNOWN_CALL]))) return false;
-      bool any = false;
-      for (uint32_t i = 0; i < p->n_targets && !any; i++) any = !p->target_sp[3 * i + (k - OX_OPIX_UNKNOWN_CALL)];
-      if (!any) return false;
-    }
-  }
-  const OxNode *n = ox_graph_node(g, id);
-  if (!n || n->erased || n->op >= OX_OP_COUNT || !(p->calls & (1u << n->op))) return false;
-  int cls = n->op == OX_OP_CALL_FUNCTION ? 0 : n->op == OX_OP_CALL_METHOD ? 1 : n->op == OX_OP_CALL_MODULE ? 2 : -1;
+  uint16_t k = ix & (uint16_t)~OX_OPIX_MUTATING;
+  const OxNode *n = NULL;
   const OxSpelling *sp = NULL;
-  OxOpId op = ox_op_of_node(g, n, &sp);
-  const char *t = n->op == OX_OP_CALL_MODULE ? n->module_type : n->target;
+  unsigned kind;
+  if (ix != OX_OPIX_STALE && k >= OX_OPIX_UNKNOWN_CALL) {
+    sp = ox_opix_spelling(ix);
+    kind = sp ? ox_spelling_kind(sp) : call_kinds[k - OX_OPIX_UNKNOWN_CALL];
+  } else if (ix != OX_OPIX_STALE && !(p->calls & ~(unsigned)OX_PAT_ANY_CALL)) {
+    return false; /* placeholder, get_attr, output: not a call */
+  } else {
+    n = ox_graph_node(g, id);
+    if (!n || n->erased) return false;
+    kind = n->op;
+    ox_op_of_node(g, n, &sp);
+  }
+  if (kind >= OX_OP_COUNT || !(p->calls & (1u << kind))) return false;
+  int cls = kind == OX_OP_CALL_FUNCTION ? 0 : kind == OX_OP_CALL_METHOD ? 1 : kind == OX_OP_CALL_MODULE ? 2 : -1;
   for (uint32_t i = 0; i < p->n_targets; i++) {
     /* spellings are looked up by exact text, so equal targets have equal spellings, and a
      * target with a spelling equals only the targets with that spelling */
     const OxSpelling *ts = cls >= 0 && p->target_sp ? p->target_sp[3 * i + cls] : NULL;
-    if (ts ? ts == sp : (!sp && t && strcmp(t, p->targets[i]) == 0)) return true;
+    if (ts) {
+      if (ts == sp) return true;
+    } else if (!sp) {
+      if (!n) n = &g->nodes[id];
+      const char *t = n->op == OX_OP_CALL_MODULE ? n->module_type : n->target;
+      if (t && strcmp(t, p->targets[i]) == 0) return true;
+    }
   }
-  if (!p->n_ops) return false;
-  for (uint32_t i = 0; i < p->n_ops; i++)
-    if (p->ops[i] == op) return true;
-  /* torch.split with a list is split_with_sizes and vice versa: both spell "a split" */
+  for (uint32_t i = 0; sp && i < p->n_ops; i++)
+    if (p->ops[i] == sp->op) return true;
   return false;
 }
 
