@@ -21,6 +21,7 @@
 #include "ox_buf.h"
 #include "ox_diag.h"
 #include "ox_graph.h"
+#include "ox_layout.h"
 #include "ox_load.h"
 #include "ox_mem.h"
 #include "ox_pass.h"
@@ -94,7 +95,14 @@ static const char usage_convert[] =
   "  --radius K        hops around the focus (default: the largest that fits --max-nodes, at most 4)\n"
   "  --overview        collapse the graph into clusters (module path / name prefix) with counts\n"
   "  --open PATH       with --overview: expand this cluster (repeatable)\n"
-  "  --max-nodes N     node budget of a drawing (default 5000); larger drawings are refused\n"
+  "  --max-nodes N     node budget of a drawing (default 100000); larger drawings are refused\n"
+  "\n"
+  "Layout of SVG/PNG drawings:\n"
+  "  --layout-budget S seconds Graphviz dot may take (default 10); when it needs longer, or the\n"
+  "                    drawing has more than 1500 nodes, the graph is laid out by the built-in\n"
+  "                    layered layout instead and drawn by Graphviz at those positions (a note\n"
+  "                    on stderr says so). dot runs in a helper process that is killed at the budget.\n"
+  "  --layout ENGINE   auto (default), dot (no fallback; no budget unless given) or layered\n"
   "  -h, --help        show this help\n";
 
 static const char usage_verify[] =
@@ -214,6 +222,8 @@ enum {
   OPT_OPEN = 1 << 23,
   OPT_MAX_NODES = 1 << 24,
   OPT_RULES = 1 << 25,
+  OPT_LAYOUT_BUDGET = 1 << 26,
+  OPT_LAYOUT = 1 << 27,
 };
 
 typedef struct OptSpec {
@@ -250,6 +260,8 @@ static const OptSpec opt_specs[] = {
   {"open", 0, true, OPT_OPEN},
   {"max-nodes", 0, true, OPT_MAX_NODES},
   {"rules", 0, true, OPT_RULES},
+  {"layout-budget", 0, true, OPT_LAYOUT_BUDGET},
+  {"layout", 0, true, OPT_LAYOUT},
 };
 
 enum { MAX_REPEATS = 64 };
@@ -282,6 +294,8 @@ typedef struct CliOpts {
   uint32_t n_rules;
   bool overview, has_radius;
   uint32_t radius, max_nodes;
+  double layout_budget; /* seconds; 0 = default */
+  const char *layout;   /* auto, dot, layered */
 } CliOpts;
 
 static int usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -358,6 +372,20 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     }
     break;
   }
+  case OPT_LAYOUT_BUDGET: {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (!*val || *end || errno || !(v > 0) || v > 86400)
+      return usage_error(o, "expected seconds (a positive number), not '%s'", val);
+    o->layout_budget = v;
+    break;
+  }
+  case OPT_LAYOUT:
+    if (strcmp(val, "auto") && strcmp(val, "dot") && strcmp(val, "layered"))
+      return usage_error(o, "--layout is auto, dot or layered, not '%s'", val);
+    o->layout = val;
+    break;
   case OPT_STEP:
   case OPT_NUMERIC_BUDGET: {
     char *end = NULL;
@@ -791,7 +819,7 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
   OxGraph *overview = NULL;
   OxHierarchy *hier = NULL;
   int status = EXIT_OK;
-  uint32_t budget = o->max_nodes ? o->max_nodes : 5000;
+  uint32_t budget = o->max_nodes ? o->max_nodes : 100000;
   if (drawing && o->overview) {
     hier = ox_view_hierarchy(g);
     uint8_t *open = calloc(hier->n_clusters + 1, 1);
@@ -883,11 +911,20 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
     break;
   case OUT_SVG:
   case OUT_PNG: {
-    char err[1024];
-    if (ox_render(g, &dopt, kind == OUT_SVG ? "svg" : "png", out, err, sizeof err) != 0) {
+    char err[1024], note[300];
+    const char *fmt = kind == OUT_SVG ? "svg" : "png";
+    OxLayoutOptions lo = {.time_budget = o->layout_budget > 0 ? o->layout_budget : 10.0};
+    if (o->layout && strcmp(o->layout, "layered") == 0) lo.engine = OX_LAYOUT_LAYERED;
+    if (o->layout && strcmp(o->layout, "dot") == 0) {
+      lo.engine = OX_LAYOUT_DOT; /* no fallback; no budget unless one was given */
+      if (!(o->layout_budget > 0)) lo.time_budget = 86400;
+    }
+    int rc = ox_render_auto(g, &dopt, fmt, &lo, out, note, sizeof note, err, sizeof err);
+    if (rc != 0) {
       fprintf(stderr, "optimus convert: %s: %s\n", o->file, err);
       break;
     }
+    if (note[0]) fprintf(stderr, "optimus convert: note: %s\n", note);
     if (err[0]) fprintf(stderr, "optimus convert: %s: graphviz: %s\n", o->file, err);
     status = EXIT_OK;
     break;
@@ -905,7 +942,8 @@ static int cmd_convert(int argc, char **argv) {
   CliOpts o = {.cmd = "convert", .usage = usage_convert};
   int rc = parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_EDGE_SHAPES | OPT_RANKDIR |
-                          OPT_INPUT_SHAPE | OPT_FOCUS | OPT_RADIUS | OPT_OVERVIEW | OPT_OPEN | OPT_MAX_NODES,
+                          OPT_INPUT_SHAPE | OPT_FOCUS | OPT_RADIUS | OPT_OVERVIEW | OPT_OPEN | OPT_MAX_NODES |
+                          OPT_LAYOUT_BUDGET | OPT_LAYOUT,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (!o.output) return usage_error(&o, "%s", "missing -o OUT");

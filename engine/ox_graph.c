@@ -380,6 +380,29 @@ uint32_t ox_graph_inputs(const OxGraph *cg, OxNodeId id, OxNodeId *out, uint32_t
   return c.n;
 }
 
+typedef struct {
+  uint32_t n_nodes;
+  OxNodeId *out;
+  uint32_t n, max;
+} CollectRCtx;
+
+static void collect_r_cb(OxNodeId id, void *data) {
+  CollectRCtx *c = data;
+  if (!id || id >= c->n_nodes || c->n == c->max) return;
+  for (uint32_t i = 0; i < c->n; i++)
+    if (c->out[i] == id) return;
+  c->out[c->n++] = id;
+}
+
+uint32_t ox_graph_inputs_r(const OxGraph *g, OxNodeId id, OxNodeId *out, uint32_t max) {
+  const OxNode *n = ox_graph_node(g, id);
+  if (!n) return 0;
+  CollectRCtx c = {g->n_nodes, out, 0, max};
+  ox_value_foreach_node(&n->args, collect_r_cb, &c);
+  ox_value_foreach_node(&n->kwargs, collect_r_cb, &c);
+  return c.n;
+}
+
 static bool value_has_node(const OxValue *v, OxNodeId id) {
   if (v->kind == OX_V_NODE) return v->u.node == id;
   if (is_container(v))

@@ -405,6 +405,11 @@ OxNodeId ox_graph_output(const OxGraph *g);                   /* the output node
 uint32_t ox_graph_find_nodes(const OxGraph *g, OxOp op, const char *target, OxNodeId *out, uint32_t max);
 /* Unique input nodes of n (args then kwargs, first occurrence order). Returns count; fills up to max. */
 uint32_t ox_graph_inputs(const OxGraph *g, OxNodeId n, OxNodeId *out, uint32_t max);
+/* The same without the graph's mark scratch, so several threads may call it on one immutable
+ * graph at once (layout workers on the debugger's union graph). Dedupes by scanning what it
+ * collected, so it costs O(k^2) for k inputs; returns min(count, max): inputs past max are
+ * dropped, not counted. */
+uint32_t ox_graph_inputs_r(const OxGraph *g, OxNodeId n, OxNodeId *out, uint32_t max);
 /* Whether node n references node input in its args or kwargs. */
 bool ox_graph_has_input(const OxGraph *g, OxNodeId n, OxNodeId input);
 void ox_graph_renumber(OxGraph *g); /* recompute pos of live nodes; clears order_dirty */

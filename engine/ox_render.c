@@ -17,6 +17,7 @@
  * message; on success any warnings are left in err (empty string when there were none).
  */
 #include "ox_write.h"
+#include "ox_layout.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -139,96 +140,89 @@ int ox_render(const OxGraph *g, const OxDotOptions *opt, const char *format, OxB
   return rc;
 }
 
-/* ================================================================== layout for the UI */
+/* ================================================================== DOT text in, layout or picture out */
 
 #include <stdlib.h>
 #include <time.h>
 
-#include "ox_layout.h"
+#include "ox_layout_sub.h"
+#include "ox_mem.h"
 
-void ox_layout_label(const OxGraph *g, OxNodeId id, bool with_shapes, char lines[3][160]) {
-  const OxNode *n = &g->nodes[id];
-  snprintf(lines[0], 160, "%s", n->name);
-  if (n->op == OX_OP_CALL_FUNCTION || n->op == OX_OP_CALL_METHOD || n->op == OX_OP_CALL_MODULE) {
-    char t[160];
-    ox_short_target(n->module_type && n->op == OX_OP_CALL_MODULE ? n->module_type : n->target, t, sizeof t);
-    snprintf(lines[1], 160, "%s", t);
-  } else {
-    snprintf(lines[1], 160, "%s", ox_op_name((OxOp)n->op));
-  }
-  lines[2][0] = 0;
-  if (with_shapes) ox_meta_text(&n->meta, lines[2], 160);
+/* Node "n<ID>" -> ID, 0 if the name is not of that form. */
+static OxNodeId node_key(const char *name) {
+  if (!name || name[0] != 'n' || name[1] < '0' || name[1] > '9') return 0;
+  char *end;
+  unsigned long v = strtoul(name + 1, &end, 10);
+  return *end || v == 0 || v > UINT32_MAX ? 0 : (OxNodeId)v;
 }
 
-static int cmp_layout_node(const void *a, const void *b) {
+static int cmp_lnode(const void *a, const void *b) {
   const OxLayoutNode *x = a, *y = b;
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int32_t ox_layout_find(const OxLayout *l, OxNodeId id) {
-  int32_t lo = 0, hi = (int32_t)l->n_nodes - 1;
-  while (lo <= hi) {
-    int32_t mid = (lo + hi) / 2;
-    if (l->nodes[mid].id == id) return mid;
-    if (l->nodes[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid - 1;
-  }
-  return -1;
-}
-
-void ox_layout_free(OxLayout *l) {
-  if (!l) return;
-  for (uint32_t i = 0; i < l->n_edges; i++) free(l->edges[i].pts);
-  free(l->edges);
-  free(l->nodes);
-  free(l);
-}
-
-static bool cancelled(const OxLayoutOptions *o) { return o && o->cancel && atomic_load(o->cancel); }
-
-int ox_layout_compute(const OxGraph *g, const OxNodeId *subset, uint32_t n, const OxLayoutOptions *opt,
-                      OxLayout **out, char *err, size_t errcap) {
-  *out = NULL;
-  if (err && errcap) err[0] = 0;
-  uint32_t budget = opt && opt->max_nodes ? opt->max_nodes : 3000;
-  bool with_shapes = opt && opt->with_shapes;
-  /* which nodes: mark them, in id order */
-  uint8_t *in = calloc(g->n_nodes + 1, 1);
-  uint32_t count = 0;
-  if (subset) {
-    for (uint32_t i = 0; i < n; i++) {
-      const OxNode *x = ox_graph_node(g, subset[i]);
-      if (x && !x->erased && !in[subset[i]]) {
-        in[subset[i]] = 1;
-        count++;
+/* Reads the geometry of a laid-out graph (under render_lock). */
+static OxLayout *extract(Agraph_t *ag) {
+  OxLayout *l = ox_xcalloc(1, sizeof *l);
+  l->engine = OX_LAYOUT_DOT;
+  boxf bb = GD_bb(ag);
+  l->width = bb.UR.x - bb.LL.x;
+  l->height = bb.UR.y - bb.LL.y;
+  double top = bb.UR.y, left = bb.LL.x;
+  uint32_t nn = (uint32_t)agnnodes(ag), ne = (uint32_t)agnedges(ag);
+  l->nodes = ox_xcalloc(nn + 1, sizeof *l->nodes);
+  l->edges = ox_xcalloc(ne + 1, sizeof *l->edges);
+  for (Agnode_t *an = agfstnode(ag); an; an = agnxtnode(ag, an)) {
+    OxNodeId id = node_key(agnameof(an));
+    if (!id) continue;
+    OxLayoutNode *ln = &l->nodes[l->n_nodes++];
+    ln->id = id;
+    ln->x = ND_coord(an).x - left;
+    ln->y = top - ND_coord(an).y;
+    ln->w = ND_width(an) * 72.0;
+    ln->h = ND_height(an) * 72.0;
+    for (Agedge_t *e = agfstout(ag, an); e; e = agnxtout(ag, e)) {
+      OxNodeId to = node_key(agnameof(aghead(e)));
+      if (!to || l->n_edges == ne) continue;
+      OxLayoutEdge *le = &l->edges[l->n_edges++];
+      le->from = id;
+      le->to = to;
+      splines *sp = ED_spl(e);
+      if (sp && sp->size > 0) {
+        bezier *bz = &sp->list[0];
+        le->n_pts = (uint32_t)bz->size;
+        le->pts = ox_xcalloc((bz->size ? (size_t)bz->size : 1) * 2, sizeof(double));
+        for (int i = 0; i < bz->size; i++) {
+          le->pts[2 * i] = bz->list[i].x - left;
+          le->pts[2 * i + 1] = top - bz->list[i].y;
+        }
+        if (bz->eflag) {
+          le->has_arrow = true;
+          le->ax = bz->ep.x - left;
+          le->ay = top - bz->ep.y;
+        }
       }
     }
-  } else {
-    OX_GRAPH_FOREACH(g, id) {
-      in[id] = 1;
-      count++;
-    }
   }
-  if (count > budget) {
-    if (err) snprintf(err, errcap, "over the node budget: %u > %u nodes", count, budget);
-    free(in);
+  qsort(l->nodes, l->n_nodes, sizeof *l->nodes, cmp_lnode);
+  return l;
+}
+
+static bool engine_ok(const char *engine) {
+  return engine && (strcmp(engine, "dot") == 0 || strcmp(engine, "nop2") == 0);
+}
+
+int ox_gv_layout_text(const char *dot, const char *engine, OxLayout **out, char *err, size_t errcap) {
+  *out = NULL;
+  if (err && errcap) err[0] = 0;
+  if (!engine_ok(engine)) {
+    set_err(err, errcap, "unknown layout engine");
     return -1;
   }
-  if (cancelled(opt)) {
-    if (err) snprintf(err, errcap, "cancelled");
-    free(in);
-    return -1;
-  }
-  OxLayout *l = calloc(1, sizeof *l);
-  l->nodes = calloc(count + 1, sizeof *l->nodes);
-  Agnode_t **agn = calloc(g->n_nodes + 1, sizeof *agn);
   OxBuf msgs;
   ox_buf_init(&msgs);
-  int rc = -1;
   const char *what = NULL;
-
+  int rc = -1;
   pthread_mutex_lock(&render_lock);
   render_msgs = &msgs;
   agusererrf prev_errf = agseterrf(collect_agerr);
@@ -236,110 +230,114 @@ int ox_layout_compute(const OxGraph *g, const OxNodeId *subset, uint32_t n, cons
   if (!render_gvc) {
     what = "graphviz: could not create a context";
   } else {
-    Agraph_t *ag = agopen((char *)"G", Agdirected, NULL);
-    agattr(ag, AGRAPH, (char *)"rankdir", (char *)(opt && opt->rankdir ? opt->rankdir : "TB"));
-    agattr(ag, AGRAPH, (char *)"nodesep", (char *)"0.25");
-    agattr(ag, AGRAPH, (char *)"ranksep", (char *)"0.35");
-    if (count > 1000) { /* dot's network simplex is the cost on big graphs: bound it */
-      agattr(ag, AGRAPH, (char *)"nslimit", (char *)"2");
-      agattr(ag, AGRAPH, (char *)"mclimit", (char *)"0.5");
-    }
-    agattr(ag, AGNODE, (char *)"shape", (char *)"box");
-    agattr(ag, AGNODE, (char *)"fontname", (char *)"DejaVu Sans");
-    agattr(ag, AGNODE, (char *)"fontsize", (char *)"10");
-    agattr(ag, AGNODE, (char *)"margin", (char *)"0.12,0.04");
-    agattr(ag, AGNODE, (char *)"label", (char *)"");
-    char key[32];
-    for (OxNodeId id = 1; id < g->n_nodes; id++) {
-      if (!in[id]) continue;
-      snprintf(key, sizeof key, "n%u", id);
-      Agnode_t *an = agnode(ag, key, 1);
-      char lines[3][160], label[500];
-      ox_layout_label(g, id, with_shapes, lines);
-      snprintf(label, sizeof label, "%s\n%s%s%s", lines[0], lines[1], lines[2][0] ? "\n" : "", lines[2]);
-      agsafeset(an, (char *)"label", label, (char *)"");
-      agn[id] = an;
-    }
-    OxNodeId ins[256];
-    for (OxNodeId id = 1; id < g->n_nodes; id++) {
-      if (!in[id]) continue;
-      uint32_t k = ox_graph_inputs(g, id, ins, 256);
-      if (k > 256) k = 256; /* a node with more inputs draws its first 256 edges */
-      for (uint32_t i = 0; i < k; i++)
-        if (in[ins[i]]) agedge(ag, agn[ins[i]], agn[id], NULL, 1);
-    }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    gvFreeLayout(render_gvc, ag);
-    if (gvLayout(render_gvc, ag, "dot") != 0) {
-      what = "graphviz layout failed";
+    Agraph_t *ag = agmemread(dot);
+    if (!ag) {
+      what = "graphviz could not parse the layout request";
     } else {
-      clock_gettime(CLOCK_MONOTONIC, &t1);
-      l->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-      boxf bb = GD_bb(ag);
-      l->width = bb.UR.x - bb.LL.x;
-      l->height = bb.UR.y - bb.LL.y;
-      double top = bb.UR.y, left = bb.LL.x;
-      uint32_t ne = 0;
-      for (OxNodeId id = 1; id < g->n_nodes; id++) {
-        if (!in[id]) continue;
-        Agnode_t *an = agn[id];
-        OxLayoutNode *ln = &l->nodes[l->n_nodes++];
-        ln->id = id;
-        ln->x = ND_coord(an).x - left;
-        ln->y = top - ND_coord(an).y;
-        ln->w = ND_width(an) * 72.0;
-        ln->h = ND_height(an) * 72.0;
-        for (Agedge_t *e = agfstout(ag, an); e; e = agnxtout(ag, e)) ne++;
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      gvFreeLayout(render_gvc, ag);
+      if (gvLayout(render_gvc, ag, engine) != 0) {
+        what = "graphviz layout failed";
+      } else {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        *out = extract(ag);
+        (*out)->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        rc = 0;
       }
-      l->edges = calloc(ne + 1, sizeof *l->edges);
-      for (OxNodeId id = 1; id < g->n_nodes; id++) {
-        if (!in[id]) continue;
-        for (Agedge_t *e = agfstout(ag, agn[id]); e; e = agnxtout(ag, e)) {
-          OxLayoutEdge *le = &l->edges[l->n_edges++];
-          le->from = id;
-          le->to = (OxNodeId)strtoul(agnameof(aghead(e)) + 1, NULL, 10);
-          splines *sp = ED_spl(e);
-          if (sp && sp->size > 0) {
-            bezier *bz = &sp->list[0];
-            le->n_pts = (uint32_t)bz->size;
-            le->pts = malloc((bz->size ? bz->size : 1) * 2 * sizeof(double));
-            for (int i = 0; i < bz->size; i++) {
-              le->pts[2 * i] = bz->list[i].x - left;
-              le->pts[2 * i + 1] = top - bz->list[i].y;
-            }
-            if (bz->eflag) {
-              le->has_arrow = true;
-              le->ax = bz->ep.x - left;
-              le->ay = top - bz->ep.y;
-            }
-          }
-        }
-      }
-      rc = 0;
+      gvFreeLayout(render_gvc, ag);
+      agclose(ag);
     }
-    gvFreeLayout(render_gvc, ag);
-    agclose(ag);
   }
   agseterrf(prev_errf);
   render_msgs = NULL;
   pthread_mutex_unlock(&render_lock);
-  free(agn);
-  free(in);
-  if (rc == 0 && cancelled(opt)) {
-    rc = -1;
-    what = "cancelled";
-  }
   if (rc != 0) {
     if (msgs.len)
       msgs_to_err(&msgs, what, err, errcap);
     else
       set_err(err, errcap, what ? what : "layout failed");
-    ox_layout_free(l);
-  } else {
-    qsort(l->nodes, l->n_nodes, sizeof *l->nodes, cmp_layout_node);
-    *out = l;
   }
   ox_buf_free(&msgs);
+  return rc;
+}
+
+int ox_gv_render_text(const char *dot, const char *engine, const char *format, OxBuf *out, char *err,
+                      size_t errcap) {
+  if (err && errcap) err[0] = 0;
+  const char *device = format && strcmp(format, "svg") == 0 ? "svg" : format && strcmp(format, "png") == 0 ? "png:cairo" : NULL;
+  if (!device || !engine_ok(engine)) {
+    set_err(err, errcap, !device ? "cannot render to that format: only svg and png are supported" : "unknown layout engine");
+    return -1;
+  }
+  OxBuf msgs;
+  ox_buf_init(&msgs);
+  const char *what = NULL;
+  int rc = -1;
+  pthread_mutex_lock(&render_lock);
+  render_msgs = &msgs;
+  agusererrf prev_errf = agseterrf(collect_agerr);
+  if (!render_gvc) render_gvc = gvContext();
+  if (!render_gvc) {
+    what = "graphviz: could not create a context";
+  } else {
+    Agraph_t *ag = agmemread(dot);
+    if (!ag) {
+      what = "graphviz could not parse the DOT";
+    } else {
+      gvFreeLayout(render_gvc, ag);
+      if (gvLayout(render_gvc, ag, engine) != 0) {
+        what = "graphviz layout failed";
+      } else {
+        char *data = NULL;
+        unsigned int len = 0;
+        if (gvRenderData(render_gvc, ag, device, &data, &len) != 0 || !data) {
+          what = "graphviz rendering failed";
+        } else {
+          ox_buf_append(out, data, len);
+          rc = 0;
+        }
+        if (data) gvFreeRenderData(data);
+      }
+      gvFreeLayout(render_gvc, ag);
+      agclose(ag);
+    }
+  }
+  agseterrf(prev_errf);
+  render_msgs = NULL;
+  pthread_mutex_unlock(&render_lock);
+  if (rc == 0)
+    msgs_to_err(&msgs, NULL, err, errcap);
+  else if (msgs.len)
+    msgs_to_err(&msgs, what, err, errcap);
+  else
+    set_err(err, errcap, what);
+  ox_buf_free(&msgs);
+  return rc;
+}
+
+int ox_layout_compute(const OxGraph *g, const OxNodeId *subset, uint32_t n, const OxLayoutOptions *opt,
+                      OxLayout **out, char *err, size_t errcap) {
+  *out = NULL;
+  OxLSub s;
+  if (ox_lsub_build(g, subset, n, opt, &s, err, errcap) != 0) return -1;
+  if (ox_layout_cancelled(opt)) {
+    ox_lsub_free(&s);
+    set_err(err, errcap, "cancelled");
+    return -1;
+  }
+  OxBuf dot;
+  ox_buf_init(&dot);
+  ox_lsub_request_dot(&s, opt, &dot);
+  int rc = ox_gv_layout_text(dot.data, "dot", out, err, errcap);
+  ox_buf_free(&dot);
+  if (rc == 0 && ox_layout_cancelled(opt)) {
+    ox_layout_free(*out);
+    *out = NULL;
+    set_err(err, errcap, "cancelled");
+    rc = -1;
+  }
+  if (rc == 0) ox_lsub_add_stubs(&s, *out, opt && opt->rankdir && strcmp(opt->rankdir, "LR") == 0);
+  ox_lsub_free(&s);
   return rc;
 }

@@ -278,27 +278,6 @@ OxHierarchy *ox_view_hierarchy(const OxGraph *g) {
     }
     if (c > 0) h->node_cluster[id] = c;
   }
-  /* counts */
-  for (uint32_t i = 0; i < g->n_nodes; i++) {
-    if (h->node_cluster[i] < 0) continue;
-    int32_t c = h->node_cluster[i];
-    b.c[c].n_direct++;
-    for (; c >= 0; c = b.c[c].parent) b.c[c].n_total++;
-  }
-  /* children, contiguous per parent, in creation order */
-  h->child_index = ox_xcalloc(b.n + 1, sizeof *h->child_index);
-  uint32_t *cnt = ox_xcalloc(b.n + 1, sizeof *cnt);
-  for (uint32_t i = 1; i < b.n; i++) cnt[b.c[i].parent]++;
-  uint32_t pos = 0;
-  for (uint32_t i = 0; i < b.n; i++) {
-    b.c[i].first_child = pos;
-    pos += cnt[i];
-  }
-  for (uint32_t i = 1; i < b.n; i++) {
-    OxCluster *p = &b.c[b.c[i].parent];
-    h->child_index[p->first_child + p->n_children++] = i;
-  }
-  free(cnt);
   free(b.map.keys);
   free(b.map.vals);
   h->clusters = b.c;
@@ -306,7 +285,34 @@ OxHierarchy *ox_view_hierarchy(const OxGraph *g) {
   b.owned = ox_xrealloc(b.owned, (b.n_owned + 1) * sizeof *b.owned);
   b.owned[b.n_owned] = NULL;
   h->owned = b.owned;
+  ox_view_hierarchy_refine(h, g, OX_VIEW_FAN);
   return h;
+}
+
+void ox_view_hierarchy_reindex(OxHierarchy *h) {
+  OxCluster *c = h->clusters;
+  for (uint32_t i = 0; i < h->n_clusters; i++) c[i].n_direct = c[i].n_total = c[i].n_children = 0;
+  for (uint32_t i = 0; i < h->n_node_ids; i++) {
+    int32_t x = h->node_cluster[i];
+    if (x < 0) continue;
+    c[x].n_direct++;
+    for (; x >= 0; x = c[x].parent) c[x].n_total++;
+  }
+  /* children, contiguous per parent, in creation order */
+  free(h->child_index);
+  h->child_index = ox_xcalloc(h->n_clusters + 1, sizeof *h->child_index);
+  uint32_t *cnt = ox_xcalloc(h->n_clusters + 1, sizeof *cnt);
+  for (uint32_t i = 1; i < h->n_clusters; i++) cnt[c[i].parent]++;
+  uint32_t pos = 0;
+  for (uint32_t i = 0; i < h->n_clusters; i++) {
+    c[i].first_child = pos;
+    pos += cnt[i];
+  }
+  for (uint32_t i = 1; i < h->n_clusters; i++) {
+    OxCluster *p = &c[c[i].parent];
+    h->child_index[p->first_child + p->n_children++] = i;
+  }
+  free(cnt);
 }
 
 void ox_view_hierarchy_free(OxHierarchy *h) {
@@ -391,7 +397,8 @@ OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint
         for (char *p = name; *p; p++)
           if (*p == '.') *p = '_';
         char target[640];
-        snprintf(target, sizeof target, "%s [%u nodes]", cl->path, cl->n_total);
+        snprintf(target, sizeof target, "%s [%u nodes]", cl->kind == OX_CLUSTER_MODULE ? cl->path : cl->label,
+                 cl->n_total);
         OxNodeId nid = ox_graph_add_node(o, OX_OP_CALL_MODULE, name, target, ox_value_none(), ox_value_none());
         o->nodes[nid].module_type = ox_graph_intern(o, "cluster");
         ox_graph_opix_stale(o, nid);
@@ -438,4 +445,718 @@ OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint
   free(item);
   free(cluster_item);
   return o;
+}
+
+/* ------------------------------------------------------------------ structural refinement */
+
+enum { HUB_DEGREE = 16, MAX_REFINE_DEPTH = 32 };
+#define HUB_WEIGHT ((int64_t)1 << 20) /* a non-hub edge crossing a band boundary counts this much */
+
+typedef struct Vec {
+  uint32_t *v;
+  uint32_t n, cap;
+} Vec;
+
+static void vec_push(Vec *a, uint32_t x) {
+  if (a->n == a->cap) {
+    a->cap = a->cap ? a->cap * 2 : 8;
+    a->v = ox_xrealloc(a->v, a->cap * sizeof *a->v);
+  }
+  a->v[a->n++] = x;
+}
+
+typedef struct Refine {
+  OxHierarchy *h;
+  const OxGraph *g;
+  uint32_t fan, cap;       /* cap: capacity of the cluster arrays */
+  Vec *members;            /* per cluster: its direct nodes, in program order */
+  Vec *kids;               /* per cluster: its children, in creation order */
+  uint32_t *n_struct;      /* per cluster: structural children made so far (their path numbers) */
+  uint32_t n_owned;
+  Vec queue;
+  uint32_t *local;         /* node id -> local index + 1 (scratch, cleared after use) */
+} Refine;
+
+static const char *r_own(Refine *r, const char *s) {
+  size_t n = strlen(s);
+  char *c = ox_xcalloc(n + 1, 1);
+  memcpy(c, s, n);
+  r->h->owned = ox_xrealloc(r->h->owned, (r->n_owned + 2) * sizeof *r->h->owned);
+  r->h->owned[r->n_owned++] = c;
+  r->h->owned[r->n_owned] = NULL;
+  return c;
+}
+
+static int32_t r_new(Refine *r, int32_t parent, OxClusterKind kind, const char *label) {
+  OxHierarchy *h = r->h;
+  if (h->n_clusters == r->cap) {
+    uint32_t old = r->cap;
+    r->cap *= 2;
+    h->clusters = ox_xrealloc(h->clusters, r->cap * sizeof *h->clusters);
+    r->members = ox_xrealloc(r->members, r->cap * sizeof *r->members);
+    r->kids = ox_xrealloc(r->kids, r->cap * sizeof *r->kids);
+    r->n_struct = ox_xrealloc(r->n_struct, r->cap * sizeof *r->n_struct);
+    memset(r->members + old, 0, (r->cap - old) * sizeof *r->members);
+    memset(r->kids + old, 0, (r->cap - old) * sizeof *r->kids);
+    memset(r->n_struct + old, 0, (r->cap - old) * sizeof *r->n_struct);
+  }
+  uint32_t idx = h->n_clusters++;
+  OxCluster *c = &h->clusters[idx];
+  memset(c, 0, sizeof *c);
+  const OxCluster *p = &h->clusters[parent];
+  char path[640];
+  snprintf(path, sizeof path, "%s%s~%u", p->path, p->path[0] ? "." : "", ++r->n_struct[parent]);
+  c->path = r_own(r, path);
+  c->label = r_own(r, label);
+  c->kind = kind;
+  c->parent = parent;
+  c->depth = p->depth + 1;
+  vec_push(&r->kids[parent], idx);
+  vec_push(&r->queue, idx);
+  return (int32_t)idx;
+}
+
+static void r_move(Refine *r, uint32_t id, int32_t to) {
+  r->h->node_cluster[id] = to;
+  vec_push(&r->members[to], id);
+}
+
+static bool is_leaf_op(const OxNode *n) { return n->op == OX_OP_PLACEHOLDER || n->op == OX_OP_GET_ATTR; }
+
+/* "first … last" of nodes (program order), preferring computing nodes over parameters. */
+static void span_label(const OxGraph *g, const uint32_t *ids, uint32_t n, char *buf, size_t cap) {
+  uint32_t first = ids[0], last = ids[n - 1];
+  for (uint32_t i = 0; i < n; i++)
+    if (!is_leaf_op(&g->nodes[ids[i]])) {
+      first = ids[i];
+      break;
+    }
+  if (first == last || n == 1)
+    snprintf(buf, cap, "%s", g->nodes[first].name);
+  else
+    snprintf(buf, cap, "%s \xe2\x80\xa6 %s", g->nodes[first].name, g->nodes[last].name);
+}
+
+/* "addmm" from "torch.ops.aten.addmm.default", "linear" from "torch.nn.functional.linear". */
+static void op_word(const OxNode *n, char *buf, size_t cap) {
+  if (n->op == OX_OP_PLACEHOLDER) {
+    snprintf(buf, cap, "placeholder");
+    return;
+  }
+  if (n->op == OX_OP_GET_ATTR) {
+    snprintf(buf, cap, "get_attr");
+    return;
+  }
+  if (n->op == OX_OP_OUTPUT) {
+    snprintf(buf, cap, "output");
+    return;
+  }
+  const char *t = n->op == OX_OP_CALL_MODULE && n->module_type ? n->module_type : n->target;
+  char tmp[256];
+  snprintf(tmp, sizeof tmp, "%s", t ? t : "?");
+  size_t len = strlen(tmp);
+  static const char *const overloads[] = {".default", ".Tensor", ".Scalar", ".int", ".dim", ".self", NULL};
+  for (const char *const *o = overloads; *o; o++) {
+    size_t k = strlen(*o);
+    if (len > k && strcmp(tmp + len - k, *o) == 0) {
+      tmp[len - k] = 0;
+      break;
+    }
+  }
+  const char *dot = strrchr(tmp, '.');
+  snprintf(buf, cap, "%s", dot ? dot + 1 : tmp);
+}
+
+static uint64_t hash_str(const char *s) { return ox_hash_bytes(s, strlen(s)); }
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static uint32_t uf_find(uint32_t *p, uint32_t x) {
+  while (p[x] != x) {
+    p[x] = p[p[x]];
+    x = p[x];
+  }
+  return x;
+}
+
+/* The subgraph of a cluster's direct nodes: local edges, hubs, a topological order, depths. */
+typedef struct Sub {
+  uint32_t n;
+  const uint32_t *ids;     /* local -> node id */
+  uint32_t *eu, *ev, ne;   /* edges u -> v (local) */
+  uint8_t *hub;
+  int32_t *depth;
+  int32_t max_depth;
+} Sub;
+
+static void sub_free(Sub *s) {
+  free(s->eu);
+  free(s->ev);
+  free(s->hub);
+  free(s->depth);
+}
+
+static void sub_build(Refine *r, const uint32_t *ids, uint32_t n, Sub *s) {
+  const OxGraph *g = r->g;
+  memset(s, 0, sizeof *s);
+  s->n = n;
+  s->ids = ids;
+  for (uint32_t i = 0; i < n; i++) r->local[ids[i]] = i + 1;
+  uint32_t cap = 2 * n + 8;
+  s->eu = ox_xcalloc(cap, sizeof *s->eu);
+  s->ev = ox_xcalloc(cap, sizeof *s->ev);
+  OxNodeId ins[256];
+  for (uint32_t v = 0; v < n; v++) {
+    uint32_t k = ox_graph_inputs_r(g, ids[v], ins, 256);
+    for (uint32_t j = 0; j < k; j++) {
+      uint32_t u = ins[j] < g->n_nodes ? r->local[ins[j]] : 0;
+      if (!u || u - 1 == v) continue;
+      if (s->ne == cap) {
+        cap *= 2;
+        s->eu = ox_xrealloc(s->eu, cap * sizeof *s->eu);
+        s->ev = ox_xrealloc(s->ev, cap * sizeof *s->ev);
+      }
+      s->eu[s->ne] = u - 1;
+      s->ev[s->ne++] = v;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) r->local[ids[i]] = 0;
+  uint32_t *deg = ox_xcalloc(n + 1, sizeof *deg), *indeg = ox_xcalloc(n + 1, sizeof *indeg);
+  for (uint32_t e = 0; e < s->ne; e++) {
+    deg[s->eu[e]]++;
+    deg[s->ev[e]]++;
+    indeg[s->ev[e]]++;
+  }
+  s->hub = ox_xcalloc(n + 1, 1);
+  for (uint32_t i = 0; i < n; i++) s->hub[i] = deg[i] >= HUB_DEGREE;
+  /* CSR out-edges, topological order (Kahn; a cycle is broken at its lowest node) */
+  uint32_t *off = ox_xcalloc(n + 2, sizeof *off), *adj = ox_xcalloc(s->ne + 1, sizeof *adj);
+  for (uint32_t e = 0; e < s->ne; e++) off[s->eu[e] + 1]++;
+  for (uint32_t i = 0; i < n; i++) off[i + 1] += off[i];
+  uint32_t *fill = ox_xcalloc(n + 1, sizeof *fill);
+  for (uint32_t e = 0; e < s->ne; e++) adj[off[s->eu[e]] + fill[s->eu[e]]++] = s->ev[e];
+  free(fill);
+  uint32_t *order = ox_xcalloc(n + 1, sizeof *order);
+  uint8_t *done = ox_xcalloc(n + 1, 1);
+  uint32_t qh = 0, qt = 0, scan = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (!indeg[i]) order[qt++] = i;
+  while (qh < n) {
+    if (qh == qt) {
+      while (scan < n && (done[scan] || !indeg[scan])) scan++;
+      if (scan >= n) break;
+      indeg[scan] = 0;
+      order[qt++] = scan;
+    }
+    uint32_t x = order[qh++];
+    done[x] = 1;
+    for (uint32_t k = off[x]; k < off[x + 1]; k++)
+      if (!done[adj[k]] && indeg[adj[k]] && --indeg[adj[k]] == 0) order[qt++] = adj[k];
+  }
+  /* longest path, then a node with at least as many consumers as (non-hub) producers moves down
+   * to just above its nearest consumer: parameters sit at their use, not at depth 0 */
+  s->depth = ox_xcalloc(n + 1, sizeof *s->depth);
+  uint32_t *nin = ox_xcalloc(n + 1, sizeof *nin);
+  for (uint32_t e = 0; e < s->ne; e++)
+    if (!s->hub[s->eu[e]]) nin[s->ev[e]]++;
+  for (uint32_t i = 0; i < qh; i++) {
+    uint32_t x = order[i];
+    for (uint32_t k = off[x]; k < off[x + 1]; k++)
+      if (s->depth[adj[k]] < s->depth[x] + 1 && done[adj[k]]) s->depth[adj[k]] = s->depth[x] + 1;
+  }
+  for (uint32_t i = qh; i-- > 0;) {
+    uint32_t x = order[i], nout = off[x + 1] - off[x];
+    if (!nout || nin[x] > nout || s->hub[x]) continue;
+    int32_t m = INT32_MAX;
+    for (uint32_t k = off[x]; k < off[x + 1]; k++)
+      if (s->depth[adj[k]] < m) m = s->depth[adj[k]];
+    if (m - 1 > s->depth[x]) s->depth[x] = m - 1;
+  }
+  s->max_depth = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (s->depth[i] > s->max_depth) s->max_depth = s->depth[i];
+  free(nin);
+  free(order);
+  free(done);
+  free(off);
+  free(adj);
+  free(deg);
+  free(indeg);
+}
+
+/* Bands of consecutive depths: about fan nodes each, cut at the boundary with the fewest crossing
+ * edges near each equal-count target; `forced` accepts any cut, else only narrow ones (at most a
+ * quarter of the median crossing, or 3). Returns true when it made at least two bands. */
+static bool make_bands(Refine *r, int32_t c, Sub *s, bool forced) {
+  uint32_t n = s->n;
+  int32_t D = s->max_depth + 1;
+  if (D < 3) return false;
+  uint32_t *cnt = ox_xcalloc((size_t)D + 1, sizeof *cnt);
+  int64_t *cross = ox_xcalloc((size_t)D + 2, sizeof *cross); /* boundary b: between depth b and b + 1 */
+  for (uint32_t i = 0; i < n; i++) cnt[s->depth[i]]++;
+  for (uint32_t e = 0; e < s->ne; e++) {
+    /* a hub's edges cross everywhere (a size used by every block, an output taking every saved
+     * tensor): they say nothing about where the graph narrows */
+    int64_t w = (s->hub[s->eu[e]] || s->hub[s->ev[e]]) ? 1 : HUB_WEIGHT; /* hub edges only break ties */
+    int32_t a = s->depth[s->eu[e]], b = s->depth[s->ev[e]];
+    if (a > b) {
+      int32_t t = a;
+      a = b;
+      b = t;
+    }
+    if (a == b) continue;
+    cross[a] += w;
+    cross[b] -= w;
+  }
+  for (int32_t b = 1; b < D; b++) cross[b] += cross[b - 1];
+  int64_t *sorted = ox_xcalloc((size_t)D + 1, sizeof *sorted);
+  memcpy(sorted, cross, (size_t)(D - 1) * sizeof *sorted);
+  qsort(sorted, (size_t)(D - 1), sizeof *sorted, cmp_u64);
+  int64_t median = D > 1 ? sorted[(D - 1) / 2] / HUB_WEIGHT : 0, limit = median / 4 > 3 ? median / 4 : 3;
+  limit = limit * HUB_WEIGHT + HUB_WEIGHT - 1;
+  free(sorted);
+  uint32_t B = (n + r->fan - 1) / r->fan;
+  if (B < 2) B = 2;
+  if (B > r->fan) B = r->fan;
+  /* cut boundaries */
+  uint8_t *cut = ox_xcalloc((size_t)D + 1, 1);
+  uint32_t n_cuts = 0, min_band = n / (4 * B) > 3 ? n / (4 * B) : 3;
+  if (!forced) {
+    /* every narrow boundary, one per run of them too close together to hold a band between */
+    int32_t best = -1;
+    uint32_t since = 0, total = 0;
+    for (int32_t x = 0; x + 1 < D; x++) {
+      since += cnt[x];
+      total += cnt[x];
+      if (cross[x] > limit) continue;
+      if (best >= 0 && since < min_band) {
+        /* the same run: keep the narrower */
+        if (cross[x] < cross[best]) {
+          cut[best] = 0;
+          cut[x] = 1;
+          best = x;
+          since = 0;
+        }
+        continue;
+      }
+      if (total < min_band || n - total < min_band) continue;
+      cut[x] = 1;
+      best = x;
+      since = 0;
+      n_cuts++;
+    }
+    if (n_cuts + 1 > r->fan) {
+      /* too many natural bands: keep the narrow cuts nearest to equal-count targets */
+      uint8_t *keep = ox_xcalloc((size_t)D + 1, 1);
+      uint32_t acc = 0, kept = 0;
+      int32_t x = 0;
+      for (uint32_t k = 1; k < r->fan; k++) {
+        uint64_t target = (uint64_t)k * n / r->fan;
+        while (x < D - 1 && acc + cnt[x] <= target) acc += cnt[x++];
+        int32_t lo = x, hi = x;
+        while (lo >= 0 && !cut[lo]) lo--;
+        while (hi < D - 1 && !cut[hi]) hi++;
+        int32_t pick = lo >= 0 && (hi >= D - 1 || x - lo <= hi - x) ? lo : hi < D - 1 ? hi : -1;
+        if (pick >= 0 && !keep[pick]) {
+          keep[pick] = 1;
+          kept++;
+        }
+      }
+      memcpy(cut, keep, (size_t)D + 1);
+      free(keep);
+      n_cuts = kept;
+    }
+  } else {
+    uint32_t acc = 0;
+    int32_t d = 0;
+    for (uint32_t k = 1; k < B; k++) {
+      uint64_t target = (uint64_t)k * n / B;
+      while (d < D - 1 && acc + cnt[d] <= target) acc += cnt[d++];
+      int32_t win = D / (int32_t)(2 * B) + 1, best = -1;
+      for (int32_t x = d - win; x <= d + win; x++) {
+        if (x < 0 || x >= D - 1) continue;
+        if (best < 0 || cross[x] < cross[best] || (cross[x] == cross[best] && abs(x - d) < abs(best - d))) best = x;
+      }
+      if (best >= 0 && !cut[best]) {
+        cut[best] = 1;
+        n_cuts++;
+      }
+    }
+  }
+  bool made = false;
+  if (n_cuts) {
+    /* band index per depth */
+    int32_t *band_of = ox_xcalloc((size_t)D + 1, sizeof *band_of);
+    /* a band of a handful of nodes (the input before the first layer, a lone cat) joins the
+     * next one: cut only where both sides have some size */
+    uint32_t run = 0, total = 0;
+    for (int32_t x = 0; x < D; x++) {
+      run += cnt[x];
+      total += cnt[x];
+      if (!cut[x]) continue;
+      if (run < min_band || n - total < min_band)
+        cut[x] = 0;
+      else
+        run = 0;
+    }
+    int32_t nb = 0;
+    for (int32_t x = 0; x < D; x++) {
+      band_of[x] = nb;
+      if (cut[x]) nb++;
+    }
+    nb++;
+    Vec *bm = ox_xcalloc((size_t)nb + 1, sizeof *bm);
+    for (uint32_t i = 0; i < n; i++) vec_push(&bm[band_of[s->depth[i]]], s->ids[i]);
+    uint32_t nonempty = 0, biggest = 0;
+    for (int32_t b = 0; b < nb; b++) {
+      nonempty += bm[b].n > 0;
+      if (bm[b].n > biggest) biggest = bm[b].n;
+    }
+    /* narrow cuts that leave one band with nearly everything are no division at all: the
+     * forced bands (equal counts) serve better then */
+    bool lopsided = !forced && biggest > r->fan && (uint64_t)biggest * 4 > (uint64_t)n * 3;
+    if (nonempty >= 2 && !lopsided) {
+      for (int32_t b = 0; b < nb; b++) {
+        if (!bm[b].n) continue;
+        char label[400];
+        span_label(r->g, bm[b].v, bm[b].n, label, sizeof label);
+        int32_t nc = r_new(r, c, OX_CLUSTER_BAND, label);
+        for (uint32_t i = 0; i < bm[b].n; i++) r_move(r, bm[b].v[i], nc);
+      }
+      made = true;
+    }
+    for (int32_t b = 0; b < nb; b++) free(bm[b].v);
+    free(bm);
+    free(band_of);
+  }
+  free(cut);
+  free(cnt);
+  free(cross);
+  return made;
+}
+
+/* An open-addressing map from 64-bit keys to a first index, for grouping by op or signature. */
+typedef struct KeyMap {
+  uint64_t *k;
+  uint32_t *v; /* value + 1; 0 = empty */
+  uint32_t cap;
+} KeyMap;
+
+static void keymap_init(KeyMap *m, uint32_t n) {
+  m->cap = 64;
+  while (m->cap < 2 * n + 2) m->cap *= 2;
+  m->k = ox_xcalloc(m->cap, sizeof *m->k);
+  m->v = ox_xcalloc(m->cap, sizeof *m->v);
+}
+
+/* The value stored for key, storing v first if absent. */
+static uint32_t keymap_get_or_put(KeyMap *m, uint64_t key, uint32_t v) {
+  uint32_t j = (uint32_t)(key ^ (key >> 29)) & (m->cap - 1);
+  while (m->v[j]) {
+    if (m->k[j] == key) return m->v[j] - 1;
+    j = (j + 1) & (m->cap - 1);
+  }
+  m->k[j] = key;
+  m->v[j] = v + 1;
+  return v;
+}
+
+static void keymap_free(KeyMap *m) {
+  free(m->k);
+  free(m->v);
+}
+
+/* Ops that move data around without computing: left out of group labels when there is more. */
+static bool is_plumbing(const OxNode *n) {
+  static const char *const words[] = {"getitem", "t", "permute", "view", "reshape", "transpose", "expand",
+                                      "unsqueeze", "squeeze", "contiguous", "clone", "_to_copy",
+                                      "convert_element_type", "split", "split_with_sizes", "cat", "stack",
+                                      "unbind", "slice", "select", "alias", "_unsafe_view", NULL};
+  char w[128];
+  op_word(n, w, sizeof w);
+  for (const char *const *p = words; *p; p++)
+    if (strcmp(w, *p) == 0) return true;
+  return false;
+}
+
+static uint64_t op_key(const OxNode *n) {
+  char w[128];
+  op_word(n, w, sizeof w);
+  return hash_str(w);
+}
+
+/* Weakly connected parts (hubs left out of the connections): each part of two or more nodes
+ * becomes a cluster, hubs and single nodes stay direct. When that still leaves more than fan
+ * items, parts with the same ops go under a group cluster and single nodes of one op (three or
+ * more) under a kind cluster. Returns false, changing nothing, when one part dominates (more
+ * than half of the nodes and over fan nodes): bands suit that better. */
+static bool make_parts(Refine *r, int32_t c, Sub *s) {
+  uint32_t n = s->n, fan = r->fan;
+  const OxGraph *g = r->g;
+  uint32_t *par = ox_xcalloc(n + 1, sizeof *par);
+  for (uint32_t i = 0; i < n; i++) par[i] = i;
+  for (uint32_t e = 0; e < s->ne; e++) {
+    if (s->hub[s->eu[e]] || s->hub[s->ev[e]]) continue;
+    uint32_t a = uf_find(par, s->eu[e]), b = uf_find(par, s->ev[e]);
+    if (a != b) par[a > b ? a : b] = a > b ? b : a;
+  }
+  uint32_t *size = ox_xcalloc(n + 1, sizeof *size);
+  uint32_t largest = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t root = uf_find(par, i);
+    if (!s->hub[i] && ++size[root] > largest) largest = size[root];
+  }
+  if (largest > fan && largest * 2 > n) {
+    free(par);
+    free(size);
+    return false;
+  }
+  /* parts in order of their first node */
+  uint32_t *part = ox_xcalloc(n + 1, sizeof *part); /* node -> part + 1, 0 = loose */
+  uint32_t *root_part = ox_xcalloc(n + 1, sizeof *root_part);
+  uint32_t n_parts = 0, n_loose = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t root = uf_find(par, i);
+    if (s->hub[i] || size[root] < 2) {
+      n_loose++;
+      continue;
+    }
+    if (!root_part[root]) root_part[root] = ++n_parts;
+    part[i] = root_part[root];
+  }
+  Vec *pm = ox_xcalloc(n_parts + 1, sizeof *pm);
+  for (uint32_t i = 0; i < n; i++)
+    if (part[i]) vec_push(&pm[part[i] - 1], s->ids[i]);
+  bool crowded = r->kids[c].n + n_loose + n_parts > fan;
+  /* groups of parts with the same ops (sorted multiset of op words) */
+  uint32_t *lead = ox_xcalloc(n_parts + 1, sizeof *lead), *lead_n = ox_xcalloc(n_parts + 1, sizeof *lead_n);
+  for (uint32_t p = 0; p < n_parts; p++) lead[p] = p;
+  if (crowded && n_parts) {
+    KeyMap km;
+    keymap_init(&km, n_parts);
+    for (uint32_t p = 0; p < n_parts; p++) {
+      uint64_t *hs = ox_xcalloc(pm[p].n + 1, sizeof *hs);
+      for (uint32_t i = 0; i < pm[p].n; i++) hs[i] = op_key(&g->nodes[pm[p].v[i]]);
+      qsort(hs, pm[p].n, sizeof *hs, cmp_u64);
+      uint64_t sig = 0x9e3779b97f4a7c15ull ^ pm[p].n;
+      for (uint32_t i = 0; i < pm[p].n; i++) sig = (sig ^ hs[i]) * 0x100000001b3ull;
+      free(hs);
+      lead[p] = keymap_get_or_put(&km, sig, p);
+      lead_n[lead[p]]++;
+    }
+    keymap_free(&km);
+  }
+  /* kinds of loose nodes (not hubs): op word -> first node */
+  uint32_t *kind = ox_xcalloc(n + 1, sizeof *kind), *kind_n = ox_xcalloc(n + 1, sizeof *kind_n);
+  if (crowded) {
+    KeyMap km;
+    keymap_init(&km, n_loose);
+    for (uint32_t i = 0; i < n; i++) {
+      if (part[i] || s->hub[i]) continue;
+      kind[i] = keymap_get_or_put(&km, op_key(&g->nodes[s->ids[i]]), i);
+      kind_n[kind[i]]++;
+    }
+    keymap_free(&km);
+  }
+  /* no progress: everything would land in one new cluster (one part, or one kind of loose node) */
+  bool single_kind = false;
+  if (crowded && !n_parts) {
+    single_kind = true;
+    for (uint32_t i = 0; i < n && single_kind; i++)
+      if (!part[i] && (s->hub[i] || kind[i] != kind[0])) single_kind = false;
+  }
+  if ((n_parts == 1 && n_loose == 0) || single_kind || (n_parts == 0 && !crowded)) {
+    for (uint32_t p = 0; p < n_parts; p++) free(pm[p].v);
+    free(pm);
+    free(par);
+    free(size);
+    free(part);
+    free(root_part);
+    free(lead);
+    free(lead_n);
+    free(kind);
+    free(kind_n);
+    return false;
+  }
+  /* loose nodes, in order: direct, or under their kind's cluster */
+  int32_t *kind_cluster = ox_xcalloc(n + 1, sizeof *kind_cluster); /* cluster + 1 */
+  for (uint32_t i = 0; i < n; i++) {
+    if (part[i]) continue;
+    uint32_t k = kind[i];
+    if (crowded && !s->hub[i] && kind_n[k] >= 3) {
+      if (!kind_cluster[k]) {
+        char w[128], label[200];
+        op_word(&g->nodes[s->ids[k]], w, sizeof w);
+        bool plural = strcmp(w, "placeholder") == 0 || strcmp(w, "get_attr") == 0;
+        snprintf(label, sizeof label, "%u %s%s", kind_n[k], w, plural ? "s" : " nodes");
+        kind_cluster[k] = r_new(r, c, OX_CLUSTER_KIND, label) + 1;
+      }
+      r_move(r, s->ids[i], kind_cluster[k] - 1);
+    } else {
+      r_move(r, s->ids[i], c);
+    }
+  }
+  /* parts, under their group's cluster when the group has several */
+  int32_t *group_cluster = ox_xcalloc(n_parts + 1, sizeof *group_cluster); /* cluster + 1 */
+  for (uint32_t p = 0; p < n_parts; p++) {
+    int32_t parent = c;
+    uint32_t l = lead[p];
+    if (crowded && lead_n[l] >= 2) {
+      if (!group_cluster[l]) {
+        /* "12 × addmm · native_layer_norm · tanh": the leader's distinct ops, program order */
+        char label[300];
+        size_t o = (size_t)snprintf(label, sizeof label, "%u \xc3\x97 ", lead_n[l]);
+        uint64_t seen[4];
+        uint32_t ns = 0;
+        for (uint32_t i = 0, pass = 0; pass < 2 && ns < 3; i++) {
+          if (i == pm[l].n) {
+            /* nothing but plumbing: take that */
+            if (ns) break;
+            i = 0;
+            pass++;
+            if (pass == 2) break;
+          }
+          const OxNode *x = &g->nodes[pm[l].v[i]];
+          if (is_leaf_op(x) || (pass == 0 && is_plumbing(x))) continue;
+          uint64_t hk = op_key(x);
+          bool dup = false;
+          for (uint32_t k = 0; k < ns; k++) dup |= seen[k] == hk;
+          if (dup) continue;
+          seen[ns++] = hk;
+          char w[128];
+          op_word(x, w, sizeof w);
+          if (o < sizeof label) o += (size_t)snprintf(label + o, sizeof label - o, "%s%s", ns > 1 ? " \xc2\xb7 " : "", w);
+        }
+        group_cluster[l] = r_new(r, c, OX_CLUSTER_GROUP, label) + 1;
+      }
+      parent = group_cluster[l] - 1;
+    }
+    char label[400];
+    span_label(g, pm[p].v, pm[p].n, label, sizeof label);
+    int32_t pc = r_new(r, parent, OX_CLUSTER_PART, label);
+    for (uint32_t i = 0; i < pm[p].n; i++) r_move(r, pm[p].v[i], pc);
+  }
+  for (uint32_t p = 0; p < n_parts; p++) free(pm[p].v);
+  free(pm);
+  free(par);
+  free(size);
+  free(part);
+  free(root_part);
+  free(lead);
+  free(lead_n);
+  free(kind);
+  free(kind_n);
+  free(kind_cluster);
+  free(group_cluster);
+  return true;
+}
+
+/* Chunks of consecutive direct nodes (at most fan each) when loose nodes alone are too many. */
+static void chunk_members(Refine *r, int32_t c) {
+  Vec m = r->members[c];
+  r->members[c] = (Vec){0};
+  uint32_t fan = r->fan, k = (m.n + fan - 1) / fan;
+  if (k > fan) k = fan;
+  for (uint32_t j = 0; j < k; j++) {
+    uint32_t a = (uint32_t)((uint64_t)j * m.n / k), b = (uint32_t)((uint64_t)(j + 1) * m.n / k);
+    char label[400];
+    span_label(r->g, m.v + a, b - a, label, sizeof label);
+    int32_t nc = r_new(r, c, OX_CLUSTER_CHUNK, label);
+    for (uint32_t i = a; i < b; i++) r_move(r, m.v[i], nc);
+  }
+  free(m.v);
+}
+
+/* Children in consecutive chunks under new clusters, when a cluster has too many children. */
+static void chunk_kids(Refine *r, int32_t c) {
+  Vec kids = r->kids[c];
+  r->kids[c] = (Vec){0};
+  uint32_t fan = r->fan, room = fan > r->members[c].n ? fan - r->members[c].n : 1;
+  uint32_t k = (kids.n + fan - 1) / fan;
+  if (k > room) k = room;
+  if (k < 2) k = 2;
+  for (uint32_t j = 0; j < k; j++) {
+    uint32_t a = (uint32_t)((uint64_t)j * kids.n / k), b = (uint32_t)((uint64_t)(j + 1) * kids.n / k);
+    if (a == b) continue;
+    char label[400];
+    const OxCluster *x = &r->h->clusters[kids.v[a]], *y = &r->h->clusters[kids.v[b - 1]];
+    if (b - a == 1)
+      snprintf(label, sizeof label, "%s", x->kind == OX_CLUSTER_MODULE ? x->path : x->label);
+    else
+      snprintf(label, sizeof label, "%s \xe2\x80\xa6 %s", x->kind == OX_CLUSTER_MODULE ? x->path : x->label,
+               y->kind == OX_CLUSTER_MODULE ? y->path : y->label);
+    int32_t nc = r_new(r, c, OX_CLUSTER_CHUNK, label);
+    for (uint32_t i = a; i < b; i++) {
+      r->h->clusters[kids.v[i]].parent = nc;
+      vec_push(&r->kids[nc], kids.v[i]);
+    }
+  }
+  free(kids.v);
+}
+
+void ox_view_hierarchy_refine(OxHierarchy *h, const OxGraph *g, uint32_t fan) {
+  if (fan < 4) fan = 4;
+  Refine r = {0};
+  r.h = h;
+  r.g = g;
+  r.fan = fan;
+  r.cap = h->n_clusters + 16;
+  h->clusters = ox_xrealloc(h->clusters, r.cap * sizeof *h->clusters);
+  r.members = ox_xcalloc(r.cap, sizeof *r.members);
+  r.kids = ox_xcalloc(r.cap, sizeof *r.kids);
+  r.n_struct = ox_xcalloc(r.cap, sizeof *r.n_struct);
+  for (char **p = h->owned; p && *p; p++) r.n_owned++;
+  r.local = ox_xcalloc(g->n_nodes + 1, sizeof *r.local);
+  OX_GRAPH_FOREACH(g, id) {
+    if (id < h->n_node_ids && h->node_cluster[id] >= 0) vec_push(&r.members[h->node_cluster[id]], id);
+  }
+  for (uint32_t i = 1; i < h->n_clusters; i++) vec_push(&r.kids[h->clusters[i].parent], i);
+  for (uint32_t i = 0; i < h->n_clusters; i++) vec_push(&r.queue, i);
+  for (uint32_t qi = 0; qi < r.queue.n; qi++) {
+    int32_t c = (int32_t)r.queue.v[qi];
+    for (int round = 0; round < 3; round++) {
+      uint32_t items = r.members[c].n + r.kids[c].n;
+      if (items <= fan || h->clusters[c].depth > MAX_REFINE_DEPTH) break;
+      if (r.members[c].n > 1 && round == 0) {
+        Vec m = r.members[c];
+        Sub sb;
+        sub_build(&r, m.v, m.n, &sb);
+        r.members[c] = (Vec){0}; /* what stays direct is pushed back */
+        bool made = make_bands(&r, c, &sb, false) || make_parts(&r, c, &sb) || make_bands(&r, c, &sb, true);
+        sub_free(&sb);
+        if (made) {
+          free(m.v);
+        } else {
+          free(r.members[c].v);
+          r.members[c] = m;
+        }
+        continue;
+      }
+      if (r.members[c].n > fan / 2) {
+        chunk_members(&r, c);
+        continue;
+      }
+      if (r.kids[c].n > 1) chunk_kids(&r, c);
+      else break;
+    }
+  }
+  for (uint32_t i = 0; i < r.cap; i++) {
+    free(r.members[i].v);
+    free(r.kids[i].v);
+  }
+  free(r.members);
+  free(r.kids);
+  free(r.n_struct);
+  free(r.queue.v);
+  free(r.local);
+  /* depths after any re-parenting (a chunk is created after the children it takes) */
+  for (uint32_t i = 0; i < h->n_clusters; i++) {
+    uint32_t d = 0;
+    for (int32_t x = h->clusters[i].parent; x >= 0 && d < 1000000; x = h->clusters[x].parent) d++;
+    h->clusters[i].depth = d;
+  }
+  ox_view_hierarchy_reindex(h);
 }

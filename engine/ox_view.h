@@ -32,9 +32,22 @@ uint32_t ox_view_fit_radius(const OxGraph *g, const OxNodeId *seeds, uint32_t n_
  * "getitem_17" -> "" (top level)). Writes into buf; returns buf. */
 const char *ox_view_cluster_path(const OxNode *n, char *buf, size_t cap);
 
+typedef enum OxClusterKind {
+  OX_CLUSTER_MODULE = 0, /* a module path from the dump (meta or names) */
+  OX_CLUSTER_BAND,       /* structure: a band of consecutive depths, cut where few edges cross */
+  OX_CLUSTER_PART,       /* structure: a weakly connected part (a tower between a split and a cat) */
+  OX_CLUSTER_GROUP,      /* structure: parts with the same ops ("12 x addmm · layer_norm · tanh") */
+  OX_CLUSTER_KIND,       /* structure: loose nodes of one op ("165 placeholders") */
+  OX_CLUSTER_CHUNK,      /* structure: consecutive items, when nothing else brings a cluster down to size */
+} OxClusterKind;
+
 typedef struct OxCluster {
-  const char *path;      /* "layers.0.towers.3"; "" for the root; owned by the hierarchy */
-  const char *label;     /* last component ("3"), or "(top)" */
+  const char *path;      /* "layers.0.towers.3"; "" for the root; "~2.~5" for structural ones
+                            (child 5 of child 2 of the root); owned by the hierarchy */
+  const char *label;     /* what to show: last component ("3"), "(top)", or for structural clusters
+                            their first and last node ("split_12 … cat_13") or a count
+                            ("12 × addmm · layer_norm · tanh") */
+  OxClusterKind kind;
   int32_t parent;        /* index into clusters, -1 for the root */
   uint32_t depth;
   uint32_t n_direct;     /* nodes directly in this cluster */
@@ -51,8 +64,27 @@ typedef struct OxHierarchy {
   char **owned;          /* owned storage for paths and labels, NULL-terminated */
 } OxHierarchy;
 
+/* Items a cluster shows when opened: its direct nodes and its children. The hierarchy keeps it
+ * at most OX_VIEW_FAN for every cluster, so an overview never has to fail: the root always
+ * fits, and so does every expansion of one cluster. */
+#define OX_VIEW_FAN 40
+
+/* The hierarchy of g: module paths where the dump has them (meta, names), then every cluster
+ * with more than OX_VIEW_FAN items subdivided by structure (ox_view_hierarchy_refine). */
 OxHierarchy *ox_view_hierarchy(const OxGraph *g);
 void ox_view_hierarchy_free(OxHierarchy *h);
+
+/* Subdivides, by the structure of g, every cluster with more than fan items (direct nodes +
+ * children) until none has, whatever the names: bands of consecutive depths cut where few
+ * edges cross (between the layers of a recommendation model, the blocks of a transformer),
+ * weakly connected parts of a band with its hubs left out (the towers between a split and its
+ * cat), parts with the same ops grouped ("12 × …"), loose nodes grouped by op, and as a last
+ * resort consecutive chunks. Deterministic; linear in nodes and edges per hierarchy level.
+ * h->node_cluster must cover g's node ids (h->n_node_ids == g->n_nodes); counts and child lists
+ * are rebuilt. */
+void ox_view_hierarchy_refine(OxHierarchy *h, const OxGraph *g, uint32_t fan);
+/* Recomputes n_direct, n_total and the child lists from node_cluster and the parent links. */
+void ox_view_hierarchy_reindex(OxHierarchy *h);
 
 /* An overview graph: every cluster in `open` (a per-cluster flag; NULL = only the root is
  * open) shows its direct nodes and its children; a closed cluster is one node (op

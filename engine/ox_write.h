@@ -28,6 +28,8 @@ typedef struct OxDotOptions {
   const uint8_t *highlight;/* optional per-node-id mark: 0 none, 1 matched, 2 removed, 3 added; may be NULL */
   const char *rankdir;     /* "TB" (default) or "LR" */
   const uint8_t *include;  /* optional per-node-id flag: draw only these nodes (a bounded view); NULL = all */
+  const struct OxLayout *layout; /* optional: positions for every drawn node and edge (pos=, for
+                                    Graphviz's nop2: draws a layout made elsewhere, in linear time) */
 } OxDotOptions;
 
 /* "torch.ops.aten.addmm.default" -> "addmm": the short target shown in labels. */
@@ -37,6 +39,21 @@ void ox_meta_text(const OxMeta *m, char *buf, size_t cap);
 
 /* DOT with HTML-like labels (no record shapes); node colour by op family. */
 void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out);
+
+/* The box a node's DOT label needs (points), as ox_write_dot writes it: for laying it out with
+ * something other than dot and rendering the result with positions. */
+void ox_write_dot_node_size(const OxGraph *g, OxNodeId id, double *w, double *h);
+
+/* Renders like ox_render, but Graphviz runs in the optimus-layout helper (ox_layout.h). With
+ * lo->engine AUTO (lo may be NULL): dot within lo->time_budget seconds (0 = 10 s) for drawings
+ * of at most lo->dot_max_nodes (0 = 1500), else (or when dot is slower, fails or crashes) the
+ * graph is laid out by ox_layout_layered and the helper only draws it at those positions
+ * (nop2, linear). LAYERED skips dot; DOT never falls back. note (optional) says what happened
+ * ("dot did not finish within 10.0 s; drawn with the built-in layered layout"), "" when dot
+ * drew it. Returns 0, or -1 with err. */
+struct OxLayoutOptions;
+int ox_render_auto(const OxGraph *g, const OxDotOptions *opt, const char *format, const struct OxLayoutOptions *lo,
+                   OxBuf *out, char *note, size_t notecap, char *err, size_t errcap);
 
 /* Lays out with dot and renders in-process with gvc ("svg" or "png", which is png:cairo).
  * Never loads Graphviz's GTK 2 plugins. Not thread-safe (Graphviz is not): callers

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ox_layout.h"
 #include "ox_mem.h"
 
 /* ------------------------------------------------------------------ escaping */
@@ -334,6 +335,61 @@ static uint32_t count_live(const OxGraph *g) {
   return n;
 }
 
+/* The label's second line; false when it would only repeat the name ("x" / "input"). */
+static bool target_line(const OxNode *n, char *tshort, size_t cap) {
+  const char *name = n->name ? n->name : "";
+  const char *target = n->target ? n->target : "";
+  if (n->op == OX_OP_PLACEHOLDER)
+    snprintf(tshort, cap, "%s", (n->flags & OX_NODE_EXTERNAL) ? "input (external)" : "input");
+  else if (n->op == OX_OP_OUTPUT)
+    snprintf(tshort, cap, "output");
+  else if (n->op == OX_OP_GET_ATTR)
+    snprintf(tshort, cap, "attr %s", target);
+  else if (n->op == OX_OP_CALL_METHOD)
+    snprintf(tshort, cap, ".%s()", target);
+  else if (n->op == OX_OP_CALL_MODULE && n->module_type) {
+    const char *cls = strrchr(n->module_type, '.');
+    snprintf(tshort, cap, "%s: %s", target, cls ? cls + 1 : n->module_type);
+  } else
+    ox_short_target(target, tshort, cap);
+  /* skip a line that would only repeat the name ("x" / "input", "output" / "output") */
+  bool repeat = (n->op == OX_OP_PLACEHOLDER && strcmp(name, target) == 0 && !(n->flags & OX_NODE_EXTERNAL)) ||
+                (n->op == OX_OP_OUTPUT && strcmp(name, "output") == 0);
+  return !repeat;
+}
+
+/* Text as html_escape would cut it: at most max bytes. */
+static double cut_width(const char *s, size_t max, double pt) {
+  char tmp[256];
+  size_t n = strlen(s);
+  if (n > max) n = max;
+  if (n >= sizeof tmp) n = sizeof tmp - 1;
+  memcpy(tmp, s, n);
+  tmp[n] = 0;
+  return ox_layout_text_width(tmp, pt);
+}
+
+void ox_write_dot_node_size(const OxGraph *g, OxNodeId id, double *w, double *h) {
+  const OxNode *n = &g->nodes[id];
+  /* bold 11 pt name (bold runs ~12 % wider), 11 pt target, 9 pt meta, 0.10 x 0.05 in margins */
+  double tw = cut_width(n->name ? n->name : "", 64, 11) * 1.12, th = 15;
+  char t[256];
+  if (target_line(n, t, sizeof t)) {
+    double x = cut_width(t, 64, 11);
+    if (x > tw) tw = x;
+    th += 15;
+  }
+  char meta[512];
+  ox_meta_text(&n->meta, meta, sizeof meta);
+  if (meta[0]) {
+    double x = cut_width(meta, 96, 9);
+    if (x > tw) tw = x;
+    th += 13;
+  }
+  *w = tw + 14.4 + 8;
+  *h = th + 7.2 + 4;
+}
+
 static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *opt, OxBuf *out) {
   DotFamily fam = node_family(n);
   const char *name = n->name ? n->name : "";
@@ -347,6 +403,13 @@ static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *op
   case 3: ox_buf_puts(out, ", color=\"#2e7d32\", penwidth=3, style=\"rounded,filled,bold\""); break;
   default: break;
   }
+  const OxLayout *lay = opt ? opt->layout : NULL;
+  int32_t li = lay ? ox_layout_find(lay, n->id) : -1;
+  if (li >= 0) {
+    const OxLayoutNode *b = &lay->nodes[li];
+    ox_buf_printf(out, ", pos=\"%.2f,%.2f!\", width=%.3f, height=%.3f", b->x, lay->height - b->y, b->w / 72.0,
+                  b->h / 72.0);
+  }
   ox_buf_puts(out, ", tooltip=");
   {
     OxBuf tip;
@@ -359,25 +422,8 @@ static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *op
   ox_buf_puts(out, "<TR><TD><B>");
   html_escape(out, name, 64);
   ox_buf_puts(out, "</B></TD></TR>");
-  /* the target line: placeholders and outputs say what they are instead */
   char tshort[256];
-  if (n->op == OX_OP_PLACEHOLDER)
-    snprintf(tshort, sizeof tshort, "%s", (n->flags & OX_NODE_EXTERNAL) ? "input (external)" : "input");
-  else if (n->op == OX_OP_OUTPUT)
-    snprintf(tshort, sizeof tshort, "output");
-  else if (n->op == OX_OP_GET_ATTR)
-    snprintf(tshort, sizeof tshort, "attr %s", target);
-  else if (n->op == OX_OP_CALL_METHOD)
-    snprintf(tshort, sizeof tshort, ".%s()", target);
-  else if (n->op == OX_OP_CALL_MODULE && n->module_type) {
-    const char *cls = strrchr(n->module_type, '.');
-    snprintf(tshort, sizeof tshort, "%s: %s", target, cls ? cls + 1 : n->module_type);
-  } else
-    ox_short_target(target, tshort, sizeof tshort);
-  /* skip a line that would only repeat the name ("x" / "input", "output" / "output") */
-  bool repeat = (n->op == OX_OP_PLACEHOLDER && strcmp(name, target) == 0 && !(n->flags & OX_NODE_EXTERNAL)) ||
-                (n->op == OX_OP_OUTPUT && strcmp(name, "output") == 0);
-  if (!repeat) {
+  if (target_line(n, tshort, sizeof tshort)) {
     ox_buf_puts(out, "<TR><TD>");
     html_escape(out, tshort, 64);
     ox_buf_puts(out, "</TD></TR>");
@@ -400,6 +446,31 @@ static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *op
     }
   }
   ox_buf_puts(out, "</TABLE>>];\n");
+}
+
+/* A layout's edges sorted by (from, to), for find_edge. */
+typedef struct EdgeKey {
+  OxNodeId from, to;
+  uint32_t i;
+} EdgeKey;
+
+static int cmp_edge_key(const void *a, const void *b) {
+  const EdgeKey *x = a, *y = b;
+  if (x->from != y->from) return x->from < y->from ? -1 : 1;
+  return x->to < y->to ? -1 : x->to > y->to;
+}
+
+static EdgeKey *edge_index(const OxLayout *l) {
+  EdgeKey *idx = ox_xcalloc(l->n_edges + 1, sizeof *idx);
+  for (uint32_t i = 0; i < l->n_edges; i++) idx[i] = (EdgeKey){l->edges[i].from, l->edges[i].to, i};
+  qsort(idx, l->n_edges, sizeof *idx, cmp_edge_key);
+  return idx;
+}
+
+static const OxLayoutEdge *find_edge(const OxLayout *l, const EdgeKey *idx, OxNodeId from, OxNodeId to) {
+  EdgeKey k = {from, to, 0};
+  const EdgeKey *e = bsearch(&k, idx, l->n_edges, sizeof *idx, cmp_edge_key);
+  return e ? &l->edges[e->i] : NULL;
 }
 
 void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
@@ -437,14 +508,20 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
     OX_GRAPH_FOREACH(g, id) shown += opt->include[id] != 0;
   }
   bool large = shown > OX_DOT_LARGE;
-  ox_buf_printf(out, "  graph [rankdir=%s, nodesep=0.25, ranksep=0.35, fontname=\"Helvetica\"%s];\n", rankdir,
-                large ? ", nslimit=1, mclimit=0.3" : "");
+  const OxLayout *lay = opt ? opt->layout : NULL;
+  if (lay)
+    ox_buf_printf(out, "  graph [bb=\"0,0,%.2f,%.2f\", splines=line, fontname=\"Helvetica\"];\n", lay->width,
+                  lay->height);
+  else
+    ox_buf_printf(out, "  graph [rankdir=%s, nodesep=0.25, ranksep=0.35, fontname=\"Helvetica\"%s];\n", rankdir,
+                  large ? ", nslimit=1, mclimit=0.3" : "");
   ox_buf_puts(out, "  node [shape=box, style=\"rounded,filled\", margin=\"0.10,0.05\", fontname=\"Helvetica\", "
                    "fontsize=11, color=\"#555555\", penwidth=1];\n");
   ox_buf_puts(out, "  edge [color=\"#666666\", arrowsize=0.6, fontname=\"Helvetica\", fontsize=9, "
                    "fontcolor=\"#444444\"];\n");
   const uint8_t *inc = opt ? opt->include : NULL; /* a bounded view: only these nodes */
   OX_GRAPH_FOREACH(g, id) if (!inc || inc[id]) write_node(g, &g->nodes[id], opt, out);
+  EdgeKey *by_edge = lay ? edge_index(lay) : NULL;
   OxNodeId stack_in[32];
   OxNodeId *in = stack_in;
   uint32_t in_cap = 32;
@@ -462,6 +539,26 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
       if (!src || src->erased) continue; /* a dangling reference: the verifier reports it */
       if (inc && !inc[src->id]) continue;
       ox_buf_printf(out, "  n%u -> n%u", src->id, user->id);
+      const OxLayoutEdge *le = lay ? find_edge(lay, by_edge, src->id, user->id) : NULL;
+      if (le && le->n_pts >= 4) {
+        /* y flipped back: Graphviz's y grows up */
+        ox_buf_puts(out, " [pos=\"");
+        if (le->has_arrow) ox_buf_printf(out, "e,%.2f,%.2f ", le->ax, lay->height - le->ay);
+        for (uint32_t p = 0; p < le->n_pts; p++)
+          ox_buf_printf(out, "%s%.2f,%.2f", p ? " " : "", le->pts[2 * p], lay->height - le->pts[2 * p + 1]);
+        ox_buf_puts(out, "\"");
+        if (le->stub) {
+          /* a hub's stub: its name at the stub's top */
+          ox_buf_printf(out, ", fontsize=8, lp=\"%.2f,%.2f\", label=<", le->pts[0], lay->height - le->pts[1] + 5);
+          html_escape(out, src->name ? src->name : "", 40);
+          ox_buf_puts(out, ">");
+        }
+        ox_buf_puts(out, "]");
+        if (le->stub) {
+          ox_buf_puts(out, ";\n");
+          continue;
+        }
+      }
       char label[512];
       if (opt && opt->edge_shapes) {
         edge_text(src, user, label, sizeof label);
@@ -475,5 +572,6 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
     }
   }
   if (in != stack_in) free(in);
+  free(by_edge);
   ox_buf_puts(out, "}\n");
 }

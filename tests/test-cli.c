@@ -1549,9 +1549,17 @@ static void test_cli_views(void) {
   g_assert_nonnull(strstr(r.out, "layers [60 nodes]"));
   g_assert_cmpuint(count_substr(r.out, "label=<"), ==, 3);
   run_clear(&r);
+  /* 60 children are more than a cluster shows (OX_VIEW_FAN): they come in two chunks */
   run_cli(&r, "convert", in, "--overview", "--open", "layers", "--to", "dot", "-o", "-");
   g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "layers.0 \xe2\x80\xa6 layers.29 [30 nodes]"));
+  g_assert_nonnull(strstr(r.out, "layers.30 \xe2\x80\xa6 layers.59 [30 nodes]"));
+  g_assert_null(strstr(r.out, "layers.59 [1 nodes]"));
+  run_clear(&r);
+  run_cli(&r, "convert", in, "--overview", "--open", "layers.~2", "--to", "dot", "-o", "-");
+  g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "layers.59 [1 nodes]"));
+  g_assert_nonnull(strstr(r.out, "layers.0 \xe2\x80\xa6 layers.29 [30 nodes]"));
   run_clear(&r);
   run_cli(&r, "convert", in, "--overview", "--open", "towers", "--to", "dot", "-o", "-");
   g_assert_cmpint(r.status, ==, 1);
