@@ -8,6 +8,7 @@
  * the view has its layout (no layout job pending) for the new state.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -18,6 +19,8 @@ typedef struct Bench {
   OxWindow *w;
   OxGraphView *view;
   guint after_paints;
+  double timeout_ms;       /* any single wait */
+  char error[512];         /* the first failure: a timed-out wait or a view that failed */
 } Bench;
 
 static double now_ms(void) { return g_get_monotonic_time() / 1000.0; }
@@ -27,17 +30,59 @@ static void on_after_paint(GdkFrameClock *c, Bench *b) {
   b->after_paints++;
 }
 
-/* Runs the main loop until the view is laid out (and, with `settled`, the document is not
- * loading or optimizing), then until one more frame is painted. */
-static void wait_frame_for(Bench *b, gboolean settled) {
-  while (!ox_graph_view_is_laid_out(b->view) || (settled && ox_document_get_busy(ox_window_get_document(b->w))))
-    g_main_context_iteration(NULL, TRUE);
-  guint p = b->after_paints;
-  gtk_widget_queue_draw(GTK_WIDGET(b->view));
-  while (b->after_paints == p) g_main_context_iteration(NULL, TRUE);
+static gboolean tick(gpointer data) {
+  (void)data;
+  return G_SOURCE_CONTINUE; /* only wakes the loop, so waits can check their deadline */
 }
 
-static void wait_frame(Bench *b) { wait_frame_for(b, TRUE); }
+/* Runs the main loop until the view is laid out (and, with `settled`, the document is not
+ * loading or optimizing), then until one more frame is painted. A view whose scene failed
+ * (an error, nothing laid out, nothing running) ends the wait too. FALSE with b->error set when
+ * the wait timed out or the view failed; every wait is bounded by b->timeout_ms. */
+static gboolean wait_frame_for(Bench *b, gboolean settled, const char *what) {
+  if (b->error[0]) return FALSE;
+  OxScene *scene = ox_graph_view_get_scene(b->view);
+  double end = now_ms() + b->timeout_ms;
+  while (!ox_graph_view_is_laid_out(b->view) || (settled && ox_document_get_busy(ox_window_get_document(b->w)))) {
+    if (!ox_scene_get_busy(scene) && !ox_scene_get_layout(scene) && ox_scene_get_error(scene) &&
+        !(settled && ox_document_get_busy(ox_window_get_document(b->w)))) {
+      g_snprintf(b->error, sizeof b->error, "%s: the view failed: %s", what, ox_scene_get_error(scene));
+      return FALSE;
+    }
+    if (now_ms() > end) {
+      g_snprintf(b->error, sizeof b->error, "%s: timed out after %.0f s (%s)", what, b->timeout_ms / 1000,
+                 ox_scene_get_busy(scene) ? "layout still running" : "document still busy");
+      return FALSE;
+    }
+    g_main_context_iteration(NULL, TRUE);
+  }
+  guint p = b->after_paints;
+  gtk_widget_queue_draw(GTK_WIDGET(b->view));
+  while (b->after_paints == p) {
+    if (now_ms() > end) {
+      g_snprintf(b->error, sizeof b->error, "%s: no frame painted within %.0f s", what, b->timeout_ms / 1000);
+      return FALSE;
+    }
+    g_main_context_iteration(NULL, TRUE);
+  }
+  return TRUE;
+}
+
+static gboolean wait_frame(Bench *b, const char *what) { return wait_frame_for(b, TRUE, what); }
+
+/* A JSON string literal (the error can hold file names and Graphviz messages). */
+static void json_str(GString *o, const char *s) {
+  g_string_append_c(o, '"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      g_string_append_printf(o, "\\%c", *p);
+    else if (*p < 0x20)
+      g_string_append_printf(o, "\\u%04x", *p);
+    else
+      g_string_append_c(o, (char)*p);
+  }
+  g_string_append_c(o, '"');
+}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -51,16 +96,23 @@ static double percentile(GArray *a, double q) {
   return g_array_index(a, double, MIN(i, a->len - 1));
 }
 
-static int benchmark(const char *graph, const char *trace) {
+static int benchmark(const char *graph, const char *trace, double timeout_s) {
   g_set_prgname("optimus-debugger");
   g_set_application_name("Optimus Debugger");
   gtk_init();
   Bench b = {0};
+  b.timeout_ms = timeout_s * 1000;
+  g_timeout_add(50, tick, NULL);
   b.w = ox_window_new(NULL);
   b.view = ox_window_get_view(b.w);
   gtk_window_set_default_size(GTK_WINDOW(b.w), 1280, 800);
   gtk_window_present(GTK_WINDOW(b.w));
-  while (!gtk_widget_get_mapped(GTK_WIDGET(b.view))) g_main_context_iteration(NULL, TRUE);
+  double map_end = now_ms() + b.timeout_ms;
+  while (!gtk_widget_get_mapped(GTK_WIDGET(b.view)) && now_ms() < map_end) g_main_context_iteration(NULL, TRUE);
+  if (!gtk_widget_get_mapped(GTK_WIDGET(b.view))) {
+    fprintf(stderr, "optimus-debugger: the window was not shown within %.0f s\n", timeout_s);
+    return 1;
+  }
   GdkFrameClock *clock = gtk_widget_get_frame_clock(GTK_WIDGET(b.view));
   g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &b);
   OxDocument *doc = ox_window_get_document(b.w);
@@ -73,24 +125,29 @@ static int benchmark(const char *graph, const char *trace) {
   }
   double open_ms = now_ms() - t0;
   /* the graph is painted before its trace is in (that loads on a worker) */
-  wait_frame_for(&b, FALSE);
-  double first_paint_ms = now_ms() - t0;
-  const char *first_mode = ox_view_mode_name(ox_scene_get_shown_mode(scene));
-  wait_frame(&b);
-  double ready_ms = now_ms() - t0;
+  gboolean ok = wait_frame_for(&b, FALSE, "first view");
+  double first_paint_ms = ok ? now_ms() - t0 : -1;
+  char first_view[400];
+  g_snprintf(first_view, sizeof first_view, "%s%s%s", ox_view_mode_name(ox_scene_get_shown_mode(scene)),
+             ok ? "" : " (failed: ", ok ? "" : b.error);
+  if (!ok) g_strlcat(first_view, ")", sizeof first_view);
+  const OxLayout *fl = ox_scene_get_layout(scene);
+  guint first_items = fl ? fl->n_nodes : 0;
+  const char *first_engine = fl ? (fl->engine == OX_LAYOUT_DOT ? "dot" : "layered") : "none";
+  double ready_ms = ok && wait_frame(&b, "trace loaded") ? now_ms() - t0 : -1;
 
   /* stepping: every step when there are at most 1000, else 25 runs of 10 consecutive steps
-   * spread over the trace (each run starts with a jump, timed apart) */
+   * spread over the trace (each run starts with a jump, timed apart); then End and Home */
   guint n = ox_document_get_n_steps(doc);
   GArray *steps = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *jumps = g_array_new(FALSE, FALSE, sizeof(double));
   guint runs = n <= 1000 ? 1 : 25, run_len = n <= 1000 ? n : 10;
-  for (guint r = 0; r < runs; r++) {
+  for (guint r = 0; r < runs && !b.error[0]; r++) {
     guint start = runs == 1 ? 0 : (guint)((double)r * (n - run_len) / (runs - 1));
     if (start != ox_document_get_position(doc)) {
       double j0 = now_ms();
       gtk_widget_activate_action(GTK_WIDGET(b.w), "win.goto-step", "u", start);
-      wait_frame(&b);
+      if (!wait_frame(&b, "goto-step")) break;
       double dj = now_ms() - j0;
       g_array_append_val(jumps, dj);
     }
@@ -99,13 +156,22 @@ static int benchmark(const char *graph, const char *trace) {
       gtk_widget_activate_action(GTK_WIDGET(b.w), "win.step-next", NULL);
       double s1 = now_ms();
       gboolean busy = ox_scene_get_busy(scene);
-      wait_frame(&b);
+      if (!wait_frame(&b, "step-next")) break;
       double ds = now_ms() - s0;
       if (g_getenv("OX_BENCH_VERBOSE"))
         fprintf(stderr, "step %u: action %.1f ms, frame %.1f ms%s\n", ox_document_get_position(doc), s1 - s0,
                 ds - (s1 - s0), busy ? " (layout)" : "");
       g_array_append_val(steps, ds);
     }
+  }
+  double end_ms = -1, home_ms = -1;
+  if (!b.error[0] && n) {
+    double e0 = now_ms();
+    gtk_widget_activate_action(GTK_WIDGET(b.w), "win.step-last", NULL);
+    if (wait_frame(&b, "step-last")) end_ms = now_ms() - e0;
+    double h0 = now_ms();
+    gtk_widget_activate_action(GTK_WIDGET(b.w), "win.step-first", NULL);
+    if (wait_frame(&b, "step-first")) home_ms = now_ms() - h0;
   }
   guint n_measured = steps->len;
   double step_median = percentile(steps, 0.5), step_p95 = percentile(steps, 0.95), step_max = percentile(steps, 1.0);
@@ -124,19 +190,22 @@ static int benchmark(const char *graph, const char *trace) {
   }
   if (!far && hits) far = ox_document_get_hit(doc, hits - 1);
   double select_ms = -1;
-  if (far) {
+  if (far && !b.error[0]) {
     char *name = g_strdup(far);
     double h0 = now_ms();
     gtk_widget_activate_action(GTK_WIDGET(b.w), "win.select-node", "s", name);
     ox_graph_view_zoom_to_selection(b.view);
-    wait_frame(&b);
-    graphene_rect_t r;
-    while (!ox_graph_view_node_bounds(b.view, ox_document_uid_of(doc, name), &r)) {
-      g_main_context_iteration(NULL, TRUE);
-      if (now_ms() - h0 > 60000) break;
+    if (wait_frame(&b, "select a far hit")) {
+      graphene_rect_t rect;
+      guint32 uid = ox_scene_drawn_uid(scene, ox_document_uid_of(doc, name));
+      while (!ox_graph_view_node_bounds(b.view, uid, &rect) && now_ms() - h0 < b.timeout_ms)
+        g_main_context_iteration(NULL, TRUE);
+      if (ox_scene_get_busy(scene)) wait_frame(&b, "select a far hit");
+      if (ox_graph_view_node_bounds(b.view, uid, &rect))
+        select_ms = now_ms() - h0;
+      else if (!b.error[0])
+        g_snprintf(b.error, sizeof b.error, "select a far hit: %s never came into view", name);
     }
-    if (ox_scene_get_busy(scene)) wait_frame(&b);
-    select_ms = now_ms() - h0;
     g_free(name);
   }
   struct rusage ru;
@@ -144,30 +213,66 @@ static int benchmark(const char *graph, const char *trace) {
   const OxSceneStats *st = ox_scene_get_stats(scene);
   OxHistory *h = ox_document_get_history(doc);
   const char *renderer = g_getenv("GSK_RENDERER");
-  printf("{\"file\": \"%s\", \"renderer\": \"%s\", \"nodes\": %u, \"union_nodes\": %u, \"steps\": %u, \"graph_steps\": %u, "
-         "\"open_ms\": %.1f, \"first_paint_ms\": %.1f, \"ready_ms\": %.1f, \"first_view\": \"%s\", \"steps_measured\": %u, "
-         "\"step_ms_median\": %.1f, \"step_ms_p95\": %.1f, \"step_ms_max\": %.1f, \"jump_ms_median\": %.1f, "
-         "\"search_ms\": %.1f, \"search_hits\": %u, \"select_hit_ms\": %.1f, \"peak_rss_mb\": %.1f, "
-         "\"budget\": %u, \"layouts\": %u, \"cache_hits\": %u, \"placed\": %u, \"reused\": %u, \"max_request\": %u}\n",
-         graph, renderer ? renderer : "default", h ? h->input->n_live : 0, h ? h->u->n_live : 0, n, h ? h->n_graph_steps : 0, open_ms, first_paint_ms,
-         ready_ms, first_mode, n_measured, step_median, step_p95, step_max, jump_median, search_ms, hits, select_ms,
-         ru.ru_maxrss / 1024.0, ox_scene_get_budget(scene), st->n_requests, st->n_cache_hits, st->n_placed, st->n_reused,
-         st->max_request);
+  GString *o = g_string_new("{\"file\": ");
+  json_str(o, graph);
+  g_string_append(o, ", \"renderer\": ");
+  json_str(o, renderer ? renderer : "default");
+  g_string_append_printf(o, ", \"nodes\": %u, \"union_nodes\": %u, \"steps\": %u, \"graph_steps\": %u, ",
+                         h ? h->input->n_live : 0, h ? h->u->n_live : 0, n, h ? h->n_graph_steps : 0);
+  g_string_append_printf(o, "\"open_ms\": %.1f, \"first_paint_ms\": %.1f, \"ready_ms\": %.1f, \"first_view\": ", open_ms,
+                         first_paint_ms, ready_ms);
+  json_str(o, first_view);
+  g_string_append_printf(o, ", \"first_items\": %u, \"first_engine\": \"%s\"", first_items, first_engine);
+  g_string_append_printf(o,
+                         ", \"steps_measured\": %u, \"step_ms_median\": %.1f, \"step_ms_p95\": %.1f, \"step_ms_max\": %.1f, "
+                         "\"jump_ms_median\": %.1f, \"end_ms\": %.1f, \"home_ms\": %.1f, \"search_ms\": %.1f, "
+                         "\"search_hits\": %u, \"select_hit_ms\": %.1f, \"peak_rss_mb\": %.1f, ",
+                         n_measured, step_median, step_p95, step_max, jump_median, end_ms, home_ms, search_ms, hits,
+                         select_ms, ru.ru_maxrss / 1024.0);
+  g_string_append_printf(o,
+                         "\"budget\": %u, \"layouts\": %u, \"cache_hits\": %u, \"placed\": %u, \"reused\": %u, "
+                         "\"max_request\": %u, \"error\": ",
+                         ox_scene_get_budget(scene), st->n_requests, st->n_cache_hits, st->n_placed, st->n_reused,
+                         st->max_request);
+  if (b.error[0])
+    json_str(o, b.error);
+  else
+    g_string_append(o, "null");
+  g_string_append(o, "}\n");
+  fputs(o->str, stdout);
   fflush(stdout);
+  g_string_free(o, TRUE);
   g_array_free(steps, TRUE);
   g_array_free(jumps, TRUE);
   gtk_window_destroy(GTK_WINDOW(b.w));
   while (g_main_context_iteration(NULL, FALSE));
-  return 0;
+  return b.error[0] ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--benchmark") == 0) {
-    if (argc < 3 || argc > 4) {
-      fprintf(stderr, "usage: optimus-debugger --benchmark FILE [TRACE]\n");
+    const char *files[2] = {NULL, NULL};
+    int nf = 0;
+    double timeout = 120;
+    for (int i = 2; i < argc; i++) {
+      if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+        char *end;
+        timeout = strtod(argv[++i], &end);
+        if (*end || !(timeout > 0)) {
+          fprintf(stderr, "optimus-debugger: --timeout wants seconds, not '%s'\n", argv[i]);
+          return 2;
+        }
+      } else if (nf < 2) {
+        files[nf++] = argv[i];
+      } else {
+        nf = 3;
+      }
+    }
+    if (nf < 1 || nf > 2) {
+      fprintf(stderr, "usage: optimus-debugger --benchmark GRAPH [TRACE] [--timeout S]\n");
       return 2;
     }
-    return benchmark(argv[2], argc > 3 ? argv[3] : NULL);
+    return benchmark(files[0], files[1], timeout);
   }
   OxApplication *app = ox_application_new();
   int status = g_application_run(G_APPLICATION(app), argc, argv);

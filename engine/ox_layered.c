@@ -432,6 +432,8 @@ int ox_lsub_build(const OxGraph *g, const OxNodeId *subset, uint32_t n, const Ox
 
 /* ------------------------------------------------------------------ layered layout */
 
+static inline uint32_t MAX_U32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
 enum { ITER_MAX = 8 };
 #define NODESEP 18.0 /* between boxes in a row */
 #define RANKSEP 34.0 /* between ranks */
@@ -596,19 +598,22 @@ static uint32_t spline_through(const double *px, const double *py, uint32_t m, d
   return o / 2;
 }
 
-void ox_lsub_add_stubs(const OxLSub *s, OxLayout *lay, bool lr) {
-  if (!s->n_stubs) return;
+void ox_lsub_add_stubs(const OxLSub *s, const uint8_t *kind, OxLayout *lay, bool lr) {
+  if (!kind) kind = s->estub;
+  uint32_t n_stubs = 0;
+  for (uint32_t i = 0; i < s->n_edges; i++) n_stubs += kind[i] != 0;
+  if (!n_stubs) return;
   /* stubs per box end, to fan several out: [2v] above v (AT_TO), [2v+1] below v (AT_FROM) */
   uint32_t *cnt = ox_xcalloc(2 * (size_t)s->n + 2, sizeof *cnt), *seen = ox_xcalloc(2 * (size_t)s->n + 2, sizeof *seen);
   for (uint32_t i = 0; i < s->n_edges; i++) {
-    if (s->estub[i] == OX_STUB_AT_TO) cnt[2 * s->eto[i]]++;
-    if (s->estub[i] == OX_STUB_AT_FROM) cnt[2 * s->efrom[i] + 1]++;
+    if (kind[i] == OX_STUB_AT_TO) cnt[2 * s->eto[i]]++;
+    if (kind[i] == OX_STUB_AT_FROM) cnt[2 * s->efrom[i] + 1]++;
   }
-  lay->edges = ox_xrealloc(lay->edges, (lay->n_edges + s->n_stubs + 1) * sizeof *lay->edges);
+  lay->edges = ox_xrealloc(lay->edges, (lay->n_edges + n_stubs + 1) * sizeof *lay->edges);
   double min_y = 0, max_y = lr ? lay->width : lay->height;
   for (uint32_t i = 0; i < s->n_edges; i++) {
-    if (!s->estub[i]) continue;
-    bool at_to = s->estub[i] == OX_STUB_AT_TO;
+    if (!kind[i]) continue;
+    bool at_to = kind[i] == OX_STUB_AT_TO;
     uint32_t v = at_to ? s->eto[i] : s->efrom[i];
     int32_t li = ox_layout_find(lay, s->ids[v]);
     if (li < 0) continue;
@@ -624,7 +629,7 @@ void ox_lsub_add_stubs(const OxLSub *s, OxLayout *lay, bool lr) {
     memset(e, 0, sizeof *e);
     e->from = s->ids[s->efrom[i]];
     e->to = s->ids[s->eto[i]];
-    e->stub = s->estub[i];
+    e->stub = kind[i];
     e->has_arrow = true;
     e->n_pts = 4;
     e->pts = ox_xcalloc(8, sizeof *e->pts);
@@ -640,7 +645,7 @@ void ox_lsub_add_stubs(const OxLSub *s, OxLayout *lay, bool lr) {
     if (y0 < min_y) min_y = y0;
     if (tip + 12 > max_y) max_y = tip + 12; /* room for the label under it */
   }
-  lay->n_stubs = s->n_stubs;
+  lay->n_stubs = n_stubs;
   free(cnt);
   free(seen);
   double d = min_y < 0 ? -min_y + 4 : 0;
@@ -659,29 +664,6 @@ void ox_lsub_add_stubs(const OxLSub *s, OxLayout *lay, bool lr) {
   } else if (extent > lay->height) {
     lay->height = extent;
   }
-}
-
-/* Height of the layout when rows are at most maxw wide (greedy wrapping in order). */
-static double wrapped_height(const L *l, const double *rank_h, double maxw, double *width_out) {
-  double hsum = 0, wmax = 0;
-  for (uint32_t r = 0; r < l->n_ranks; r++) {
-    double rw = 0;
-    uint32_t rows = 1;
-    for (uint32_t i = l->rk_off[r]; i < l->rk_off[r + 1]; i++) {
-      double w = l->w[l->rk[i]];
-      if (rw > 0 && rw + NODESEP + w > maxw) {
-        if (rw > wmax) wmax = rw;
-        rows++;
-        rw = w;
-      } else {
-        rw += (rw > 0 ? NODESEP : 0) + w;
-      }
-    }
-    if (rw > wmax) wmax = rw;
-    hsum += rows * rank_h[r] + (rows - 1) * ROWSEP + (r ? RANKSEP : 0);
-  }
-  if (width_out) *width_out = wmax;
-  return hsum;
 }
 
 int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out, char *err, size_t errcap) {
@@ -845,20 +827,7 @@ int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out,
     if (rank_h[r] < 4) rank_h[r] = 4; /* a rank of virtual nodes only */
   double aspect = opt ? opt->aspect : 0;
   if (lr && aspect > 0) aspect = 1.0 / aspect;
-  double full_w = 0, full_h = wrapped_height(&l, rank_h, INFINITY, &full_w), maxw = INFINITY;
-  if (aspect > 0 && full_h > 0 && full_w / full_h > aspect * 1.25) {
-    double lo = 0, hi = full_w;
-    for (uint32_t v = 0; v < l.n_real; v++)
-      if (l.w[v] > lo) lo = l.w[v];
-    for (int it = 0; it < 40 && hi - lo > 1; it++) {
-      double mid = (lo + hi) / 2, wmid = 0, hmid = wrapped_height(&l, rank_h, mid, &wmid);
-      if (wmid / hmid > aspect)
-        hi = mid;
-      else
-        lo = mid;
-    }
-    maxw = hi;
-  }
+  double maxw = INFINITY; /* one row per rank: wide graphs are cut into strips after placement */
   /* row of every node; rows in order top to bottom */
   uint32_t *row = ox_xcalloc(l.n + 1, sizeof *row);
   uint32_t *row_off = ox_xcalloc(l.n + 2, sizeof *row_off); /* into rk, which is row order too */
@@ -938,19 +907,198 @@ int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out,
     free(bs);
     free(bl);
   }
-  /* ------------------------------------------------ y */
+  /* ------------------------------------------------ y, with wide stretches cut into strips */
+  /* Runs of consecutive ranks wider than the width the aspect ratio asks for (the towers between
+   * a split and its cat) are cut, by x, into strips laid one under the other: a tower stays in
+   * one piece, and only edges that leave their strip (to the cat collecting every tower) become
+   * stubs. Narrow ranks above and below keep their places. */
+  uint8_t *kind = ox_xcalloc(s->n_edges + 1, 1); /* the stubs: s->estub plus edges between strips or columns */
+  memcpy(kind, s->estub, s->n_edges);
+  bool folded = false;
   {
-    double y = MARGIN;
+    uint32_t *strip = ox_xcalloc(l.n + 1, sizeof *strip);
+    double *rminx = ox_xcalloc(n_rows + 1, sizeof *rminx), *rmaxx = ox_xcalloc(n_rows + 1, sizeof *rmaxx);
+    double area = 0, widest = 0;
     for (uint32_t q = 0; q < n_rows; q++) {
-      if (q) y += row_first[q] ? RANKSEP : ROWSEP;
-      for (uint32_t i = row_off[q]; i < row_off[q + 1]; i++) l.y[l.rk[i]] = y + row_h[q] / 2;
-      y += row_h[q];
+      rminx[q] = INFINITY;
+      rmaxx[q] = -INFINITY;
+      for (uint32_t i = row_off[q]; i < row_off[q + 1]; i++) {
+        uint32_t v = l.rk[i];
+        rminx[q] = fmin(rminx[q], l.x[v] - l.w[v] / 2);
+        rmaxx[q] = fmax(rmaxx[q], l.x[v] + l.w[v] / 2);
+      }
+      double rw = rmaxx[q] > rminx[q] ? rmaxx[q] - rminx[q] : 0;
+      area += rw * (row_h[q] + RANKSEP);
+      widest = fmax(widest, rw);
     }
+    double target = aspect > 0 && !lr ? sqrt(area * aspect) : INFINITY;
+    double y = MARGIN;
+    for (uint32_t q = 0; q < n_rows;) {
+      double rw = rmaxx[q] - rminx[q];
+      if (!(target < INFINITY) || !(rw > target * 1.3) || widest <= target * 1.3) {
+        if (q) y += row_first[q] ? RANKSEP : ROWSEP;
+        for (uint32_t i = row_off[q]; i < row_off[q + 1]; i++) l.y[l.rk[i]] = y + row_h[q] / 2;
+        y += row_h[q];
+        q++;
+        continue;
+      }
+      /* the run of wide ranks q..q2-1 */
+      uint32_t q2 = q;
+      double x0 = INFINITY, x1 = -INFINITY, run_h = 0;
+      while (q2 < n_rows && rmaxx[q2] - rminx[q2] > target * 1.3) {
+        x0 = fmin(x0, rminx[q2]);
+        x1 = fmax(x1, rmaxx[q2]);
+        q2++;
+      }
+      uint32_t K = (uint32_t)ceil((x1 - x0) / target);
+      if (K < 2) K = 2;
+      double sw = (x1 - x0) / K;
+      for (uint32_t p = q; p < q2; p++) run_h += row_h[p] + (p > q ? RANKSEP : 0);
+      if (q) y += RANKSEP;
+      for (uint32_t p = q; p < q2; p++)
+        for (uint32_t i = row_off[p]; i < row_off[p + 1]; i++) {
+          uint32_t v = l.rk[i];
+          uint32_t j = (uint32_t)((l.x[v] - x0) / sw);
+          strip[v] = (j < K ? j : K - 1) + 1;
+        }
+      (void)run_h;
+      double yy = y;
+      for (uint32_t j = 0; j < K; j++) {
+        if (j) yy += RANKSEP * 1.5;
+        bool any_row = false;
+        for (uint32_t p = q; p < q2; p++) {
+          /* a rank with nothing of this strip takes no room in it */
+          double h = 0;
+          bool any = false;
+          for (uint32_t i = row_off[p]; i < row_off[p + 1]; i++) {
+            uint32_t v = l.rk[i];
+            if (strip[v] != j + 1) continue;
+            any = true;
+            h = fmax(h, l.h[v]);
+          }
+          if (!any) continue;
+          if (any_row) yy += RANKSEP;
+          any_row = true;
+          h = fmax(h, 4);
+          for (uint32_t i = row_off[p]; i < row_off[p + 1]; i++) {
+            uint32_t v = l.rk[i];
+            if (strip[v] != j + 1) continue;
+            l.y[v] = yy + h / 2;
+            l.x[v] -= j * sw;
+          }
+          yy += h;
+        }
+      }
+      y = yy;
+      q = q2;
+      folded = true;
+    }
+    if (folded) {
+      /* an edge whose path leaves its strip is a stub: at the producer when the consumer collects
+       * many (a cat of every tower), else at the consumer */
+      uint32_t *indeg = ox_xcalloc(s->n + 1, sizeof *indeg), *outdeg = ox_xcalloc(s->n + 1, sizeof *outdeg);
+      for (uint32_t i = 0; i < s->n_edges; i++) {
+        indeg[s->eto[i]]++;
+        outdeg[s->efrom[i]]++;
+      }
+      for (uint32_t i = 0; i < s->n_edges; i++) {
+        if (kind[i]) continue;
+        bool cross = false;
+        uint32_t first = 0;
+        for (uint32_t k = l.ch_off[i]; k < l.ch_off[i + 1] && !cross; k++) {
+          uint32_t st = strip[l.ch[k]];
+          if (!st) continue; /* outside any run */
+          if (!first)
+            first = st;
+          else
+            cross = st != first;
+        }
+        /* into or out of a run from a strip other than the first: the path would cross strips */
+        if (!cross && first > 1) {
+          uint32_t a = strip[l.ch[l.ch_off[i]]], b = strip[l.ch[l.ch_off[i + 1] - 1]];
+          cross = !a || !b;
+        }
+        if (cross) kind[i] = indeg[s->eto[i]] > outdeg[s->efrom[i]] ? OX_STUB_AT_FROM : OX_STUB_AT_TO;
+      }
+      free(indeg);
+      free(outdeg);
+    }
+    free(strip);
+    free(rminx);
+    free(rmaxx);
   }
   free(row);
   free(row_off);
   free(row_first);
   free(row_h);
+  /* ------------------------------------------------ columns: a deep graph folded to the aspect */
+  if (!folded && !lr && aspect > 0 && l.n_ranks >= 6 && l.n) {
+    double minx = INFINITY, maxx = -INFINITY, maxy = 0;
+    for (uint32_t v = 0; v < l.n; v++) {
+      minx = fmin(minx, l.x[v] - l.w[v] / 2);
+      maxx = fmax(maxx, l.x[v] + l.w[v] / 2);
+      maxy = fmax(maxy, l.y[v] + l.h[v] / 2);
+    }
+    double W = maxx - minx + 2 * MARGIN, H = maxy + MARGIN;
+    if (H / W > 1.5 / aspect) {
+      uint32_t K = (uint32_t)lround(sqrt(aspect * H / W));
+      if (K > l.n_ranks / 3) K = l.n_ranks / 3;
+      if (K >= 2) {
+        /* per rank: its top and bottom */
+        double *rtop = ox_xcalloc(l.n_ranks + 1, sizeof *rtop), *rbot = ox_xcalloc(l.n_ranks + 1, sizeof *rbot);
+        for (uint32_t r = 0; r < l.n_ranks; r++) {
+          rtop[r] = INFINITY;
+          rbot[r] = -INFINITY;
+        }
+        for (uint32_t v = 0; v < l.n; v++) {
+          uint32_t r = (uint32_t)l.rank[v];
+          rtop[r] = fmin(rtop[r], l.y[v] - l.h[v] / 2);
+          rbot[r] = fmax(rbot[r], l.y[v] + l.h[v] / 2);
+        }
+        uint32_t *col = ox_xcalloc(l.n_ranks + 1, sizeof *col);
+        double per = H / K;
+        uint32_t c = 0;
+        double start = rtop[0];
+        for (uint32_t r = 0; r < l.n_ranks; r++) {
+          if (c + 1 < K && rbot[r] - start > per && r > 0) {
+            c++;
+            start = rtop[r];
+          }
+          col[r] = c;
+        }
+        uint32_t ncol = c + 1;
+        double *cminx = ox_xcalloc(ncol + 1, sizeof *cminx), *cmaxx = ox_xcalloc(ncol + 1, sizeof *cmaxx),
+               *ctop = ox_xcalloc(ncol + 1, sizeof *ctop), *off = ox_xcalloc(ncol + 1, sizeof *off);
+        for (uint32_t k = 0; k < ncol; k++) {
+          cminx[k] = ctop[k] = INFINITY;
+          cmaxx[k] = -INFINITY;
+        }
+        for (uint32_t v = 0; v < l.n; v++) {
+          uint32_t k = col[l.rank[v]];
+          cminx[k] = fmin(cminx[k], l.x[v] - l.w[v] / 2);
+          cmaxx[k] = fmax(cmaxx[k], l.x[v] + l.w[v] / 2);
+          ctop[k] = fmin(ctop[k], l.y[v] - l.h[v] / 2);
+        }
+        /* room above each column's first rank for the stubs that continue it */
+        for (uint32_t k = 1; k < ncol; k++) off[k] = off[k - 1] + (cmaxx[k - 1] - cminx[k - 1]) + 3 * NODESEP;
+        for (uint32_t v = 0; v < l.n; v++) {
+          uint32_t k = col[l.rank[v]];
+          l.x[v] += off[k] - cminx[k];
+          l.y[v] -= ctop[k] - MARGIN - (k ? 30 : 0);
+        }
+        /* an edge between columns is a stub into its consumer, labelled with its producer */
+        for (uint32_t i = 0; i < s->n_edges; i++)
+          if (!kind[i] && col[l.rank[s->efrom[i]]] != col[l.rank[s->eto[i]]]) kind[i] = OX_STUB_AT_TO;
+        free(rtop);
+        free(rbot);
+        free(col);
+        free(cminx);
+        free(cmaxx);
+        free(ctop);
+        free(off);
+      }
+    }
+  }
   /* ------------------------------------------------ result */
   {
     double minx = INFINITY, maxx = -INFINITY, maxy = 0;
@@ -982,7 +1130,7 @@ int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out,
     lay->edges = ox_xcalloc(s->n_edges + 1, sizeof *lay->edges);
     double *px = ox_xcalloc(l.n_ranks + 3, sizeof *px), *py = ox_xcalloc(l.n_ranks + 3, sizeof *py);
     for (uint32_t i = 0; i < s->n_edges; i++) {
-      if (s->estub[i]) continue;
+      if (kind[i]) continue;
       uint32_t o = l.ch_off[i], len = l.ch_off[i + 1] - o;
       /* in TB coordinates, from the producer's box side to ARROW short of the consumer's */
       bool rev = s->erev[i];
@@ -1018,7 +1166,8 @@ int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out,
     free(px);
     free(py);
     qsort(lay->nodes, lay->n_nodes, sizeof *lay->nodes, cmp_layout_node);
-    ox_lsub_add_stubs(s, lay, lr);
+    ox_lsub_add_stubs(s, kind, lay, lr);
+    free(kind);
     lay->seconds = now_s() - t0;
     l_free(&l);
     *out = lay;

@@ -394,7 +394,7 @@ static int dot_sub(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out, 
     }
     if (l) {
       l->engine = OX_LAYOUT_DOT;
-      ox_lsub_add_stubs(s, l, lr);
+      ox_lsub_add_stubs(s, NULL, l, lr);
       *out = l;
     } else {
       rc = -1;
@@ -428,22 +428,45 @@ int ox_layout_auto(const OxGraph *g, const OxNodeId *subset, uint32_t n, const O
   }
   uint32_t dot_max = opt && opt->dot_max_nodes ? opt->dot_max_nodes : 1500;
   char why[200] = "";
+  bool dot_timeout = false;
   if (engine == OX_LAYOUT_DOT || (engine == OX_LAYOUT_AUTO && s.n <= dot_max)) {
     char derr[140] = "";
     bool timed_out = false;
     int rc = dot_sub(&s, opt, out, &timed_out, derr, sizeof derr);
+    if (rc == 0 && engine == OX_LAYOUT_AUTO && opt && opt->aspect > 0) {
+      /* dot cannot fold a wide or deep graph to the window: when its picture would be drawn
+       * much smaller than ours when fitted, ours reads better */
+      OxLayout *mine = NULL;
+      if (ox_lsub_layered(&s, opt, &mine, NULL, 0) == 0) {
+        double a = opt->aspect;
+        double fit_dot = fmin(a / fmax((*out)->width, 1), 1 / fmax((*out)->height, 1));
+        double fit_mine = fmin(a / fmax(mine->width, 1), 1 / fmax(mine->height, 1));
+        if (fit_dot < 0.6 * fit_mine) {
+          ox_layout_free(*out);
+          *out = mine;
+          snprintf(mine->note, sizeof mine->note, "built-in layered layout: it fits this window %.1fx larger than dot's",
+                   fit_mine / fit_dot);
+          mine = NULL;
+        }
+        ox_layout_free(mine);
+      }
+    }
     if (rc == 0 || engine == OX_LAYOUT_DOT || ox_layout_cancelled(opt)) {
       if (rc != 0 && err && errcap) snprintf(err, errcap, "%s", derr);
       ox_lsub_free(&s);
       return rc;
     }
     snprintf(why, sizeof why, "dot %s; drawn with the built-in layered layout", derr);
+    dot_timeout = timed_out;
   } else if (engine == OX_LAYOUT_AUTO) {
     snprintf(why, sizeof why, "%u nodes: more than dot lays out interactively (%u); built-in layered layout", s.n,
              dot_max);
   }
   int rc = ox_lsub_layered(&s, opt, out, err, errcap);
-  if (rc == 0) snprintf((*out)->note, sizeof (*out)->note, "%s", why);
+  if (rc == 0) {
+    snprintf((*out)->note, sizeof (*out)->note, "%s", why);
+    (*out)->dot_timed_out = dot_timeout;
+  }
   ox_lsub_free(&s);
   return rc;
 }

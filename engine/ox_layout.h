@@ -67,6 +67,7 @@ typedef struct OxLayout {
   double seconds;      /* time spent laying out (dot: in gvLayout; layered: the whole layout) */
   OxLayoutEngine engine; /* OX_LAYOUT_DOT or OX_LAYOUT_LAYERED: who made it */
   uint32_t n_stubs;    /* edges drawn as stubs */
+  bool dot_timed_out;  /* layered because dot did not finish within the time budget */
   char note[200];      /* why layered was used when dot was asked for ("dot did not finish within
                           2.0 s"), else "" */
 } OxLayout;

@@ -30,7 +30,7 @@ void ox_lsub_free(OxLSub *s);
 int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out, char *err, size_t errcap);
 /* Adds the stub edges of s to l (whose nodes must hold every node of s): short splines above
  * their consumers. */
-void ox_lsub_add_stubs(const OxLSub *s, OxLayout *l, bool lr);
+void ox_lsub_add_stubs(const OxLSub *s, const uint8_t *kind, OxLayout *l, bool lr); /* kind NULL = s->estub */
 
 /* The helper's request for s: fixed-size unlabelled boxes named n<ID>, stub edges left out. */
 void ox_lsub_request_dot(const OxLSub *s, const OxLayoutOptions *opt, OxBuf *out);

@@ -337,7 +337,7 @@ int ox_layout_compute(const OxGraph *g, const OxNodeId *subset, uint32_t n, cons
     set_err(err, errcap, "cancelled");
     rc = -1;
   }
-  if (rc == 0) ox_lsub_add_stubs(&s, *out, opt && opt->rankdir && strcmp(opt->rankdir, "LR") == 0);
+  if (rc == 0) ox_lsub_add_stubs(&s, NULL, *out, opt && opt->rankdir && strcmp(opt->rankdir, "LR") == 0);
   ox_lsub_free(&s);
   return rc;
 }

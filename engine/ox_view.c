@@ -17,11 +17,17 @@
 #include <string.h>
 
 #include "ox_mem.h"
+#include "ox_ops.h"
 
 /* ------------------------------------------------------------------ neighbourhood */
 
 uint32_t ox_view_neighborhood(const OxGraph *g, const OxNodeId *seeds, uint32_t n_seeds, uint32_t radius,
                               uint32_t max_nodes, OxNodeId *out, uint32_t max_out) {
+  return ox_view_neighborhood_skip(g, seeds, n_seeds, radius, max_nodes, NULL, out, max_out);
+}
+
+uint32_t ox_view_neighborhood_skip(const OxGraph *g, const OxNodeId *seeds, uint32_t n_seeds, uint32_t radius,
+                                   uint32_t max_nodes, const uint8_t *skip, OxNodeId *out, uint32_t max_out) {
   uint32_t *dist = ox_xcalloc(g->n_nodes + 1, sizeof *dist); /* 0 = unseen, else distance + 1 */
   OxNodeId *queue = ox_xcalloc(g->n_live + n_seeds + 1, sizeof *queue);
   uint32_t qh = 0, qt = 0, found = 0;
@@ -29,7 +35,7 @@ uint32_t ox_view_neighborhood(const OxGraph *g, const OxNodeId *seeds, uint32_t 
   for (uint32_t i = 0; i < n_seeds; i++) {
     OxNodeId s = seeds[i];
     const OxNode *n = ox_graph_node(g, s);
-    if (!n || n->erased || dist[s]) continue;
+    if (!n || n->erased || dist[s] || (skip && skip[s])) continue;
     dist[s] = 1;
     queue[qt++] = s;
   }
@@ -40,16 +46,15 @@ uint32_t ox_view_neighborhood(const OxGraph *g, const OxNodeId *seeds, uint32_t 
     uint32_t d = dist[x] - 1;
     if (d >= radius) continue;
     const OxNode *n = &g->nodes[x];
-    uint32_t k = ox_graph_inputs(g, x, ins, 256);
-    if (k > 256) k = 256;
+    uint32_t k = ox_graph_inputs_r(g, x, ins, 256);
     for (uint32_t i = 0; i < k; i++)
-      if (!dist[ins[i]] && !g->nodes[ins[i]].erased) {
+      if (!dist[ins[i]] && !g->nodes[ins[i]].erased && !(skip && skip[ins[i]])) {
         dist[ins[i]] = d + 2;
         queue[qt++] = ins[i];
       }
     for (uint32_t i = 0; i < n->n_users; i++) {
       OxNodeId u = n->users[i];
-      if (!dist[u] && !g->nodes[u].erased) {
+      if (!dist[u] && !g->nodes[u].erased && !(skip && skip[u])) {
         dist[u] = d + 2;
         queue[qt++] = u;
       }
@@ -69,6 +74,119 @@ uint32_t ox_view_fit_radius(const OxGraph *g, const OxNodeId *seeds, uint32_t n_
     best = r;
   }
   return best;
+}
+
+/* ------------------------------------------------------------------ folded parameters */
+
+/* A topological order of the live nodes (Kahn over inputs; what is left in a cycle, in id
+ * order). Returns the count; order has capacity g->n_nodes. */
+static uint32_t topo_order(const OxGraph *g, OxNodeId *order) {
+  uint32_t *indeg = ox_xcalloc(g->n_nodes + 1, sizeof *indeg);
+  uint8_t *done = ox_xcalloc(g->n_nodes + 1, 1);
+  OxNodeId ins[256];
+  uint32_t live = 0, qh = 0, qt = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    live++;
+    uint32_t k = ox_graph_inputs_r(g, id, ins, 256);
+    for (uint32_t j = 0; j < k; j++)
+      if (!g->nodes[ins[j]].erased) indeg[id]++;
+  }
+  OX_GRAPH_FOREACH(g, id) if (!indeg[id]) order[qt++] = id;
+  OxNodeId scan = 1;
+  while (qh < live) {
+    if (qh == qt) {
+      while (scan < g->n_nodes && (g->nodes[scan].erased || done[scan] || !indeg[scan])) scan++;
+      if (scan >= g->n_nodes) break;
+      indeg[scan] = 0;
+      order[qt++] = scan;
+    }
+    OxNodeId x = order[qh++];
+    done[x] = 1;
+    const OxNode *n = &g->nodes[x];
+    for (uint32_t i = 0; i < n->n_users; i++) {
+      OxNodeId u = n->users[i];
+      if (!done[u] && indeg[u] && --indeg[u] == 0) order[qt++] = u;
+    }
+  }
+  free(indeg);
+  free(done);
+  return qh;
+}
+
+/* Ops that compute from their inputs (a matmul, a norm, a convolution, a random draw), as
+ * opposed to moving, casting or combining them elementwise: never part of a parameter. */
+static bool computes(const OxGraph *g, const OxNode *n) {
+  const OxSpelling *sp;
+  OxOpId id = ox_op_of_node(g, n, &sp);
+  if (id != OX_OPID_NONE) {
+    unsigned f = ox_op_info(id)->flags;
+    return (f & OX_OPF_RANDOM) || !(f & (OX_OPF_POINTWISE | OX_OPF_VIEW | OX_OPF_PLUMBING));
+  }
+  static const char *const heavy[] = {"conv", "embedding", "mm", "linear", "norm", "attention", "lstm", "gru",
+                                      "random", "rand", "dropout", "seed", "softmax", "triton", NULL};
+  const char *t = n->op == OX_OP_CALL_MODULE && n->module_type ? n->module_type : n->target;
+  for (const char *const *h = heavy; t && *h; h++)
+    if (strstr(t, *h)) return true;
+  return false;
+}
+
+static bool plumbing(const OxGraph *g, const OxNode *n) {
+  const OxSpelling *sp;
+  OxOpId id = ox_op_of_node(g, n, &sp);
+  return id != OX_OPID_NONE && (ox_op_info(id)->flags & OX_OPF_PLUMBING);
+}
+
+uint32_t ox_view_fold_params(const OxGraph *g, uint32_t *fold, uint16_t *n_params) {
+  memset(fold, 0, g->n_nodes * sizeof *fold);
+  if (n_params) memset(n_params, 0, g->n_nodes * sizeof *n_params);
+  OxNodeId *order = ox_xcalloc(g->n_nodes + 1, sizeof *order);
+  uint32_t n = topo_order(g, order);
+  uint8_t *like = ox_xcalloc(g->n_nodes + 1, 1); /* parameter-like */
+  uint8_t *data = ox_xcalloc(g->n_nodes + 1, 1); /* has a data input */
+  OxNodeId ins[256];
+  for (uint32_t i = 0; i < n; i++) {
+    OxNodeId x = order[i];
+    const OxNode *nd = &g->nodes[x];
+    uint32_t k = ox_graph_inputs_r(g, x, ins, 256), n_like = 0;
+    for (uint32_t j = 0; j < k; j++) n_like += like[ins[j]];
+    data[x] = n_like < k;
+    if (nd->op == OX_OP_PLACEHOLDER || nd->op == OX_OP_GET_ATTR)
+      like[x] = 1;
+    else if (nd->op != OX_OP_OUTPUT && k >= 1 && n_like == k && nd->n_users == 1 && !computes(g, nd) &&
+             (k <= 2 || plumbing(g, nd)))
+      like[x] = 1;
+  }
+  uint32_t folded = 0;
+  for (uint32_t i = n; i-- > 0;) {
+    OxNodeId x = order[i];
+    const OxNode *nd = &g->nodes[x];
+    if (!like[x] || !nd->n_users) continue;
+    bool ok = true;
+    for (uint32_t j = 0; j < nd->n_users && ok; j++) {
+      OxNodeId u = nd->users[j];
+      ok = like[u] ? fold[u] != 0 : data[u];
+    }
+    if (!ok) continue;
+    OxNodeId u = nd->users[0];
+    fold[x] = like[u] ? fold[u] : u;
+    folded++;
+  }
+  if (n_params)
+    for (uint32_t i = 0; i < n; i++) {
+      OxNodeId x = order[i];
+      const OxNode *nd = &g->nodes[x];
+      if (!fold[x] || (nd->op != OX_OP_PLACEHOLDER && nd->op != OX_OP_GET_ATTR)) continue;
+      /* every drawn consumer it reaches through folded nodes */
+      for (uint32_t j = 0; j < nd->n_users; j++) {
+        OxNodeId u = nd->users[j];
+        for (uint32_t hops = 0; fold[u] && hops < 64; hops++) u = g->nodes[u].n_users ? g->nodes[u].users[0] : fold[u];
+        if (!fold[u] && n_params[u] < UINT16_MAX) n_params[u]++;
+      }
+    }
+  free(order);
+  free(like);
+  free(data);
+  return folded;
 }
 
 /* ------------------------------------------------------------------ cluster paths */
@@ -365,6 +483,11 @@ OxGraph *ox_view_overview(const OxGraph *g, const OxHierarchy *h, const uint8_t 
 
 OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint8_t *open, uint32_t *node_item,
                               int32_t *item_cluster) {
+  return ox_view_overview_map_fold(g, h, open, NULL, node_item, item_cluster);
+}
+
+OxGraph *ox_view_overview_map_fold(const OxGraph *g, const OxHierarchy *h, const uint8_t *open, const uint32_t *fold,
+                                   uint32_t *node_item, int32_t *item_cluster) {
   /* item of a node: the shallowest closed cluster on its path below the root, else the node */
   uint32_t *item = ox_xcalloc(g->n_nodes + 1, sizeof *item);          /* overview node id */
   uint32_t *cluster_item = ox_xcalloc(h->n_clusters + 1, sizeof *cluster_item);
@@ -372,6 +495,7 @@ OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint
   OxGraph *o = ox_graph_new();
   o->name = ox_graph_intern(o, "overview");
   OX_GRAPH_FOREACH(g, id) {
+    if (fold && fold[id]) continue; /* drawn in its consumer's item (below) */
     int32_t c = h->node_cluster[id];
     int depth = 0;
     for (int32_t x = c; x > 0 && depth < 256; x = h->clusters[x].parent) chain[depth++] = x;
@@ -408,6 +532,8 @@ OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint
       item[id] = cluster_item[closed];
     }
   }
+  if (fold)
+    OX_GRAPH_FOREACH(g, id) if (fold[id] && fold[id] < g->n_nodes) item[id] = item[fold[id]];
   /* edges: producer item -> consumer item, once */
   uint32_t n_items = o->n_nodes;
   OxNodeId **ins = ox_xcalloc(n_items + 1, sizeof *ins);

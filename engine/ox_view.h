@@ -21,9 +21,29 @@ extern "C" {
 uint32_t ox_view_neighborhood(const OxGraph *g, const OxNodeId *seeds, uint32_t n_seeds, uint32_t radius,
                               uint32_t max_nodes, OxNodeId *out, uint32_t max_out);
 
+/* ox_view_neighborhood that neither counts nor walks through nodes with skip[id] set (folded
+ * parameters); skip may be NULL. */
+uint32_t ox_view_neighborhood_skip(const OxGraph *g, const OxNodeId *seeds, uint32_t n_seeds, uint32_t radius,
+                                   uint32_t max_nodes, const uint8_t *skip, OxNodeId *out, uint32_t max_out);
+
 /* The largest radius (<= max_radius) whose neighbourhood fits in budget nodes. */
 uint32_t ox_view_fit_radius(const OxGraph *g, const OxNodeId *seeds, uint32_t n_seeds, uint32_t max_radius,
                             uint32_t budget);
+
+/* ------------------------------------------------------------------ folded parameters */
+
+/* Parameters and constants are drawn as part of their consumers ("+3 params" on the linear),
+ * so rows of weights no longer dominate a picture. A node is parameter-like when it is a
+ * placeholder or get_attr, or a call with one or two inputs, all parameter-like, and one user
+ * (t(primals_3), convert_element_type(w)); it folds when every user is a folded
+ * parameter-like node or a node that still has a data (not parameter-like) input. So the
+ * model's real inputs stay (their user has no other data input), weights fold into their
+ * linear, a symbolic size used by 117 nodes folds into each of them, and a stack of 128
+ * weights shows as one stack. fold[id] (capacity g->n_nodes) receives the node a folded node
+ * is drawn in (its first drawn consumer), 0 for drawn nodes; n_params[id] (optional, capacity
+ * g->n_nodes) the folded placeholders / get_attrs that feed id. Works on any graph (a union of
+ * steps included): the order is computed, not assumed. Returns the number of folded nodes. */
+uint32_t ox_view_fold_params(const OxGraph *g, uint32_t *fold, uint16_t *n_params);
 
 /* ------------------------------------------------------------------ hierarchy */
 
@@ -100,6 +120,11 @@ OxGraph *ox_view_overview(const OxGraph *g, const OxHierarchy *h, const uint8_t 
  * -1 for a shown real node. Either may be NULL. */
 OxGraph *ox_view_overview_map(const OxGraph *g, const OxHierarchy *h, const uint8_t *open, uint32_t *node_item,
                               int32_t *item_cluster);
+
+/* ox_view_overview_map where folded parameters (fold from ox_view_fold_params; NULL = none) are
+ * no items of their own: they map to the item of the node they are drawn in. */
+OxGraph *ox_view_overview_map_fold(const OxGraph *g, const OxHierarchy *h, const uint8_t *open, const uint32_t *fold,
+                                   uint32_t *node_item, int32_t *item_cluster);
 
 /* Number of nodes ox_view_overview would make for `open` (without building it): every open
  * cluster contributes its direct nodes and its children, each closed child counting one. */

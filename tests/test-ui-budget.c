@@ -222,7 +222,12 @@ static void test_focus_radius(void) {
   OxScene *s = ox_scene_new(d);
   g_assert_true(wait_idle(s));
   OxHistory *h = ox_document_get_history(d);
-  guint32 far = h->u->n_nodes / 2;
+  /* folded parameters are drawn in their consumers: they take no room and are no focus */
+  guint8 *folded = g_new0(guint8, h->u->n_nodes + 1);
+  guint n_folded = 0;
+  for (guint32 id = 1; id < h->u->n_nodes; id++) n_folded += folded[id] = ox_scene_drawn_uid(s, id) != id;
+  g_assert_cmpuint(n_folded, >, 0);
+  guint32 far = ox_scene_drawn_uid(s, h->u->n_nodes / 2);
   for (guint r = 1; r <= 3; r++) {
     ox_scene_set_radius(s, r);
     ox_scene_focus_uid(s, far);
@@ -232,9 +237,17 @@ static void test_focus_radius(void) {
     /* the neighbourhood of radius r is in the scene when it fits the budget */
     guint cap = ox_scene_get_budget(s);
     OxNodeId *nb = g_new(OxNodeId, cap + 1);
-    guint n = ox_view_neighborhood(h->u, &far, 1, r, cap + 1, nb, cap + 1);
+    guint n = ox_view_neighborhood_skip(h->u, &far, 1, r, cap + 1, folded, nb, cap + 1);
     if (n <= cap)
       for (guint i = 0; i < n; i++) g_assert_cmpuint(ox_scene_uid_item(s, nb[i]), ==, nb[i]);
+    /* the parameters folded into them are shown by their boxes */
+    for (guint i = 0; i < n && n <= cap; i++) {
+      OxNodeId ins[64];
+      guint k = MIN(ox_graph_inputs(h->u, nb[i], ins, 64), 64);
+      for (guint j = 0; j < k; j++)
+        if (folded[ins[j]] && ox_scene_drawn_uid(s, ins[j]) == nb[i])
+          g_assert_cmpuint(ox_scene_uid_item(s, ins[j]), ==, nb[i]);
+    }
     /* and a node just outside it is not, unless the scene had it before */
     g_free(nb);
   }
@@ -244,8 +257,14 @@ static void test_focus_radius(void) {
   g_assert_true(wait_idle(s));
   ox_scene_focus_uid(s, far);
   g_assert_true(wait_idle(s));
-  guint r = ox_scene_get_shown_radius(s);
-  g_assert_cmpuint(r, ==, MAX(ox_view_fit_radius(h->u, &far, 1, OX_SCENE_MAX_RADIUS, ox_scene_get_focus_size(s)), 1));
+  guint r = ox_scene_get_shown_radius(s), want = 0;
+  for (guint k = 1; k <= OX_SCENE_MAX_RADIUS; k++) {
+    guint size = ox_scene_get_focus_size(s);
+    if (ox_view_neighborhood_skip(h->u, &far, 1, k, size + 1, folded, NULL, 0) > size) break;
+    want = k;
+  }
+  g_assert_cmpuint(r, ==, MAX(want, 1));
+  g_free(folded);
   /* a node already in the scene: focusing on it lays nothing out */
   const OxLayout *l = ox_scene_get_layout(s);
   guint req = ox_scene_get_stats(s)->n_requests - ox_scene_get_stats(s)->n_prefetches;

@@ -110,6 +110,17 @@ static void ox_application_class_init(OxApplicationClass *k) {
 }
 
 static void ox_application_init(OxApplication *self) {
+  /* handled by main() before the application starts (app/optimus-debugger.c); listed here so
+   * --help shows it */
+  static const GOptionEntry bench[] = {
+    {"benchmark", 0, 0, G_OPTION_ARG_NONE, NULL,
+     "Open GRAPH [TRACE] in a 1280x800 window, time opening, stepping, search and selection, print one JSON line "
+     "and exit (nonzero if the view failed or a wait timed out)",
+     NULL},
+    {"timeout", 0, 0, G_OPTION_ARG_INT, NULL, "With --benchmark: seconds any single wait may take (default 120)", "S"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+  };
+  g_application_add_main_option_entries(G_APPLICATION(self), bench);
   g_application_set_option_context_parameter_string(G_APPLICATION(self), "[GRAPH [TRACE]]");
   g_application_set_option_context_summary(
     G_APPLICATION(self), "Step through the Optimus rewrites of a PyTorch FX graph dump.\n"

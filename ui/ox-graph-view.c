@@ -13,6 +13,13 @@
 
 #define MIN_SCALE 0.01
 #define MAX_SCALE 8.0
+#define READABLE_SCALE 0.8 /* the zoom a step is shown at, at least: labels read there */
+
+/* A stub's label on screen: clicking it selects the node at the stub's far end. */
+typedef struct StubHit {
+  double x, y, w, h;
+  guint32 item;
+} StubHit;
 
 struct _OxGraphView {
   GtkWidget parent_instance;
@@ -23,6 +30,7 @@ struct _OxGraphView {
   OxHistory *history;     /* the history family colours belong to */
   guint8 *family;         /* uid -> OxFamily */
   GArray *step_items;     /* overview: items holding the step's nodes */
+  GArray *stub_hits;      /* StubHit, from the last frame */
 
   /* plain state */
   double scale, ox, oy;
@@ -266,9 +274,17 @@ gboolean ox_graph_view_center_on_step(OxGraphView *self) {
       }
     }
   }
+  /* the anchor's box (the first item when the step has one) */
+  double ax0 = G_MAXDOUBLE, ay0 = G_MAXDOUBLE, ax1 = -G_MAXDOUBLE, ay1 = -G_MAXDOUBLE;
   for (guint i = 0; i < items->len; i++) {
     double x, y, w, h;
     if (!ox_scene_box(self->scene, g_array_index(items, guint32, i), &x, &y, &w, &h)) continue;
+    if (ax0 > ax1) {
+      ax0 = x - w / 2;
+      ax1 = x + w / 2;
+      ay0 = y - h / 2;
+      ay1 = y + h / 2;
+    }
     x0 = MIN(x0, x - w / 2);
     y0 = MIN(y0, y - h / 2);
     x1 = MAX(x1, x + w / 2);
@@ -276,11 +292,19 @@ gboolean ox_graph_view_center_on_step(OxGraphView *self) {
   }
   g_array_free(items, TRUE);
   if (x0 > x1) return FALSE;
-  double vw = gtk_widget_get_width(GTK_WIDGET(self)) / self->scale, vh = gtk_widget_get_height(GTK_WIDGET(self)) / self->scale;
-  if (self->scale < 0.6 || x1 - x0 + 40 > vw || y1 - y0 + 40 > vh) {
-    /* labels are unreadable below ~0.3: zoom in on the step, never past 100%; a step larger
-     * than the view is zoomed out to fit */
-    zoom_to_box(self, x0, y0, x1, y1, 1.0);
+  double ww = gtk_widget_get_width(GTK_WIDGET(self)), wh = gtk_widget_get_height(GTK_WIDGET(self));
+  double vw = ww / self->scale, vh = wh / self->scale;
+  if (self->scale < READABLE_SCALE || x1 - x0 + 40 > vw || y1 - y0 + 40 > vh) {
+    /* zoom to the step, never past 100% and never below the zoom where labels read: a step
+     * larger than the view is centred on its anchor (pan, or use the minimap, for the rest) */
+    double fit = MIN(ww / (x1 - x0 + 40), wh / (y1 - y0 + 40));
+    if (fit >= READABLE_SCALE) {
+      zoom_to_box(self, x0, y0, x1, y1, 1.0);
+      return TRUE;
+    }
+    self->scale = READABLE_SCALE;
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_ZOOM]);
+    ox_graph_view_center_at(self, ax0 <= ax1 ? (ax0 + ax1) / 2 : (x0 + x1) / 2, ay0 <= ay1 ? (ay0 + ay1) / 2 : (y0 + y1) / 2);
     return TRUE;
   }
   ox_graph_view_center_at(self, (x0 + x1) / 2, (y0 + y1) / 2);
@@ -322,44 +346,135 @@ static void rounded_rect(cairo_t *cr, double x, double y, double w, double h, do
   cairo_close_path(cr);
 }
 
-static const char *short_target(const char *t) {
-  const char *dot = strrchr(t, '.');
-  /* aten overloads: "torch.ops.aten.mm.default" -> "mm.default" */
-  if (dot && (g_str_has_suffix(t, ".default") || g_str_has_suffix(t, ".Tensor") || g_str_has_suffix(t, ".int"))) {
-    const char *p = dot;
-    while (p > t && p[-1] != '.') p--;
-    if (p > t) {
-      p--;
-      while (p > t && p[-1] != '.') p--;
-    }
-    return p;
-  }
-  return dot ? dot + 1 : t;
-}
-
 #define COLOR_REMOVED 0xe01b24
 #define COLOR_ADDED 0x26a269
 #define COLOR_MATCH 0xff7800
 #define COLOR_SELECT 0x1c71d8
 #define COLOR_HIT 0xf6d32d
 #define COLOR_CLUSTER 0xdce6f2
+#define COLOR_STUB 0x8a6d3b
+
+/* Text is drawn in screen pixels, after the shapes: sized with the zoom, never below a
+ * readable minimum; a box too small for both lines shows the one that says most (a node's op,
+ * a cluster's node count); a box too small for that shows none. */
+#define NAME_PX 12.0   /* "Sans Bold 9" at 96 dpi: the size the scene sized boxes for */
+#define SMALL_PX 10.7  /* "Sans 8" */
+#define MIN_PX 7.0     /* below this text is noise: it is clamped, and elided to fit */
+
+typedef struct TextPass {
+  PangoLayout *name, *small, *badge;
+  double name_h, small_h, badge_h;
+  double px_scale;     /* screen font size / the size at zoom 1 */
+} TextPass;
+
+static void text_pass_init(TextPass *tp, GtkWidget *w, double scale) {
+  tp->px_scale = MAX(scale, MIN_PX / SMALL_PX);
+  PangoLayout **pls[3] = {&tp->name, &tp->small, &tp->badge};
+  const char *fonts[3] = {OX_SCENE_FONT_NAME, OX_SCENE_FONT_SMALL, "Sans Bold 7"};
+  double *hs[3] = {&tp->name_h, &tp->small_h, &tp->badge_h};
+  for (int i = 0; i < 3; i++) {
+    *pls[i] = gtk_widget_create_pango_layout(w, NULL);
+    PangoFontDescription *fd = pango_font_description_from_string(fonts[i]);
+    double base = i == 0 ? NAME_PX : i == 1 ? SMALL_PX : 9.3;
+    /* badges do not grow past their zoom-1 size */
+    double px = base * (i == 2 ? MIN(tp->px_scale, 1.0) : tp->px_scale);
+    pango_font_description_set_absolute_size(fd, MAX(px, i == 2 ? 7.0 : MIN_PX) * PANGO_SCALE);
+    pango_layout_set_font_description(*pls[i], fd);
+    pango_font_description_free(fd);
+    pango_layout_set_text(*pls[i], "Mg", -1);
+    int tw, th;
+    pango_layout_get_pixel_size(*pls[i], &tw, &th);
+    *hs[i] = th;
+  }
+  pango_layout_set_ellipsize(tp->name, PANGO_ELLIPSIZE_MIDDLE);
+  pango_layout_set_ellipsize(tp->small, PANGO_ELLIPSIZE_END);
+}
+
+static void text_pass_clear(TextPass *tp) {
+  g_clear_object(&tp->name);
+  g_clear_object(&tp->small);
+  g_clear_object(&tp->badge);
+}
+
+/* Centres one line in [x0, x0 + w]; elided to w unless `whole` (a count is never cut: it is
+ * left out when it does not fit). Returns FALSE when nothing was drawn. */
+static gboolean show_line(cairo_t *cr, PangoLayout *pl, const char *text, double cx, double y, double w,
+                          gboolean whole) {
+  if (!text || !*text || w < 8) return FALSE;
+  pango_layout_set_width(pl, whole ? -1 : (int)(w * PANGO_SCALE));
+  pango_layout_set_text(pl, text, -1);
+  int tw, th;
+  pango_layout_get_pixel_size(pl, &tw, &th);
+  if (whole && tw > w) return FALSE;
+  cairo_move_to(cr, cx - tw / 2.0, y);
+  pango_cairo_show_layout(cr, pl);
+  return TRUE;
+}
+
+/* The label lines of a box, in screen space (sx, sy centre; sw, sh size). */
+static void draw_box_text(cairo_t *cr, TextPass *tp, double sx, double sy, double sw, double sh, const char *l1,
+                          const char *l2, gboolean cluster, double alpha) {
+  double inner = sw - 8, need2 = tp->name_h + tp->small_h;
+  cairo_set_source_rgba(cr, 0.05, 0.05, 0.05, alpha);
+  if (sh >= need2 - 1) {
+    double top = sy - need2 / 2;
+    show_line(cr, tp->name, l1, sx, top, inner, FALSE);
+    if (!show_line(cr, tp->small, l2, sx, top + tp->name_h, inner, cluster) && cluster) {
+      /* the count alone, shorter: "161,592" */
+      char num[64];
+      g_snprintf(num, sizeof num, "%s", l2);
+      char *sp = strchr(num, ' ');
+      if (sp) *sp = 0;
+      show_line(cr, tp->small, num, sx, top + tp->name_h, inner, TRUE);
+    }
+  } else if (sh >= tp->small_h + 1) {
+    /* one line: what the node does, or how big the cluster is */
+    if (!show_line(cr, tp->small, l2, sx, sy - tp->small_h / 2, inner, cluster) && cluster) {
+      char num[64];
+      g_snprintf(num, sizeof num, "%s", l2);
+      char *sp = strchr(num, ' ');
+      if (sp) *sp = 0;
+      show_line(cr, tp->small, num, sx, sy - tp->small_h / 2, inner, TRUE);
+    }
+  }
+}
+
+/* "+3 params" in a pill on the box's top right corner. */
+static void draw_badge(cairo_t *cr, TextPass *tp, double sx1, double sy0, guint n) {
+  char text[32];
+  g_snprintf(text, sizeof text, "+%u param%s", n, n == 1 ? "" : "s");
+  pango_layout_set_width(tp->badge, -1);
+  pango_layout_set_text(tp->badge, text, -1);
+  int tw, th;
+  pango_layout_get_pixel_size(tp->badge, &tw, &th);
+  double x = sx1 - tw - 6, y = sy0 - th / 2.0 - 1;
+  rounded_rect(cr, x - 3, y, tw + 6, th + 1, (th + 1) / 2.0);
+  set_rgb(cr, 0x5e5c64, 0.9);
+  cairo_fill(cr);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_move_to(cr, x, y + 0.5);
+  pango_cairo_show_layout(cr, tp->badge);
+}
 
 /* Draws an edge between items from -> to: the layout's spline when it has one, else a straight
- * line between the boxes (edges of a step that the union layout never saw, placed nodes). */
-static void draw_edge(OxGraphView *self, cairo_t *cr, guint32 from, guint32 to, gboolean ghost, gboolean hot,
-                      PangoLayout *pl, const OxGraph *g) {
+ * line between the boxes (edges of a step that the union layout never saw, placed nodes). A
+ * stub is a short edge into (or out of) its box; its far end's name is drawn by the text pass. */
+static const OxLayoutEdge *draw_edge(OxGraphView *self, cairo_t *cr, guint32 from, guint32 to, gboolean ghost,
+                                     gboolean hot) {
   const OxLayoutEdge *e = ox_scene_edge(self->scene, from, to);
   double x0 = 0, y0 = 0, w0 = 0, h0 = 0, x1 = 0, y1 = 0, w1 = 0, h1 = 0;
   if (!e && !(ox_scene_box(self->scene, from, &x0, &y0, &w0, &h0) && ox_scene_box(self->scene, to, &x1, &y1, &w1, &h1)))
-    return;
+    return NULL;
   if (ghost)
     set_rgb(cr, COLOR_REMOVED, 0.7);
+  else if (e && e->stub)
+    set_rgb(cr, COLOR_STUB, hot ? 0.95 : 0.5);
   else
     cairo_set_source_rgba(cr, 0.25, 0.25, 0.3, hot ? 0.9 : 0.25);
   cairo_set_line_width(cr, 1.2 / MAX(self->scale, 0.3));
-  if (ghost) {
+  if (ghost || (e && e->stub)) {
     double dash[2] = {4, 3};
-    cairo_set_dash(cr, dash, 2, 0);
+    cairo_set_dash(cr, dash, e && e->stub && !ghost ? 0 : 2, 0);
   }
   double ex, ey, px, py;
   if (e && e->n_pts >= 4) {
@@ -369,8 +484,14 @@ static void draw_edge(OxGraphView *self, cairo_t *cr, guint32 from, guint32 to, 
                      e->pts[2 * i + 5]);
     ex = e->has_arrow ? e->ax : e->pts[2 * (e->n_pts - 1)];
     ey = e->has_arrow ? e->ay : e->pts[2 * (e->n_pts - 1) + 1];
-    px = e->pts[2 * (e->n_pts - 1)];
-    py = e->pts[2 * (e->n_pts - 1) + 1];
+    /* the arrow's direction: from the spline's last control point that differs from its end */
+    guint32 k = e->n_pts - 1;
+    px = e->pts[2 * k];
+    py = e->pts[2 * k + 1];
+    for (guint32 q = k; q-- > 0 && fabs(px - ex) + fabs(py - ey) < 0.01;) {
+      px = e->pts[2 * q];
+      py = e->pts[2 * q + 1];
+    }
     if (e->has_arrow) cairo_line_to(cr, ex, ey);
   } else {
     if (!e) {
@@ -398,42 +519,11 @@ static void draw_edge(OxGraphView *self, cairo_t *cr, guint32 from, guint32 to, 
     cairo_close_path(cr);
     cairo_fill(cr);
   }
-  guint32 from_uid = ox_scene_item_uid(self->scene, from);
-  if (self->edge_labels && from_uid && e && e->n_pts >= 4 && g && self->scale > 0.35) {
-    OxNodeId id = ox_graph_find(g, self->history->name[from_uid]);
-    const OxTensorMeta *tm = id ? ox_node_tensor_meta(&g->nodes[id]) : NULL;
-    if (tm) {
-      char buf[160];
-      ox_tensor_meta_format(tm, false, false, buf, sizeof buf);
-      guint32 mid = (e->n_pts / 2);
-      pango_layout_set_width(pl, -1);
-      pango_layout_set_text(pl, buf, -1);
-      cairo_set_source_rgba(cr, 0.1, 0.3, 0.6, hot ? 1 : 0.4);
-      cairo_move_to(cr, e->pts[2 * mid] + 4, e->pts[2 * mid + 1] - 6);
-      pango_cairo_show_layout(cr, pl);
-    }
-  }
-}
-
-static void draw_labels(cairo_t *cr, double x, double y, double w, const char *l1, const char *l2, double alpha,
-                        PangoLayout *pl_name, PangoLayout *pl_small) {
-  cairo_set_source_rgba(cr, 0.05, 0.05, 0.05, alpha);
-  /* long names are ellipsized to the box Graphviz sized with its own font metrics */
-  pango_layout_set_width(pl_name, (int)((w - 6) * PANGO_SCALE));
-  pango_layout_set_width(pl_small, (int)((w - 6) * PANGO_SCALE));
-  pango_layout_set_text(pl_name, l1, -1);
-  int tw, th;
-  pango_layout_get_pixel_size(pl_name, &tw, &th);
-  cairo_move_to(cr, x - tw / 2.0, y - th + 1);
-  pango_cairo_show_layout(cr, pl_name);
-  pango_layout_set_text(pl_small, l2, -1);
-  pango_layout_get_pixel_size(pl_small, &tw, &th);
-  cairo_move_to(cr, x - tw / 2.0, y + 1);
-  pango_cairo_show_layout(cr, pl_small);
+  return e;
 }
 
 static void draw_node(OxGraphView *self, cairo_t *cr, const OxLayoutNode *b, guint32 uid, guint8 state,
-                      gboolean selected, gboolean hit, PangoLayout *pl_name, PangoLayout *pl_small, gboolean text) {
+                      gboolean selected, gboolean hit) {
   double x = b->x, y = b->y, w = b->w, h = b->h;
   double x0 = x - w / 2, y0 = y - h / 2;
   double alpha = state == OX_NS_DIMMED ? 0.35 : 1.0;
@@ -467,40 +557,33 @@ static void draw_node(OxGraphView *self, cairo_t *cr, const OxLayoutNode *b, gui
     cairo_set_dash(cr, dash, 2, 0);
   }
   set_rgb(cr, border, state == OX_NS_DIMMED ? 0.35 : 1.0);
-  cairo_set_line_width(cr, lw);
+  /* borders stay visible when zoomed far out */
+  cairo_set_line_width(cr, MAX(lw, lw / MAX(self->scale, 0.05) * 0.5));
   cairo_stroke(cr);
   cairo_set_dash(cr, NULL, 0, 0);
   if (selected) {
     rounded_rect(cr, x0 - 3, y0 - 3, w + 6, h + 6, 8);
     set_rgb(cr, COLOR_SELECT, 1.0);
-    cairo_set_line_width(cr, 4);
+    cairo_set_line_width(cr, MAX(4, 2 / MAX(self->scale, 0.05)));
     cairo_stroke(cr);
   }
-  if (!text) return;
-  const OxNode *un = &self->history->u->nodes[uid];
-  const char *sub = un->op == OX_OP_CALL_FUNCTION || un->op == OX_OP_CALL_METHOD ? short_target(un->target)
-                                                                                 : ox_op_name((OxOp)un->op);
-  draw_labels(cr, x, y, w, self->history->name[uid], sub, state == OX_NS_DIMMED ? 0.45 : 1.0, pl_name, pl_small);
 }
 
-/* A collapsed cluster of the overview: a stacked box with its path and node count. */
-static void draw_cluster(OxGraphView *self, cairo_t *cr, const OxLayoutNode *b, gint32 c, gboolean hot,
-                         gboolean selected, PangoLayout *pl_name, PangoLayout *pl_small, gboolean text) {
-  const OxHierarchy *hier = ox_scene_get_hierarchy(self->scene);
-  const OxCluster *cl = &hier->clusters[c];
+/* A collapsed cluster of the overview: a stacked box. */
+static void draw_cluster(OxGraphView *self, cairo_t *cr, const OxLayoutNode *b, gboolean hot, gboolean selected) {
   double x0 = b->x - b->w / 2, y0 = b->y - b->h / 2;
   for (int k = 2; k >= 0; k--) {
     rounded_rect(cr, x0 + k * 3, y0 - k * 3, b->w, b->h, 6);
     set_rgb(cr, k ? 0xc2d3e8 : COLOR_CLUSTER, 1.0);
     cairo_fill_preserve(cr);
     set_rgb(cr, 0x3d5a80, 1.0);
-    cairo_set_line_width(cr, 1.2);
+    cairo_set_line_width(cr, MAX(1.2, 0.6 / MAX(self->scale, 0.05)));
     cairo_stroke(cr);
   }
   if (hot) {
     rounded_rect(cr, x0 - 2, y0 - 2, b->w + 4, b->h + 4, 8);
     set_rgb(cr, COLOR_MATCH, 1.0);
-    cairo_set_line_width(cr, 4);
+    cairo_set_line_width(cr, MAX(4, 2 / MAX(self->scale, 0.05)));
     cairo_stroke(cr);
   }
   if (selected) {
@@ -509,26 +592,54 @@ static void draw_cluster(OxGraphView *self, cairo_t *cr, const OxLayoutNode *b, 
     cairo_set_line_width(cr, 3);
     cairo_stroke(cr);
   }
-  if (!text) return;
-  char count[64];
-  g_snprintf(count, sizeof count, "%u nodes", cl->n_total);
-  draw_labels(cr, b->x, b->y, b->w, cl->path, count, 1.0, pl_name, pl_small);
 }
 
 static gboolean in_view(const OxLayoutNode *b, double vx0, double vy0, double vx1, double vy1) {
   return !(b->x + b->w < vx0 || b->x - b->w > vx1 || b->y + b->h < vy0 || b->y - b->h > vy1);
 }
 
+/* The name at a stub's far end, at its loose end: clickable (it selects that node). */
+static void draw_stub_label(OxGraphView *self, cairo_t *cr, TextPass *tp, const OxLayoutEdge *e) {
+  guint32 far_item = e->stub == OX_STUB_AT_TO ? e->from : e->to;
+  char l1[320], l2[320];
+  ox_scene_item_label(self->scene, far_item, l1, sizeof l1, l2, sizeof l2);
+  if (!l1[0]) return;
+  /* loose end: the first point of a stub into a box, the arrow tip of a stub out of one */
+  double lx = e->stub == OX_STUB_AT_TO ? e->pts[0] : e->ax, ly = e->stub == OX_STUB_AT_TO ? e->pts[1] : e->ay;
+  double sx = lx * self->scale + self->ox, sy = ly * self->scale + self->oy;
+  pango_layout_set_width(tp->badge, -1);
+  pango_layout_set_text(tp->badge, l1, -1);
+  int tw, th;
+  pango_layout_get_pixel_size(tp->badge, &tw, &th);
+  double x = sx - tw / 2.0, y = e->stub == OX_STUB_AT_TO ? sy - th - 1 : sy + 1;
+  /* many stubs to one far node (every tower into a cat) share a label per stretch of a row */
+  for (guint i = 0; i < self->stub_hits->len; i++) {
+    const StubHit *h = &g_array_index(self->stub_hits, StubHit, i);
+    if (h->item == far_item && fabs(h->y - y) < th && fabs(h->x + h->w / 2 - sx) < h->w + 80) return;
+  }
+  set_rgb(cr, 0xfaf4e6, 0.92);
+  cairo_rectangle(cr, x - 2, y, tw + 4, th);
+  cairo_fill(cr);
+  set_rgb(cr, COLOR_STUB, 1.0);
+  cairo_move_to(cr, x, y);
+  pango_cairo_show_layout(cr, tp->badge);
+  if (self->stub_hits->len < 4096) {
+    StubHit hit = {x - 2, y, tw + 4, th, far_item};
+    g_array_append_val(self->stub_hits, hit);
+  }
+}
+
 static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
   OxGraphView *self = OX_GRAPH_VIEW(w);
   self->n_paints++;
+  g_array_set_size(self->stub_hits, 0);
   double width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
   cairo_t *cr = gtk_snapshot_append_cairo(snap, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
   cairo_set_source_rgb(cr, 0.98, 0.98, 0.97);
   cairo_paint(cr);
   PangoLayout *msg = gtk_widget_create_pango_layout(w, NULL);
   const char *note = NULL;
-  char buf[512];
+  char buf[700];
   const OxLayout *layout = ox_scene_get_layout(self->scene);
   gboolean busy = ox_scene_get_busy(self->scene);
   const char *err = ox_scene_get_error(self->scene);
@@ -539,7 +650,7 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
                ox_view_mode_name(ox_scene_get_shown_mode(self->scene)), self->history->u->n_live);
     note = buf;
   } else if (!layout && err) {
-    g_snprintf(buf, sizeof buf, "Layout failed: %s", err);
+    g_snprintf(buf, sizeof buf, "Nothing to show yet: %s", err);
     note = buf;
   }
   if (note) {
@@ -554,7 +665,7 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
     guint n;
     const guint8 *st = ox_document_get_node_states(self->doc, &n);
     gboolean stepping = ox_document_get_step(self->doc) != NULL;
-    guint32 sel = ox_document_uid_of(self->doc, ox_document_get_selected(self->doc));
+    guint32 sel = ox_scene_drawn_uid(self->scene, ox_document_uid_of(self->doc, ox_document_get_selected(self->doc)));
     guint32 sel_item = ox_scene_uid_item(self->scene, sel);
     gboolean overview = ox_scene_is_overview(self->scene);
     cairo_save(cr);
@@ -563,19 +674,9 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
     /* visible layout rectangle, for culling */
     double vx0 = -self->ox / self->scale, vy0 = -self->oy / self->scale;
     double vx1 = vx0 + width / self->scale, vy1 = vy0 + height / self->scale;
-    PangoLayout *pl_name = gtk_widget_create_pango_layout(w, NULL);
-    PangoLayout *pl_small = gtk_widget_create_pango_layout(w, NULL);
-    PangoFontDescription *fd = pango_font_description_from_string("Sans Bold 9");
-    pango_layout_set_font_description(pl_name, fd);
-    pango_font_description_free(fd);
-    fd = pango_font_description_from_string("Sans 8");
-    pango_layout_set_font_description(pl_small, fd);
-    pango_font_description_free(fd);
-    pango_layout_set_ellipsize(pl_name, PANGO_ELLIPSIZE_MIDDLE);
-    pango_layout_set_ellipsize(pl_small, PANGO_ELLIPSIZE_END);
-    const OxGraph *g = ox_document_get_graph(self->doc);
     guint n_boxes;
     const OxLayoutNode *boxes = ox_scene_get_boxes(self->scene, &n_boxes);
+    GPtrArray *stubs = g_ptr_array_new();
     if (overview) {
       /* the overview's edges are its own (between clusters and shown nodes) */
       for (guint32 i = 0; i < layout->n_edges; i++) {
@@ -584,7 +685,8 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
         if (!ox_scene_box(self->scene, e->from, &bx, &by, &bw, &bh) || !ox_scene_box(self->scene, e->to, &cx, &cy, &cw, &ch))
           continue;
         if (MAX(bx, cx) < vx0 || MIN(bx, cx) > vx1 || MAX(by, cy) < vy0 || MIN(by, cy) > vy1) continue;
-        draw_edge(self, cr, e->from, e->to, FALSE, TRUE, pl_small, g);
+        const OxLayoutEdge *d = draw_edge(self, cr, e->from, e->to, FALSE, TRUE);
+        if (d && d->stub) g_ptr_array_add(stubs, (gpointer)d);
       }
     } else {
       /* the shown graph's edges among the scene's nodes, asked per node */
@@ -596,15 +698,15 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
         for (guint j = 0; j < m; j++) {
           double bx, by, bw, bh;
           if (!ox_scene_box(self->scene, fe[j].from, &bx, &by, &bw, &bh)) continue;
-          if (MAX(bx, boxes[i].x) < vx0 || MIN(bx, boxes[i].x) > vx1 || MAX(by, boxes[i].y) < vy0 ||
-              MIN(by, boxes[i].y) > vy1)
+          if (MAX(bx, boxes[i].x) < vx0 - 40 || MIN(bx, boxes[i].x) > vx1 + 40 || MAX(by, boxes[i].y) < vy0 - 40 ||
+              MIN(by, boxes[i].y) > vy1 + 40)
             continue;
           gboolean hot = !stepping || st[fe[j].from] >= OX_NS_MATCHED || st[uid] >= OX_NS_MATCHED;
-          draw_edge(self, cr, fe[j].from, uid, fe[j].ghost, hot, pl_small, g);
+          const OxLayoutEdge *d = draw_edge(self, cr, fe[j].from, uid, fe[j].ghost, hot);
+          if (d && d->stub) g_ptr_array_add(stubs, (gpointer)d);
         }
       }
     }
-    gboolean text = self->scale > 0.3;
     for (guint32 i = 0; i < n_boxes; i++) {
       const OxLayoutNode *b = &boxes[i];
       if (!in_view(b, vx0, vy0, vx1, vy1)) continue;
@@ -612,16 +714,63 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
       if (c >= 0) {
         gboolean hot = FALSE;
         for (guint k = 0; k < self->step_items->len && !hot; k++) hot = g_array_index(self->step_items, guint32, k) == b->id;
-        draw_cluster(self, cr, b, c, hot, b->id == sel_item, pl_name, pl_small, text);
+        draw_cluster(self, cr, b, hot, b->id == sel_item);
         continue;
       }
       guint32 uid = ox_scene_item_uid(self->scene, b->id);
       if (!uid || uid >= n || st[uid] == OX_NS_HIDDEN) continue;
-      draw_node(self, cr, b, uid, st[uid], uid == sel, ox_document_is_hit(self->doc, uid), pl_name, pl_small, text);
+      draw_node(self, cr, b, uid, st[uid], uid == sel, ox_document_is_hit(self->doc, uid));
     }
-    g_object_unref(pl_name);
-    g_object_unref(pl_small);
     cairo_restore(cr);
+    /* text, in screen pixels */
+    TextPass tp;
+    text_pass_init(&tp, w, self->scale);
+    char l1[320], l2[320];
+    for (guint32 i = 0; i < n_boxes; i++) {
+      const OxLayoutNode *b = &boxes[i];
+      if (!in_view(b, vx0, vy0, vx1, vy1)) continue;
+      double sw = b->w * self->scale, sh = b->h * self->scale;
+      if (sh < MIN_PX || sw < 16) continue;
+      gint32 c = ox_scene_item_cluster(self->scene, b->id);
+      guint32 uid = c >= 0 ? 0 : ox_scene_item_uid(self->scene, b->id);
+      if (c < 0 && (!uid || uid >= n || st[uid] == OX_NS_HIDDEN)) continue;
+      ox_scene_item_label(self->scene, b->id, l1, sizeof l1, l2, sizeof l2);
+      double sx = b->x * self->scale + self->ox, sy = b->y * self->scale + self->oy;
+      double alpha = c < 0 && st[uid] == OX_NS_DIMMED ? 0.45 : 1.0;
+      draw_box_text(cr, &tp, sx, sy, sw, sh, l1, l2, c >= 0, alpha);
+      guint np = c < 0 ? ox_scene_item_params(self->scene, b->id) : 0;
+      if (np && sw >= 40) draw_badge(cr, &tp, sx + sw / 2, sy - sh / 2, np);
+    }
+    if (self->scale >= 0.45)
+      for (guint i = 0; i < stubs->len; i++) draw_stub_label(self, cr, &tp, g_ptr_array_index(stubs, i));
+    if (self->edge_labels && !overview && self->scale > 0.35) {
+      /* shapes along the edges of the shown graph */
+      const OxGraph *g = ox_document_get_graph(self->doc);
+      OxFrameEdge fe[256];
+      for (guint i = 0; i < n_boxes && g; i++) {
+        guint32 uid = boxes[i].id;
+        if (uid >= n || st[uid] == OX_NS_HIDDEN || !in_view(&boxes[i], vx0, vy0, vx1, vy1)) continue;
+        guint m = ox_document_in_edges(self->doc, uid, fe, G_N_ELEMENTS(fe));
+        for (guint j = 0; j < m; j++) {
+          const OxLayoutEdge *e = ox_scene_edge(self->scene, fe[j].from, uid);
+          if (!e || e->stub || e->n_pts < 4) continue;
+          OxNodeId id = ox_graph_find(g, self->history->name[fe[j].from]);
+          const OxTensorMeta *tm = id ? ox_node_tensor_meta(&g->nodes[id]) : NULL;
+          if (!tm) continue;
+          char shape[160];
+          ox_tensor_meta_format(tm, false, false, shape, sizeof shape);
+          guint32 mid = e->n_pts / 2;
+          gboolean hot = !stepping || st[fe[j].from] >= OX_NS_MATCHED || st[uid] >= OX_NS_MATCHED;
+          pango_layout_set_width(tp.small, -1);
+          pango_layout_set_text(tp.small, shape, -1);
+          cairo_set_source_rgba(cr, 0.1, 0.3, 0.6, hot ? 1 : 0.4);
+          cairo_move_to(cr, e->pts[2 * mid] * self->scale + self->ox + 4, e->pts[2 * mid + 1] * self->scale + self->oy - 6);
+          pango_cairo_show_layout(cr, tp.small);
+        }
+      }
+    }
+    text_pass_clear(&tp);
+    g_ptr_array_free(stubs, TRUE);
     const char *line = ox_scene_get_note(self->scene);
     if (busy) {
       g_snprintf(buf, sizeof buf, "%s%slaying out the %s view…", line ? line : "", line ? " · " : "",
@@ -629,6 +778,8 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
       line = buf;
     }
     if (line) {
+      pango_layout_set_width(msg, (int)((width - 16) * PANGO_SCALE));
+      pango_layout_set_ellipsize(msg, PANGO_ELLIPSIZE_END);
       pango_layout_set_text(msg, line, -1);
       int tw, th;
       pango_layout_get_pixel_size(msg, &tw, &th);
@@ -656,6 +807,16 @@ static void on_click(GtkGestureClick *g, int n_press, double x, double y, OxGrap
   (void)g;
   gtk_widget_grab_focus(GTK_WIDGET(self));
   if (!self->history) return;
+  /* a stub's label: go to the node at its far end */
+  for (guint i = 0; i < self->stub_hits->len && n_press == 1; i++) {
+    const StubHit *hit = &g_array_index(self->stub_hits, StubHit, i);
+    if (x < hit->x || x > hit->x + hit->w || y < hit->y || y > hit->y + hit->h) continue;
+    guint32 far = ox_scene_item_uid(self->scene, hit->item);
+    if (!far) return;
+    select_uid(self, far);
+    ox_graph_view_zoom_to_selection(self);
+    return;
+  }
   guint32 item = ox_graph_view_hit_item(self, x, y);
   guint32 uid = item ? ox_scene_item_uid(self->scene, item) : 0;
   gint32 c = item ? ox_scene_item_cluster(self->scene, item) : -1;
@@ -733,9 +894,13 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkToo
   gint32 c = ox_scene_item_cluster(self->scene, item);
   if (c >= 0) {
     const OxCluster *cl = &ox_scene_get_hierarchy(self->scene)->clusters[c];
-    char *text = g_markup_printf_escaped("<b>%s</b>\n%u nodes (%u directly), %u sub-clusters\n<i>double-click to "
+    static const char *const kinds[] = {"module", "band of consecutive depths", "connected part", "parts with the same ops",
+                                        "nodes of one op", "consecutive items"};
+    char *text = g_markup_printf_escaped("<b>%s</b>\n%s · %u nodes (%u directly), %u sub-clusters\n<i>double-click to "
                                          "expand</i>",
-                                         cl->path, cl->n_total, cl->n_direct, cl->n_children);
+                                         cl->kind == OX_CLUSTER_MODULE ? cl->path : cl->label,
+                                         kinds[MIN((guint)cl->kind, G_N_ELEMENTS(kinds) - 1)], cl->n_total,
+                                         cl->n_direct, cl->n_children);
     gtk_tooltip_set_markup(tip, text);
     g_free(text);
     return TRUE;
@@ -749,8 +914,25 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkToo
   char shape[200] = "shape unknown";
   const OxTensorMeta *tm = ox_node_tensor_meta(n);
   if (tm) ox_tensor_meta_format(tm, true, true, shape, sizeof shape);
-  char *text = g_markup_printf_escaped("<b>%s</b>\n%s  <tt>%s</tt>\n%s%s", name, ox_op_name((OxOp)n->op), n->target,
-                                       shape, id ? "" : "\n(not in the shown graph)");
+  /* the folded parameters it is drawn with */
+  GString *params = g_string_new(NULL);
+  guint np = ox_scene_item_params(self->scene, item);
+  if (np) {
+    const OxNode *un = &self->history->u->nodes[uid];
+    OxNodeId ins[64];
+    guint k = MIN(ox_graph_inputs(self->history->u, uid, ins, G_N_ELEMENTS(ins)), G_N_ELEMENTS(ins)), shown = 0;
+    (void)un;
+    for (guint i = 0; i < k && shown < 8; i++)
+      if (ox_scene_drawn_uid(self->scene, ins[i]) != ins[i]) {
+        g_string_append_printf(params, "%s%s", shown ? ", " : "", self->history->name[ins[i]]);
+        shown++;
+      }
+    if (np > shown && shown) g_string_append(params, ", …");
+  }
+  char *text = g_markup_printf_escaped("<b>%s</b>\n%s  <tt>%s</tt>\n%s%s%s%s", name, ox_op_name((OxOp)n->op), n->target,
+                                       shape, params->len ? "\nwith " : "", params->str,
+                                       id ? "" : "\n(not in the shown graph)");
+  g_string_free(params, TRUE);
   gtk_tooltip_set_markup(tip, text);
   g_free(text);
   return TRUE;
@@ -759,6 +941,7 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkToo
 static void ox_graph_view_size_allocate(GtkWidget *w, int width, int height, int baseline) {
   OxGraphView *self = OX_GRAPH_VIEW(w);
   (void)baseline;
+  ox_scene_set_viewport(self->scene, width, height);
   if (width > 1 && height > 1 && self->fit_pending && ox_scene_get_layout(self->scene)) {
     self->fit_pending = FALSE;
     ox_graph_view_fit(self);
@@ -834,6 +1017,7 @@ static void ox_graph_view_finalize(GObject *o) {
   ox_history_unref(self->history);
   g_free(self->family);
   g_array_free(self->step_items, TRUE);
+  g_array_free(self->stub_hits, TRUE);
   G_OBJECT_CLASS(ox_graph_view_parent_class)->finalize(o);
 }
 
@@ -866,6 +1050,7 @@ static void ox_graph_view_init(OxGraphView *self) {
   GtkWidget *w = GTK_WIDGET(self);
   self->scale = 1.0;
   self->step_items = g_array_new(FALSE, FALSE, sizeof(guint32));
+  self->stub_hits = g_array_new(FALSE, FALSE, sizeof(StubHit));
   gtk_widget_set_focusable(w, TRUE);
   gtk_widget_set_overflow(w, GTK_OVERFLOW_HIDDEN);
   gtk_widget_set_has_tooltip(w, TRUE);

@@ -10,8 +10,11 @@
 #include "ox-scene.h"
 
 #include <math.h>
+#include <pango/pangocairo.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ox_write.h"
 
 #define FOCUS_LOOKAHEAD 24   /* following steps a focus scene tries to include */
 #define PLACE_MAX 48         /* missing step nodes placed next to neighbours before re-laying out */
@@ -76,12 +79,21 @@ struct _OxScene {
   guint64 pre_key;
   char *note, *error;
   char *last_selected;
+  guint32 *fold;           /* per uid: the uid a folded parameter is drawn in (ox_view_fold_params), 0 */
+  guint16 *n_params;       /* per uid: folded parameters feeding it (the "+3 params" badge) */
+  guint8 *folded;          /* per uid: 1 when folded (the skip mask of neighbourhoods) */
 
   /* borrowed */
   Entry *cur;
 
   /* plain state */
   OxViewMode mode, shown;
+  OxLayoutEngine engine;   /* AUTO: dot for whole / overview scenes within the time budget, layered for focus */
+  double time_budget;      /* seconds dot may take before the layered layout is used instead */
+  guint dot_max;           /* requests above this go to the layered layout directly */
+  guint dot_slow_at;       /* dot timed out at this many nodes in this history: larger requests skip it */
+  double view_w, view_h;   /* the canvas size: layered layouts aim at its aspect ratio */
+  guint n_drawn;           /* live union nodes that are not folded */
   guint budget, focus_size, radius, shown_radius;
   guint overview_size;
   double width, height;
@@ -134,6 +146,125 @@ guint64 ox_scene_subgraph_key(const OxGraph *g, const guint32 *ids, guint n, con
   return h;
 }
 
+/* ------------------------------------------------------------------ labels and their boxes */
+
+/* Advance widths of ' '..'~' in the canvas's two fonts, measured once with Pango (the same
+ * fonts the canvas draws with), so a box is sized for exactly the text drawn in it. */
+typedef struct Metrics {
+  float bold[95], small[95];
+  float bold_h, small_h;
+} Metrics;
+static Metrics metrics;
+static gsize metrics_ready;
+
+static void metrics_init(void) {
+  if (!g_once_init_enter(&metrics_ready)) return;
+  PangoContext *ctx = pango_font_map_create_context(pango_cairo_font_map_get_default());
+  PangoLayout *pl = pango_layout_new(ctx);
+  for (int f = 0; f < 2; f++) {
+    PangoFontDescription *fd = pango_font_description_from_string(f ? OX_SCENE_FONT_SMALL : OX_SCENE_FONT_NAME);
+    pango_layout_set_font_description(pl, fd);
+    pango_font_description_free(fd);
+    float *adv = f ? metrics.small : metrics.bold;
+    for (int c = 32; c < 127; c++) {
+      char t[2] = {(char)c, 0};
+      pango_layout_set_text(pl, t, 1);
+      int w, h;
+      pango_layout_get_size(pl, &w, &h);
+      adv[c - 32] = (float)w / PANGO_SCALE;
+      if (c == 'M') *(f ? &metrics.small_h : &metrics.bold_h) = (float)h / PANGO_SCALE;
+    }
+  }
+  g_object_unref(pl);
+  g_object_unref(ctx);
+  g_once_init_leave(&metrics_ready, 1);
+}
+
+double ox_scene_text_width(const char *text, gboolean bold) {
+  metrics_init();
+  const float *adv = bold ? metrics.bold : metrics.small;
+  double w = 0;
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+    if (*p >= 32 && *p < 127)
+      w += adv[*p - 32];
+    else if (*p < 0x80 || *p >= 0xc0)
+      w += adv['M' - 32]; /* one glyph of a UTF-8 sequence (or a control character) */
+  }
+  return w;
+}
+
+/* "161,592" */
+static void thousands(guint v, char *buf, gsize cap) {
+  char raw[32];
+  g_snprintf(raw, sizeof raw, "%u", v);
+  gsize n = strlen(raw), o = 0;
+  for (gsize i = 0; i < n && o + 2 < cap; i++) {
+    if (i && (n - i) % 3 == 0) buf[o++] = ',';
+    buf[o++] = raw[i];
+  }
+  buf[o] = 0;
+}
+
+/* The two lines of an item: a node's name and its op, or a cluster's label and node count. */
+static void item_label(OxScene *self, const OxGraph *g, const gint32 *item_cluster, const guint32 *item_uid,
+                       guint32 item, char *l1, gsize c1, char *l2, gsize c2) {
+  gint32 c = item_cluster ? item_cluster[item] : -1;
+  if (c >= 0) {
+    const OxCluster *cl = &self->hier->clusters[c];
+    g_snprintf(l1, c1, "%s", cl->kind == OX_CLUSTER_MODULE ? (cl->path[0] ? cl->path : "(top)") : cl->label);
+    char n[32];
+    thousands(cl->n_total, n, sizeof n);
+    g_snprintf(l2, c2, "%s node%s", n, cl->n_total == 1 ? "" : "s");
+    return;
+  }
+  guint32 uid = item_uid ? item_uid[item] : item;
+  const OxGraph *u = self->history->u;
+  const OxNode *n = uid && uid < u->n_nodes ? &u->nodes[uid] : (g && item < g->n_nodes ? &g->nodes[item] : NULL);
+  if (!n) {
+    l1[0] = l2[0] = 0;
+    return;
+  }
+  g_snprintf(l1, c1, "%s", uid ? self->history->name[uid] : n->name);
+  if (n->op == OX_OP_CALL_FUNCTION || n->op == OX_OP_CALL_METHOD || n->op == OX_OP_CALL_MODULE)
+    ox_short_target(n->op == OX_OP_CALL_MODULE && n->module_type ? n->module_type : n->target, l2, c2);
+  else
+    g_snprintf(l2, c2, "%s", ox_op_name((OxOp)n->op));
+}
+
+void ox_scene_item_label(OxScene *self, guint32 item, char *l1, gsize c1, char *l2, gsize c2) {
+  Entry *e = self->cur;
+  if (!e || !self->history) {
+    l1[0] = l2[0] = 0;
+    return;
+  }
+  item_label(self, e->graph, e->graph ? e->item_cluster : NULL, e->graph ? e->item_uid : NULL, item, l1, c1, l2, c2);
+}
+
+guint ox_scene_item_params(OxScene *self, guint32 item) {
+  guint32 uid = ox_scene_item_uid(self, item);
+  return self->n_params && uid && uid < self->history->u->n_nodes ? self->n_params[uid] : 0;
+}
+
+/* Box sizes (w, h pairs) for the items of a request, parallel to ids. */
+static float *item_sizes(OxScene *self, Entry *e, const OxNodeId *ids, guint n) {
+  metrics_init();
+  float *sz = g_new(float, 2 * (gsize)n + 2);
+  char l1[320], l2[320];
+  float h = metrics.bold_h + metrics.small_h + 10;
+  for (guint i = 0; i < n; i++) {
+    item_label(self, e->graph, e->graph ? e->item_cluster : NULL, e->graph ? e->item_uid : NULL, ids[i], l1,
+               sizeof l1, l2, sizeof l2);
+    gboolean cluster = e->graph && e->item_cluster[ids[i]] >= 0;
+    double w1 = ox_scene_text_width(l1, TRUE), w2 = ox_scene_text_width(l2, FALSE);
+    /* names are elided past the widest box; a cluster's count never is */
+    double w = MIN(w1, OX_SCENE_BOX_MAX);
+    w = MAX(w, w2) + (cluster ? 22 : 16);
+    sz[2 * i] = (float)MAX(w, 36);
+    sz[2 * i + 1] = cluster ? h + 4 : h;
+  }
+  return sz;
+}
+
 /* ------------------------------------------------------------------ current scene */
 
 static void set_note(OxScene *self, char *note) {
@@ -168,6 +299,10 @@ static void boxes_index(OxScene *self) {
       guint32 id = g_array_index(self->boxes, OxLayoutNode, i).id;
       if (id < nu) self->uid_item[id] = id;
     }
+    /* a folded parameter is shown by its consumer's box */
+    if (self->fold)
+      for (guint uid = 1; uid < nu; uid++)
+        if (self->fold[uid] && self->uid_item[self->fold[uid]]) self->uid_item[uid] = self->fold[uid];
   }
 }
 
@@ -188,14 +323,17 @@ static void scene_install(OxScene *self, Entry *e) {
   }
   boxes_index(self);
   if (e->kind == OX_VIEW_FOCUS) self->shown_radius = e->radius;
-  guint nu = self->history->u->n_live;
+  char nu[32], shown[32];
+  thousands(self->history->u->n_live, nu, sizeof nu);
+  thousands(e->layout->n_nodes, shown, sizeof shown);
+  const char *why = e->layout->note[0] ? e->layout->note : NULL;
   if (e->kind == OX_VIEW_FOCUS)
-    set_note(self, g_strdup_printf("focus: %u of %u nodes, radius %u", e->layout->n_nodes, nu, e->radius));
+    set_note(self, g_strdup_printf("focus: %s of %s nodes, radius %u", shown, nu, e->radius));
   else if (e->kind == OX_VIEW_OVERVIEW)
-    set_note(self, g_strdup_printf("overview: %u items for %u nodes (double-click a cluster to expand)",
-                                   e->layout->n_nodes, nu));
+    set_note(self, g_strdup_printf("overview: %s items for %s nodes (double-click a cluster to expand)%s%s", shown,
+                                   nu, why ? " · " : "", why ? why : ""));
   else
-    set_note(self, NULL);
+    set_note(self, why ? g_strdup(why) : NULL);
   g_signal_emit(self, signals[SIGNAL_CHANGED], 0);
 }
 
@@ -234,9 +372,13 @@ typedef struct Job {
   const OxGraph *graph;  /* e's overview graph or the union graph */
   OxNodeId *subset;
   guint32 n;
+  float *sizes;          /* parallel to subset */
   atomic_bool *cancel;
   guint budget;
   gboolean prefetch;
+  OxLayoutEngine engine;
+  double time_budget, aspect;
+  guint dot_max;
 } Job;
 
 static void job_free(gpointer p) {
@@ -244,6 +386,7 @@ static void job_free(gpointer p) {
   ox_history_unref(j->h);
   entry_free(j->e);
   g_free(j->subset);
+  g_free(j->sizes);
   g_free(j->cancel);
   g_free(j);
 }
@@ -252,10 +395,17 @@ static void job_thread(GTask *task, gpointer src, gpointer data, GCancellable *c
   (void)src;
   (void)c;
   Job *j = data;
-  OxLayoutOptions opt = {.rankdir = "TB", .max_nodes = j->budget, .cancel = j->cancel, .with_shapes = FALSE};
+  OxLayoutOptions opt = {.rankdir = "TB",
+                         .max_nodes = j->budget,
+                         .cancel = j->cancel,
+                         .engine = j->engine,
+                         .time_budget = j->time_budget,
+                         .dot_max_nodes = j->dot_max,
+                         .aspect = j->aspect,
+                         .sizes = j->sizes};
   OxLayout *l = NULL;
   char err[512] = "";
-  if (ox_layout_compute(j->graph, j->subset, j->n, &opt, &l, err, sizeof err) != 0) {
+  if (ox_layout_auto(j->graph, j->subset, j->n, &opt, &l, err, sizeof err) != 0) {
     g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err[0] ? err : "layout failed");
     return;
   }
@@ -304,6 +454,7 @@ static void job_done(GObject *src, GAsyncResult *res, gpointer data) {
     return;
   }
   e->layout = l;
+  if (l->dot_timed_out) self->dot_slow_at = MIN(self->dot_slow_at, j->n);
   cache_put(self, e);
   scene_install(self, e);
   g_object_notify_by_pspec(G_OBJECT(self), props[PROP_BUSY]);
@@ -329,17 +480,22 @@ static void job_cancel(OxScene *self) {
   self->pending = NULL; /* owned by the cancelled job */
 }
 
-/* The one place a layout is requested: takes e (maps filled) and the subset of e's graph to lay
- * out (NULL = every live node). Serves it from the cache or starts a job; refuses over budget. */
+/* Which engine lays out a request of n items for an entry of this kind. */
+static OxLayoutEngine request_engine(OxScene *self, const Entry *e, guint32 n) {
+  if (self->engine == OX_LAYOUT_LAYERED) return OX_LAYOUT_LAYERED;
+  /* stepping re-lays out focus scenes: only our own layout answers within a frame; overviews
+   * are folded to the window's shape, which dot cannot do */
+  if (self->engine == OX_LAYOUT_AUTO && e->kind != OX_VIEW_FULL) return OX_LAYOUT_LAYERED;
+  /* dot already missed its budget on a request this large in this history */
+  if (n >= self->dot_slow_at) return OX_LAYOUT_LAYERED;
+  return OX_LAYOUT_AUTO;
+}
+
+/* The cache key of e's layout of subset (the sorted items, their edges, the kind and engine). */
 static void entry_key(OxScene *self, Entry *e, const OxNodeId *subset, guint32 n) {
   const OxGraph *g = e->graph ? e->graph : self->history->u;
-  guint32 count = subset ? n : g->n_live;
-  guint32 *ids = (guint32 *)subset;
-  if (!subset) {
-    ids = g_new(guint32, MAX(count, 1));
-    guint i = 0;
-    OX_GRAPH_FOREACH(g, id) ids[i++] = id;
-  }
+  guint32 count = n;
+  const guint32 *ids = subset;
   /* identity of an item across graphs: uid, or cluster index tagged */
   guint32 *identity = NULL;
   if (e->graph) {
@@ -347,14 +503,14 @@ static void entry_key(OxScene *self, Entry *e, const OxNodeId *subset, guint32 n
     for (guint32 i = 0; i < g->n_nodes; i++)
       identity[i] = e->item_cluster[i] >= 0 ? (0x80000000u | (guint32)e->item_cluster[i]) : e->item_uid[i];
   }
-  e->key = ox_scene_subgraph_key(g, ids, count, identity, ((guint64)e->kind << 8) | 1u /* TB, no shapes */);
+  guint64 options = ((guint64)e->kind << 8) | ((guint64)request_engine(self, e, n) << 16) | 1u /* TB */;
+  e->key = ox_scene_subgraph_key(g, ids, count, identity, options);
   g_free(identity);
-  if (!subset) g_free((guint32 *)ids);
 }
 
 static Job *job_start(OxScene *self, Entry *e, OxNodeId *subset, guint32 n, gboolean prefetch) {
   const OxGraph *g = e->graph ? e->graph : self->history->u;
-  guint32 count = subset ? n : g->n_live;
+  guint32 count = n;
   self->stats.n_requests++;
   self->stats.max_request = MAX(self->stats.max_request, count);
   if (self->hook) self->hook(count, self->hook_data);
@@ -363,9 +519,14 @@ static Job *job_start(OxScene *self, Entry *e, OxNodeId *subset, guint32 n, gboo
   j->graph = g;
   j->e = e;
   j->subset = subset;
-  j->n = subset ? n : 0;
+  j->n = n;
+  j->sizes = item_sizes(self, e, subset, n);
   j->budget = self->budget;
   j->prefetch = prefetch;
+  j->engine = request_engine(self, e, n);
+  j->time_budget = self->time_budget;
+  j->dot_max = self->dot_max;
+  j->aspect = self->view_w > 1 && self->view_h > 1 ? self->view_w / self->view_h : 1.6;
   j->cancel = g_new0(atomic_bool, 1);
   atomic_init(j->cancel, false);
   GCancellable *c = g_cancellable_new();
@@ -387,11 +548,10 @@ static Job *job_start(OxScene *self, Entry *e, OxNodeId *subset, guint32 n, gboo
 }
 
 /* The one place a layout is requested: takes e (maps filled) and the subset of e's graph to lay
- * out (NULL = every live node). Serves it from the cache, adopts a prefetch of the same subgraph,
+ * out. Serves it from the cache, adopts a prefetch of the same subgraph,
  * or starts a job; refuses anything over the budget. */
 static void request_layout(OxScene *self, Entry *e, OxNodeId *subset, guint32 n) {
-  const OxGraph *g = e->graph ? e->graph : self->history->u;
-  guint32 count = subset ? n : g->n_live;
+  guint32 count = n;
   entry_key(self, e, subset, n);
   Entry *hit = cache_get(self, e->key);
   if (hit) {
@@ -433,21 +593,24 @@ static void request_layout(OxScene *self, Entry *e, OxNodeId *subset, guint32 n)
 
 /* ------------------------------------------------------------------ the three scenes */
 
+/* The whole union graph but its folded parameters. */
 static void request_full(OxScene *self) {
+  const OxGraph *u = self->history->u;
   Entry *e = g_new0(Entry, 1);
   e->kind = OX_VIEW_FULL;
-  request_layout(self, e, NULL, 0);
+  OxNodeId *ids = g_new(OxNodeId, u->n_live + 1);
+  guint32 n = 0;
+  OX_GRAPH_FOREACH(u, id) if (!self->folded[id]) ids[n++] = id;
+  request_layout(self, e, ids, n);
 }
 
 static void request_overview(OxScene *self) {
   const OxGraph *u = self->history->u;
-  guint size = ox_view_overview_size(self->hier, self->open);
   Entry *e = g_new0(Entry, 1);
   e->kind = OX_VIEW_OVERVIEW;
   e->node_item = g_new0(guint32, u->n_nodes + 1);
   gint32 *item_cluster = g_new(gint32, u->n_nodes + self->hier->n_clusters + 2);
-  (void)size;
-  e->graph = ox_view_overview_map(u, self->hier, self->open, e->node_item, item_cluster);
+  e->graph = ox_view_overview_map_fold(u, self->hier, self->open, self->fold, e->node_item, item_cluster);
   e->n_items = e->graph->n_nodes;
   e->item_cluster = g_new(gint32, e->n_items + 1);
   e->item_uid = g_new0(guint32, e->n_items + 1);
@@ -457,7 +620,10 @@ static void request_overview(OxScene *self) {
     if (i && item_cluster[i] < 0 && n->n_provenance) e->item_uid[i] = n->provenance[0];
   }
   g_free(item_cluster);
-  request_layout(self, e, NULL, 0);
+  OxNodeId *ids = g_new(OxNodeId, e->graph->n_live + 1);
+  guint32 n = 0;
+  OX_GRAPH_FOREACH(e->graph, id) ids[n++] = id;
+  request_layout(self, e, ids, n);
 }
 
 /* Seeds of the step at position p: its anchor, matched, added and removed nodes. */
@@ -470,19 +636,28 @@ static void step_seeds(OxScene *self, guint position, GArray *out) {
   guint kb = (ai && ai == ka) ? ai - 1 : ka;
   const char *const *lists[3] = {s->matched, s->removed, s->added};
   guint32 ns[3] = {s->n_matched, s->n_removed, s->n_added};
-  guint32 uid = s->anchor ? ox_history_uid(h, s->anchor, kb) : 0;
+  guint32 uid = s->anchor ? ox_scene_drawn_uid(self, ox_history_uid(h, s->anchor, kb)) : 0;
   if (uid) g_array_append_val(out, uid);
   for (int l = 0; l < 3; l++)
     for (guint32 i = 0; i < ns[l]; i++) {
-      uid = ox_history_uid(h, lists[l][i], l == 2 ? ka : kb);
+      uid = ox_scene_drawn_uid(self, ox_history_uid(h, lists[l][i], l == 2 ? ka : kb));
       if (uid) g_array_append_val(out, uid);
     }
+}
+
+guint32 ox_scene_drawn_uid(OxScene *self, guint32 uid) {
+  if (!self->fold || !uid || !self->history || uid >= self->history->u->n_nodes) return uid;
+  return self->fold[uid] ? self->fold[uid] : uid;
 }
 
 static guint fit_radius(OxScene *self, const guint32 *seeds, guint n) {
   if (self->radius) return self->radius;
   guint target = MIN(self->focus_size, self->budget);
-  guint r = ox_view_fit_radius(self->history->u, seeds, n, OX_SCENE_MAX_RADIUS, target);
+  guint r = 0;
+  for (guint k = 1; k <= OX_SCENE_MAX_RADIUS; k++) {
+    if (ox_view_neighborhood_skip(self->history->u, seeds, n, k, target + 1, self->folded, NULL, 0) > target) break;
+    r = k;
+  }
   return MAX(r, 1);
 }
 
@@ -497,7 +672,7 @@ static OxNodeId *focus_subset(OxScene *self, const guint32 *seeds, guint n_seeds
    * focus size (nearest nodes first when even radius 1 is larger) */
   guint cap = self->radius ? budget : MIN(self->focus_size, budget);
   OxNodeId *out = g_new(OxNodeId, budget + 1);
-  guint n = ox_view_neighborhood(u, seeds, n_seeds, r, cap, out, budget);
+  guint n = ox_view_neighborhood_skip(u, seeds, n_seeds, r, cap, self->folded, out, budget);
   if (lookahead) {
     /* the next steps of the trace, while the scene stays within the focus size: stepping then
      * mostly stays inside one layout */
@@ -510,7 +685,8 @@ static OxNodeId *focus_subset(OxScene *self, const guint32 *seeds, guint n_seeds
       guint before = all->len;
       step_seeds(self, q, all);
       if (all->len == before) continue;
-      guint m = ox_view_neighborhood(u, (const OxNodeId *)(void *)all->data, all->len, r, target + 1, tmp, budget);
+      guint m = ox_view_neighborhood_skip(u, (const OxNodeId *)(void *)all->data, all->len, r, target + 1,
+                                          self->folded, tmp, budget);
       if (m > target) break;
       memcpy(out, tmp, m * sizeof *out);
       n = m;
@@ -655,7 +831,8 @@ static void focus_on(OxScene *self, const guint32 *seeds, guint n, gboolean look
 
 static OxViewMode resolve_mode(OxScene *self) {
   if (!self->history) return OX_VIEW_FULL;
-  gboolean small = self->history->u->n_live <= self->budget;
+  /* the whole graph when it is small enough to read when fitted, else the overview */
+  gboolean small = self->n_drawn <= MIN(self->budget, OX_SCENE_FULL_MAX);
   switch (self->mode) {
   case OX_VIEW_FULL: return small ? OX_VIEW_FULL : OX_VIEW_FOCUS;
   case OX_VIEW_FOCUS: return OX_VIEW_FOCUS;
@@ -670,13 +847,13 @@ static OxViewMode resolve_mode(OxScene *self) {
 
 static void current_seeds(OxScene *self, GArray *seeds) {
   step_seeds(self, ox_document_get_position(self->doc), seeds);
-  guint32 sel = ox_document_uid_of(self->doc, ox_document_get_selected(self->doc));
+  guint32 sel = ox_scene_drawn_uid(self, ox_document_uid_of(self->doc, ox_document_get_selected(self->doc)));
   if (sel && !seeds->len) g_array_append_val(seeds, sel);
   if (!seeds->len) {
     /* the first node of the shown graph */
     OxGraph *g = ox_document_get_graph(self->doc);
     if (g && g->head) {
-      guint32 uid = ox_document_uid_of(self->doc, g->nodes[g->head].name);
+      guint32 uid = ox_scene_drawn_uid(self, ox_document_uid_of(self->doc, g->nodes[g->head].name));
       if (uid) g_array_append_val(seeds, uid);
     }
   }
@@ -746,13 +923,8 @@ static OxHierarchy *union_hierarchy(const OxHistory *h) {
   free(hier->node_cluster);
   hier->node_cluster = (int32_t *)nc;
   hier->n_node_ids = u->n_nodes;
-  for (guint32 c = 0; c < hier->n_clusters; c++) hier->clusters[c].n_direct = hier->clusters[c].n_total = 0;
-  for (guint32 uid = 1; uid < u->n_nodes; uid++) {
-    gint32 c = nc[uid];
-    if (c < 0) continue;
-    hier->clusters[c].n_direct++;
-    for (; c >= 0; c = hier->clusters[c].parent) hier->clusters[c].n_total++;
-  }
+  /* the nodes steps created may have crowded a cluster past what it shows: subdivide again */
+  ox_view_hierarchy_refine(hier, u, OX_VIEW_FAN);
   return hier;
 }
 
@@ -772,7 +944,21 @@ static void on_history_changed(OxScene *self) {
   self->width = self->height = 0;
   self->last_position = 0;
   self->shown = OX_VIEW_AUTO;
+  g_clear_pointer(&self->fold, g_free);
+  g_clear_pointer(&self->n_params, g_free);
+  g_clear_pointer(&self->folded, g_free);
+  self->n_drawn = 0;
+  self->dot_slow_at = G_MAXUINT;
   if (!self->history) return;
+  const OxGraph *u = self->history->u;
+  self->fold = g_new0(guint32, u->n_nodes + 1);
+  self->n_params = g_new0(guint16, u->n_nodes + 1);
+  self->folded = g_new0(guint8, u->n_nodes + 1);
+  ox_view_fold_params(u, self->fold, self->n_params);
+  OX_GRAPH_FOREACH(u, id) {
+    self->folded[id] = self->fold[id] != 0;
+    self->n_drawn += !self->folded[id];
+  }
   self->hier = union_hierarchy(self->history);
   self->open = g_new0(guint8, self->hier->n_clusters + 1);
   self->overview_size = ox_view_auto_open(self->hier, MIN(self->budget, OVERVIEW_SIZE), self->open);
@@ -844,6 +1030,7 @@ guint ox_scene_get_shown_radius(OxScene *self) { return self->shown_radius; }
 
 void ox_scene_focus_uid(OxScene *self, guint32 uid) {
   if (!self->history || !uid) return;
+  uid = ox_scene_drawn_uid(self, uid);
   if (self->shown == OX_VIEW_FULL) return; /* everything is laid out */
   if (self->shown != OX_VIEW_FOCUS) {
     if (self->mode == OX_VIEW_OVERVIEW) self->mode = OX_VIEW_AUTO;
@@ -942,6 +1129,23 @@ guint32 ox_scene_uid_item(OxScene *self, guint32 uid) {
   return self->cur && uid < self->n_uid_item ? self->uid_item[uid] : 0;
 }
 
+void ox_scene_set_engine(OxScene *self, OxLayoutEngine engine) {
+  if (engine == OX_LAYOUT_DOT_INPROC) engine = OX_LAYOUT_DOT;
+  if (engine == self->engine) return;
+  self->engine = engine;
+  if (self->history) {
+    job_cancel(self);
+    prefetch_cancel(self);
+    scene_refresh(self, TRUE);
+  }
+}
+OxLayoutEngine ox_scene_get_engine(OxScene *self) { return self->engine; }
+void ox_scene_set_time_budget(OxScene *self, double seconds) { self->time_budget = seconds > 0 ? seconds : 2.0; }
+void ox_scene_set_viewport(OxScene *self, double width, double height) {
+  self->view_w = width;
+  self->view_h = height;
+}
+
 gboolean ox_scene_get_busy(OxScene *self) { return self->job != NULL; }
 const char *ox_scene_get_note(OxScene *self) { return self->note; }
 const char *ox_scene_get_error(OxScene *self) { return self->error; }
@@ -989,6 +1193,9 @@ static void ox_scene_finalize(GObject *o) {
   g_free(self->note);
   g_free(self->error);
   g_free(self->last_selected);
+  g_free(self->fold);
+  g_free(self->n_params);
+  g_free(self->folded);
   G_OBJECT_CLASS(ox_scene_parent_class)->finalize(o);
 }
 
@@ -1009,6 +1216,9 @@ static void ox_scene_class_init(OxSceneClass *k) {
 
 static void ox_scene_init(OxScene *self) {
   self->budget = 2500;
+  self->time_budget = 2.0;
+  self->dot_max = 600;
+  self->dot_slow_at = G_MAXUINT;
   self->focus_size = 300;
   self->boxes = g_array_new(FALSE, FALSE, sizeof(OxLayoutNode));
   self->edge_idx = g_hash_table_new(g_direct_hash, g_direct_equal);

@@ -51,6 +51,10 @@ gboolean ox_view_mode_from_name(const char *s, OxViewMode *out);
 
 #define OX_SCENE_CACHE 24
 #define OX_SCENE_MAX_RADIUS 4
+#define OX_SCENE_FONT_NAME "Sans Bold 9"  /* a node's first line (its name, a cluster's label) */
+#define OX_SCENE_FONT_SMALL "Sans 8"      /* its second line (op, node count) */
+#define OX_SCENE_BOX_MAX 260.0            /* widest box: longer names are elided in the middle */
+#define OX_SCENE_FULL_MAX 800             /* automatic view: the whole graph up to this many drawn nodes */
 
 #define OX_TYPE_SCENE (ox_scene_get_type())
 G_DECLARE_FINAL_TYPE(OxScene, ox_scene, OX, SCENE, GObject)
@@ -99,6 +103,26 @@ gint32 ox_scene_item_cluster(OxScene *self, guint32 item);   /* -1 for a real no
 guint32 ox_scene_uid_item(OxScene *self, guint32 uid);       /* the item showing uid (its cluster's in the overview), 0 = not in the scene */
 gboolean ox_scene_is_overview(OxScene *self);                /* items are overview nodes */
 const OxGraph *ox_scene_get_graph(OxScene *self);            /* the graph the items belong to */
+
+/* The two label lines of an item of the current scene (what its box is sized for): a node's
+ * name and op, or a cluster's label and "161,592 nodes". */
+void ox_scene_item_label(OxScene *self, guint32 item, char *l1, gsize c1, char *l2, gsize c2);
+/* Folded parameters drawn as part of the item (its "+3 params" badge), 0 for none. */
+guint ox_scene_item_params(OxScene *self, guint32 item);
+/* The uid a folded parameter is drawn in (its consumer), or uid itself. */
+guint32 ox_scene_drawn_uid(OxScene *self, guint32 uid);
+/* Width in pixels (at zoom 1) of text in the name font (bold) or the small font. */
+double ox_scene_text_width(const char *text, gboolean bold);
+
+/* Layout engine: AUTO (default) lays whole graphs out with dot when it answers within the time
+ * budget (else with the built-in layered layout), overviews and focus scenes (re-laid out while
+ * stepping, folded to the window's shape) with the layered layout; DOT uses dot wherever it
+ * answers in time; LAYERED never uses dot. */
+void ox_scene_set_engine(OxScene *self, OxLayoutEngine engine);
+OxLayoutEngine ox_scene_get_engine(OxScene *self);
+void ox_scene_set_time_budget(OxScene *self, double seconds); /* default 2 s */
+/* The canvas size in pixels: new layouts aim at its aspect ratio. */
+void ox_scene_set_viewport(OxScene *self, double width, double height);
 
 gboolean ox_scene_get_busy(OxScene *self);   /* a layout is being computed */
 const char *ox_scene_get_note(OxScene *self); /* one line for the canvas ("focus: 412 of 161593 nodes, radius 3") */
