@@ -70,6 +70,21 @@ static gboolean wait_frame_for(Bench *b, gboolean settled, const char *what) {
 
 static gboolean wait_frame(Bench *b, const char *what) { return wait_frame_for(b, TRUE, what); }
 
+/* With OX_BENCH_VERBOSE: the resident and peak memory at a milestone, on stderr. */
+static void memory_note(const char *what) {
+  if (!g_getenv("OX_BENCH_VERBOSE")) return;
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return;
+  char line[256];
+  long rss = 0, hwm = 0;
+  while (fgets(line, sizeof line, f)) {
+    sscanf(line, "VmRSS: %ld", &rss);
+    sscanf(line, "VmHWM: %ld", &hwm);
+  }
+  fclose(f);
+  fprintf(stderr, "memory %s: %ld MB resident, %ld MB peak\n", what, rss / 1024, hwm / 1024);
+}
+
 /* A JSON string literal (the error can hold file names and Graphviz messages). */
 static void json_str(GString *o, const char *s) {
   g_string_append_c(o, '"');
@@ -117,6 +132,7 @@ static int benchmark(const char *graph, const char *trace, double timeout_s) {
   g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &b);
   OxDocument *doc = ox_window_get_document(b.w);
   OxScene *scene = ox_graph_view_get_scene(b.view);
+  memory_note("window shown");
 
   double t0 = now_ms();
   if (!ox_window_open(b.w, graph, trace)) {
@@ -134,7 +150,9 @@ static int benchmark(const char *graph, const char *trace, double timeout_s) {
   const OxLayout *fl = ox_scene_get_layout(scene);
   guint first_items = fl ? fl->n_nodes : 0;
   const char *first_engine = fl ? (fl->engine == OX_LAYOUT_DOT ? "dot" : "layered") : "none";
+  memory_note("first view");
   double ready_ms = ok && wait_frame(&b, "trace loaded") ? now_ms() - t0 : -1;
+  memory_note("trace loaded");
 
   /* stepping: every step when there are at most 1000, else 25 runs of 10 consecutive steps
    * spread over the trace (each run starts with a jump, timed apart); then End and Home */
@@ -164,14 +182,20 @@ static int benchmark(const char *graph, const char *trace, double timeout_s) {
       g_array_append_val(steps, ds);
     }
   }
+  memory_note("stepped");
+  /* End from the input graph (every edit forward) and Home from the last step (every edit
+   * undone), each until painted */
   double end_ms = -1, home_ms = -1;
   if (!b.error[0] && n) {
-    double e0 = now_ms();
-    gtk_widget_activate_action(GTK_WIDGET(b.w), "win.step-last", NULL);
-    if (wait_frame(&b, "step-last")) end_ms = now_ms() - e0;
-    double h0 = now_ms();
     gtk_widget_activate_action(GTK_WIDGET(b.w), "win.step-first", NULL);
-    if (wait_frame(&b, "step-first")) home_ms = now_ms() - h0;
+    if (wait_frame(&b, "step-first")) {
+      double e0 = now_ms();
+      gtk_widget_activate_action(GTK_WIDGET(b.w), "win.step-last", NULL);
+      if (wait_frame(&b, "step-last")) end_ms = now_ms() - e0;
+      double h0 = now_ms();
+      gtk_widget_activate_action(GTK_WIDGET(b.w), "win.step-first", NULL);
+      if (wait_frame(&b, "step-first")) home_ms = now_ms() - h0;
+    }
   }
   guint n_measured = steps->len;
   double step_median = percentile(steps, 0.5), step_p95 = percentile(steps, 0.95), step_max = percentile(steps, 1.0);
@@ -208,6 +232,7 @@ static int benchmark(const char *graph, const char *trace, double timeout_s) {
     }
     g_free(name);
   }
+  memory_note("end");
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   const OxSceneStats *st = ox_scene_get_stats(scene);

@@ -14,6 +14,7 @@
 
 #include "ox-minimap.h"
 #include "ox-window.h"
+#include "test-common.h"
 #include "ui-test-pass.h"
 
 /* the test pass shared with test-ui-model.c: relu(relu(x)) -> relu(x), others rejected */
@@ -92,6 +93,7 @@ static guint count_pixels(GtkWidget *widget, const graphene_rect_t *rect, guint3
   GskRenderer *r = gtk_native_get_renderer(gtk_widget_get_native(widget));
   GdkTexture *tex = gsk_renderer_render_texture(r, node, &GRAPHENE_RECT_INIT(0, 0, (float)w, (float)h));
   int tw = gdk_texture_get_width(tex), th = gdk_texture_get_height(tex);
+  if (g_getenv("OX_TEST_SAVE_CANVAS")) gdk_texture_save_to_png(tex, g_getenv("OX_TEST_SAVE_CANVAS"));
   guchar *px = g_malloc((gsize)tw * th * 4);
   gdk_texture_download(tex, px, (gsize)tw * 4);
   guint count = 0;
@@ -434,6 +436,60 @@ static void test_rules_file(void) {
   g_rmdir(dir);
 }
 
+/* The corpus's ViT fp16 dump, whose shape kept dot busy for minutes and hung the window: opened
+ * as a user opens it (no trace: optimized in the background), the first view is an overview
+ * that is painted, with cluster boxes and text in them, and no "nothing to show" note. */
+static gboolean cond_idle(gpointer w) {
+  return ox_graph_view_is_laid_out(ox_window_get_view(w)) && !ox_document_get_busy(ox_window_get_document(w));
+}
+
+static void test_large_corpus(void) {
+  char *path = test_corpus_file_or_skip(24);
+  if (!path) return;
+  OxWindow *w = ox_window_new(NULL);
+  gtk_window_set_default_size(GTK_WINDOW(w), 1200, 800);
+  gtk_window_present(GTK_WINDOW(w));
+  drain();
+  g_assert_true(ox_window_open(w, path, NULL));
+  g_assert_true(wait_until(cond_idle, w, 60000));
+  OxGraphView *v = ox_window_get_view(w);
+  OxScene *sc = ox_graph_view_get_scene(v);
+  g_assert_null(ox_scene_get_error(sc));
+  g_assert_cmpuint(ox_scene_get_shown_mode(sc), ==, OX_VIEW_OVERVIEW);
+  const OxLayout *l = ox_scene_get_layout(sc);
+  g_assert_nonnull(l);
+  g_assert_cmpuint(l->n_nodes, <=, 60);
+  /* painted: cluster boxes (their face colour) over a good part of the canvas */
+  GtkWidget *canvas = GTK_WIDGET(v);
+  graphene_rect_t all = GRAPHENE_RECT_INIT(0, 0, (float)gtk_widget_get_width(canvas), (float)gtk_widget_get_height(canvas));
+  guint face = count_pixels(canvas, &all, 0xdce6f2, 3);
+  g_test_message("ViT overview: %u items, %u cluster-face pixels", l->n_nodes, face);
+  g_assert_cmpuint(face, >, 8000);
+  /* and labelled: dark text pixels inside the boxes of the clusters */
+  guint nb, text = 0;
+  const OxLayoutNode *b = ox_scene_get_boxes(sc, &nb);
+  double zoom = ox_graph_view_get_zoom(v);
+  graphene_rect_t vis;
+  ox_graph_view_get_visible(v, &vis);
+  for (guint i = 0; i < nb && text < 200; i++) {
+    if (ox_scene_item_cluster(sc, b[i].id) < 0) continue;
+    /* the middle of the box (count_pixels widens the rectangle by 6; the border is blue) */
+    double cx = (b[i].x - vis.origin.x) * zoom, cy = (b[i].y - vis.origin.y) * zoom;
+    graphene_rect_t r = GRAPHENE_RECT_INIT((float)(cx - b[i].w * zoom / 2 + 7), (float)(cy - 1),
+                                           (float)(b[i].w * zoom - 14), 2);
+    if (r.size.width > 1) text += count_pixels(canvas, &r, 0x404040, 64);
+  }
+  g_assert_cmpuint(text, >, 50);
+  /* stepping from here goes to a focus view that is laid out too */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-next", NULL));
+  g_assert_true(wait_until(cond_idle, w, 60000));
+  g_assert_cmpuint(ox_scene_get_shown_mode(sc), ==, OX_VIEW_FOCUS);
+  g_assert_null(ox_scene_get_error(sc));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_free(path);
+}
+
 int main(int argc, char **argv) {
   if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
@@ -447,5 +503,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/views", test_views);
   g_test_add_func("/ui/window/end-to-end", test_end_to_end);
   g_test_add_func("/ui/window/rules-file", test_rules_file);
+  g_test_add_func("/ui/window/large-corpus", test_large_corpus);
   return g_test_run();
 }

@@ -53,6 +53,9 @@ typedef struct Gen {
   uint32_t towers;        /* towers per full layer */
   OxNodeId last_input;    /* last placeholder: new placeholders go right after it */
   uint32_t n_params;      /* AOT-style primals_N counter for post-level placeholders */
+  bool flat;              /* --shape flat: no module paths in any name, a hub used by many towers */
+  uint32_t n_flat;        /* counter for flat parameter names */
+  OxNodeId hub;           /* --shape flat: the scale every fourth tower multiplies by */
 } Gen;
 
 /* ------------------------------------------------------------------ meta */
@@ -140,6 +143,20 @@ static OxNodeId call1(Gen *G, const char *target, OxNodeId a) {
  * always for post level), or a get_attr at its point of use (Dynamo pre-grad style). */
 static OxNodeId param(Gen *G, bool as_attr, const char *path) {
   OxNodeId id;
+  char flat[64];
+  if (G->flat) {
+    /* names that say nothing about modules: w_17, b_17 (get_attr) or arg_17 (placeholder) */
+    const char *last = strrchr(path, '.');
+    snprintf(flat, sizeof flat, "%s_%u", last && strcmp(last, ".bias") == 0 ? "b" : "w", ++G->n_flat);
+    path = flat;
+    if (!as_attr && !G->post) {
+      char name[64];
+      snprintf(name, sizeof name, "arg_%u", G->n_flat);
+      id = ox_graph_insert_after(G->g, G->last_input, OX_OP_PLACEHOLDER, name, name, ox_value_none(), ox_value_none());
+      G->last_input = id;
+      return id;
+    }
+  }
   if (as_attr) {
     id = ox_graph_add_node(G->g, OX_OP_GET_ATTR, NULL, path, ox_value_none(), ox_value_none());
   } else {
@@ -179,6 +196,7 @@ typedef struct TowerPlan {
   uint8_t act;       /* 0 tanh, 1 relu, 2 sigmoid */
   bool second;       /* a second linear after the activation */
   uint8_t combine;   /* 0 none, 1 add with the previous tower, 2 mul with it */
+  bool scaled;       /* --shape flat: multiplied by the hub scale */
 } TowerPlan;
 
 static TowerPlan plan_tower(Gen *G, uint32_t i) {
@@ -186,6 +204,7 @@ static TowerPlan plan_tower(Gen *G, uint32_t i) {
   p.act = (uint8_t)rng_below(&G->rng, 3);
   p.second = rng_below(&G->rng, 10) < 3;
   p.combine = (i % 4 == 3 && rng_below(&G->rng, 2)) ? (uint8_t)(1 + rng_below(&G->rng, 2)) : 0;
+  p.scaled = G->flat && i % 4 == 1;
   return p;
 }
 
@@ -196,6 +215,7 @@ static uint32_t tower_cost(const Gen *G, const TowerPlan *p) {
   uint32_t c = G->post ? 10 : 8;
   if (p->second) c += G->post ? 4 : 3;
   if (p->combine) c += 1;
+  if (G->flat && p->scaled) c += 1;
   return c;
 }
 
@@ -311,6 +331,7 @@ static OxNodeId add_layer(Gen *G, OxNodeId x, uint32_t width, uint32_t layer, co
     h = activation(G, p->act, h);
     if (p->second) h = linear(G, as_attr, h, layer, i, 1);
     if (p->combine && i > 0) h = combine(G, p->combine, h, outs[i - 1].u.node);
+    if (p->scaled) h = combine(G, 2, h, G->hub); /* the hub: one scale used by a quarter of all towers */
     outs[i] = node_v(h);
   }
   OxValue list = ox_graph_value_seq(G->g, OX_V_LIST, outs, n);
@@ -326,11 +347,12 @@ static OxNodeId add_layer(Gen *G, OxNodeId x, uint32_t width, uint32_t layer, co
 }
 
 /* Builds a graph of exactly `nodes` live nodes (output included). */
-static OxGraph *build(uint32_t nodes, uint64_t seed, bool post) {
+static OxGraph *build(uint32_t nodes, uint64_t seed, bool post, bool flat) {
   Gen G = {0};
   G.g = ox_graph_new();
   G.rng.s = seed;
   G.post = post;
+  G.flat = flat;
   static const int64_t widths[3] = {16, 32, 64};
   G.d = widths[rng_below(&G.rng, 3)];
   /* sqrt-ish width: the smallest t with 4t^2 >= N: 1k nodes -> 16 towers, 10k -> 50,
@@ -342,9 +364,16 @@ static OxGraph *build(uint32_t nodes, uint64_t seed, bool post) {
   OxNodeId x = ox_graph_add_node(G.g, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
   G.last_input = x;
   set_meta_contig(&G, x, BATCH, (int64_t)t * G.d);
+  uint32_t extra = 0;
+  if (flat) {
+    G.hub = ox_graph_add_node(G.g, OX_OP_PLACEHOLDER, "scale", "scale", ox_value_none(), ox_value_none());
+    set_meta_1d(&G, G.hub, G.d);
+    G.last_input = G.hub;
+    extra = 1;
+  }
 
   /* budget: everything but the output node */
-  uint32_t left = nodes - 1 - 1; /* minus x */
+  uint32_t left = nodes - 1 - 1 - extra; /* minus x (and the hub) */
   uint32_t width = t;            /* pieces in the current layer input */
   TowerPlan plans[MAX_TOWERS];
   OxNodeId cur = x;
@@ -381,7 +410,9 @@ static OxGraph *build(uint32_t nodes, uint64_t seed, bool post) {
 /* ------------------------------------------------------------------ main */
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: gen-recsys --nodes N [--seed S] [--level pre|post] -o OUT(.txt|.json)\n");
+  fprintf(f, "usage: gen-recsys --nodes N [--seed S] [--level pre|post] [--shape towers|flat] -o OUT(.txt|.json)\n"
+             "  --shape flat   no module path in any name (w_17, arg_17, linear_1234) and a hub: one\n"
+             "                 scale placeholder multiplied into every fourth tower\n");
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
@@ -401,7 +432,7 @@ static bool ends_with(const char *s, const char *suf) {
 
 int main(int argc, char **argv) {
   uint64_t nodes = 0, seed = 1;
-  bool post = false;
+  bool post = false, flat = false;
   const char *out = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -410,6 +441,9 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--seed") == 0 && parse_u64(v, &seed)) i++;
     else if (strcmp(a, "--level") == 0 && v && (strcmp(v, "pre") == 0 || strcmp(v, "post") == 0)) {
       post = strcmp(v, "post") == 0;
+      i++;
+    } else if (strcmp(a, "--shape") == 0 && v && (strcmp(v, "towers") == 0 || strcmp(v, "flat") == 0)) {
+      flat = strcmp(v, "flat") == 0;
       i++;
     } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && v) {
       out = v;
@@ -434,7 +468,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gen-recsys: --nodes must be between 20 and 50000000\n");
     return 2;
   }
-  OxGraph *g = build((uint32_t)nodes, seed, post);
+  OxGraph *g = build((uint32_t)nodes, seed, post, flat);
   OxDiagList diags;
   ox_diags_init(&diags, out);
   int errors = ox_graph_verify(g, true, &diags);

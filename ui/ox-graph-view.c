@@ -428,14 +428,37 @@ static void draw_box_text(cairo_t *cr, TextPass *tp, double sx, double sy, doubl
       show_line(cr, tp->small, num, sx, top + tp->name_h, inner, TRUE);
     }
   } else if (sh >= tp->small_h + 1) {
-    /* one line: what the node does, or how big the cluster is */
-    if (!show_line(cr, tp->small, l2, sx, sy - tp->small_h / 2, inner, cluster) && cluster) {
-      char num[64];
-      g_snprintf(num, sizeof num, "%s", l2);
-      char *sp = strchr(num, ' ');
-      if (sp) *sp = 0;
-      show_line(cr, tp->small, num, sx, sy - tp->small_h / 2, inner, TRUE);
+    /* one line: what the node does; a cluster's label, elided, and its count, whole */
+    double y = sy - tp->small_h / 2;
+    if (!cluster) {
+      show_line(cr, tp->small, l2, sx, y, inner, FALSE);
+      return;
     }
+    char num[64];
+    g_snprintf(num, sizeof num, " \xc2\xb7 %s", l2);
+    char *sp = strchr(num + 4, ' '); /* " · 42 nodes" -> " · 42" */
+    if (sp) *sp = 0;
+    pango_layout_set_width(tp->small, -1);
+    pango_layout_set_text(tp->small, num, -1);
+    int nw, nh, lw, lh;
+    pango_layout_get_pixel_size(tp->small, &nw, &nh);
+    double room = inner - nw;
+    if (room < 24) {
+      show_line(cr, tp->small, num + 4, sx, y, inner, TRUE);
+      return;
+    }
+    pango_layout_set_ellipsize(tp->small, PANGO_ELLIPSIZE_MIDDLE);
+    pango_layout_set_width(tp->small, (int)(room * PANGO_SCALE));
+    pango_layout_set_text(tp->small, l1, -1);
+    pango_layout_get_pixel_size(tp->small, &lw, &lh);
+    double x0 = sx - (lw + nw) / 2.0;
+    cairo_move_to(cr, x0, y);
+    pango_cairo_show_layout(cr, tp->small);
+    pango_layout_set_ellipsize(tp->small, PANGO_ELLIPSIZE_END);
+    pango_layout_set_width(tp->small, -1);
+    pango_layout_set_text(tp->small, num, -1);
+    cairo_move_to(cr, x0 + lw, y);
+    pango_cairo_show_layout(cr, tp->small);
   }
 }
 

@@ -305,8 +305,32 @@ static void inverse_of_toposort(OxTrace *rev, const OxGraph *g, GArray *old, GAr
   g_array_free(moves, TRUE);
 }
 
+/* Without graph steps the union graph is the input itself: uids are its node ids. */
+static void history_build_alias(OxHistory *h) {
+  const OxGraph *in = h->input;
+  ox_graph_free(h->u);
+  h->u = h->input;
+  guint32 cap = in->n_nodes + 1;
+  h->born = g_new0(guint32, cap);
+  h->died = g_new0(guint32, cap); /* 0: an erased id is never alive */
+  h->name = g_new0(const char *, cap);
+  OX_GRAPH_FOREACH(in, id) {
+    h->died[id] = OX_HISTORY_NEVER;
+    h->name[id] = in->nodes[id].name;
+    history_index_name(h, h->name[id], id);
+  }
+  h->edits_upto = g_new0(guint64, 2);
+}
+
+static void history_index_steps(OxHistory *h);
+
 static void history_build(OxHistory *h) {
   const OxGraph *in = h->input;
+  if (!h->n_graph_steps) {
+    history_build_alias(h);
+    history_index_steps(h);
+    return;
+  }
   ox_graph_reserve(h->u, in->n_live + 1);
   OX_GRAPH_FOREACH(in, id) history_add(h, in, id, 0);
   OX_GRAPH_FOREACH(in, id) history_union_edges(h, in, id, history_current(h, in->nodes[id].name));
@@ -392,7 +416,11 @@ static void history_build(OxHistory *h) {
   g_array_free(inv, TRUE);
   g_array_free(touched, TRUE);
   ox_graph_free(g);
-  /* uids by birth and death step, for incremental frame updates */
+  history_index_steps(h);
+}
+
+/* uids by birth and death step, for incremental frame updates */
+static void history_index_steps(OxHistory *h) {
   guint32 n = h->u->n_nodes, ns = h->n_graph_steps + 2;
   h->born_idx = g_new0(guint32, ns + 1);
   h->died_idx = g_new0(guint32, ns + 1);
@@ -418,9 +446,10 @@ static void history_build(OxHistory *h) {
 
 static void free_array(gpointer p) { g_array_free(p, TRUE); }
 
-OxHistory *ox_history_new(OxGraph *input, OxTrace *trace) {
+static OxHistory *history_new(OxGraph *input, OxHistory *owner, OxTrace *trace) {
   OxHistory *h = g_rc_box_new0(OxHistory);
   h->input = input;
+  h->input_owner = owner;
   h->trace = trace;
   h->u = ox_graph_new();
   h->rev = ox_trace_new();
@@ -443,11 +472,19 @@ OxHistory *ox_history_new(OxGraph *input, OxTrace *trace) {
   return h;
 }
 
+OxHistory *ox_history_new(OxGraph *input, OxTrace *trace) { return history_new(input, NULL, trace); }
+
+OxHistory *ox_history_new_on(OxHistory *base, OxTrace *trace) {
+  /* a base without steps is little more than its input: keep it alive for that and share */
+  if (base->u == base->input) return history_new(base->input, ox_history_ref(base), trace);
+  return history_new(ox_graph_clone(base->input), NULL, trace);
+}
+
 OxHistory *ox_history_ref(OxHistory *h) { return g_rc_box_acquire(h); }
 
 static void history_clear(gpointer p) {
   OxHistory *h = p;
-  ox_graph_free(h->u);
+  if (h->u != h->input) ox_graph_free(h->u);
   g_free(h->born);
   g_free(h->died);
   g_free(h->name);
@@ -462,7 +499,10 @@ static void history_clear(gpointer p) {
   g_hash_table_destroy(h->by_name);
   g_free(h->error);
   ox_trace_free(h->trace);
-  ox_graph_free(h->input);
+  if (h->input_owner)
+    ox_history_unref(h->input_owner);
+  else
+    ox_graph_free(h->input);
 }
 
 void ox_history_unref(OxHistory *h) {

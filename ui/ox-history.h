@@ -31,10 +31,13 @@ G_BEGIN_DECLS
 
 #define OX_HISTORY_NEVER G_MAXUINT32
 
-typedef struct OxHistory {
-  OxGraph *input;           /* owned, kept pristine: the graph before any step */
+typedef struct OxHistory OxHistory;
+struct OxHistory {
+  OxGraph *input;           /* owned (or input_owner's), kept pristine: the graph before any step */
+  OxHistory *input_owner;   /* a history whose input this one shares (ref held), or NULL */
   OxTrace *trace;           /* owned: may be NULL (no steps) */
-  OxGraph *u;               /* owned: the union graph; node ids are identity ids ("uids") */
+  OxGraph *u;               /* owned: the union graph; node ids are identity ids ("uids"). Without
+                               graph steps it is the input itself (uids are its node ids) */
   guint32 *born, *died;     /* per uid: graph step interval [born, died) */
   const char **name;        /* per uid: the real node name (interned in u) */
   guint32 n_graph_steps;    /* number of graph-changing steps (max applied_index) */
@@ -46,11 +49,14 @@ typedef struct OxHistory {
   guint64 *edits_upto;      /* [a]: forward edits in graph steps 1..a */
   GHashTable *by_name;      /* name -> GArray of uids with that name (born order) */
   char *error;              /* replay failure while building (the history then ends early) */
-} OxHistory;
+};
 
 /* Builds the history of trace on input, taking ownership of both (trace may be NULL). Never returns NULL; on a replay failure the history stops at the failing step and
  * error says why. */
 OxHistory *ox_history_new(OxGraph *input, OxTrace *trace);
+/* A history of trace on base's input: shared when base has no graph steps (then base, which is
+ * little more than that input, stays alive with it), else a copy. */
+OxHistory *ox_history_new_on(OxHistory *base, OxTrace *trace);
 OxHistory *ox_history_ref(OxHistory *h);
 void ox_history_unref(OxHistory *h);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(OxHistory, ox_history_unref)
