@@ -178,7 +178,7 @@ GArray *ox_document_explain(OxDocument *self, const char *name);
 gboolean ox_document_export(OxDocument *self, const char *format, const char *path, GError **error);
 /* Renders the bytes of an export of graph g / trace t (either may be NULL as fitting). */
 GBytes *ox_export_bytes(const OxGraph *g, const OxTrace *t, const char *format, gboolean edge_shapes,
-                        GError **error);
+                        char **note, GError **error);
 
 G_END_DECLS
 #endif

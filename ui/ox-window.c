@@ -825,6 +825,7 @@ typedef struct ExportJob {
   OxHistory *h;      /* for the trace */
   char *format, *path;
   gboolean edge_shapes;
+  char *note;        /* which layout drew a picture, when it was not dot */
 } ExportJob;
 
 static void export_job_free(gpointer p) {
@@ -833,6 +834,7 @@ static void export_job_free(gpointer p) {
   ox_history_unref(j->h);
   g_free(j->format);
   g_free(j->path);
+  g_free(j->note);
   g_free(j);
 }
 
@@ -841,7 +843,7 @@ static void export_thread(GTask *task, gpointer src, gpointer data, GCancellable
   (void)c;
   ExportJob *j = data;
   GError *err = NULL;
-  GBytes *b = ox_export_bytes(j->g, j->h ? j->h->trace : NULL, j->format, j->edge_shapes, &err);
+  GBytes *b = ox_export_bytes(j->g, j->h ? j->h->trace : NULL, j->format, j->edge_shapes, &j->note, &err);
   if (!b) {
     g_task_return_error(task, err);
     return;
@@ -867,7 +869,7 @@ static void export_done(GObject *src, GAsyncResult *res, gpointer data) {
     g_error_free(err);
   } else {
     char *base = g_path_get_basename(j->path);
-    char *msg = g_strdup_printf("exported %s", base);
+    char *msg = j->note ? g_strdup_printf("exported %s (%s)", base, j->note) : g_strdup_printf("exported %s", base);
     gtk_label_set_text(GTK_LABEL(self->status_label), msg);
     g_free(msg);
     g_free(base);
@@ -1084,6 +1086,23 @@ static void act_view_mode(GSimpleAction *a, GVariant *p, gpointer data) {
   ox_scene_set_mode(window_scene(self), m);
 }
 
+/* win.layout-engine('auto'|'dot'|'layered'): which layout draws the views (ox_scene_set_engine) */
+static void act_layout_engine(GSimpleAction *a, GVariant *p, gpointer data) {
+  OxWindow *self = OX_WINDOW(data);
+  const char *name = g_variant_get_string(p, NULL);
+  OxLayoutEngine e;
+  if (!strcmp(name, "auto"))
+    e = OX_LAYOUT_AUTO;
+  else if (!strcmp(name, "dot"))
+    e = OX_LAYOUT_DOT;
+  else if (!strcmp(name, "layered"))
+    e = OX_LAYOUT_LAYERED;
+  else
+    return;
+  g_simple_action_set_state(a, p);
+  ox_scene_set_engine(window_scene(self), e);
+}
+
 /* win.focus-radius(u): 0 = automatic */
 static void act_focus_radius(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
@@ -1163,6 +1182,7 @@ static const GActionEntry win_entries[] = {
   {"panel", act_panel, "s", NULL, NULL, {0}},
   {"close", act_close, NULL, NULL, NULL, {0}},
   {"view-mode", act_view_mode, "s", "'auto'", NULL, {0}},
+  {"layout-engine", act_layout_engine, "s", "'auto'", NULL, {0}},
   {"focus-radius", act_focus_radius, "u", NULL, NULL, {0}},
   {"radius-more", act_radius_more, NULL, NULL, NULL, {0}},
   {"radius-less", act_radius_less, NULL, NULL, NULL, {0}},
@@ -1291,6 +1311,12 @@ static GMenuModel *build_menu(OxWindow *self) {
   g_menu_append(view, "_Whole Graph", "win.view-mode::full");
   g_menu_append(view, "_Focus on Step / Selection", "win.view-mode::focus");
   g_menu_append(view, "_Overview of Clusters", "win.view-mode::overview");
+  GMenu *engines = g_menu_new();
+  g_menu_append(engines, "_Automatic (dot for small graphs, built-in for the rest)", "win.layout-engine::auto");
+  g_menu_append(engines, "Graphviz _dot (within 2 s, else built-in)", "win.layout-engine::dot");
+  g_menu_append(engines, "_Built-in Layered", "win.layout-engine::layered");
+  g_menu_append_submenu(view, "_Layout", G_MENU_MODEL(engines));
+  g_object_unref(engines);
   g_menu_append(view, "_Minimap", "win.minimap");
   g_menu_append(view, "Edge _Shapes", "win.edge-labels");
   g_menu_append(view, "Show _Before Step", "win.before");
