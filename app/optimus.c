@@ -93,8 +93,12 @@ static const char usage_convert[] =
   "Bounded views of large graphs (DOT/SVG/PNG):\n"
   "  --focus NODE      draw only the neighbourhood of NODE (repeatable)\n"
   "  --radius K        hops around the focus (default: the largest that fits --max-nodes, at most 4)\n"
-  "  --overview        collapse the graph into clusters (module path / name prefix) with counts\n"
-  "  --open PATH       with --overview: expand this cluster (repeatable)\n"
+  "  --overview        collapse the graph into clusters with counts: module paths where the names\n"
+  "                    or meta give them, else structure (bands between narrow cuts, the towers\n"
+  "                    between a split and its cat, groups of same-op parts); at most 40 items\n"
+  "                    per cluster\n"
+  "  --open PATH       with --overview: expand this cluster (repeatable; structural clusters are\n"
+  "                    ~1, ~1.~3, ...: see the DOT output's labels)\n"
   "  --max-nodes N     node budget of a drawing (default 100000); larger drawings are refused\n"
   "\n"
   "Layout of SVG/PNG drawings:\n"
@@ -103,6 +107,8 @@ static const char usage_convert[] =
   "                    layered layout instead and drawn by Graphviz at those positions (a note\n"
   "                    on stderr says so). dot runs in a helper process that is killed at the budget.\n"
   "  --layout ENGINE   auto (default), dot (no fallback; no budget unless given) or layered\n"
+  "  --params          draw parameters and constants as nodes of their own (by default they are\n"
+  "                    drawn in their consumer's box: \"+2 params\")\n"
   "  -h, --help        show this help\n";
 
 static const char usage_verify[] =
@@ -224,6 +230,7 @@ enum {
   OPT_RULES = 1 << 25,
   OPT_LAYOUT_BUDGET = 1 << 26,
   OPT_LAYOUT = 1 << 27,
+  OPT_PARAMS = 1 << 28,
 };
 
 typedef struct OptSpec {
@@ -262,6 +269,7 @@ static const OptSpec opt_specs[] = {
   {"rules", 0, true, OPT_RULES},
   {"layout-budget", 0, true, OPT_LAYOUT_BUDGET},
   {"layout", 0, true, OPT_LAYOUT},
+  {"params", 0, false, OPT_PARAMS},
 };
 
 enum { MAX_REPEATS = 64 };
@@ -295,6 +303,7 @@ typedef struct CliOpts {
   bool overview, has_radius;
   uint32_t radius, max_nodes;
   double layout_budget; /* seconds; 0 = default */
+  bool params;          /* draw parameters as their own nodes */
   const char *layout;   /* auto, dot, layered */
 } CliOpts;
 
@@ -353,6 +362,7 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     o->open[o->n_open++] = val;
     break;
   case OPT_OVERVIEW: o->overview = true; break;
+  case OPT_PARAMS: o->params = true; break;
   case OPT_RULES:
     if (o->n_rules == MAX_REPEATS) return usage_error(o, "too many --rules options (at most %s)", "64");
     o->rules[o->n_rules++] = val;
@@ -820,6 +830,20 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
   OxHierarchy *hier = NULL;
   int status = EXIT_OK;
   uint32_t budget = o->max_nodes ? o->max_nodes : 100000;
+  /* parameters and constants are drawn in their consumers ("+2 params"), unless --params */
+  uint32_t *fold = NULL;
+  uint16_t *n_params = NULL;
+  uint8_t *folded = NULL;
+  if (drawing && !o->params) {
+    fold = calloc(g->n_nodes + 1, sizeof *fold);
+    n_params = calloc(g->n_nodes + 1, sizeof *n_params);
+    folded = calloc(g->n_nodes + 1, 1);
+    ox_view_fold_params(g, fold, n_params);
+    for (uint32_t i = 0; i < g->n_nodes; i++) folded[i] = fold[i] != 0;
+    dopt.fold = fold;
+    dopt.n_params = n_params;
+  }
+  uint16_t *ov_params = NULL;
   if (drawing && o->overview) {
     hier = ox_view_hierarchy(g);
     uint8_t *open = calloc(hier->n_clusters + 1, 1);
@@ -837,8 +861,18 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
         status = EXIT_BAD;
       }
     }
-    overview = ox_view_overview(g, hier, open);
+    overview = ox_view_overview_map_fold(g, hier, open, fold, NULL, NULL);
     free(open);
+    if (fold) {
+      /* the overview's own ids: a shown node keeps its badge, nothing there is folded again */
+      ov_params = calloc(overview->n_nodes + 1, sizeof *ov_params);
+      OX_GRAPH_FOREACH(overview, id) {
+        const OxNode *n = &overview->nodes[id];
+        if (n->n_provenance && n->provenance[0] < g->n_nodes) ov_params[id] = n_params[n->provenance[0]];
+      }
+      dopt.fold = NULL;
+      dopt.n_params = ov_params;
+    }
     g = overview;
   } else if (drawing && o->n_focus) {
     OxNodeId seeds[MAX_REPEATS];
@@ -850,9 +884,17 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
       }
     }
     if (status == EXIT_OK) {
-      uint32_t radius = o->has_radius ? o->radius : ox_view_fit_radius(g, seeds, o->n_focus, 4, budget);
+      /* a folded parameter is shown in its consumer: focus there */
+      for (uint32_t i = 0; fold && i < o->n_focus; i++)
+        if (fold[seeds[i]]) seeds[i] = fold[seeds[i]];
+      uint32_t radius = o->has_radius ? o->radius : 0;
+      if (!o->has_radius)
+        for (uint32_t r = 1; r <= 4; r++) {
+          if (ox_view_neighborhood_skip(g, seeds, o->n_focus, r, budget + 1, folded, NULL, 0) > budget) break;
+          radius = r;
+        }
       OxNodeId *ids = calloc(g->n_nodes + 1, sizeof *ids);
-      uint32_t n = ox_view_neighborhood(g, seeds, o->n_focus, radius, 0, ids, g->n_nodes);
+      uint32_t n = ox_view_neighborhood_skip(g, seeds, o->n_focus, radius, 0, folded, ids, g->n_nodes);
       include = calloc(g->n_nodes + 1, 1);
       for (uint32_t i = 0; i < n && i < g->n_nodes; i++) include[ids[i]] = 1;
       free(ids);
@@ -866,7 +908,7 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
   }
   if (status == EXIT_OK && drawing && (kind != OUT_DOT)) {
     uint32_t shown = 0;
-    OX_GRAPH_FOREACH(g, id) shown += !include || include[id];
+    OX_GRAPH_FOREACH(g, id) shown += (!include || include[id]) && !(dopt.fold && dopt.fold[id]);
     if (shown > budget) {
       fprintf(stderr,
               "optimus convert: %s: %u nodes is over the drawing budget of %u (dot needs minutes at this size); "
@@ -877,6 +919,10 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
   }
   if (status != EXIT_OK) {
     free(include);
+    free(fold);
+    free(n_params);
+    free(folded);
+    free(ov_params);
     free((void *)dopt.highlight);
     ox_graph_free(overview);
     ox_view_hierarchy_free(hier);
@@ -932,6 +978,10 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
   default: break;
   }
   free(include);
+  free(fold);
+  free(n_params);
+  free(folded);
+  free(ov_params);
   free((void *)dopt.highlight);
   ox_graph_free(overview);
   ox_view_hierarchy_free(hier);
@@ -943,7 +993,7 @@ static int cmd_convert(int argc, char **argv) {
   int rc = parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_EDGE_SHAPES | OPT_RANKDIR |
                           OPT_INPUT_SHAPE | OPT_FOCUS | OPT_RADIUS | OPT_OVERVIEW | OPT_OPEN | OPT_MAX_NODES |
-                          OPT_LAYOUT_BUDGET | OPT_LAYOUT,
+                          OPT_LAYOUT_BUDGET | OPT_LAYOUT | OPT_PARAMS,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (!o.output) return usage_error(&o, "%s", "missing -o OUT");

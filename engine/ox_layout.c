@@ -493,7 +493,8 @@ int ox_render_auto(const OxGraph *g, const OxDotOptions *opt, const char *format
   const char *helper = ox_layout_helper_path(hbuf, sizeof hbuf);
   const uint8_t *inc = opt ? opt->include : NULL;
   uint32_t shown = 0;
-  OX_GRAPH_FOREACH(g, id) shown += !inc || inc[id];
+  const uint32_t *fold = opt ? opt->fold : NULL;
+  OX_GRAPH_FOREACH(g, id) shown += (!inc || inc[id]) && !(fold && fold[id]);
   char why[240] = "";
   OxBuf req;
   ox_buf_init(&req);
@@ -524,9 +525,9 @@ int ox_render_auto(const OxGraph *g, const OxDotOptions *opt, const char *format
   float *sizes = ox_xcalloc(2 * (size_t)shown + 2, sizeof *sizes);
   uint32_t k = 0;
   OX_GRAPH_FOREACH(g, id) {
-    if (inc && !inc[id]) continue;
+    if ((inc && !inc[id]) || (fold && fold[id])) continue;
     double w, h;
-    ox_write_dot_node_size(g, id, &w, &h);
+    ox_write_dot_node_size(g, opt, id, &w, &h);
     ids[k] = id;
     sizes[2 * k] = (float)w;
     sizes[2 * k + 1] = (float)h;

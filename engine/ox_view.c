@@ -544,6 +544,7 @@ OxGraph *ox_view_overview_map_fold(const OxGraph *g, const OxHierarchy *h, const
     if (k > 256) k = 256;
     OxNodeId to = item[id];
     for (uint32_t i = 0; i < k; i++) {
+      if (fold && fold[buf[i]]) continue; /* a folded parameter is part of its consumer: no edge */
       OxNodeId from = item[buf[i]];
       if (!from || from == to) continue;
       bool dup = false;

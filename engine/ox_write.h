@@ -30,6 +30,9 @@ typedef struct OxDotOptions {
   const uint8_t *include;  /* optional per-node-id flag: draw only these nodes (a bounded view); NULL = all */
   const struct OxLayout *layout; /* optional: positions for every drawn node and edge (pos=, for
                                     Graphviz's nop2: draws a layout made elsewhere, in linear time) */
+  const uint32_t *fold;    /* optional per-node-id (ox_view_fold_params): folded parameters are not
+                              drawn, their consumers say "+N params" (n_params) */
+  const uint16_t *n_params;
 } OxDotOptions;
 
 /* "torch.ops.aten.addmm.default" -> "addmm": the short target shown in labels. */
@@ -42,7 +45,7 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out);
 
 /* The box a node's DOT label needs (points), as ox_write_dot writes it: for laying it out with
  * something other than dot and rendering the result with positions. */
-void ox_write_dot_node_size(const OxGraph *g, OxNodeId id, double *w, double *h);
+void ox_write_dot_node_size(const OxGraph *g, const OxDotOptions *opt, OxNodeId id, double *w, double *h);
 
 /* Renders like ox_render, but Graphviz runs in the optimus-layout helper (ox_layout.h). With
  * lo->engine AUTO (lo may be NULL): dot within lo->time_budget seconds (0 = 10 s) for drawings

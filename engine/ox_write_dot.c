@@ -335,6 +335,11 @@ static uint32_t count_live(const OxGraph *g) {
   return n;
 }
 
+/* A collapsed cluster of an overview graph (ox_view_overview: call_module "PATH [N nodes]"). */
+static bool is_cluster_node(const OxNode *n) {
+  return n->op == OX_OP_CALL_MODULE && n->module_type && strcmp(n->module_type, "cluster") == 0 && n->target;
+}
+
 /* The label's second line; false when it would only repeat the name ("x" / "input"). */
 static bool target_line(const OxNode *n, char *tshort, size_t cap) {
   const char *name = n->name ? n->name : "";
@@ -369,7 +374,7 @@ static double cut_width(const char *s, size_t max, double pt) {
   return ox_layout_text_width(tmp, pt);
 }
 
-void ox_write_dot_node_size(const OxGraph *g, OxNodeId id, double *w, double *h) {
+void ox_write_dot_node_size(const OxGraph *g, const OxDotOptions *opt, OxNodeId id, double *w, double *h) {
   const OxNode *n = &g->nodes[id];
   /* bold 11 pt name (bold runs ~12 % wider), 11 pt target, 9 pt meta, 0.10 x 0.05 in margins */
   double tw = cut_width(n->name ? n->name : "", 64, 11) * 1.12, th = 15;
@@ -386,6 +391,7 @@ void ox_write_dot_node_size(const OxGraph *g, OxNodeId id, double *w, double *h)
     if (x > tw) tw = x;
     th += 13;
   }
+  if (opt && opt->n_params && opt->n_params[id]) th += 13;
   *w = tw + 14.4 + 8;
   *h = th + 7.2 + 4;
 }
@@ -419,6 +425,20 @@ static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *op
     ox_buf_free(&tip);
   }
   ox_buf_puts(out, ", label=<<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
+  if (is_cluster_node(n)) {
+    /* an overview's collapsed cluster: its label, then its size */
+    const char *br = strrchr(target, '[');
+    size_t len = br && br > target ? (size_t)(br - target - 1) : strlen(target);
+    char label[300];
+    snprintf(label, sizeof label, "%.*s", (int)(len < sizeof label ? len : sizeof label - 1), target);
+    ox_buf_puts(out, "<TR><TD><B>");
+    html_escape(out, label, 96);
+    ox_buf_puts(out, "</B></TD></TR><TR><TD>");
+    html_escape(out, br ? br + 1 : "", 40);
+    if (out->len && out->data[out->len - 1] == ']') out->len--;
+    ox_buf_puts(out, "</TD></TR></TABLE>>];\n");
+    return;
+  }
   ox_buf_puts(out, "<TR><TD><B>");
   html_escape(out, name, 64);
   ox_buf_puts(out, "</B></TD></TR>");
@@ -434,6 +454,11 @@ static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *op
     ox_buf_puts(out, "<TR><TD><FONT POINT-SIZE=\"9\">");
     html_escape(out, meta, 96);
     ox_buf_puts(out, "</FONT></TD></TR>");
+  }
+  uint16_t np = opt && opt->n_params ? opt->n_params[n->id] : 0;
+  if (np) {
+    ox_buf_printf(out, "<TR><TD><FONT POINT-SIZE=\"9\" COLOR=\"#5e5c64\"><I>+%u param%s</I></FONT></TD></TR>", np,
+                  np == 1 ? "" : "s");
   }
   for (uint32_t i = 0; i < g->n_subgraphs; i++) {
     const OxGraph *sub = g->subgraphs[i];
@@ -505,7 +530,7 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
   uint32_t shown = g->n_live;
   if (opt && opt->include) {
     shown = 0;
-    OX_GRAPH_FOREACH(g, id) shown += opt->include[id] != 0;
+    OX_GRAPH_FOREACH(g, id) shown += opt->include[id] != 0 && !(opt->fold && opt->fold[id]);
   }
   bool large = shown > OX_DOT_LARGE;
   const OxLayout *lay = opt ? opt->layout : NULL;
@@ -520,7 +545,8 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
   ox_buf_puts(out, "  edge [color=\"#666666\", arrowsize=0.6, fontname=\"Helvetica\", fontsize=9, "
                    "fontcolor=\"#444444\"];\n");
   const uint8_t *inc = opt ? opt->include : NULL; /* a bounded view: only these nodes */
-  OX_GRAPH_FOREACH(g, id) if (!inc || inc[id]) write_node(g, &g->nodes[id], opt, out);
+  const uint32_t *fold = opt ? opt->fold : NULL;  /* parameters drawn in their consumers */
+  OX_GRAPH_FOREACH(g, id) if ((!inc || inc[id]) && !(fold && fold[id])) write_node(g, &g->nodes[id], opt, out);
   EdgeKey *by_edge = lay ? edge_index(lay) : NULL;
   OxNodeId stack_in[32];
   OxNodeId *in = stack_in;
@@ -538,6 +564,7 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
       const OxNode *src = ox_graph_node(g, in[i]);
       if (!src || src->erased) continue; /* a dangling reference: the verifier reports it */
       if (inc && !inc[src->id]) continue;
+      if (fold && (fold[src->id] || fold[user->id])) continue;
       ox_buf_printf(out, "  n%u -> n%u", src->id, user->id);
       const OxLayoutEdge *le = lay ? find_edge(lay, by_edge, src->id, user->id) : NULL;
       if (le && le->n_pts >= 4) {
