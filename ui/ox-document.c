@@ -262,9 +262,22 @@ static void graphs_update(OxDocument *self) {
     self->k_before = tk;
   }
   cursor_move(self, &self->g_after, &self->k_after, ka);
-  /* the before graph exists only while it differs from the after graph */
-  if (kb != ka)
+  /* the before graph exists only while it differs from the after graph; after a jump it is
+   * cheapest as a copy of the after graph taken back by one step (a clone and a step, instead of
+   * a second clone of the input and a second replay of every edit up to here) */
+  if (kb != ka) {
+    const OxHistory *h = self->history;
+    guint64 seek = self->g_before && self->g_before != h->input ? ox_history_edits_between(h, self->k_before, kb)
+                                                                : G_MAXUINT64;
+    guint64 via_after = h->input->n_live / 4 + ox_history_edits_between(h, ka, kb);
+    guint64 fresh = h->input->n_live / 4 + ox_history_edits_between(h, 0, kb);
+    if (self->g_after != h->input && via_after < seek && via_after < fresh) {
+      graph_release(self, &self->g_before);
+      self->g_before = ox_graph_clone(self->g_after);
+      self->k_before = ka;
+    }
     cursor_move(self, &self->g_before, &self->k_before, kb);
+  }
   else if (self->g_before && self->k_before != kb && ox_history_edits_between(self->history, self->k_before, kb) > 64)
     graph_release(self, &self->g_before), self->k_before = kb;
   else if (self->g_before)

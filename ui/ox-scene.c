@@ -64,7 +64,11 @@ struct _OxScene {
   OxHierarchy *hier;
   guint8 *open;            /* per cluster */
   Entry *cache[OX_SCENE_CACHE];
-  Entry *pending;          /* borrowed: the entry the running job owns and will fill */
+  Entry *pending;          /* borrowed: the entry the running (or deferred) job owns and will fill */
+  Entry *def_e;            /* owned: a layout asked for, to start when the main loop is idle */
+  OxNodeId *def_subset;
+  guint32 def_n;
+  guint def_source;
   GArray *boxes;           /* OxLayoutNode */
   gint32 *box_idx;         /* item -> index in boxes, -1 */
   guint n_box_idx;
@@ -469,7 +473,15 @@ static void prefetch_cancel(OxScene *self) {
   g_clear_object(&self->pre_job);
 }
 
+static void deferred_clear(OxScene *self) {
+  g_clear_handle_id(&self->def_source, g_source_remove);
+  g_clear_pointer(&self->def_e, entry_free);
+  g_clear_pointer(&self->def_subset, g_free);
+  self->def_n = 0;
+}
+
 static void job_cancel(OxScene *self) {
+  deferred_clear(self);
   if (self->job_cancel) {
     atomic_store(self->job_cancel, true);
     self->stats.n_cancelled++;
@@ -478,6 +490,17 @@ static void job_cancel(OxScene *self) {
   if (self->job) g_cancellable_cancel(self->job);
   g_clear_object(&self->job);
   self->pending = NULL; /* owned by the cancelled job */
+}
+
+static Job *job_start(OxScene *self, Entry *e, OxNodeId *subset, guint32 n, gboolean prefetch);
+
+static gboolean start_deferred(gpointer data) {
+  OxScene *self = data;
+  self->def_source = 0;
+  Entry *e = g_steal_pointer(&self->def_e);
+  OxNodeId *subset = g_steal_pointer(&self->def_subset);
+  if (e) job_start(self, e, subset, self->def_n, FALSE);
+  return G_SOURCE_REMOVE;
 }
 
 /* Which engine lays out a request of n items for an entry of this kind. */
@@ -587,7 +610,13 @@ static void request_layout(OxScene *self, Entry *e, OxNodeId *subset, guint32 n)
     return;
   }
   prefetch_cancel(self);
-  job_start(self, e, subset, n, FALSE);
+  /* started once the main loop has handled its events: of a burst of steps (a held key) only
+   * the last asks for a layout; the frame in between shows the old one */
+  self->def_e = e;
+  self->def_subset = subset;
+  self->def_n = n;
+  self->pending = e;
+  self->def_source = g_idle_add_full(G_PRIORITY_DEFAULT_IDLE, start_deferred, self, NULL);
   g_object_notify_by_pspec(G_OBJECT(self), props[PROP_BUSY]);
 }
 
@@ -711,7 +740,7 @@ static void request_focus(OxScene *self, const guint32 *seeds, guint n_seeds, gb
 /* While nothing is being laid out, lays out (into the cache) the focus scene the next step
  * that leaves the current scene will ask for, so that stepping finds it ready. */
 static void maybe_prefetch(OxScene *self) {
-  if (!self->history || self->job || self->pre_job || !self->cur || self->cur->kind != OX_VIEW_FOCUS) return;
+  if (!self->history || self->job || self->def_e || self->pre_job || !self->cur || self->cur->kind != OX_VIEW_FOCUS) return;
   guint p = ox_document_get_position(self->doc), nsteps = ox_document_get_n_steps(self->doc);
   GArray *seeds = g_array_new(FALSE, FALSE, sizeof(guint32));
   for (guint q = p + 1; q <= nsteps && q <= p + FOCUS_LOOKAHEAD; q++) {
@@ -1146,7 +1175,7 @@ void ox_scene_set_viewport(OxScene *self, double width, double height) {
   self->view_h = height;
 }
 
-gboolean ox_scene_get_busy(OxScene *self) { return self->job != NULL; }
+gboolean ox_scene_get_busy(OxScene *self) { return self->job != NULL || self->def_e != NULL; }
 const char *ox_scene_get_note(OxScene *self) { return self->note; }
 const char *ox_scene_get_error(OxScene *self) { return self->error; }
 const OxSceneStats *ox_scene_get_stats(OxScene *self) { return &self->stats; }
@@ -1162,7 +1191,7 @@ static void ox_scene_get_property(GObject *o, guint id, GValue *v, GParamSpec *p
   switch (id) {
   case PROP_MODE: g_value_set_string(v, ox_view_mode_name(self->mode)); break;
   case PROP_SHOWN_MODE: g_value_set_string(v, ox_view_mode_name(self->shown)); break;
-  case PROP_BUSY: g_value_set_boolean(v, self->job != NULL); break;
+  case PROP_BUSY: g_value_set_boolean(v, ox_scene_get_busy(self)); break;
   case PROP_RADIUS: g_value_set_uint(v, self->radius); break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(o, id, ps);
   }
