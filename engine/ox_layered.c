@@ -9,21 +9,25 @@
  *   2. orientation: Kahn's algorithm; when only cycles remain, the remaining node with the
  *      lowest id takes its remaining in-edges as reversed (an FX graph is a DAG, but the
  *      debugger's union of every step's edges need not be);
- *   3. ranks: longest path from the sources, then every source moved down to just above its
- *      first consumer (weights and constants sit next to their use, not in a top row);
- *   4. stubs: a node with >= hub_users users draws its edges that span more than two ranks as
- *      stubs; if long edges would still need more than 3 virtual nodes per node, the longest are
- *      stubbed too; ranks are recomputed without the stubs;
+ *   3. ranks: longest path from the sources, then, in reverse topological order, every node with
+ *      at least as many consumers as producers moved down to just above its nearest consumer
+ *      (weights, constants and the casts of them sit next to their use, not in a top row);
+ *   4. stubs: the edges of a node with >= hub_users users (a fan-out hub) or into one with as
+ *      many inputs (a fan-in hub) that span more than two ranks become stubs, in a few rounds of
+ *      re-ranking; if long edges would still need more than 3 virtual nodes per node, the
+ *      longest are stubbed too;
  *   5. virtual nodes on every remaining edge spanning several ranks;
  *   6. ordering: an initial depth-first order, then barycentric sweeps down and up; the
  *      ordering with the fewest crossings (counted per rank pair with a Fenwick tree) is kept;
- *   7. wrapping: with a target aspect ratio, ranks wider than the width that reaches it are
- *      wrapped into rows (a 128-way fan-out becomes a block, not a hairline);
- *   8. x: per row, weighted isotonic regression (pool adjacent violators) of the neighbours'
+ *   7. x: per rank, weighted isotonic regression (pool adjacent violators) of the neighbours'
  *      mean positions under the minimum-separation constraints: no overlaps, edges as
  *      straight as the order allows (long edges weigh more); down, up, then both;
- *   9. geometry: y per row, edges as smooth cubic splines through their virtual nodes with an
- *      arrow into the consumer, stubs as short splines above their consumers.
+ *   8. folding to the target aspect ratio: a run of ranks wider than the aspect asks for (the
+ *      towers between a split and its cat) is cut by x into strips laid one under the other,
+ *      each tower in one piece; a deep graph is cut into side-by-side columns of ranks; edges
+ *      leaving their strip or column become stubs;
+ *   9. geometry: edges as smooth cubic splines through their virtual nodes with an arrow into
+ *      the consumer, stubs as short splines above their consumer (or below their producer).
  * LR layouts are laid out TB with width and height swapped, then transposed.
  */
 #include <math.h>
@@ -437,7 +441,6 @@ static inline uint32_t MAX_U32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 enum { ITER_MAX = 8 };
 #define NODESEP 18.0 /* between boxes in a row */
 #define RANKSEP 34.0 /* between ranks */
-#define ROWSEP 14.0  /* between wrapped rows of one rank */
 #define VIRT_W 8.0   /* width a virtual node (an edge passing through) takes in its row */
 #define MARGIN 8.0
 #define ARROW 7.0
@@ -827,34 +830,11 @@ int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out,
     if (rank_h[r] < 4) rank_h[r] = 4; /* a rank of virtual nodes only */
   double aspect = opt ? opt->aspect : 0;
   if (lr && aspect > 0) aspect = 1.0 / aspect;
-  double maxw = INFINITY; /* one row per rank: wide graphs are cut into strips after placement */
-  /* row of every node; rows in order top to bottom */
-  uint32_t *row = ox_xcalloc(l.n + 1, sizeof *row);
-  uint32_t *row_off = ox_xcalloc(l.n + 2, sizeof *row_off); /* into rk, which is row order too */
-  uint32_t n_rows = 0;
-  uint8_t *row_first = ox_xcalloc(l.n + 2, 1); /* the first row of its rank */
-  double *row_h = ox_xcalloc(l.n + 2, sizeof *row_h);
-  for (uint32_t r = 0; r < l.n_ranks; r++) {
-    double rw = 0;
-    row_off[n_rows] = l.rk_off[r];
-    row_first[n_rows] = 1;
-    row_h[n_rows] = rank_h[r];
-    for (uint32_t i = l.rk_off[r]; i < l.rk_off[r + 1]; i++) {
-      double w = l.w[l.rk[i]];
-      if (rw > 0 && rw + NODESEP + w > maxw) {
-        n_rows++;
-        row_off[n_rows] = i;
-        row_h[n_rows] = rank_h[r];
-        rw = w;
-      } else {
-        rw += (rw > 0 ? NODESEP : 0) + w;
-      }
-      row[l.rk[i]] = n_rows;
-    }
-    n_rows++;
-  }
-  row_off[n_rows] = l.n;
-  free(rank_h);
+  /* one row per rank (wide stretches are cut into strips after placement) */
+  uint32_t n_rows = l.n_ranks;
+  uint32_t *row_off = ox_xcalloc(n_rows + 2, sizeof *row_off); /* into rk */
+  memcpy(row_off, l.rk_off, (n_rows + 1) * sizeof *row_off);
+  double *row_h = rank_h;
   /* ------------------------------------------------ x: isotonic placement per row */
   {
     double *d = ox_xcalloc(l.n + 1, sizeof *d), *wt = ox_xcalloc(l.n + 1, sizeof *wt),
@@ -936,7 +916,7 @@ int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out,
     for (uint32_t q = 0; q < n_rows;) {
       double rw = rmaxx[q] - rminx[q];
       if (!(target < INFINITY) || !(rw > target * 1.3) || widest <= target * 1.3) {
-        if (q) y += row_first[q] ? RANKSEP : ROWSEP;
+        if (q) y += RANKSEP;
         for (uint32_t i = row_off[q]; i < row_off[q + 1]; i++) l.y[l.rk[i]] = y + row_h[q] / 2;
         y += row_h[q];
         q++;
@@ -1027,9 +1007,7 @@ int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out,
     free(rminx);
     free(rmaxx);
   }
-  free(row);
   free(row_off);
-  free(row_first);
   free(row_h);
   /* ------------------------------------------------ columns: a deep graph folded to the aspect */
   if (!folded && !lr && aspect > 0 && l.n_ranks >= 6 && l.n) {
