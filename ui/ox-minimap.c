@@ -3,7 +3,8 @@
  * Draws every box of the scene as a small rectangle (the scene is bounded by the node budget,
  * so this is a few thousand rectangles at most) scaled to fit, the step's nodes in orange, and
  * the canvas's visible rectangle. Redrawn on the view's "viewport-changed" and on document
- * frames; never lays anything out itself.
+ * frames; never lays anything out itself. While the canvas shows the whole scene it draws
+ * nothing and lets clicks through: it would only hide part of the picture.
  */
 #include "ox-minimap.h"
 
@@ -47,11 +48,26 @@ gboolean ox_minimap_move_to(OxMinimap *self, double x, double y) {
   return TRUE;
 }
 
+/* Whether the canvas shows the whole scene: then the map would only cover part of it. */
+static gboolean shows_everything(OxMinimap *self) {
+  double sw, sh;
+  ox_scene_get_size(ox_graph_view_get_scene(self->view), &sw, &sh);
+  graphene_rect_t v;
+  ox_graph_view_get_visible(self->view, &v);
+  return v.origin.x <= 1 && v.origin.y <= 1 && v.origin.x + v.size.width >= sw - 1 && v.origin.y + v.size.height >= sh - 1;
+}
+
+static void on_viewport(OxMinimap *self) {
+  /* out of the way (drawn empty, clicks pass through) while everything is in view */
+  gtk_widget_set_can_target(GTK_WIDGET(self), !shows_everything(self));
+  gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
 static void ox_minimap_snapshot(GtkWidget *w, GtkSnapshot *snap) {
   OxMinimap *self = OX_MINIMAP(w);
   double width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
   double s, ox, oy;
-  if (!transform(self, &s, &ox, &oy)) return;
+  if (!transform(self, &s, &ox, &oy) || shows_everything(self)) return;
   cairo_t *cr = gtk_snapshot_append_cairo(snap, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
   cairo_set_source_rgba(cr, 1, 1, 1, 0.92);
   cairo_paint(cr);
@@ -119,7 +135,7 @@ static void ox_minimap_measure(GtkWidget *w, GtkOrientation o, int for_size, int
 GtkWidget *ox_minimap_new(OxGraphView *view) {
   OxMinimap *self = g_object_new(OX_TYPE_MINIMAP, NULL);
   self->view = g_object_ref(view);
-  self->sig_viewport = g_signal_connect_swapped(view, "viewport-changed", G_CALLBACK(gtk_widget_queue_draw), self);
+  self->sig_viewport = g_signal_connect_swapped(view, "viewport-changed", G_CALLBACK(on_viewport), self);
   self->sig_frame = g_signal_connect_swapped(ox_graph_view_get_document(view), "frame-changed",
                                              G_CALLBACK(gtk_widget_queue_draw), self);
   return GTK_WIDGET(self);
