@@ -15,6 +15,10 @@
  * Graphviz reports problems through agerr, which prints to stderr by default; while we hold
  * the lock an agseterrf handler collects them instead. On failure they become the error
  * message; on success any warnings are left in err (empty string when there were none).
+ *
+ * In-process Graphviz cannot be interrupted, so the CLI and the debugger do not call this file
+ * directly: the optimus-layout helper process does (ox_gv_layout_text, ox_gv_render_text, on
+ * the DOT text it is sent), and ox_layout.c kills it at the caller's time budget.
  */
 #include "ox_write.h"
 #include "ox_layout.h"
@@ -74,68 +78,17 @@ static void set_err(char *err, size_t errcap, const char *msg) {
 
 int ox_render(const OxGraph *g, const OxDotOptions *opt, const char *format, OxBuf *out, char *err,
               size_t errcap) {
-  const char *device;
   if (err && errcap) err[0] = 0;
-  if (format && strcmp(format, "svg") == 0) {
-    device = "svg";
-  } else if (format && strcmp(format, "png") == 0) {
-    device = "png:cairo";
-  } else {
+  if (!format || (strcmp(format, "svg") != 0 && strcmp(format, "png") != 0)) {
     if (err && errcap)
       snprintf(err, errcap, "cannot render to format '%s': only svg and png are supported",
                format ? format : "(none)");
     return -1;
   }
-
   OxBuf dot;
   ox_buf_init(&dot);
   ox_write_dot(g, opt, &dot);
-
-  OxBuf msgs;
-  ox_buf_init(&msgs);
-  int rc = -1;
-  const char *what = NULL;
-
-  pthread_mutex_lock(&render_lock);
-  render_msgs = &msgs;
-  agusererrf prev_errf = agseterrf(collect_agerr);
-  if (!render_gvc) render_gvc = gvContext();
-  if (!render_gvc) {
-    what = "graphviz: could not create a context";
-  } else {
-    Agraph_t *ag = agmemread(dot.data);
-    if (!ag) {
-      what = "graphviz could not parse the generated DOT";
-    } else {
-      gvFreeLayout(render_gvc, ag); /* safe without a layout; keeps the pairing obvious */
-      if (gvLayout(render_gvc, ag, "dot") != 0) {
-        what = "graphviz layout failed";
-      } else {
-        char *data = NULL;
-        unsigned int len = 0;
-        if (gvRenderData(render_gvc, ag, device, &data, &len) != 0 || !data) {
-          what = "graphviz rendering failed";
-        } else {
-          ox_buf_append(out, data, len);
-          rc = 0;
-        }
-        if (data) gvFreeRenderData(data);
-      }
-      gvFreeLayout(render_gvc, ag);
-      agclose(ag);
-    }
-  }
-  agseterrf(prev_errf);
-  render_msgs = NULL;
-  pthread_mutex_unlock(&render_lock);
-
-  if (rc == 0)
-    msgs_to_err(&msgs, NULL, err, errcap);
-  else if (msgs.len)
-    msgs_to_err(&msgs, what, err, errcap);
-  else
-    set_err(err, errcap, what);
-  ox_buf_free(&msgs);
+  int rc = ox_gv_render_text(dot.data, "dot", format, out, err, errcap);
   ox_buf_free(&dot);
   return rc;
 }
@@ -267,7 +220,10 @@ int ox_gv_render_text(const char *dot, const char *engine, const char *format, O
   if (err && errcap) err[0] = 0;
   const char *device = format && strcmp(format, "svg") == 0 ? "svg" : format && strcmp(format, "png") == 0 ? "png:cairo" : NULL;
   if (!device || !engine_ok(engine)) {
-    set_err(err, errcap, !device ? "cannot render to that format: only svg and png are supported" : "unknown layout engine");
+    if (!device && err && errcap)
+      snprintf(err, errcap, "cannot render to format '%s': only svg and png are supported", format ? format : "(none)");
+    else
+      set_err(err, errcap, "unknown layout engine");
     return -1;
   }
   OxBuf msgs;

@@ -1095,21 +1095,11 @@ static bool make_parts(Refine *r, int32_t c, Sub *s) {
     for (uint32_t i = 0; i < n && single_kind; i++)
       if (!part[i] && (s->hub[i] || kind[i] != kind[0])) single_kind = false;
   }
-  if ((n_parts == 1 && n_loose == 0) || single_kind || (n_parts == 0 && !crowded)) {
-    for (uint32_t p = 0; p < n_parts; p++) free(pm[p].v);
-    free(pm);
-    free(par);
-    free(size);
-    free(part);
-    free(root_part);
-    free(lead);
-    free(lead_n);
-    free(kind);
-    free(kind_n);
-    return false;
-  }
+  int32_t *kind_cluster = NULL, *group_cluster = NULL; /* cluster + 1 */
+  bool made = !((n_parts == 1 && n_loose == 0) || single_kind || (n_parts == 0 && !crowded));
+  if (!made) goto done;
   /* loose nodes, in order: direct, or under their kind's cluster */
-  int32_t *kind_cluster = ox_xcalloc(n + 1, sizeof *kind_cluster); /* cluster + 1 */
+  kind_cluster = ox_xcalloc(n + 1, sizeof *kind_cluster);
   for (uint32_t i = 0; i < n; i++) {
     if (part[i]) continue;
     uint32_t k = kind[i];
@@ -1127,7 +1117,7 @@ static bool make_parts(Refine *r, int32_t c, Sub *s) {
     }
   }
   /* parts, under their group's cluster when the group has several */
-  int32_t *group_cluster = ox_xcalloc(n_parts + 1, sizeof *group_cluster); /* cluster + 1 */
+  group_cluster = ox_xcalloc(n_parts + 1, sizeof *group_cluster);
   for (uint32_t p = 0; p < n_parts; p++) {
     int32_t parent = c;
     uint32_t l = lead[p];
@@ -1166,6 +1156,7 @@ static bool make_parts(Refine *r, int32_t c, Sub *s) {
     int32_t pc = r_new(r, parent, OX_CLUSTER_PART, label);
     for (uint32_t i = 0; i < pm[p].n; i++) r_move(r, pm[p].v[i], pc);
   }
+done:
   for (uint32_t p = 0; p < n_parts; p++) free(pm[p].v);
   free(pm);
   free(par);
@@ -1178,7 +1169,7 @@ static bool make_parts(Refine *r, int32_t c, Sub *s) {
   free(kind_n);
   free(kind_cluster);
   free(group_cluster);
-  return true;
+  return made;
 }
 
 /* Chunks of consecutive direct nodes (at most fan each) when loose nodes alone are too many. */
