@@ -101,11 +101,13 @@ static const char usage_convert[] =
   "                    ~1, ~1.~3, ...: see the DOT output's labels)\n"
   "  --max-nodes N     node budget of a drawing (default 100000); larger drawings are refused\n"
   "\n"
-  "Layout of SVG/PNG drawings:\n"
+  "Layout of drawings (SVG, PNG; DOT when one of these is given):\n"
   "  --layout-budget S seconds Graphviz dot may take (default 10); when it needs longer, or the\n"
   "                    drawing has more than 1500 nodes, the graph is laid out by the built-in\n"
   "                    layered layout instead and drawn by Graphviz at those positions (a note\n"
   "                    on stderr says so). dot runs in a helper process that is killed at the budget.\n"
+  "                    With .dot output, --layout-budget or --layout writes a laid-out DOT (pos on\n"
+  "                    every node and edge, for `neato -n2`); without them the DOT is not laid out.\n"
   "  --layout ENGINE   auto (default), dot (no fallback; no budget unless given) or layered\n"
   "  --params          draw parameters and constants as nodes of their own (by default they are\n"
   "                    drawn in their consumer's box: \"+2 params\")\n"
@@ -952,7 +954,49 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
     status = EXIT_OK;
     break;
   case OUT_DOT:
-    ox_write_dot(g, &dopt, out);
+    if (o->layout_budget > 0 || o->layout) {
+      /* a laid-out DOT (pos on every node and edge; `neato -n2` draws it as is): dot within the
+       * budget, else the layered layout, as for SVG/PNG */
+      OxLayoutOptions lo = {.time_budget = o->layout_budget > 0 ? o->layout_budget : 10.0,
+                            .max_nodes = UINT32_MAX,
+                            .rankdir = o->rankdir,
+                            .dot_max_nodes = 1500};
+      if (o->layout && strcmp(o->layout, "layered") == 0) lo.engine = OX_LAYOUT_LAYERED;
+      if (o->layout && strcmp(o->layout, "dot") == 0) {
+        lo.engine = OX_LAYOUT_DOT;
+        if (!(o->layout_budget > 0)) lo.time_budget = 86400;
+      }
+      uint32_t n = 0;
+      OxNodeId *ids = calloc(g->n_nodes + 1, sizeof *ids);
+      float *sizes = calloc(2 * (size_t)g->n_nodes + 2, sizeof *sizes);
+      OX_GRAPH_FOREACH(g, id) {
+        if ((dopt.include && !dopt.include[id]) || (dopt.fold && dopt.fold[id])) continue;
+        double w, h;
+        ox_write_dot_node_size(g, &dopt, id, &w, &h);
+        ids[n] = id;
+        sizes[2 * n] = (float)w;
+        sizes[2 * n + 1] = (float)h;
+        n++;
+      }
+      lo.sizes = sizes;
+      OxLayout *l = NULL;
+      char err[300];
+      if (ox_layout_auto(g, ids, n, &lo, &l, err, sizeof err) != 0) {
+        fprintf(stderr, "optimus convert: %s: %s\n", o->file, err);
+        free(ids);
+        free(sizes);
+        break;
+      }
+      if (l->note[0]) fprintf(stderr, "optimus convert: note: %s\n", l->note);
+      OxDotOptions laid = dopt;
+      laid.layout = l;
+      ox_write_dot(g, &laid, out);
+      ox_layout_free(l);
+      free(ids);
+      free(sizes);
+    } else {
+      ox_write_dot(g, &dopt, out);
+    }
     status = EXIT_OK;
     break;
   case OUT_SVG:

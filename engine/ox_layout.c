@@ -484,43 +484,15 @@ int ox_render_auto(const OxGraph *g, const OxDotOptions *opt, const char *format
                       format ? format : "(none)");
     return -1;
   }
-  OxLayoutEngine engine = lo ? lo->engine : OX_LAYOUT_AUTO;
   double budget = lo && lo->time_budget > 0 ? lo->time_budget : 10;
-  uint32_t dot_max = lo && lo->dot_max_nodes ? lo->dot_max_nodes : 1500;
-  if (engine == OX_LAYOUT_DOT) dot_max = UINT32_MAX;
-  if (engine == OX_LAYOUT_LAYERED) dot_max = 0;
   char hbuf[PATH_MAX];
-  const char *helper = ox_layout_helper_path(hbuf, sizeof hbuf);
+  const char *helper = lo && lo->helper ? lo->helper : ox_layout_helper_path(hbuf, sizeof hbuf);
+  /* lay out first (dot in the helper, with hub edges as stubs and boxes sized for the labels,
+   * within the budget; else ours), then have Graphviz draw that layout (nop2: linear) */
   const uint8_t *inc = opt ? opt->include : NULL;
-  uint32_t shown = 0;
   const uint32_t *fold = opt ? opt->fold : NULL;
+  uint32_t shown = 0;
   OX_GRAPH_FOREACH(g, id) shown += (!inc || inc[id]) && !(fold && fold[id]);
-  char why[240] = "";
-  OxBuf req;
-  ox_buf_init(&req);
-  if (shown <= dot_max) {
-    ox_buf_printf(&req, "render %s dot\n", format);
-    ox_write_dot(g, opt, &req);
-    char derr[120];
-    bool timed_out = false;
-    size_t mark = out->len;
-    int rc = ox_layout_run_helper(helper, req.data, req.len, budget, NULL, out, &timed_out, derr, sizeof derr);
-    if (rc == 0) {
-      ox_buf_free(&req);
-      return 0;
-    }
-    out->len = mark;
-    if (!helper || engine == OX_LAYOUT_DOT) {
-      if (err) snprintf(err, errcap, "%s", derr);
-      ox_buf_free(&req);
-      return -1;
-    }
-    snprintf(why, sizeof why, "dot %s; drawn with the built-in layered layout", derr);
-  } else if (engine == OX_LAYOUT_AUTO) {
-    snprintf(why, sizeof why, "%u nodes: more than dot lays out in reasonable time (%u); drawn with the built-in "
-             "layered layout", shown, dot_max);
-  }
-  /* our own layout, drawn by Graphviz at the given positions */
   OxNodeId *ids = ox_xcalloc(shown + 1, sizeof *ids);
   float *sizes = ox_xcalloc(2 * (size_t)shown + 2, sizeof *sizes);
   uint32_t k = 0;
@@ -533,22 +505,28 @@ int ox_render_auto(const OxGraph *g, const OxDotOptions *opt, const char *format
     sizes[2 * k + 1] = (float)h;
     k++;
   }
-  OxLayoutOptions lay_opt = {.rankdir = opt ? opt->rankdir : NULL, .max_nodes = UINT32_MAX, .sizes = sizes,
-                             .aspect = lo ? lo->aspect : 0};
+  OxLayoutOptions lay = lo ? *lo : (OxLayoutOptions){0};
+  lay.rankdir = opt ? opt->rankdir : NULL;
+  lay.max_nodes = UINT32_MAX;
+  lay.sizes = sizes;
+  lay.time_budget = budget;
+  lay.helper = helper;
   OxLayout *l = NULL;
-  int rc = ox_layout_layered(g, ids, k, &lay_opt, &l, err, errcap);
+  int rc = ox_layout_auto(g, ids, k, &lay, &l, err, errcap);
   free(ids);
   free(sizes);
-  if (rc == 0) {
-    OxDotOptions o2 = opt ? *opt : (OxDotOptions){0};
-    o2.layout = l;
-    req.len = 0;
-    ox_buf_printf(&req, "render %s nop2\n", format);
-    ox_write_dot(g, &o2, &req);
-    /* drawing is linear: allow generously more than the layout budget */
-    rc = ox_layout_run_helper(helper, req.data, req.len, budget * 6 + 30, NULL, out, NULL, err, errcap);
-    ox_layout_free(l);
-  }
+  if (rc != 0) return -1;
+  OxDotOptions o2 = opt ? *opt : (OxDotOptions){0};
+  o2.layout = l;
+  OxBuf req;
+  ox_buf_init(&req);
+  ox_buf_printf(&req, "render %s nop2\n", format);
+  ox_write_dot(g, &o2, &req);
+  /* drawing is linear: allow generously more than the layout budget */
+  rc = ox_layout_run_helper(helper, req.data, req.len, budget * 6 + 30, NULL, out, NULL, err, errcap);
+  char why[240];
+  snprintf(why, sizeof why, "%s", l->note);
+  ox_layout_free(l);
   if (rc == 0 && note && notecap) snprintf(note, notecap, "%s", why);
   ox_buf_free(&req);
   return rc;

@@ -47,13 +47,12 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out);
  * something other than dot and rendering the result with positions. */
 void ox_write_dot_node_size(const OxGraph *g, const OxDotOptions *opt, OxNodeId id, double *w, double *h);
 
-/* Renders like ox_render, but Graphviz runs in the optimus-layout helper (ox_layout.h). With
- * lo->engine AUTO (lo may be NULL): dot within lo->time_budget seconds (0 = 10 s) for drawings
- * of at most lo->dot_max_nodes (0 = 1500), else (or when dot is slower, fails or crashes) the
- * graph is laid out by ox_layout_layered and the helper only draws it at those positions
- * (nop2, linear). LAYERED skips dot; DOT never falls back. note (optional) says what happened
- * ("dot did not finish within 10.0 s; drawn with the built-in layered layout"), "" when dot
- * drew it. Returns 0, or -1 with err. */
+/* Renders like ox_render, but Graphviz runs in the optimus-layout helper (ox_layout.h): the
+ * drawing is laid out by ox_layout_auto with lo's engine and budget (lo may be NULL: AUTO, 10 s,
+ * dot up to 1,500 nodes, else or when dot is slower, fails or crashes our layered layout; hub
+ * edges as stubs either way), then Graphviz draws that layout at its positions (nop2, linear).
+ * note (optional) says when our layout drew it and why ("dot did not finish within 10.0 s;
+ * drawn with the built-in layered layout"), "" when dot did. Returns 0, or -1 with err. */
 struct OxLayoutOptions;
 int ox_render_auto(const OxGraph *g, const OxDotOptions *opt, const char *format, const struct OxLayoutOptions *lo,
                    OxBuf *out, char *note, size_t notecap, char *err, size_t errcap);

@@ -590,7 +590,8 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
       if (opt && opt->edge_shapes) {
         edge_text(src, user, label, sizeof label);
         if (label[0]) {
-          ox_buf_puts(out, large ? " [xlabel=<" : " [label=<");
+          /* with positions given, labels are placed after layout too (xlabel) */
+          ox_buf_puts(out, large || lay ? " [xlabel=<" : " [label=<");
           html_escape(out, label, 96);
           ox_buf_puts(out, ">]");
         }

@@ -18,6 +18,7 @@
 #include "ox_graph.h"
 #include "ox_load.h"
 #include "ox_write.h"
+#include "test-common.h"
 
 /* ------------------------------------------------------------------ graph helpers */
 
@@ -1572,6 +1573,79 @@ static void test_cli_views(void) {
   g_free(dir);
 }
 
+/* Layouts of drawings: dot in the helper or our layered layout, the note saying which, folded
+ * parameters, laid-out DOT, and the options' errors. The ViT of the corpus (whose shape kept dot
+ * busy for minutes when its hub edges were real edges) draws in well under its budget. */
+static void test_cli_layouts(void) {
+  if (!need_cli()) return;
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  char *ex = g_build_filename(root, "data", "examples", "recsys-towers.txt", NULL);
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *svg = g_build_filename(dir, "x.svg", NULL), *dot = g_build_filename(dir, "x.dot", NULL);
+  Run r;
+  /* our own layout, said so; parameters drawn in their consumers */
+  run_cli(&r, "convert", ex, "-o", svg, "--layout", "layered");
+  g_assert_cmpint(r.status, ==, 0);
+  gsize len;
+  char *data = read_all(svg, &len);
+  g_assert_nonnull(strstr(data, "<svg"));
+  g_assert_nonnull(strstr(data, "+2 params"));
+  g_assert_null(strstr(data, "layers_0_towers_0_linear0_weight"));
+  g_free(data);
+  run_clear(&r);
+  /* --params draws them */
+  run_cli(&r, "convert", ex, "-o", svg, "--layout", "layered", "--params");
+  g_assert_cmpint(r.status, ==, 0);
+  data = read_all(svg, &len);
+  g_assert_nonnull(strstr(data, "layers_0_towers_0_linear0_weight"));
+  g_assert_null(strstr(data, "+2 params"));
+  g_free(data);
+  run_clear(&r);
+  /* dot within the budget: no note */
+  run_cli(&r, "convert", ex, "-o", svg, "--layout-budget", "30");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_null(strstr(r.err, "note:"));
+  run_clear(&r);
+  /* a laid-out DOT when a layout is asked for, a plain one otherwise */
+  run_cli(&r, "convert", ex, "-o", dot, "--layout", "layered");
+  g_assert_cmpint(r.status, ==, 0);
+  data = read_all(dot, &len);
+  g_assert_nonnull(strstr(data, "pos=\""));
+  g_assert_nonnull(strstr(data, "bb=\""));
+  g_free(data);
+  run_clear(&r);
+  run_cli(&r, "convert", ex, "-o", dot);
+  g_assert_cmpint(r.status, ==, 0);
+  data = read_all(dot, &len);
+  g_assert_null(strstr(data, "pos=\""));
+  g_free(data);
+  run_clear(&r);
+  /* bad options */
+  run_cli(&r, "convert", ex, "-o", svg, "--layout", "neato");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "--layout is auto, dot or layered"));
+  run_clear(&r);
+  run_cli(&r, "convert", ex, "-o", svg, "--layout-budget", "-1");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  /* the corpus's ViT: drawn, whichever layout */
+  char *vit = test_corpus_file_or_skip(24);
+  if (vit) {
+    run_cli(&r, "convert", vit, "-o", svg, "--layout-budget", "20");
+    g_assert_cmpint(r.status, ==, 0);
+    data = read_all(svg, &len);
+    g_assert_nonnull(strstr(data, "<svg"));
+    g_free(data);
+    run_clear(&r);
+    g_free(vit);
+  }
+  g_free(ex);
+  g_free(svg);
+  g_free(dot);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 /* The bundled example's committed trace replays onto the example and gives exactly what a
  * fresh run gives: it is regenerated (tools/make-example.sh) whenever the passes change. */
 static void test_cli_bundled_example(void) {
@@ -1641,6 +1715,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/optimize-replay-explain", test_cli_optimize_replay_explain);
   g_test_add_func("/cli/input-shape", test_cli_input_shape);
   g_test_add_func("/cli/views", test_cli_views);
+  g_test_add_func("/cli/layouts", test_cli_layouts);
   g_test_add_func("/cli/bundled-example", test_cli_bundled_example);
   return g_test_run();
 }
