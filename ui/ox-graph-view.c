@@ -398,11 +398,120 @@ static void text_pass_clear(TextPass *tp) {
 
 /* Centres one line in [x0, x0 + w]; elided to w unless `whole` (a count is never cut: it is
  * left out when it does not fit). Returns FALSE when nothing was drawn. */
+static int text_px(PangoLayout *pl, const char *text) {
+  pango_layout_set_text(pl, text, -1);
+  int tw, th;
+  pango_layout_get_pixel_size(pl, &tw, &th);
+  return tw;
+}
+
+/* One name elided to fit w, keeping what tells it from its siblings: its numbered end
+ * ("tanh_200_5" -> "ta…_200_5", never "ta…0_5"), then as much of its start as fits. */
+static void elide_name(PangoLayout *pl, const char *name, double w, GString *out) {
+  gsize len = strlen(name);
+  if (text_px(pl, name) <= w) {
+    g_string_append(out, name);
+    return;
+  }
+  /* the tail: everything after the last letter (digits and separators), else the last 3 bytes */
+  gsize t = len;
+  while (t > 0 && !g_ascii_isalpha(name[t - 1])) t--;
+  if (t == len || t == 0) t = len > 3 ? len - 3 : 0;
+  while (t > 0 && (name[t] & 0xc0) == 0x80) t--;
+  GString *c = g_string_new(NULL);
+  gsize lo = 0, hi = t, best = G_MAXSIZE;
+  while (lo <= hi) { /* the longest start that fits before "…tail" */
+    gsize k = (lo + hi) / 2, kk = k;
+    while (kk > 0 && (name[kk] & 0xc0) == 0x80) kk--;
+    g_string_truncate(c, 0);
+    g_string_append_len(c, name, (gssize)kk);
+    g_string_append(c, "\xe2\x80\xa6");
+    g_string_append(c, name + t);
+    if (text_px(pl, c->str) <= w) {
+      best = kk;
+      lo = k + 1;
+    } else {
+      if (k == 0) break;
+      hi = k - 1;
+    }
+  }
+  if (best != G_MAXSIZE && (best >= 3 || best == t)) {
+    g_string_append_len(out, name, (gssize)best);
+    g_string_append(out, "\xe2\x80\xa6");
+    g_string_append(out, name + t);
+  } else {
+    /* too small to keep the whole end with a readable start: as much of the start and of the
+     * end as fits, balanced (ASCII names; a multi-byte character is never cut) */
+    gsize lo2 = 0, hi2 = len, keep = 0;
+    while (lo2 <= hi2) {
+      gsize n = (lo2 + hi2) / 2, k = (n + 1) / 2, m = n - k;
+      while (k > 0 && (name[k] & 0xc0) == 0x80) k--;
+      gsize e = len - m;
+      while (e < len && (name[e] & 0xc0) == 0x80) e++;
+      g_string_truncate(c, 0);
+      g_string_append_len(c, name, (gssize)k);
+      g_string_append(c, "\xe2\x80\xa6");
+      g_string_append(c, name + e);
+      if (text_px(pl, c->str) <= w) {
+        keep = n;
+        lo2 = n + 1;
+      } else {
+        if (n == 0) break;
+        hi2 = n - 1;
+      }
+    }
+    if (keep) {
+      gsize k = (keep + 1) / 2, m = keep - k, e = len - m;
+      while (k > 0 && (name[k] & 0xc0) == 0x80) k--;
+      while (e < len && (name[e] & 0xc0) == 0x80) e++;
+      g_string_append_len(out, name, (gssize)k);
+      g_string_append(out, "\xe2\x80\xa6");
+      g_string_append(out, name + e);
+    }
+  }
+  g_string_free(c, TRUE);
+}
+
+/* A label elided to w: "first … last" labels elide each name on its own. */
+static char *elide_label(PangoLayout *pl, const char *text, double w) {
+  pango_layout_set_width(pl, -1);
+  pango_layout_set_ellipsize(pl, PANGO_ELLIPSIZE_NONE);
+  GString *out = g_string_new(NULL);
+  const char *sep = strstr(text, " \xe2\x80\xa6 ");
+  if (sep && text_px(pl, text) > w) {
+    char *a = g_strndup(text, (gsize)(sep - text));
+    double ws = text_px(pl, " \xe2\x80\xa6 "), room = w - ws;
+    /* the shorter name keeps what it needs, up to half; the other gets the rest */
+    double pa = text_px(pl, a), pb = text_px(pl, sep + 5);
+    double wa = pa <= pb ? MIN(pa, room / 2) : room - MIN(pb, room / 2);
+    if (MIN(wa, room - wa) < text_px(pl, "mmmmm")) {
+      /* no room for two readable names: the first one, with an ellipsis for the rest */
+      elide_name(pl, a, w - text_px(pl, " \xe2\x80\xa6"), out);
+      if (out->len) g_string_append(out, " \xe2\x80\xa6");
+    } else {
+      elide_name(pl, a, wa, out);
+      g_string_append(out, " \xe2\x80\xa6 ");
+      elide_name(pl, sep + 5, room - wa, out);
+    }
+    g_free(a);
+  } else {
+    elide_name(pl, text, w, out);
+  }
+  return g_string_free(out, FALSE);
+}
+
 static gboolean show_line(cairo_t *cr, PangoLayout *pl, const char *text, double cx, double y, double w,
                           gboolean whole) {
   if (!text || !*text || w < 8) return FALSE;
-  pango_layout_set_width(pl, whole ? -1 : (int)(w * PANGO_SCALE));
-  pango_layout_set_text(pl, text, -1);
+  char *fitted = whole ? NULL : elide_label(pl, text, w);
+  if (fitted && !*fitted) {
+    g_free(fitted);
+    return FALSE;
+  }
+  pango_layout_set_width(pl, -1);
+  pango_layout_set_ellipsize(pl, PANGO_ELLIPSIZE_NONE);
+  pango_layout_set_text(pl, fitted ? fitted : text, -1);
+  g_free(fitted);
   int tw, th;
   pango_layout_get_pixel_size(pl, &tw, &th);
   if (whole && tw > w) return FALSE;
@@ -447,15 +556,13 @@ static void draw_box_text(cairo_t *cr, TextPass *tp, double sx, double sy, doubl
       show_line(cr, tp->small, num + 4, sx, y, inner, TRUE);
       return;
     }
-    pango_layout_set_ellipsize(tp->small, PANGO_ELLIPSIZE_MIDDLE);
-    pango_layout_set_width(tp->small, (int)(room * PANGO_SCALE));
-    pango_layout_set_text(tp->small, l1, -1);
+    char *fitted = elide_label(tp->small, l1, room);
+    pango_layout_set_text(tp->small, fitted, -1);
+    g_free(fitted);
     pango_layout_get_pixel_size(tp->small, &lw, &lh);
     double x0 = sx - (lw + nw) / 2.0;
     cairo_move_to(cr, x0, y);
     pango_cairo_show_layout(cr, tp->small);
-    pango_layout_set_ellipsize(tp->small, PANGO_ELLIPSIZE_END);
-    pango_layout_set_width(tp->small, -1);
     pango_layout_set_text(tp->small, num, -1);
     cairo_move_to(cr, x0 + lw, y);
     pango_cairo_show_layout(cr, tp->small);
