@@ -6,7 +6,7 @@
  * debugger before. For each: the first view is no failure, the overview holds at most the items
  * the automatic overview opens (60) and every cluster at most OX_VIEW_FAN, no layout request
  * exceeds the budget, expanding a cluster and stepping (focus views) work, far nodes come into
- * view. Behaviour only: timings are in docs/benchmarks.md. */
+ * view. Every dump of the corpus opens too. Behaviour only: timings are in docs/benchmarks.md. */
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -171,12 +171,48 @@ static void corpus_tour(int nn) {
   g_free(path);
 }
 
+/* Every dump of the corpus opens: a first view that is laid out, no error, within the bounds. */
+static void test_corpus_opens(void) {
+  char *dir = test_corpus_dir();
+  char *sources = g_build_filename(dir, "SOURCES.md", NULL);
+  gboolean have = g_file_test(sources, G_FILE_TEST_IS_REGULAR);
+  g_free(sources);
+  g_free(dir);
+  if (!have) {
+    g_test_skip("corpus not found (set OPTIMUS_SHARED)");
+    return;
+  }
+  for (int nn = 1; nn <= 29; nn++) {
+    char *path = test_corpus_file_or_skip(nn);
+    g_assert_nonnull(path);
+    OxDocument *d = ox_document_new();
+    GError *e = NULL;
+    g_assert_true(ox_document_load_file(d, path, NULL, &e));
+    g_assert_no_error(e);
+    OxScene *s = ox_scene_new(d);
+    ox_scene_set_viewport(s, 1000, 700);
+    g_assert_true(wait_idle(s));
+    if (ox_scene_get_error(s)) g_test_message("%s: %s", path, ox_scene_get_error(s));
+    g_assert_null(ox_scene_get_error(s));
+    const OxLayout *l = ox_scene_get_layout(s);
+    g_assert_nonnull(l);
+    OxViewMode m = ox_scene_get_shown_mode(s);
+    g_assert_true(m == OX_VIEW_FULL || m == OX_VIEW_OVERVIEW);
+    if (m == OX_VIEW_OVERVIEW) g_assert_cmpuint(l->n_nodes, <=, 60);
+    g_assert_cmpuint(l->n_nodes, <=, ox_scene_get_budget(s));
+    g_object_unref(s);
+    g_object_unref(d);
+    g_free(path);
+  }
+}
+
 static void test_vit(void) { corpus_tour(24); }
 static void test_llama(void) { corpus_tour(25); }
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/ui/large/flat-100k", test_flat_100k);
+  g_test_add_func("/ui/large/corpus-opens", test_corpus_opens);
   g_test_add_func("/ui/large/vit-fp16", test_vit);
   g_test_add_func("/ui/large/llama3-8b", test_llama);
   return g_test_run();
