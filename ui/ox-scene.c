@@ -92,7 +92,7 @@ struct _OxScene {
 
   /* plain state */
   OxViewMode mode, shown;
-  OxLayoutEngine engine;   /* AUTO: dot for whole / overview scenes within the time budget, layered for focus */
+  OxLayoutEngine engine;   /* AUTO: dot for whole-graph scenes within the time budget, layered for the others */
   double time_budget;      /* seconds dot may take before the layered layout is used instead */
   guint dot_max;           /* requests above this go to the layered layout directly */
   guint dot_slow_at;       /* dot timed out at this many nodes in this history: larger requests skip it */

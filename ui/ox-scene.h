@@ -4,18 +4,23 @@
  *   - full:     every node of the union graph (only when it fits the node budget);
  *   - focus:    the radius-k neighbourhood (in the union graph) of the current step's nodes or
  *               of the selection, extended to the next steps of the trace while it fits;
- *   - overview: the cluster hierarchy (ox_view_hierarchy, module paths / name prefixes) as an
- *               overview graph (ox_view_overview): open clusters show their nodes and
- *               sub-clusters, closed ones are one node with a count; clusters expand and
- *               collapse on demand.
+ *   - overview: the cluster hierarchy (ox_view_hierarchy: module paths / name prefixes, then
+ *               structure, so every cluster shows at most OX_VIEW_FAN items) as an overview graph
+ *               (ox_view_overview): open clusters show their nodes and sub-clusters, closed ones
+ *               are one node with a count; clusters expand and collapse on demand.
  * `auto` picks full when the union graph fits the budget, else the overview until the user
  * steps or selects something far away, then focus.
  *
- * No request to Graphviz ever exceeds the node budget (the hook reports every request, tests
- * assert it). Layouts run on a worker (GTask; the engine serialises Graphviz), are cached by a
- * key of the laid-out subgraph (sorted item identities + edge set + options; LRU of
- * OX_SCENE_CACHE entries), and a superseded layout is cancelled through its atomic flag and its
- * result dropped. Stepping re-lays out only when the step's nodes leave the scene: positions are
+ * Parameters are folded into their consumers (ox_view_fold_params: a badge, no box), and every
+ * box is sized for its two label lines (ox_scene_item_label), measured in the canvas's fonts.
+ * No layout request ever exceeds the node budget (the hook reports every request, tests assert
+ * it). Layouts run on a worker (GTask) with ox_layout_auto: dot in the helper process within the
+ * time budget for whole-graph scenes, our layered layout (folded to the canvas's aspect ratio)
+ * for the others and whenever dot is slow; they are cached by a key of the laid-out subgraph
+ * (sorted item identities + edge set + engine and kind; LRU of OX_SCENE_CACHE entries); a
+ * request made while the main loop has events pending starts once they are handled (a burst of
+ * steps asks for one layout), and a superseded layout is cancelled through its atomic flag (a
+ * dot helper is killed) and its result dropped. Stepping re-lays out only when the step's nodes leave the scene: positions are
  * those of the union graph's layout, so untouched nodes never move; a step whose few missing
  * nodes all have a laid-out neighbour gets them placed next to those neighbours without
  * Graphviz ("placed" boxes); only a step elsewhere in the graph asks for a new focus layout.
