@@ -336,9 +336,17 @@ uint64_t ox_graph_structure_hash(const OxGraph *g) {
   return h;
 }
 
+/* The node called name (a string of the trace's pool) in g: when g shares the pool's string
+ * table the pointer itself is the key, no hashing. */
+typedef OxNodeId (*FindFn)(const OxGraph *g, const char *name);
+static FindFn finder(const OxGraph *g, const OxTrace *t) {
+  return ox_graph_shares_strings(g, t->pool) ? ox_graph_find_interned : ox_graph_find;
+}
+
 static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTraceEdit *e, OxDiagList *d) {
   char err[256];
-  OxNodeId id = e->name ? ox_graph_find(g, e->name) : 0;
+  FindFn find = finder(g, t);
+  OxNodeId id = e->name ? find(g, e->name) : 0;
   switch ((OxTraceEditKind)e->kind) {
   case OX_TEDIT_ADD: {
     if (id) {
@@ -346,12 +354,12 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
       return -1;
     }
     OxValue args, kwargs;
-    if (!ox_trace_value_to_graph(t, g, &e->args, &args, err, sizeof err) ||
-        !ox_trace_value_to_graph(t, g, &e->kwargs, &kwargs, err, sizeof err)) {
+    if (!ox_trace_value_to_graph(t, g, &e->data->args, &args, err, sizeof err) ||
+        !ox_trace_value_to_graph(t, g, &e->data->kwargs, &kwargs, err, sizeof err)) {
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: adding %s: %s", s->seq, e->name, err);
       return -1;
     }
-    OxNodeId after = e->after ? ox_graph_find(g, e->after) : 0;
+    OxNodeId after = e->after ? find(g, e->after) : 0;
     if (e->after && !after) {
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: position node %s not found", s->seq, e->after);
       return -1;
@@ -362,7 +370,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: could not name the new node %s", s->seq, e->name);
       return -1;
     }
-    if (e->has_meta) ox_graph_set_meta_shared(g, nid, &e->meta);
+    if (e->has_meta) ox_graph_set_meta_shared(g, nid, &e->data->meta);
     return 0;
   }
   case OX_TEDIT_ERASE:
@@ -374,8 +382,8 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
     return 0;
   case OX_TEDIT_ARGS: {
     OxValue args, kwargs;
-    if (!id || !ox_trace_value_to_graph(t, g, &e->args, &args, err, sizeof err) ||
-        !ox_trace_value_to_graph(t, g, &e->kwargs, &kwargs, err, sizeof err)) {
+    if (!id || !ox_trace_value_to_graph(t, g, &e->data->args, &args, err, sizeof err) ||
+        !ox_trace_value_to_graph(t, g, &e->data->kwargs, &kwargs, err, sizeof err)) {
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: rewiring %s: %s", s->seq, e->name,
                   id ? err : "not found");
       return -1;
@@ -386,7 +394,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
   }
   case OX_TEDIT_MOVE: {
     if (!e->name) return ox_graph_stable_toposort(g) ? 0 : -1;
-    OxNodeId after = e->after ? ox_graph_find(g, e->after) : 0;
+    OxNodeId after = e->after ? find(g, e->after) : 0;
     if (!id || (e->after && !after)) {
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot move %s", s->seq, e->name);
       return -1;
@@ -402,7 +410,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: %s not found", s->seq, e->name);
       return -1;
     }
-    ox_graph_set_meta_shared(g, id, &e->meta);
+    ox_graph_set_meta_shared(g, id, &e->data->meta);
     return 0;
   case OX_TEDIT_RENAME:
     if (!id || !ox_graph_rename(g, id, e->new_name)) {
@@ -411,7 +419,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
     }
     return 0;
   case OX_TEDIT_REPLACE: {
-    OxNodeId from = e->from ? ox_graph_find(g, e->from) : 0, to = e->to ? ox_graph_find(g, e->to) : 0;
+    OxNodeId from = e->from ? find(g, e->from) : 0, to = e->to ? find(g, e->to) : 0;
     const char *why = !id ? "node not found" : !from ? "old input not found" : !to ? "new input not found" : NULL;
     if (!why && !ox_graph_has_input(g, id, from)) why = "old input is not an input of the node";
     if (why) {
@@ -441,6 +449,7 @@ int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
    * new side and the scaffolding after it */
   OxNodeId *ids = NULL;
   uint32_t cap = 0;
+  FindFn find = finder(g, t);
   for (uint32_t i = 0; i < t->n_steps; i++) {
     const OxStep *s = &t->steps[i];
     if (!s->applied_index || s->applied_index > k) continue;
@@ -451,18 +460,18 @@ int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
     }
     OxNodeId *po = ids, *pn = po + s->n_prov, *src = pn + s->n_prov, *added = src + s->n_matched,
              *scaf = added + s->n_added;
-    for (uint32_t j = 0; j < s->n_prov; j++) po[j] = ox_graph_find(g, s->prov_old[j]);
+    for (uint32_t j = 0; j < s->n_prov; j++) po[j] = find(g, s->prov_old[j]);
     uint32_t n_src = s->n_scaffold ? s->n_matched : 0;
-    for (uint32_t j = 0; j < n_src; j++) src[j] = ox_graph_find(g, s->matched[j]);
+    for (uint32_t j = 0; j < n_src; j++) src[j] = find(g, s->matched[j]);
     for (uint32_t j = 0; j < s->n_edits; j++)
       if (apply_edit(g, t, s, &s->edits[j], d) != 0) {
         free(ids);
         return -1;
       }
     if (!s->n_prov && !s->n_scaffold) continue;
-    for (uint32_t j = 0; j < s->n_prov; j++) pn[j] = ox_graph_find(g, s->prov_new[j]);
-    for (uint32_t j = 0; j < s->n_added; j++) added[j] = ox_graph_find(g, s->added[j]);
-    for (uint32_t j = 0; j < s->n_scaffold; j++) scaf[j] = ox_graph_find(g, s->scaffold[j]);
+    for (uint32_t j = 0; j < s->n_prov; j++) pn[j] = find(g, s->prov_new[j]);
+    for (uint32_t j = 0; j < s->n_added; j++) added[j] = find(g, s->added[j]);
+    for (uint32_t j = 0; j < s->n_scaffold; j++) scaf[j] = find(g, s->scaffold[j]);
     ox_provenance_apply(g, po, pn, s->n_prov, added, s->n_added, scaf, s->n_scaffold, src, n_src);
   }
   free(ids);

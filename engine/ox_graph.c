@@ -311,19 +311,22 @@ static OxValue value_dup(OxArena *a, const OxValue *src) {
   return v;
 }
 
-OxValue ox_graph_value_copy(OxGraph *g, const OxValue *src) {
+/* intern: false when src's strings are already g's (the same string table) */
+static OxValue value_copy(OxGraph *g, const OxValue *src, bool intern) {
   OxValue v = *src;
-  if (src->s) v.s = ox_graph_intern(g, src->s);
+  if (src->s && intern) v.s = ox_graph_intern(g, src->s);
   if (is_container(src)) {
     v.u.items = src->n ? ox_arena_alloc(&g->arena, src->n * sizeof(OxValue)) : NULL;
-    for (uint32_t i = 0; i < src->n; i++) v.u.items[i] = ox_graph_value_copy(g, &src->u.items[i]);
+    for (uint32_t i = 0; i < src->n; i++) v.u.items[i] = value_copy(g, &src->u.items[i], intern);
     if (src->kind == OX_V_DICT) {
       v.keys = src->n ? ox_arena_alloc(&g->arena, src->n * sizeof(char *)) : NULL;
-      for (uint32_t i = 0; i < src->n; i++) v.keys[i] = ox_graph_intern(g, src->keys[i]);
+      for (uint32_t i = 0; i < src->n; i++) v.keys[i] = intern ? ox_graph_intern(g, src->keys[i]) : src->keys[i];
     }
   }
   return v;
 }
+
+OxValue ox_graph_value_copy(OxGraph *g, const OxValue *src) { return value_copy(g, src, true); }
 
 /* ------------------------------------------------------------------ users */
 
@@ -1282,8 +1285,10 @@ static void copy_counter(const char *key, uint32_t val, void *ud) {
   ox_namemap_set(g->name_counters, ox_graph_intern(g, key), val);
 }
 
-OxGraph *ox_graph_clone(const OxGraph *src) {
-  OxGraph *g = ox_graph_new();
+/* lean: tensor metas shared by content (ox_graph_meta_intern) instead of private copies, and
+ * erased slots kept as bare tombstones (name, op, target; no values, meta, users or provenance) */
+static OxGraph *graph_clone(const OxGraph *src, bool lean, OxGraph *strings) {
+  OxGraph *g = strings ? ox_graph_new_sharing_strings(strings) : ox_graph_new();
   /* the next fresh names the clone picks are the ones the source would pick */
   ox_namemap_foreach(src->name_counters, copy_counter, g);
   g->name = ox_graph_intern(g, src->name);
@@ -1301,20 +1306,34 @@ OxGraph *ox_graph_clone(const OxGraph *src) {
   const OxNodeId *last_src_prov = NULL;
   OxNodeId *last_dst_prov = NULL;
   uint32_t last_n_prov = 0;
+  /* the same string table: every string of src is the clone's already (no hashing) */
+  bool intern = g->strings != src->strings;
+#define CLONE_STR(x) (intern ? ox_graph_intern(g, (x)) : (x))
+  ox_namemap_reserve(g->names, src->n_live);
   for (uint32_t i = 1; i < src->n_nodes; i++) {
     const OxNode *s = &src->nodes[i];
     OxNode *n = &g->nodes[i];
     *n = *s;
-    n->name = ox_graph_intern(g, s->name);
-    n->target = ox_graph_intern(g, s->target);
-    n->type_ann = ox_graph_intern(g, s->type_ann);
-    n->stack_trace = ox_graph_intern(g, s->stack_trace);
-    n->module_path = ox_graph_intern(g, s->module_path);
-    n->module_type = ox_graph_intern(g, s->module_type);
-    n->default_value = ox_graph_intern(g, s->default_value);
-    n->args = ox_graph_value_copy(g, &s->args);
-    n->kwargs = ox_graph_value_copy(g, &s->kwargs);
-    n->meta = copy_meta(g, &s->meta, false);
+    n->name = CLONE_STR(s->name);
+    n->target = CLONE_STR(s->target);
+    if (lean && s->erased) {
+      n->type_ann = n->stack_trace = n->module_path = n->module_type = n->default_value = NULL;
+      n->args = n->kwargs = (OxValue){.kind = OX_V_NONE};
+      memset(&n->meta, 0, sizeof n->meta);
+      n->users = NULL;
+      n->n_users = n->cap_users = 0;
+      n->provenance = NULL;
+      n->n_provenance = 0;
+      continue;
+    }
+    n->type_ann = CLONE_STR(s->type_ann);
+    n->stack_trace = CLONE_STR(s->stack_trace);
+    n->module_path = CLONE_STR(s->module_path);
+    n->module_type = CLONE_STR(s->module_type);
+    n->default_value = CLONE_STR(s->default_value);
+    n->args = value_copy(g, &s->args, intern);
+    n->kwargs = value_copy(g, &s->kwargs, intern);
+    n->meta = copy_meta(g, &s->meta, lean);
     n->users = NULL;
     n->cap_users = s->n_users;
     if (s->n_users) {
@@ -1333,12 +1352,20 @@ OxGraph *ox_graph_clone(const OxGraph *src) {
     }
     if (!s->erased) ox_namemap_set(g->names, n->name, i);
   }
+#undef CLONE_STR
   for (uint32_t i = 0; i < src->n_subgraphs; i++)
-    ox_graph_add_subgraph(g, ox_graph_clone(src->subgraphs[i]));
+    ox_graph_add_subgraph(g, graph_clone(src->subgraphs[i], lean, strings));
   return g;
 }
 
+OxGraph *ox_graph_clone(const OxGraph *src) { return graph_clone(src, false, NULL); }
+OxGraph *ox_graph_clone_lean(const OxGraph *src, OxGraph *strings) { return graph_clone(src, true, strings); }
+
 /* ------------------------------------------------------------------ queries */
+
+OxNodeId ox_graph_find_interned(const OxGraph *g, const char *name) {
+  return name ? ox_namemap_get(g->names, name) : 0;
+}
 
 OxNodeId ox_graph_find(const OxGraph *g, const char *name) {
   if (!name) return 0;

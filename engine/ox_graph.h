@@ -323,6 +323,15 @@ OxGraph *ox_graph_new(void);
 OxGraph *ox_graph_new_sharing_strings(OxGraph *other);
 void ox_graph_free(OxGraph *g);
 OxGraph *ox_graph_clone(const OxGraph *g); /* deep copy: same ids (tombstones kept), names, order, meta */
+/* Like ox_graph_clone, for copies that are only changed through the graph's mutators (the
+ * debugger's working graphs): tensor metas are the clone's shared copies (see
+ * ox_graph_meta_intern; never written through) and erased ids stay as bare tombstones (name, op
+ * and target only). Same ids, names, order and live content; a fraction of the memory.
+ * strings: NULL (own string table) or a graph whose table the clone shares (see
+ * ox_graph_new_sharing_strings), e.g. the pool of the trace that will be replayed on it, so that
+ * replaying looks names up without hashing them (ox_graph_shares_strings). */
+OxGraph *ox_graph_clone_lean(const OxGraph *g, OxGraph *strings);
+static inline bool ox_graph_shares_strings(const OxGraph *a, const OxGraph *b) { return a->strings == b->strings; }
 
 const char *ox_graph_intern(OxGraph *g, const char *s);
 const char *ox_graph_intern_n(OxGraph *g, const char *s, size_t n);
@@ -399,7 +408,10 @@ void ox_graph_txn_rollback(OxGraph *g);
 const OxEdit *ox_graph_txn_edits(const OxGraph *g, uint32_t *n);
 
 /* Queries */
-OxNodeId ox_graph_find(const OxGraph *g, const char *name);   /* live node by name, 0 if none */
+OxNodeId ox_graph_find(const OxGraph *g, const char *name);
+/* ox_graph_find for a name already interned in g's string table (the same pointer: a string of
+ * g, or of a graph sharing its table): no hashing of the string. Any other pointer finds 0. */
+OxNodeId ox_graph_find_interned(const OxGraph *g, const char *name);   /* live node by name, 0 if none */
 OxNodeId ox_graph_output(const OxGraph *g);                   /* the output node, 0 if none */
 /* Live nodes with this op (and target, if non-NULL) in order; returns count, fills up to max ids. */
 uint32_t ox_graph_find_nodes(const OxGraph *g, OxOp op, const char *target, OxNodeId *out, uint32_t max);

@@ -1346,16 +1346,16 @@ static void write_edit(const OxTrace *t, const OxTraceEdit *e, OxBuf *b) {
     write_opt_str(b, "op", ox_op_name((OxOp)e->op));
     write_opt_str(b, "target", e->target);
     ox_buf_puts(b, ", \"args\": ");
-    write_items(t->pool, &e->args, b);
+    write_items(t->pool, &e->data->args, b);
     ox_buf_puts(b, ", \"kwargs\": ");
-    write_value(t->pool, &e->kwargs, b);
-    if (e->has_meta) write_meta(&e->meta, b);
+    write_value(t->pool, &e->data->kwargs, b);
+    if (e->has_meta) write_meta(&e->data->meta, b);
     break;
   case OX_TEDIT_ARGS:
     ox_buf_puts(b, ", \"args\": ");
-    write_items(t->pool, &e->args, b);
+    write_items(t->pool, &e->data->args, b);
     ox_buf_puts(b, ", \"kwargs\": ");
-    write_value(t->pool, &e->kwargs, b);
+    write_value(t->pool, &e->data->kwargs, b);
     break;
   case OX_TEDIT_MOVE:
     if (e->name) {
@@ -1366,7 +1366,7 @@ static void write_edit(const OxTrace *t, const OxTraceEdit *e, OxBuf *b) {
         ox_buf_puts(b, "null");
     }
     break;
-  case OX_TEDIT_META: write_meta(&e->meta, b); break;
+  case OX_TEDIT_META: write_meta(&e->data->meta, b); break;
   case OX_TEDIT_RENAME: write_opt_str(b, "to", e->new_name); break;
   case OX_TEDIT_REPLACE:
     write_opt_str(b, "old", e->from);
@@ -1595,29 +1595,33 @@ static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
   }
   Ctx c = {t->pool, r, true};
   json_object *v;
-  e->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
-  e->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
-  if (json_object_object_get_ex(o, "args", &v)) {
+  /* only the kinds that carry args / meta get data (and read them) */
+  if (k != OX_TEDIT_ADD && k != OX_TEDIT_ARGS && k != OX_TEDIT_META) return;
+  OxTraceEditData *d = ox_trace_edit_data(t, e);
+  d->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
+  d->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
+  if (k != OX_TEDIT_META && json_object_object_get_ex(o, "args", &v)) {
     path_push_key(r, "args");
-    if (expect_type(r, v, json_type_array, "args")) read_items(&c, v, OX_V_TUPLE, &e->args);
+    if (expect_type(r, v, json_type_array, "args")) read_items(&c, v, OX_V_TUPLE, &d->args);
     path_pop(r);
   }
-  if (json_object_object_get_ex(o, "kwargs", &v)) {
+  if (k != OX_TEDIT_META && json_object_object_get_ex(o, "kwargs", &v)) {
     path_push_key(r, "kwargs");
     OxValue kw;
     if (read_value(&c, v, &kw)) {
       if (kw.kind == OX_V_DICT)
-        e->kwargs = kw;
+        d->kwargs = kw;
       else
         ERR(r, "kwargs must be an object");
     }
     path_pop(r);
   }
-  if (json_object_object_get_ex(o, "meta", &v)) {
+  if (k != OX_TEDIT_ARGS && json_object_object_get_ex(o, "meta", &v)) {
     path_push_key(r, "meta");
-    if (read_meta(r, t->pool, v, &e->meta)) e->has_meta = true;
+    if (read_meta(r, t->pool, v, &d->meta)) e->has_meta = true;
     path_pop(r);
   }
+  if (k == OX_TEDIT_META && !e->has_meta) ERR(r, "a meta edit needs a \"meta\"");
 }
 
 static void read_step(Rd *r, OxTrace *t, json_object *o) {

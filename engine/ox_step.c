@@ -473,13 +473,14 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
       /* creation args = the args before the node's first later ARGS edit */
       const OxValue *a, *kw;
       args_after(g, lx, i, x->node, &a, &kw);
-      o->args = value_at_names(t, g, a, lx, i);
-      o->kwargs = value_at_names(t, g, kw, lx, i);
+      OxTraceEditData *d = ox_trace_edit_data(t, o);
+      d->args = value_at_names(t, g, a, lx, i);
+      d->kwargs = value_at_names(t, g, kw, lx, i);
       /* the node's meta as the step leaves it: its META edits in this step are folded in here
        * (replay never reads a meta mid-step; the shape check inferred most of them) */
       const OxMeta *m = &g->nodes[x->node].meta;
       if (m->kind != OX_META_NONE) {
-        o->meta = copy_meta_to_pool(t, m);
+        d->meta = copy_meta_to_pool(t, m);
         o->has_meta = true;
       }
       k++;
@@ -504,8 +505,9 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
       o->name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
       const OxValue *a, *kw;
       args_after(g, lx, i, x->node, &a, &kw);
-      o->args = value_at_names(t, g, a, lx, i);
-      o->kwargs = value_at_names(t, g, kw, lx, i);
+      OxTraceEditData *d = ox_trace_edit_data(t, o);
+      d->args = value_at_names(t, g, a, lx, i);
+      d->kwargs = value_at_names(t, g, kw, lx, i);
       k++;
       break;
     }
@@ -519,7 +521,7 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
       if (keyset_has(&lx->created, (uint64_t)x->node + 1)) break; /* folded into its ADD */
       o->kind = OX_TEDIT_META;
       o->name = ox_trace_intern_from(t, g, name_at(g, lx, i, x->node));
-      o->meta = copy_meta_to_pool(t, meta_after(g, lx, i, x->node));
+      ox_trace_edit_data(t, o)->meta = copy_meta_to_pool(t, meta_after(g, lx, i, x->node));
       o->has_meta = true;
       k++;
       break;

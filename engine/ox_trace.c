@@ -178,9 +178,11 @@ OxValue ox_trace_value_from_graph(OxTrace *t, const OxGraph *g, const OxValue *v
 
 bool ox_trace_value_to_graph(const OxTrace *t, OxGraph *g, const OxValue *v, OxValue *out, char *err,
                              size_t errcap) {
+  /* a graph sharing the pool's string table holds the pool's strings as they are */
+  bool shared = ox_graph_shares_strings(g, t->pool);
   if (v->kind == OX_V_NODE) {
     const char *ref = ox_graph_ref_name(t->pool, v->u.node);
-    OxNodeId id = ref ? ox_graph_find(g, ref) : 0;
+    OxNodeId id = !ref ? 0 : shared ? ox_graph_find_interned(g, ref) : ox_graph_find(g, ref);
     if (!id) {
       if (err) snprintf(err, errcap, "node %s is not in the graph", ref ? ref : "?");
       return false;
@@ -189,16 +191,24 @@ bool ox_trace_value_to_graph(const OxTrace *t, OxGraph *g, const OxValue *v, OxV
     return true;
   }
   OxValue r = *v;
-  if (v->s) r.s = ox_graph_intern(g, v->s);
+  if (v->s && !shared) r.s = ox_graph_intern(g, v->s);
   if (is_container(v)) {
     r.u.items = v->n ? ox_graph_alloc(g, v->n * sizeof(OxValue)) : NULL;
     for (uint32_t i = 0; i < v->n; i++)
       if (!ox_trace_value_to_graph(t, g, &v->u.items[i], &r.u.items[i], err, errcap)) return false;
     if (v->kind == OX_V_DICT) {
       r.keys = v->n ? ox_graph_alloc(g, v->n * sizeof(char *)) : NULL;
-      for (uint32_t i = 0; i < v->n; i++) r.keys[i] = ox_graph_intern(g, v->keys[i]);
+      for (uint32_t i = 0; i < v->n; i++) r.keys[i] = shared ? v->keys[i] : ox_graph_intern(g, v->keys[i]);
     }
   }
   *out = r;
   return true;
+}
+
+OxTraceEditData *ox_trace_edit_data(OxTrace *t, OxTraceEdit *e) {
+  if (!e->data) {
+    e->data = ox_graph_alloc(t->pool, sizeof *e->data);
+    memset(e->data, 0, sizeof *e->data);
+  }
+  return e->data;
 }

@@ -114,21 +114,32 @@ typedef enum OxTraceEditKind {
                         (ox_graph_replace_input): a rewire without the node's whole args */
 } OxTraceEditKind;
 
+/* What an ADD, ARGS or META edit carries besides names. The other kinds (erase, move,
+ * replace_input, rename: two thirds of a run's edits) carry none, so an edit is 64 bytes
+ * instead of 168: at 100k nodes a trace has ~230k edits, and the debugger keeps their inverse
+ * too. Args/kwargs/meta live in the trace's pool graph; node references in them are ids of
+ * placeholder nodes of the pool named like the node they stand for (ox_trace_name_ref), so the
+ * ordinary value writers print them as node names. */
+typedef struct OxTraceEditData {
+  OxValue args, kwargs;  /* ADD, ARGS */
+  OxMeta meta;           /* ADD (with has_meta), META */
+} OxTraceEditData;
+
 typedef struct OxTraceEdit {
   uint8_t kind;
+  uint8_t op;            /* OxOp, ADD */
+  bool has_meta;         /* ADD: data->meta is set (META edits always have it) */
   const char *name;
   const char *after;
   const char *new_name;
   const char *from, *to; /* REPLACE */
-  uint8_t op;            /* OxOp, ADD */
   const char *target;    /* ADD */
-  /* Args/kwargs/meta live in the trace's pool graph; node references in them are ids of
-   * placeholder nodes of the pool named like the node they stand for (ox_trace_name_ref), so
-   * the ordinary value writers print them as node names. */
-  OxValue args, kwargs;
-  OxMeta meta;
-  bool has_meta;
+  OxTraceEditData *data; /* ADD, ARGS, META (in the trace's pool); NULL for the other kinds */
 } OxTraceEdit;
+
+/* e's data, allocated (zeroed) in the pool of t on first use. */
+struct OxTrace;
+OxTraceEditData *ox_trace_edit_data(struct OxTrace *t, OxTraceEdit *e);
 
 /* ------------------------------------------------------------------ steps */
 

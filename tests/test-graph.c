@@ -262,6 +262,69 @@ static void test_clone_and_values(void) {
   ox_graph_free(g);
 }
 
+/* The debugger's working copies: same ids, names, order and live content as ox_graph_clone;
+ * metas shared by content; erased ids bare; with a string table of another graph's, the same
+ * string pointers (and ox_graph_find_interned finds by pointer). */
+static void test_clone_lean(void) {
+  OxNodeId x, relu, add, out;
+  OxGraph *g = small_graph(&x, &relu, &add, &out);
+  OxTensorMeta *t = ox_graph_tensor_meta_new(g, OX_DT_BF16, 2);
+  t->shape[0].v = 8;
+  t->shape[1].sym = ox_graph_intern(g, "s0");
+  OxMeta m = {.kind = OX_META_TENSOR, .n = 1, .t = t};
+  ox_graph_set_meta(g, x, &m);
+  ox_graph_set_meta(g, relu, &m); /* equal content, two private copies in g */
+  ox_graph_add_provenance(g, add, relu);
+  OxNodeId gone = ox_graph_insert_after(g, x, OX_OP_CALL_FUNCTION, "gone", "torch.neg", tup(g, 1, ox_value_node(x)),
+                                        ox_value_none());
+  g_assert_true(ox_graph_erase(g, gone));
+  OxGraph *pool = ox_graph_new();
+  for (int shared = 0; shared < 2; shared++) {
+    OxGraph *c = ox_graph_clone_lean(g, shared ? pool : NULL);
+    g_assert_cmpint(ox_graph_shares_strings(c, pool), ==, shared);
+    g_assert_cmpuint(c->n_nodes, ==, g->n_nodes);
+    g_assert_cmpuint(c->n_live, ==, g->n_live);
+    for (uint32_t i = 1; i < g->n_nodes; i++) {
+      g_assert_cmpstr(c->nodes[i].name, ==, g->nodes[i].name);
+      g_assert_cmpstr(c->nodes[i].target, ==, g->nodes[i].target);
+      g_assert_cmpint(c->nodes[i].erased, ==, g->nodes[i].erased);
+      if (g->nodes[i].erased) {
+        /* a bare tombstone: nothing of the node but its identity */
+        g_assert_cmpint(c->nodes[i].args.kind, ==, OX_V_NONE);
+        g_assert_cmpuint(c->nodes[i].n_users, ==, 0);
+        g_assert_cmpint(c->nodes[i].meta.kind, ==, OX_META_NONE);
+        continue;
+      }
+      g_assert_true(ox_value_equal(&c->nodes[i].args, &g->nodes[i].args));
+      g_assert_cmpuint(c->nodes[i].n_users, ==, g->nodes[i].n_users);
+      g_assert_cmpuint(ox_graph_find(c, g->nodes[i].name), ==, i);
+    }
+    g_assert_cmpuint(ox_graph_find(c, "gone"), ==, 0);
+    /* equal metas are one shared copy in the clone */
+    g_assert_true(c->nodes[x].meta.t == c->nodes[relu].meta.t);
+    char buf[64];
+    ox_tensor_meta_format(ox_node_tensor_meta(&c->nodes[relu]), true, true, buf, sizeof buf);
+    g_assert_cmpstr(buf, ==, "bf16[8, s0]");
+    g_assert_cmpuint(c->nodes[add].n_provenance, ==, 1);
+    g_assert_cmpint(verify_errors(c, true), ==, 0);
+    /* interned lookups: by the table's own pointer only */
+    const char *in_pool = ox_graph_intern(pool, "relu");
+    g_assert_cmpuint(ox_graph_find_interned(c, in_pool), ==, shared ? relu : 0);
+    g_assert_cmpuint(ox_graph_find_interned(c, c->nodes[relu].name), ==, relu);
+    /* a clone of a clone in the same table keeps the very strings */
+    OxGraph *c2 = ox_graph_clone_lean(c, shared ? pool : NULL);
+    g_assert_true((c2->nodes[relu].name == c->nodes[relu].name) == shared);
+    g_assert_cmpuint(c2->n_live, ==, c->n_live);
+    /* the copy is independent */
+    ox_graph_replace_input(c2, add, x, relu);
+    g_assert_true(ox_value_equal(&c->nodes[add].args, &g->nodes[add].args));
+    ox_graph_free(c2);
+    ox_graph_free(c);
+  }
+  ox_graph_free(pool);
+  ox_graph_free(g);
+}
+
 static void test_meta_format(void) {
   OxGraph *g = ox_graph_new();
   OxTensorMeta *t = ox_graph_tensor_meta_new(g, OX_DT_F32, 0);
@@ -978,6 +1041,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/graph/verifier", test_verifier_catches);
   g_test_add_func("/engine/graph/txn-rollback-property", test_txn_rollback_property);
   g_test_add_func("/engine/graph/clone-values", test_clone_and_values);
+  g_test_add_func("/engine/graph/clone-lean", test_clone_lean);
   g_test_add_func("/engine/graph/meta-format", test_meta_format);
   g_test_add_func("/engine/graph/order-labels", test_order_labels);
   g_test_add_func("/engine/graph/topo-flag-property", test_topo_flag_property);

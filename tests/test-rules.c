@@ -123,7 +123,7 @@ static void put_edits(GString *s, const OxTrace *t, const OxStep *st) {
   for (uint32_t i = 0; i < st->n_edits; i++) {
     const OxTraceEdit *e = &st->edits[i];
     char meta[256] = "";
-    if (e->has_meta) ox_meta_format(&e->meta, meta, sizeof meta); /* dtype and shape only */
+    if (e->has_meta) ox_meta_format(&e->data->meta, meta, sizeof meta); /* dtype and shape only */
     if (e->kind == OX_TEDIT_MOVE && !e->name) {
       g_string_append(s, "    toposort\n");
       continue;
@@ -136,9 +136,9 @@ static void put_edits(GString *s, const OxTrace *t, const OxStep *st) {
     if (e->kind == OX_TEDIT_ADD) g_string_append_printf(s, " %s %s", ox_op_name((OxOp)e->op), e->target);
     if (e->kind == OX_TEDIT_ADD || e->kind == OX_TEDIT_ARGS) {
       g_string_append_c(s, ' ');
-      put_value(s, t, &e->args);
+      put_value(s, t, &e->data->args);
       g_string_append_c(s, ' ');
-      put_value(s, t, &e->kwargs);
+      put_value(s, t, &e->data->kwargs);
     }
     if (e->has_meta) g_string_append_printf(s, " meta %s", meta);
     g_string_append_c(s, '\n');

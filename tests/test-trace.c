@@ -708,7 +708,7 @@ static void test_mixed_rewires(void) {
   g_assert_cmpstr(s->edits[0].to, ==, "b");
   /* the args edit carries the tree set_args installed, not the later in-place rewires */
   char args1[64];
-  g_assert_cmpstr(ox_value_format(t->pool, &s->edits[1].args, args1, sizeof args1), ==, "(%c, %b)");
+  g_assert_cmpstr(ox_value_format(t->pool, &s->edits[1].data->args, args1, sizeof args1), ==, "(%c, %b)");
   /* b was an input already when a was rewired to it: no provenance pair a -> b */
   for (uint32_t i = 0; i < s->n_prov; i++) g_assert_false(!strcmp(s->prov_old[i], "a") && !strcmp(s->prov_new[i], "b"));
   OxBuf js;
