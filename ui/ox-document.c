@@ -100,7 +100,22 @@ static void ox_step_item_finalize(GObject *o) {
 static void ox_step_item_class_init(OxStepItemClass *k) { G_OBJECT_CLASS(k)->finalize = ox_step_item_finalize; }
 static void ox_step_item_init(OxStepItem *self) { (void)self; }
 
+/* A timeline row shows one line of each text, ellipsized; but a label shapes its whole text
+ * before it ellipsizes, and a rejection reason can list thousands of nodes ("[%arg_1, %arg_11,
+ * ...]"): rows keep at most this many bytes (the Why panel has the full text). */
+enum { ROW_TEXT_MAX = 160 };
+
+static char *row_text(char *s) {
+  if (!s || strlen(s) <= ROW_TEXT_MAX) return s;
+  const char *end = g_utf8_find_prev_char(s, s + ROW_TEXT_MAX);
+  char *r = g_strdup_printf("%.*s…", (int)(end - s), s);
+  g_free(s);
+  return r;
+}
+
 static OxStepItem *step_item_new(gboolean header, guint position, guint8 kind, char *title, char *subtitle) {
+  title = row_text(title);
+  subtitle = row_text(subtitle);
   OxStepItem *it = g_object_new(OX_TYPE_STEP_ITEM, NULL);
   it->header = header;
   it->position = position;
@@ -214,6 +229,22 @@ static void graph_release(OxDocument *self, OxGraph **g) {
   *g = NULL;
 }
 
+/* Replays leave a working graph the ids of every node they erased (tombstones: the ids stay,
+ * since the provenance of later nodes names them) and the values they installed, so going back
+ * and forth grows it (~30k ids per 200 steps and two jumps at 100k nodes). A grown graph starts
+ * afresh from the input at a move that costs about as much as a fresh start (a long jump); one
+ * grown past three times the input's ids, at the next move whatever it costs. */
+static gboolean working_graph_restart(const OxHistory *h, const OxGraph *g, guint64 seek, guint64 fresh) {
+  if (!g || g == h->input || !seek) return FALSE;
+  guint32 n = h->input->n_nodes;
+  if (g->n_nodes > 3 * n + 4096) return TRUE;
+  return g->n_nodes > n + n / 2 + 4096 && fresh <= 2 * seek;
+}
+
+/* Working graphs share the string table of the trace they replay (faster replays, and no table
+ * of their own); they are only ever used on the main thread. */
+static OxGraph *working_strings(const OxHistory *h) { return h->trace ? h->trace->pool : NULL; }
+
 static void cursor_move(OxDocument *self, OxGraph **g, guint *k, guint want) {
   const OxHistory *h = self->history;
   if (*g && *k == want) return;
@@ -223,13 +254,13 @@ static void cursor_move(OxDocument *self, OxGraph **g, guint *k, guint want) {
     *k = 0;
     return;
   }
-  if (*g == h->input) *g = ox_graph_clone(h->input); /* copy on first write */
+  if (*g == h->input) *g = ox_graph_clone_lean(h->input, working_strings(h)); /* copy on first write */
   guint64 seek = *g ? ox_history_edits_between(h, *k, want) : G_MAXUINT64;
   guint64 fresh = h->input->n_live / 4 + ox_history_edits_between(h, 0, want);
   GError *err = NULL;
-  if (seek > fresh) {
+  if (seek > fresh || working_graph_restart(h, *g, seek, fresh)) {
     graph_release(self, g);
-    *g = ox_graph_clone(h->input);
+    *g = ox_graph_clone_lean(h->input, working_strings(h));
     *k = 0;
   }
   if (!ox_history_seek(h, *g, *k, want, &err)) {
@@ -255,7 +286,7 @@ static void graphs_update(OxDocument *self) {
       self->k_after = self->k_before;
     } else {
       /* the before graph was never needed so far: the new after starts as a copy */
-      self->g_after = t == self->history->input ? t : ox_graph_clone(t);
+      self->g_after = t == self->history->input ? t : ox_graph_clone_lean(t, working_strings(self->history));
       self->k_after = tk;
     }
     self->g_before = t;
@@ -273,12 +304,16 @@ static void graphs_update(OxDocument *self) {
     guint64 fresh = h->input->n_live / 4 + ox_history_edits_between(h, 0, kb);
     if (self->g_after != h->input && via_after < seek && via_after < fresh) {
       graph_release(self, &self->g_before);
-      self->g_before = ox_graph_clone(self->g_after);
+      self->g_before = ox_graph_clone_lean(self->g_after, working_strings(h));
       self->k_before = ka;
     }
     cursor_move(self, &self->g_before, &self->k_before, kb);
   }
-  else if (self->g_before && self->k_before != kb && ox_history_edits_between(self->history, self->k_before, kb) > 64)
+  /* a record that changes nothing (a rejection): the before graph is not shown, but the next
+   * applied step needs it at this step (the swap above); it follows unless that costs more than
+   * the copy the swap would make without it */
+  else if (self->g_before && self->k_before != kb &&
+           ox_history_edits_between(self->history, self->k_before, kb) > self->history->input->n_live / 4)
     graph_release(self, &self->g_before), self->k_before = kb;
   else if (self->g_before)
     cursor_move(self, &self->g_before, &self->k_before, kb);

@@ -32,6 +32,11 @@ G_BEGIN_DECLS
 #define OX_HISTORY_NEVER G_MAXUINT32
 
 typedef struct OxHistory OxHistory;
+/* One of the uids that had a name: a node created, or renamed, to it (a list per name). */
+typedef struct OxHistoryNamed {
+  guint32 uid, next; /* next: the entry of the same name made before this one, 0 = none */
+} OxHistoryNamed;
+
 struct OxHistory {
   OxGraph *input;           /* owned (or input_owner's), kept pristine: the graph before any step */
   OxHistory *input_owner;   /* a history whose input this one shares (ref held), or NULL */
@@ -47,7 +52,9 @@ struct OxHistory {
   guint32 *born_idx, *died_idx; /* CSR by graph step: uids born / dying at step a are */
   guint32 *born_at, *died_at;   /* born_at[born_idx[a] .. born_idx[a+1]) (a = 0..n_graph_steps) */
   guint64 *edits_upto;      /* [a]: forward edits in graph steps 1..a */
-  GHashTable *by_name;      /* name -> GArray of uids with that name (born order) */
+  GHashTable *by_name;      /* name -> index of the newest entry in named (see ox_history_named) */
+  OxHistoryNamed *named;    /* [1..n_named): the uids each name has had, newest first per name */
+  guint32 n_named, cap_named;
   char *error;              /* replay failure while building (the history then ends early) */
 };
 
@@ -71,6 +78,12 @@ gboolean ox_history_replay_range(const OxHistory *h, OxGraph *g, guint32 from, g
 gboolean ox_history_seek(const OxHistory *h, OxGraph *g, guint32 from, guint32 to, GError **error);
 /* Edits between graph steps a and b (either order): the cost of a seek. */
 guint64 ox_history_edits_between(const OxHistory *h, guint32 a, guint32 b);
+/* The newest entry for name in h->named (0: no node ever had it); walk on with .next:
+ *   for (guint32 e = ox_history_named(h, name); e; e = h->named[e].next) ... h->named[e].uid */
+static inline guint32 ox_history_named(const OxHistory *h, const char *name) {
+  return name ? GPOINTER_TO_UINT(g_hash_table_lookup(h->by_name, name)) : 0;
+}
+
 /* The uid of the node called name that is alive at graph step k, or 0. */
 guint32 ox_history_uid(const OxHistory *h, const char *name, guint32 k);
 static inline gboolean ox_history_alive(const OxHistory *h, guint32 uid, guint32 k) {
