@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ox-scene.h"
+#include "ox_write.h"
 
 #define BUDGET 300
 
@@ -228,6 +229,16 @@ static void test_focus_radius(void) {
   for (guint32 id = 1; id < h->u->n_nodes; id++) n_folded += folded[id] = ox_scene_drawn_uid(s, id) != id;
   g_assert_cmpuint(n_folded, >, 0);
   guint32 far = ox_scene_drawn_uid(s, h->u->n_nodes / 2);
+  /* the neighbourhood is walked in the graph shown (step 0 here): nodes that are not alive there
+   * (the union graph holds every step's) are neither counted nor walked through */
+  guint8 *skip = g_new0(guint8, h->u->n_nodes + 1);
+  guint n_dead = 0;
+  for (guint32 id = 1; id < h->u->n_nodes; id++) {
+    skip[id] = folded[id] || !ox_history_alive(h, id, 0);
+    n_dead += !ox_history_alive(h, id, 0);
+  }
+  g_assert_cmpuint(n_dead, >, 0);
+  skip[far] = 0; /* the focus itself is shown whatever */
   for (guint r = 1; r <= 3; r++) {
     ox_scene_set_radius(s, r);
     ox_scene_focus_uid(s, far);
@@ -237,9 +248,14 @@ static void test_focus_radius(void) {
     /* the neighbourhood of radius r is in the scene when it fits the budget */
     guint cap = ox_scene_get_budget(s);
     OxNodeId *nb = g_new(OxNodeId, cap + 1);
-    guint n = ox_view_neighborhood_skip(h->u, &far, 1, r, cap + 1, folded, nb, cap + 1);
+    guint n = ox_view_neighborhood_skip(h->u, &far, 1, r, cap + 1, skip, nb, cap + 1);
     if (n <= cap)
       for (guint i = 0; i < n; i++) g_assert_cmpuint(ox_scene_uid_item(s, nb[i]), ==, nb[i]);
+    /* and nothing dead at the shown step is laid out (holes, scattered live nodes) */
+    guint nbox;
+    const OxLayoutNode *boxes = ox_scene_get_boxes(s, &nbox);
+    for (guint i = 0; i < nbox; i++)
+      if (boxes[i].id != far) g_assert_true(ox_history_alive(h, boxes[i].id, 0));
     /* the parameters folded into them are shown by their boxes */
     for (guint i = 0; i < n && n <= cap; i++) {
       OxNodeId ins[64];
@@ -260,11 +276,12 @@ static void test_focus_radius(void) {
   guint r = ox_scene_get_shown_radius(s), want = 0;
   for (guint k = 1; k <= OX_SCENE_MAX_RADIUS; k++) {
     guint size = ox_scene_get_focus_size(s);
-    if (ox_view_neighborhood_skip(h->u, &far, 1, k, size + 1, folded, NULL, 0) > size) break;
+    if (ox_view_neighborhood_skip(h->u, &far, 1, k, size + 1, skip, NULL, 0) > size) break;
     want = k;
   }
   g_assert_cmpuint(r, ==, MAX(want, 1));
   g_free(folded);
+  g_free(skip);
   /* a node already in the scene: focusing on it lays nothing out */
   const OxLayout *l = ox_scene_get_layout(s);
   guint req = ox_scene_get_stats(s)->n_requests - ox_scene_get_stats(s)->n_prefetches;
@@ -357,21 +374,38 @@ static void test_history_seek(void) {
   guint32 k = h->n_graph_steps;
   OxGraph *g = ox_history_graph_at(h, k, NULL);
   g_assert_nonnull(g);
+  /* the document's kind of working graph: a lean copy sharing the trace's strings, so replays
+   * look names up by pointer; it must end up the same graph, text for text */
+  OxGraph *gs = ox_graph_clone_lean(h->input, h->trace->pool);
+  g_assert_true(ox_graph_shares_strings(gs, h->trace->pool));
+  g_assert_true(ox_history_seek(h, gs, 0, k, NULL));
   GRand *rnd = g_rand_new_with_seed(11);
   for (int i = 0; i < 24; i++) {
     guint32 to = i % 3 == 0 ? (k ? k - 1 : 1) : (guint32)g_rand_int_range(rnd, 0, (gint32)h->n_graph_steps + 1);
     GError *err = NULL;
     g_assert_true(ox_history_seek(h, g, k, to, &err));
     g_assert_no_error(err);
+    g_assert_true(ox_history_seek(h, gs, k, to, &err));
+    g_assert_no_error(err);
     OxGraph *ref = ox_history_graph_at(h, to, NULL);
     g_assert_cmpuint(ref->n_live, ==, g->n_live);
     g_assert_cmpuint(ox_graph_structure_hash(ref), ==, ox_graph_structure_hash(g));
     g_assert_cmpint(ox_graph_verify(g, true, NULL), ==, 0);
+    g_assert_cmpint(ox_graph_verify(gs, true, NULL), ==, 0);
+    OxBuf a, b;
+    ox_buf_init(&a);
+    ox_buf_init(&b);
+    ox_write_fx_text(ref, &a);
+    ox_write_fx_text(gs, &b);
+    g_assert_cmpstr(a.data, ==, b.data);
+    ox_buf_free(&a);
+    ox_buf_free(&b);
     ox_graph_free(ref);
     k = to;
   }
   g_rand_free(rnd);
   ox_graph_free(g);
+  ox_graph_free(gs);
 }
 
 int main(int argc, char **argv) {

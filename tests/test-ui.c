@@ -490,6 +490,90 @@ static void test_large_corpus(void) {
   g_free(path);
 }
 
+/* After every step the canvas shows the step: the box its anchor is drawn in (the anchor's own,
+ * or its consumer's when the anchor is a folded parameter) lies in the visible rectangle and is
+ * drawn highlighted. On a graph with flat names, folded weights and hubs (gen-recsys --shape
+ * flat), through the first steps, a sample of the rest and End. */
+static void test_step_in_view(void) {
+  const char *gen = g_getenv("OX_GEN_RECSYS"), *cli = g_getenv("OPTIMUS_CLI");
+  if (!gen || !cli || !g_file_test(gen, G_FILE_TEST_IS_EXECUTABLE) || !g_file_test(cli, G_FILE_TEST_IS_EXECUTABLE)) {
+    g_test_skip("OX_GEN_RECSYS (tools/gen-recsys) or OPTIMUS_CLI (optimus) not available");
+    return;
+  }
+  char *dir = g_dir_make_tmp("ox-ui-step-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "flat.txt", NULL), *opt = g_build_filename(dir, "opt.json", NULL),
+       *trace = g_build_filename(dir, "trace.json", NULL);
+  const char *ga[] = {gen, "--nodes", "6000", "--shape", "flat", "--seed", "2", "-o", path, NULL};
+  const char *oa[] = {cli, "optimize", path, "-o", opt, "--trace", trace, "--checks", "structure,shape", NULL};
+  int st1 = 1, st2 = 1;
+  g_assert_true(g_spawn_sync(NULL, (char **)ga, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                             NULL, NULL, NULL, &st1, NULL));
+  g_assert_true(g_spawn_check_wait_status(st1, NULL));
+  g_assert_true(g_spawn_sync(NULL, (char **)oa, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                             NULL, NULL, NULL, &st2, NULL));
+  g_assert_true(g_spawn_check_wait_status(st2, NULL));
+  OxWindow *w = ox_window_new(NULL);
+  gtk_window_set_default_size(GTK_WINDOW(w), 1200, 800);
+  gtk_window_present(GTK_WINDOW(w));
+  drain();
+  g_assert_true(ox_window_open(w, path, trace));
+  g_assert_true(wait_until(cond_idle, w, 60000));
+  OxDocument *d = ox_window_get_document(w);
+  OxGraphView *v = ox_window_get_view(w);
+  OxScene *sc = ox_graph_view_get_scene(v);
+  guint n = ox_document_get_n_steps(d), checked = 0, folded = 0;
+  g_assert_cmpuint(n, >, 20);
+  for (guint i = 0; i < 40; i++) {
+    guint p = i < 20 ? i + 1 : i == 39 ? n : 20 + (i - 20) * (n - 20) / 19;
+    if (p == n)
+      g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-last", NULL));
+    else
+      g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.goto-step", "u", p));
+    g_assert_true(wait_until(cond_idle, w, 60000));
+    drain();
+    const OxStep *s = ox_document_get_step(d);
+    g_assert_nonnull(s);
+    /* the anchor as the frame shows it (removed by the step: still drawn, in red) */
+    const OxHistory *h = ox_document_get_history(d);
+    guint ns;
+    const guint8 *states = ox_document_get_node_states(d, &ns);
+    guint32 uid = 0;
+    for (guint32 e = ox_history_named(h, s->anchor); e && !uid; e = h->named[e].next)
+      if (h->named[e].uid < ns && states[h->named[e].uid] != OX_NS_HIDDEN) uid = h->named[e].uid;
+    if (!uid) {
+      g_test_message("step %u: anchor %s not in the frame", p, s->anchor ? s->anchor : "(none)");
+      continue;
+    }
+    guint32 drawn = ox_scene_drawn_uid(sc, uid);
+    folded += drawn != uid;
+    graphene_rect_t box; /* widget coordinates */
+    if (!ox_graph_view_node_bounds(v, drawn, &box)) {
+      g_test_message("step %u: anchor %s not in the scene (%s view)", p, s->anchor,
+                     ox_view_mode_name(ox_scene_get_shown_mode(sc)));
+      continue;
+    }
+    graphene_rect_t vis = GRAPHENE_RECT_INIT(0, 0, (float)gtk_widget_get_width(GTK_WIDGET(v)),
+                                             (float)gtk_widget_get_height(GTK_WIDGET(v)));
+    if (!graphene_rect_intersection(&box, &vis, NULL))
+      g_test_message("step %u (%s): anchor %s drawn as %u at %.0f,%.0f, view %.0f,%.0f %.0fx%.0f", p, s->rule ? s->rule : s->pass,
+                     s->anchor, drawn, box.origin.x, box.origin.y, vis.origin.x, vis.origin.y, vis.size.width, vis.size.height);
+    g_assert_true(graphene_rect_intersection(&box, &vis, NULL));
+    checked++;
+  }
+  g_test_message("%u steps' anchors in view, %u of them folded into their consumer", checked, folded);
+  g_assert_cmpuint(checked, >=, 30);
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unlink(path);
+  g_unlink(opt);
+  g_unlink(trace);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(opt);
+  g_free(trace);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
@@ -504,5 +588,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/end-to-end", test_end_to_end);
   g_test_add_func("/ui/window/rules-file", test_rules_file);
   g_test_add_func("/ui/window/large-corpus", test_large_corpus);
+  g_test_add_func("/ui/window/step-in-view", test_step_in_view);
   return g_test_run();
 }

@@ -30,6 +30,8 @@ struct _OxGraphView {
   OxHistory *history;     /* the history family colours belong to */
   guint8 *family;         /* uid -> OxFamily */
   GArray *step_items;     /* overview: items holding the step's nodes */
+  GHashTable *promoted;   /* drawn uid -> step state of a node folded into it (a parameter that
+                             is the step's anchor highlights its consumer's box) */
   GArray *stub_hits;      /* StubHit, from the last frame */
 
   /* plain state */
@@ -96,37 +98,77 @@ static void on_history_changed(OxGraphView *self) {
   }
   self->fit_pending = TRUE;
   self->last_position = 0;
+  g_hash_table_remove_all(self->promoted);
   gtk_widget_queue_draw(GTK_WIDGET(self));
 }
 
-static void step_items_update(OxGraphView *self) {
-  g_array_set_size(self->step_items, 0);
-  if (!ox_scene_is_overview(self->scene)) return;
+/* Every identity of every node the shown step names (anchor first, then matched, removed,
+ * added), that is not hidden in the frame; cheap: a step names a handful of nodes. */
+static void step_uids(OxGraphView *self, GArray *out) {
+  const OxStep *s = ox_document_get_step(self->doc);
+  if (!s || !self->history) return;
   guint n;
   const guint8 *st = ox_document_get_node_states(self->doc, &n);
-  const OxStep *s = ox_document_get_step(self->doc);
-  if (!s) return;
-  /* the step's nodes by name; cheap (a step names a handful of nodes) */
   const char *const *lists[3] = {s->matched, s->removed, s->added};
   guint32 ns[3] = {s->n_matched, s->n_removed, s->n_added};
   for (int l = -1; l < 3; l++) {
     guint32 cnt = l < 0 ? (s->anchor ? 1 : 0) : ns[l];
     for (guint32 i = 0; i < cnt; i++) {
       const char *name = l < 0 ? s->anchor : lists[l][i];
-      GArray *a = g_hash_table_lookup(self->history->by_name, name);
-      for (guint j = 0; a && j < a->len; j++) {
-        guint32 uid = g_array_index(a, guint32, j);
-        if (uid >= n || st[uid] == OX_NS_HIDDEN) continue;
-        guint32 it = ox_scene_uid_item(self->scene, uid);
-        if (it) g_array_append_val(self->step_items, it);
+      for (guint32 e = ox_history_named(self->history, name); e; e = self->history->named[e].next) {
+        guint32 uid = self->history->named[e].uid;
+        if (uid < n && st[uid] != OX_NS_HIDDEN) g_array_append_val(out, uid);
       }
     }
   }
 }
 
+static void step_items_update(OxGraphView *self) {
+  g_array_set_size(self->step_items, 0);
+  if (!ox_scene_is_overview(self->scene)) return;
+  GArray *uids = g_array_new(FALSE, FALSE, sizeof(guint32));
+  step_uids(self, uids);
+  for (guint i = 0; i < uids->len; i++) {
+    guint32 it = ox_scene_uid_item(self->scene, g_array_index(uids, guint32, i));
+    if (it) g_array_append_val(self->step_items, it);
+  }
+  g_array_free(uids, TRUE);
+}
+
+/* The step's nodes that are folded into another box (parameters into their consumer) lend it
+ * their state: the strongest, the anchor first. */
+static guint state_rank(guint8 st) {
+  return st == OX_NS_ANCHOR ? 4 : st == OX_NS_REMOVED ? 3 : st == OX_NS_ADDED ? 2 : st == OX_NS_MATCHED ? 1 : 0;
+}
+
+static void promoted_update(OxGraphView *self) {
+  g_hash_table_remove_all(self->promoted);
+  guint n;
+  const guint8 *st = ox_document_get_node_states(self->doc, &n);
+  GArray *uids = g_array_new(FALSE, FALSE, sizeof(guint32));
+  step_uids(self, uids);
+  for (guint i = 0; i < uids->len; i++) {
+    guint32 uid = g_array_index(uids, guint32, i), d = ox_scene_drawn_uid(self->scene, uid);
+    if (!state_rank(st[uid]) || d == uid || d >= n) continue;
+    guint8 old = (guint8)GPOINTER_TO_UINT(g_hash_table_lookup(self->promoted, GUINT_TO_POINTER(d)));
+    if (state_rank(st[uid]) > state_rank(old))
+      g_hash_table_insert(self->promoted, GUINT_TO_POINTER(d), GUINT_TO_POINTER((guint)st[uid]));
+  }
+  g_array_free(uids, TRUE);
+}
+
+/* uid's state as drawn: its own, or that of a step node folded into it */
+static guint8 shown_state(OxGraphView *self, const guint8 *st, guint32 uid) {
+  guint8 own = st[uid];
+  if (own == OX_NS_HIDDEN || !g_hash_table_size(self->promoted)) return own;
+  guint8 p = (guint8)GPOINTER_TO_UINT(g_hash_table_lookup(self->promoted, GUINT_TO_POINTER(uid)));
+  return state_rank(p) > state_rank(own) ? p : own;
+}
+
 static void on_frame_changed(OxGraphView *self) {
   guint pos = ox_document_get_position(self->doc);
   step_items_update(self);
+  promoted_update(self);
   if (pos != self->last_position) {
     self->last_position = pos;
     if (ox_scene_get_busy(self->scene))
@@ -258,21 +300,16 @@ gboolean ox_graph_view_center_on_step(OxGraphView *self) {
   if (ox_scene_is_overview(self->scene)) {
     g_array_append_vals(items, self->step_items->data, self->step_items->len);
   } else if (s && self->history) {
-    /* the step's nodes: anchor, matched, removed, added */
-    const char *const *lists[3] = {s->matched, s->removed, s->added};
-    guint32 ns[3] = {s->n_matched, s->n_removed, s->n_added};
+    /* the step's nodes (a folded parameter is drawn as part of its consumer) */
     guint n;
     const guint8 *st = ox_document_get_node_states(self->doc, &n);
-    for (int l = -1; l < 3; l++) {
-      guint32 cnt = l < 0 ? (s->anchor ? 1 : 0) : ns[l];
-      for (guint32 i = 0; i < cnt; i++) {
-        GArray *a = g_hash_table_lookup(self->history->by_name, l < 0 ? s->anchor : lists[l][i]);
-        for (guint j = 0; a && j < a->len; j++) {
-          guint32 uid = g_array_index(a, guint32, j);
-          if (uid < n && st[uid] >= OX_NS_MATCHED) g_array_append_val(items, uid);
-        }
-      }
+    step_uids(self, items);
+    guint k = 0;
+    for (guint i = 0; i < items->len; i++) {
+      guint32 uid = g_array_index(items, guint32, i);
+      if (st[uid] >= OX_NS_MATCHED) g_array_index(items, guint32, k++) = ox_scene_drawn_uid(self->scene, uid);
     }
+    g_array_set_size(items, k);
   }
   /* the anchor's box (the first item when the step has one) */
   double ax0 = G_MAXDOUBLE, ay0 = G_MAXDOUBLE, ax1 = -G_MAXDOUBLE, ay1 = -G_MAXDOUBLE;
@@ -831,7 +868,8 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
           if (MAX(bx, boxes[i].x) < vx0 - 40 || MIN(bx, boxes[i].x) > vx1 + 40 || MAX(by, boxes[i].y) < vy0 - 40 ||
               MIN(by, boxes[i].y) > vy1 + 40)
             continue;
-          gboolean hot = !stepping || st[fe[j].from] >= OX_NS_MATCHED || st[uid] >= OX_NS_MATCHED;
+          gboolean hot = !stepping || shown_state(self, st, fe[j].from) >= OX_NS_MATCHED ||
+                         shown_state(self, st, uid) >= OX_NS_MATCHED;
           const OxLayoutEdge *d = draw_edge(self, cr, fe[j].from, uid, fe[j].ghost, hot);
           if (d && d->stub) g_ptr_array_add(stubs, (gpointer)d);
         }
@@ -849,7 +887,7 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
       }
       guint32 uid = ox_scene_item_uid(self->scene, b->id);
       if (!uid || uid >= n || st[uid] == OX_NS_HIDDEN) continue;
-      draw_node(self, cr, b, uid, st[uid], uid == sel, ox_document_is_hit(self->doc, uid));
+      draw_node(self, cr, b, uid, shown_state(self, st, uid), uid == sel, ox_document_is_hit(self->doc, uid));
     }
     cairo_restore(cr);
     /* text, in screen pixels */
@@ -866,7 +904,7 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
       if (c < 0 && (!uid || uid >= n || st[uid] == OX_NS_HIDDEN)) continue;
       ox_scene_item_label(self->scene, b->id, l1, sizeof l1, l2, sizeof l2);
       double sx = b->x * self->scale + self->ox, sy = b->y * self->scale + self->oy;
-      double alpha = c < 0 && st[uid] == OX_NS_DIMMED ? 0.45 : 1.0;
+      double alpha = c < 0 && shown_state(self, st, uid) == OX_NS_DIMMED ? 0.45 : 1.0;
       draw_box_text(cr, &tp, sx, sy, sw, sh, l1, l2, c >= 0, alpha);
       guint np = c < 0 ? ox_scene_item_params(self->scene, b->id) : 0;
       if (np && sw >= 40) draw_badge(cr, &tp, sx + sw / 2, sy - sh / 2, np);
@@ -1147,6 +1185,7 @@ static void ox_graph_view_finalize(GObject *o) {
   ox_history_unref(self->history);
   g_free(self->family);
   g_array_free(self->step_items, TRUE);
+  g_hash_table_destroy(self->promoted);
   g_array_free(self->stub_hits, TRUE);
   G_OBJECT_CLASS(ox_graph_view_parent_class)->finalize(o);
 }
@@ -1180,6 +1219,7 @@ static void ox_graph_view_init(OxGraphView *self) {
   GtkWidget *w = GTK_WIDGET(self);
   self->scale = 1.0;
   self->step_items = g_array_new(FALSE, FALSE, sizeof(guint32));
+  self->promoted = g_hash_table_new(NULL, NULL);
   self->stub_hits = g_array_new(FALSE, FALSE, sizeof(StubHit));
   gtk_widget_set_focusable(w, TRUE);
   gtk_widget_set_overflow(w, GTK_OVERFLOW_HIDDEN);

@@ -679,12 +679,12 @@ guint32 ox_scene_drawn_uid(OxScene *self, guint32 uid) {
   return self->fold[uid] ? self->fold[uid] : uid;
 }
 
-static guint fit_radius(OxScene *self, const guint32 *seeds, guint n) {
+static guint fit_radius(OxScene *self, const guint32 *seeds, guint n, const guint8 *skip) {
   if (self->radius) return self->radius;
   guint target = MIN(self->focus_size, self->budget);
   guint r = 0;
   for (guint k = 1; k <= OX_SCENE_MAX_RADIUS; k++) {
-    if (ox_view_neighborhood_skip(self->history->u, seeds, n, k, target + 1, self->folded, NULL, 0) > target) break;
+    if (ox_view_neighborhood_skip(self->history->u, seeds, n, k, target + 1, skip, NULL, 0) > target) break;
     r = k;
   }
   return MAX(r, 1);
@@ -694,28 +694,48 @@ static guint fit_radius(OxScene *self, const guint32 *seeds, guint n) {
  * neighbourhoods of the following steps while it stays within the focus size. */
 static OxNodeId *focus_subset(OxScene *self, const guint32 *seeds, guint n_seeds, guint p, gboolean lookahead,
                               guint *n_out, guint *r_out) {
-  const OxGraph *u = self->history->u;
+  const OxHistory *h = self->history;
+  const OxGraph *u = h->u;
   guint budget = self->budget;
-  guint r = fit_radius(self, seeds, n_seeds);
+  /* the neighbourhood in the graphs shown from step p to the last step looked ahead to: the
+   * union graph holds every node of every step, and walking through the nodes that are dead
+   * there would lay out holes (hidden boxes) and leave the live nodes scattered far apart */
+  guint nsteps = ox_document_get_n_steps(self->doc);
+  guint kmin = 0, kmax = 0;
+  if (p && p <= nsteps) {
+    const OxStep *s = &h->trace->steps[p - 1];
+    guint ka = h->gstep_after_seq[p - 1];
+    kmin = (s->applied_index && s->applied_index == ka) ? ka - 1 : ka;
+    guint q = lookahead ? MIN(p + FOCUS_LOOKAHEAD, nsteps) : p;
+    kmax = h->gstep_after_seq[q - 1];
+  }
+  guint8 *skip = g_new(guint8, u->n_nodes + 1);
+  skip[0] = 1;
+  for (guint32 uid = 1; uid < u->n_nodes; uid++)
+    skip[uid] = self->folded[uid] || !(h->born[uid] <= kmax && h->died[uid] > kmin);
+  /* the seeds are shown whatever (a step's removed nodes die at its graph step) */
+  for (guint i = 0; i < n_seeds; i++)
+    if (seeds[i] < u->n_nodes) skip[seeds[i]] = 0;
+  guint r = fit_radius(self, seeds, n_seeds, skip);
   /* with an explicit radius the scene may grow to the budget; the automatic one stays within the
    * focus size (nearest nodes first when even radius 1 is larger) */
   guint cap = self->radius ? budget : MIN(self->focus_size, budget);
   OxNodeId *out = g_new(OxNodeId, budget + 1);
-  guint n = ox_view_neighborhood_skip(u, seeds, n_seeds, r, cap, self->folded, out, budget);
+  guint n = ox_view_neighborhood_skip(u, seeds, n_seeds, r, cap, skip, out, budget);
   if (lookahead) {
     /* the next steps of the trace, while the scene stays within the focus size: stepping then
      * mostly stays inside one layout */
     guint target = MAX(cap, n);
     GArray *all = g_array_new(FALSE, FALSE, sizeof(guint32));
     g_array_append_vals(all, seeds, n_seeds);
-    guint nsteps = ox_document_get_n_steps(self->doc);
     OxNodeId *tmp = g_new(OxNodeId, budget + 1);
     for (guint q = p + 1; q <= nsteps && q <= p + FOCUS_LOOKAHEAD; q++) {
       guint before = all->len;
       step_seeds(self, q, all);
       if (all->len == before) continue;
+      for (guint i = before; i < all->len; i++) skip[g_array_index(all, guint32, i)] = 0;
       guint m = ox_view_neighborhood_skip(u, (const OxNodeId *)(void *)all->data, all->len, r, target + 1,
-                                          self->folded, tmp, budget);
+                                          skip, tmp, budget);
       if (m > target) break;
       memcpy(out, tmp, m * sizeof *out);
       n = m;
@@ -723,6 +743,7 @@ static OxNodeId *focus_subset(OxScene *self, const guint32 *seeds, guint n_seeds
     g_free(tmp);
     g_array_free(all, TRUE);
   }
+  g_free(skip);
   *n_out = n;
   *r_out = r;
   return out;

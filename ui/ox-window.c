@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ox-minimap.h"
+#include "ox-step-row.h"
 
 #include "ox_write.h"
 
@@ -149,8 +150,8 @@ static void panel_node(OxWindow *self, GString *s) {
   guint32 uid = ox_document_uid_of(self->doc, sel);
   if (!uid) {
     /* not alive here: the newest identity with this name */
-    GArray *a = g_hash_table_lookup(h->by_name, sel);
-    if (a && a->len) uid = g_array_index(a, guint32, a->len - 1);
+    guint32 e = ox_history_named(h, sel);
+    if (e) uid = h->named[e].uid;
   }
   const OxNode *n = id ? &g->nodes[id] : (uid ? &h->u->nodes[uid] : NULL);
   char *m = g_markup_printf_escaped("<big><b>%s</b></big>\n", sel);
@@ -367,6 +368,12 @@ static void window_update_panels(OxWindow *self) {
   for (int i = 0; i < 3; i++) {
     GString *s = g_string_new(NULL);
     fill[i](self, s);
+    /* a label given new text is measured again (wrapped text: shaped at least twice), at a cost
+     * that grows with the text; most steps leave two of the three panels as they were */
+    if (self->panel_markup[i] && strcmp(self->panel_markup[i], s->str) == 0) {
+      g_string_free(s, TRUE);
+      continue;
+    }
     g_free(self->panel_markup[i]);
     self->panel_markup[i] = g_string_free(s, FALSE);
     gtk_label_set_markup(GTK_LABEL(self->panel_label[i]), self->panel_markup[i]);
@@ -1237,40 +1244,19 @@ static void on_pass_selected(GtkDropDown *dd, GParamSpec *ps, OxWindow *self) {
 static void row_setup(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data) {
   (void)f;
   (void)data;
-  GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 1);
-  GtkWidget *t = gtk_label_new(NULL), *s = gtk_label_new(NULL);
-  gtk_label_set_xalign(GTK_LABEL(t), 0);
-  gtk_label_set_xalign(GTK_LABEL(s), 0);
-  gtk_label_set_ellipsize(GTK_LABEL(t), PANGO_ELLIPSIZE_END);
-  gtk_label_set_ellipsize(GTK_LABEL(s), PANGO_ELLIPSIZE_END);
-  gtk_widget_add_css_class(s, "dim-label");
-  gtk_widget_add_css_class(s, "caption");
-  gtk_box_append(GTK_BOX(box), t);
-  gtk_box_append(GTK_BOX(box), s);
-  gtk_widget_set_margin_start(box, 4);
-  gtk_widget_set_margin_end(box, 4);
-  gtk_widget_set_margin_top(box, 2);
-  gtk_widget_set_margin_bottom(box, 2);
-  gtk_list_item_set_child(li, box);
+  gtk_list_item_set_child(li, ox_step_row_new());
 }
 
 static void row_bind(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data) {
   (void)f;
   (void)data;
   OxStepItem *it = gtk_list_item_get_item(li);
-  GtkWidget *box = gtk_list_item_get_child(li);
-  GtkWidget *t = gtk_widget_get_first_child(box), *s = gtk_widget_get_next_sibling(t);
-  char *m;
-  if (it->header)
-    m = g_markup_printf_escaped("<b>%s</b>", it->title);
-  else
-    m = g_markup_printf_escaped("<span foreground=\"%s\">●</span> %s", kind_color(it->kind), it->title);
-  gtk_label_set_markup(GTK_LABEL(t), m);
-  g_free(m);
-  gtk_label_set_text(GTK_LABEL(s), it->subtitle ? it->subtitle : "");
+  GdkRGBA dot;
+  gdk_rgba_parse(&dot, kind_color(it->kind));
+  ox_step_row_set(OX_STEP_ROW(gtk_list_item_get_child(li)), it->header, it->header ? NULL : &dot, it->title,
+                  it->subtitle);
   gtk_list_item_set_selectable(li, !it->header);
   gtk_list_item_set_activatable(li, !it->header);
-  gtk_widget_set_margin_start(box, it->header ? 4 : 14);
 }
 
 static GtkWidget *toggle_button(const char *label, const char *action, const char *tip) {
@@ -1373,6 +1359,10 @@ static GtkWidget *build_panels(OxWindow *self) {
   GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 4);
   gtk_widget_set_size_request(box, 300, -1);
   self->stack = gtk_stack_new();
+  /* sized by the visible panel only: a homogeneous stack measures the hidden panels' wrapped
+   * labels at every step too */
+  gtk_stack_set_hhomogeneous(GTK_STACK(self->stack), FALSE);
+  gtk_stack_set_vhomogeneous(GTK_STACK(self->stack), FALSE);
   const char *titles[3] = {"Node", "Why not?", "Checks"};
   for (int i = 0; i < 3; i++) {
     GtkWidget *l = gtk_label_new(NULL);
