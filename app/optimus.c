@@ -87,8 +87,11 @@ static const char usage_convert[] =
   "  --format F        input format: fx-text, fx-readable or json (default: detect)\n"
   "  --edge-shapes     DOT/SVG/PNG: label edges with tensor shapes\n"
   "  --rankdir DIR     DOT/SVG/PNG: TB (default), LR, BT or RL\n"
-  "  --input-shape N=DIMS  set placeholder N's shape (x=16,256 or x=f32:16,256;\n"
-  "                    repeatable) and infer every node's shape and dtype\n"
+  "  --input-shape N=DIMS  set placeholder or get_attr N's shape (x=16,256 or x=f32:16,256;\n"
+  "                    repeatable) and infer every node's shape and dtype, parameters' from\n"
+  "                    their uses\n"
+  "  --shapes FILE     shapes of placeholders / parameters: a JSON object (name: [24, 32],\n"
+  "                    \"f32[24, 32]\" or {\"dtype\", \"shape\"}) or a .safetensors file\n"
   "\n"
   "Bounded views of large graphs (DOT/SVG/PNG):\n"
   "  --focus NODE      draw only the neighbourhood of NODE (repeatable)\n"
@@ -148,7 +151,9 @@ static const char usage_optimize[] =
   "  --checks LIST         structure,shape,numeric | all | none (default all)\n"
   "  --numeric-budget N    FLOPs per step for the numeric check (default 50000000)\n"
   "  --keep-failed         keep steps whose check failed (for debugging the checks)\n"
-  "  --input-shape N=DIMS  placeholder shape, e.g. x=16,256 or x=f32:16,256 (repeatable)\n"
+  "  --input-shape N=DIMS  placeholder or parameter shape, e.g. x=16,256 or x=f32:16,256\n"
+  "                        (repeatable); parameters without one are inferred from their uses\n"
+  "  --shapes FILE         shapes from a JSON object or a .safetensors header (docs/cli.md)\n"
   "  --graph N             the graph to optimize (1-based; default 1)\n"
   "  --json                print one JSON summary object\n"
   "  --list-passes         list the built-in passes and exit\n"
@@ -168,7 +173,7 @@ static const char usage_explain[] =
   "  --node NAME           the node to explain (required)\n"
   "  --pass P              only this pass\n"
   "  --trace T.json        explain a recorded run instead of running one\n"
-  "  --config, --passes, --option, --rules, --checks, --input-shape, --graph, --strict,\n"
+  "  --config, --passes, --option, --rules, --checks, --input-shape, --shapes, --graph, --strict,\n"
   "  --format              as for optimize\n"
   "  --json                print one JSON object\n"
   "  -h, --help            show this help\n";
@@ -184,7 +189,7 @@ static const char usage_replay[] =
   "  --step K          stop after the K-th applied step (0 = the input)\n"
   "  -o, --output OUT  output file (format from the extension, as for convert)\n"
   "  --to KIND         json, fx, dot, svg or png\n"
-  "  --graph N, --input-shape, --strict, --format   as for optimize\n"
+  "  --graph N, --input-shape, --shapes, --strict, --format   as for optimize\n"
   "  -h, --help        show this help\n";
 
 static const char usage_check[] =
@@ -233,6 +238,7 @@ enum {
   OPT_LAYOUT_BUDGET = 1 << 26,
   OPT_LAYOUT = 1 << 27,
   OPT_PARAMS = 1 << 28,
+  OPT_SHAPES = 1 << 29, /* accepted wherever OPT_INPUT_SHAPE is */
 };
 
 typedef struct OptSpec {
@@ -272,6 +278,7 @@ static const OptSpec opt_specs[] = {
   {"layout-budget", 0, true, OPT_LAYOUT_BUDGET},
   {"layout", 0, true, OPT_LAYOUT},
   {"params", 0, false, OPT_PARAMS},
+  {"shapes", 0, true, OPT_SHAPES},
 };
 
 enum { MAX_REPEATS = 64 };
@@ -288,6 +295,7 @@ typedef struct CliOpts {
   OxFormat format;  /* OX_FMT_UNKNOWN = detect */
   const char *input_shapes[MAX_REPEATS];
   uint32_t n_input_shapes;
+  const char *shapes_file; /* --shapes FILE */
   const char *options[MAX_REPEATS];
   uint32_t n_options;
   const char *trace, *config, *passes, *checks, *node, *pass;
@@ -338,6 +346,10 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     else if (strcmp(val, "fx-readable") == 0) o->format = OX_FMT_FX_READABLE;
     else if (strcmp(val, "json") == 0) o->format = OX_FMT_JSON;
     else return usage_error(o, "unknown input format '%s' (use fx-text, fx-readable or json)", val);
+    break;
+  case OPT_SHAPES:
+    if (o->shapes_file) return usage_error(o, "--shapes given twice (%s)", val);
+    o->shapes_file = val;
     break;
   case OPT_INPUT_SHAPE:
     if (o->n_input_shapes == MAX_REPEATS) return usage_error(o, "too many --input-shape options (at most %s)", "64");
@@ -471,6 +483,7 @@ static int parse_args(CliOpts *o, unsigned allowed, int argc, char **argv) {
         if (opt_specs[k].short_name == 'o') spec = &opt_specs[k];
       val = a + 2;
     }
+    if (allowed & OPT_INPUT_SHAPE) allowed |= OPT_SHAPES;
     if (!spec || !(allowed & spec->bit)) return usage_error(o, "unknown option '%s'", a);
     if (spec->has_arg && !val) {
       if (i + 1 >= argc) return usage_error(o, "option '%s' needs a value", a);
@@ -534,18 +547,32 @@ static int load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags) {
   } else {
     rc = ox_load_file(o->file, o->format, &lo, doc, diags);
   }
-  if (rc == 0 && o->n_input_shapes) {
-    /* --input-shape: set the placeholders of the chosen graph, then infer every node's meta */
+  if (rc == 0 && (o->n_input_shapes || o->shapes_file)) {
+    /* --shapes, then --input-shape (which wins), on the chosen graph; then every node's meta,
+     * parameters' from their uses included */
     uint32_t gi = o->graph ? o->graph : 1;
-    if (gi <= (*doc)->n_graphs) {
+    OxShapeList sl;
+    ox_shape_list_init(&sl);
+    if (o->shapes_file) {
+      OxDiagList sd;
+      ox_diags_init(&sd, o->shapes_file);
+      if (ox_shapes_load_file(o->shapes_file, &sl, &sd) != 0) rc = -1;
+      ox_diags_print(&sd, stderr);
+      ox_diags_clear(&sd);
+    }
+    if (rc == 0 && gi <= (*doc)->n_graphs) {
       OxGraph *g = (*doc)->graphs[gi - 1];
+      if (o->shapes_file) ox_shapes_apply(g, &sl, diags, NULL);
       if (ox_shape_apply_input_specs(g, o->input_shapes, o->n_input_shapes, diags) != 0) {
         rc = -1;
       } else {
+        OxParamShapes ps;
+        ox_shape_infer_params(g, diags, 12, &ps);
         OxShapeStats st;
         ox_shape_infer_graph(g, diags, &st);
       }
     }
+    ox_shape_list_free(&sl);
     if (rc != 0) {
       ox_doc_free(*doc);
       *doc = NULL;

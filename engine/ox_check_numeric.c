@@ -30,12 +30,24 @@ typedef struct {
   OxNodeId *map; /* src id -> dst id */
 } Remap;
 
+/* A boundary value that is an int the shapes fix (x.shape[0], x.size(1) * 4): it becomes that
+ * constant in the region instead of an input, which would need a value nobody has. */
+static bool boundary_int(const OxGraph *g, OxNodeId id, int64_t *v) {
+  const OxNode *n = ox_graph_node(g, id);
+  if (!n || n->meta.kind == OX_META_TENSOR || n->meta.kind == OX_META_TUPLE) return false;
+  return ox_shape_node_int(g, id, v);
+}
+
 static bool is_container(const OxValue *v) {
   return v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE;
 }
 
 static OxValue remap_value(Remap *r, const OxValue *v) {
-  if (v->kind == OX_V_NODE) return ox_value_node(r->map[v->u.node]);
+  if (v->kind == OX_V_NODE) {
+    int64_t k;
+    if (!r->map[v->u.node] && boundary_int(r->src, v->u.node, &k)) return ox_value_int(k);
+    return ox_value_node(r->map[v->u.node]);
+  }
   OxValue out = *v;
   if (v->s) out.s = ox_graph_intern(r->dst, v->s);
   if (is_container(v)) {
@@ -107,8 +119,10 @@ static OxGraph *extract(const OxGraph *g, const OxNodeId *nodes, uint32_t n, con
       for (uint32_t k = 0; k < refs.n && ready; k++)
         if (in_region[refs.ids[k]] && !done[refs.ids[k]]) ready = false;
       if (!ready) continue;
-      for (uint32_t k = 0; k < refs.n; k++)
-        if (!in_region[refs.ids[k]]) add_boundary(&r, refs.ids[k]);
+      for (uint32_t k = 0; k < refs.n; k++) {
+        int64_t iv;
+        if (!in_region[refs.ids[k]] && !boundary_int(g, refs.ids[k], &iv)) add_boundary(&r, refs.ids[k]);
+      }
       OxValue args = remap_value(&r, &s->args), kwargs = remap_value(&r, &s->kwargs);
       OxNodeId nid = ox_graph_add_node(t, (OxOp)s->op, s->name, s->target, args, kwargs);
       OxNode *d = &t->nodes[nid];
@@ -217,6 +231,9 @@ static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNod
       OxNodeId x = all.ids[i];
       const OxNode *n = &g->nodes[x];
       if (n->op == OX_OP_PLACEHOLDER || n->op == OX_OP_GET_ATTR) continue;
+      /* an int the shapes fix is a constant of the region, not a value to compute */
+      int64_t iv;
+      if (boundary_int(g, x, &iv)) continue;
       if (!derived_from_boundary(g, x, &all, 6, &tmp, seen, ++epoch)) continue;
       if (bb.in[x]) set_add(before, x);
       if (ba.in[x]) set_add(after, x);

@@ -2099,3 +2099,121 @@ out:
   }
   return 0;
 }
+
+/* ------------------------------------------------------------------ shapes files (--shapes) */
+
+#include "ox_shape.h"
+
+/* A dtype as a shapes file may spell it: f32, float32, torch.float32, or safetensors' F32 /
+ * BF16 / I64 / BOOL. */
+static OxDType shapes_dtype(const char *s) {
+  size_t n = strlen(s);
+  OxDType dt = ox_dtype_from_abbr(s, n);
+  if (dt == OX_DT_UNKNOWN) dt = ox_dtype_from_torch_name(s, n);
+  if (dt == OX_DT_UNKNOWN && n < 16) {
+    char low[16];
+    for (size_t i = 0; i <= n; i++) low[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+    dt = strcmp(low, "bool") == 0 ? ox_dtype_from_abbr("b8", 2) : ox_dtype_from_abbr(low, n);
+  }
+  return dt;
+}
+
+/* [24, 32] (ints, or strings for symbolic dims) -> e->shape */
+static bool shapes_dims(Rd *r, OxShapeList *l, json_object *arr, OxShapeEntry *e) {
+  size_t n = json_object_array_length(arr);
+  if (n > 64) {
+    ERR(r, "a shape has %zu dims, more than 64", n);
+    return false;
+  }
+  e->rank = (int32_t)n;
+  e->shape = n ? ox_graph_alloc(l->pool, n * sizeof *e->shape) : NULL;
+  for (size_t i = 0; i < n; i++) {
+    json_object *d = json_object_array_get_idx(arr, i);
+    path_push_idx(r, i);
+    if (json_object_is_type(d, json_type_int) && json_object_get_int64(d) >= 0) {
+      e->shape[i] = (OxDim){json_object_get_int64(d), NULL};
+    } else if (json_object_is_type(d, json_type_string) && json_object_get_string_len(d) > 0) {
+      e->shape[i] = (OxDim){0, ox_graph_intern(l->pool, json_object_get_string(d))};
+    } else if (json_object_is_type(d, json_type_int)) {
+      ERR(r, "a size cannot be negative (%lld)", (long long)json_object_get_int64(d));
+      path_pop(r);
+      return false;
+    } else {
+      ERR(r, "a size must be a non-negative integer or a symbol such as \"s0\", not %s", jtype_name(d));
+      path_pop(r);
+      return false;
+    }
+    path_pop(r);
+  }
+  return true;
+}
+
+int ox_shapes_read_json(const char *text, size_t len, OxShapeList *l, OxDiagList *d) {
+  Rd *r = calloc(1, sizeof *r);
+  if (!r) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
+    return 1;
+  }
+  json_object *root = parse_root(r, text, len, 64, d);
+  if (!root) {
+    free(r);
+    return 1;
+  }
+  if (!json_object_is_type(root, json_type_object)) {
+    ERR(r, "a shapes file is a JSON object of name: shape, not %s", jtype_name(root));
+  } else {
+    json_object_object_foreach(root, key, val) {
+      if (strcmp(key, "__metadata__") == 0) continue; /* safetensors' own */
+      path_push_key(r, key);
+      OxShapeEntry e = {ox_graph_intern(l->pool, key), OX_DT_UNKNOWN, -1, NULL};
+      bool ok = false;
+      if (json_object_is_type(val, json_type_array)) {
+        ok = shapes_dims(r, l, val, &e);
+      } else if (json_object_is_type(val, json_type_string)) {
+        OxMeta m;
+        const char *s = json_object_get_string(val);
+        if (!ox_parse_tensor_annotation(l->pool, s, strlen(s), &m) || m.kind != OX_META_TENSOR) {
+          ERR(r, "'%.80s' is not a tensor annotation such as \"f32[24, 32]\"", s);
+        } else {
+          e.dtype = m.t[0].dtype;
+          e.rank = m.t[0].rank;
+          e.shape = m.t[0].shape;
+          ok = true;
+        }
+      } else if (json_object_is_type(val, json_type_object)) {
+        json_object *dt = NULL, *sh = NULL;
+        json_object_object_get_ex(val, "dtype", &dt);
+        json_object_object_get_ex(val, "shape", &sh);
+        if (!sh || !json_object_is_type(sh, json_type_array)) {
+          ERR(r, "an entry object needs \"shape\": [sizes]");
+        } else if (dt && !json_object_is_type(dt, json_type_string)) {
+          path_push_key(r, "dtype");
+          ERR(r, "dtype must be a string such as \"f32\", not %s", jtype_name(dt));
+          path_pop(r);
+        } else if (dt && (e.dtype = shapes_dtype(json_object_get_string(dt))) == OX_DT_UNKNOWN) {
+          path_push_key(r, "dtype");
+          ERR(r, "unknown dtype '%.40s' (f32, f16, bf16, i64, float32, torch.float32, F32 ...)",
+              json_object_get_string(dt));
+          path_pop(r);
+        } else {
+          path_push_key(r, "shape");
+          ok = shapes_dims(r, l, sh, &e);
+          path_pop(r);
+        }
+      } else {
+        ERR(r, "a shape is [sizes], \"f32[sizes]\" or {\"dtype\": ..., \"shape\": [sizes]}, not %s", jtype_name(val));
+      }
+      path_pop(r);
+      if (!ok) continue;
+      if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->items = ox_xrealloc(l->items, l->cap * sizeof *l->items);
+      }
+      l->items[l->n++] = e;
+    }
+  }
+  json_object_put(root);
+  int errors = (int)r->errors;
+  free(r);
+  return errors;
+}

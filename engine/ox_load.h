@@ -65,6 +65,11 @@ int ox_parse_fx_text(const char *text, size_t len, const OxLoadOptions *opt, OxD
 int ox_parse_fx_readable(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags);
 int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags);
 
+/* Parses a tensor annotation as print(graph) writes it ("f32[8, 16]", "f32[8, 16][16, 1]cuda:0",
+ * "Sym(s0)") into m, its arrays in g (shared, read-only: ox_graph_meta_intern). False if s is
+ * not one. */
+bool ox_parse_tensor_annotation(OxGraph *g, const char *s, size_t n, OxMeta *m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -745,6 +745,12 @@ static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m
   return true;
 }
 
+bool ox_parse_tensor_annotation(OxGraph *g, const char *s, size_t n, OxMeta *m) {
+  while (n && is_ws((unsigned char)*s)) s++, n--;
+  while (n && is_ws((unsigned char)s[n - 1])) n--;
+  return n && parse_annotation(g, s, s + n, m);
+}
+
 /* ------------------------------------------------------------------ contexts */
 
 static Ctx *top(P *p) { return p->depth ? &p->stack[p->depth - 1] : NULL; }

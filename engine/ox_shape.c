@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ox_buf.h"
+#include "ox_mem.h"
 #include "ox_ops.h"
 #include "ox_shape.h"
 
@@ -84,8 +86,26 @@ static int arg_tensor(Ctx *c, int s, const OxTensorMeta **t) {
   return val_tensor(c, c->a.slot[s], ox_op_info(c->a.op)->slot_names[s], t);
 }
 
-/* The dim a size-query node stands for: x.size(d), aten.sym_size.int(x, d), or
-   x.size()[d]. Returns false if n is not one (or x's shape is unknown). */
+/* The tensor node whose whole size n is: x.size(), aten.sym_size.default(x), or x.shape
+ * (traced as getattr(x, 'shape')); 0 if n is none of them. */
+static OxNodeId whole_size_of(const OxGraph *g, const OxNode *n) {
+  if (!n) return 0;
+  if (n->op == OX_OP_CALL_FUNCTION && (!strcmp(n->target, "builtins.getattr") || !strcmp(n->target, "getattr"))) {
+    if (n->args.n == 2 && n->args.u.items[0].kind == OX_V_NODE && n->args.u.items[1].kind == OX_V_STR &&
+        !strcmp(n->args.u.items[1].s, "shape") && !n->kwargs.n)
+      return n->args.u.items[0].u.node;
+    return 0;
+  }
+  const OxSpelling *sp;
+  if (ox_op_of_node(g, n, &sp) != OX_OPID_SIZE) return 0;
+  OxOpArgs a;
+  char e[128];
+  if (ox_op_normalize(g, n, &a, e, sizeof e) || a.slot[1]->kind != OX_V_NONE || a.slot[0]->kind != OX_V_NODE) return 0;
+  return a.slot[0]->u.node;
+}
+
+/* The dim a size-query node stands for: x.size(d), aten.sym_size.int(x, d), x.size()[d] or
+   x.shape[d]. Returns false if n is not one (or x's shape is unknown). */
 static bool size_query_dim(Ctx *c, const OxNode *n, OxDim *out) {
   OxOpArgs a;
   char e[128];
@@ -96,9 +116,12 @@ static bool size_query_dim(Ctx *c, const OxNode *n, OxDim *out) {
     if (ox_op_normalize(c->g, n, &a, e, sizeof e) || a.slot[0]->kind != OX_V_NODE || a.slot[1]->kind != OX_V_INT)
       return false;
     k = a.slot[1]->u.i;
-    n = ox_graph_node(c->g, a.slot[0]->u.node);
-    if (!n || ox_op_of_node(c->g, n, &sp) != OX_OPID_SIZE) return false;
-    if (ox_op_normalize(c->g, n, &a, e, sizeof e) || a.slot[1]->kind != OX_V_NONE) return false;
+    OxNodeId src = whole_size_of(c->g, ox_graph_node(c->g, a.slot[0]->u.node));
+    if (!src) return false;
+    const OxTensorMeta *x = node_tensor(ox_graph_node(c->g, src));
+    if (!x || k < -x->rank || k >= x->rank) return false;
+    *out = x->shape[k < 0 ? k + x->rank : k];
+    return true;
   } else if (op == OX_OPID_SIZE) {
     if (ox_op_normalize(c->g, n, &a, e, sizeof e) || a.slot[1]->kind != OX_V_INT) return false;
     k = a.slot[1]->u.i;
@@ -168,6 +191,14 @@ static bool int_of_value(Ctx *c, const OxValue *v, int depth, int64_t *out) {
   if (v->kind != OX_V_NODE) return false;
   const OxNode *n = ox_graph_node(c->g, v->u.node);
   return n && int_of_node(c, n, depth, out);
+}
+
+bool ox_shape_node_int(const OxGraph *g, OxNodeId id, int64_t *out) {
+  const OxNode *n = ox_graph_node(g, id);
+  if (!n || n->erased) return false;
+  /* the rules only read the graph through Ctx.g */
+  Ctx c = {.g = (OxGraph *)(uintptr_t)g, .id = id, .op = "int", .err = NULL, .errcap = 0};
+  return int_of_node(&c, n, 0, out);
 }
 
 /* An int from a value: INT/BOOL, or a SymInt node / SYM (1: symbolic). */
@@ -1210,14 +1241,11 @@ static int rule_getitem(Ctx *c, OxMeta *out) {
     if (!x) return say(c, 1, "input %s has no known shape", src->name);
     return tensor_index(c, x, iv, out);
   }
-  /* x.size()[k] */
-  const OxSpelling *ssp;
-  if (ox_op_of_node(c->g, src, &ssp) == OX_OPID_SIZE) {
-    OxOpArgs sa;
-    char e2[128];
-    if (ox_op_normalize(c->g, src, &sa, e2, sizeof e2) == 0 && sa.slot[1]->kind == OX_V_NONE &&
-        sa.slot[0]->kind == OX_V_NODE) {
-      const OxTensorMeta *x = node_tensor(ox_graph_node(c->g, sa.slot[0]->u.node));
+  /* x.size()[k], x.shape[k] */
+  OxNodeId whole = whole_size_of(c->g, src);
+  if (whole) {
+    {
+      const OxTensorMeta *x = node_tensor(ox_graph_node(c->g, whole));
       if (!x) return say(c, 1, "input of %s has no known shape", src->name);
       int64_t k;
       int d = 0, rc;
@@ -2138,7 +2166,8 @@ int ox_shape_apply_input_specs(OxGraph *g, const char *const *specs, size_t n, O
     OxNodeId hit = 0;
     OX_GRAPH_FOREACH(g, id) {
       const OxNode *nd = &g->nodes[id];
-      if (nd->op == OX_OP_PLACEHOLDER && (!strcmp(nd->name, s.name) || (nd->target && !strcmp(nd->target, s.name)))) {
+      if ((nd->op == OX_OP_PLACEHOLDER || nd->op == OX_OP_GET_ATTR) &&
+          (!strcmp(nd->name, s.name) || (nd->target && !strcmp(nd->target, s.name)))) {
         hit = id;
         break;
       }
@@ -2153,8 +2182,9 @@ int ox_shape_apply_input_specs(OxGraph *g, const char *const *specs, size_t n, O
         if (k > 0) o += (size_t)k;
       }
       if (d)
-        ox_diag_add(d, OX_SEV_ERROR, 0, 0, specs[i], "--input-shape %s: no placeholder named %s (placeholders: %s)",
-                    specs[i], s.name, o ? names : "none");
+        ox_diag_add(d, OX_SEV_ERROR, 0, 0, specs[i],
+                    "--input-shape %s: no placeholder or get_attr named %s (placeholders: %s)", specs[i], s.name,
+                    o ? names : "none");
       errors++;
       continue;
     }
@@ -2168,4 +2198,118 @@ int ox_shape_apply_input_specs(OxGraph *g, const char *const *specs, size_t n, O
     ox_graph_set_meta(g, hit, &m);
   }
   return errors;
+}
+
+/* ------------------------------------------------------------------ --shapes FILE */
+
+void ox_shape_list_init(OxShapeList *l) {
+  memset(l, 0, sizeof *l);
+  l->pool = ox_graph_new();
+}
+
+void ox_shape_list_free(OxShapeList *l) {
+  if (!l) return;
+  free(l->items);
+  ox_graph_free(l->pool);
+  memset(l, 0, sizeof *l);
+}
+
+static uint64_t le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+int ox_shapes_load_file(const char *path, OxShapeList *out, OxDiagList *d) {
+  char err[512];
+  size_t len = 0;
+  char *text = ox_read_file(path, &len, (size_t)1 << 30, err, sizeof err);
+  if (!text) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
+    return 1;
+  }
+  const unsigned char *u = (const unsigned char *)text;
+  size_t at = 0;
+  while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) at++;
+  int errors;
+  if (at < len && text[at] == '{') {
+    errors = ox_shapes_read_json(text, len, out, d);
+  } else if (len >= 8) {
+    /* safetensors: an 8-byte little-endian header length, the JSON header, then the data */
+    uint64_t n = le64(u);
+    if (n < 2 || n > len - 8 || n > ((uint64_t)100 << 20) || text[8] != '{') {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL,
+                  "not a shapes file: neither a JSON object nor a .safetensors file (its first 8 bytes give a header "
+                  "of %llu bytes in a file of %zu)",
+                  (unsigned long long)n, len);
+      free(text);
+      return 1;
+    }
+    char *hdr = ox_xrealloc(NULL, (size_t)n + 1);
+    memcpy(hdr, text + 8, (size_t)n);
+    hdr[n] = 0;
+    /* the header may be padded with spaces */
+    errors = ox_shapes_read_json(hdr, (size_t)n, out, d);
+    free(hdr);
+  } else {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "not a shapes file: %zu bytes, neither a JSON object nor safetensors", len);
+    errors = 1;
+  }
+  free(text);
+  return errors;
+}
+
+/* "layers.0.weight" -> "layers_0_weight": how export names a state_dict entry's placeholder
+ * (p_layers_0_weight, b_... for buffers) or a get_attr node (layers_0_weight). */
+static void mangle(const char *key, char *buf, size_t cap) {
+  size_t i = 0;
+  for (; key[i] && i + 1 < cap; i++) buf[i] = key[i] == '.' || key[i] == '-' ? '_' : key[i];
+  buf[i] = 0;
+}
+
+int ox_shapes_apply(OxGraph *g, const OxShapeList *l, OxDiagList *d, OxShapesApplied *st) {
+  OxShapesApplied r = {0, 0};
+  char miss[320] = "";
+  size_t mo = 0;
+  for (uint32_t i = 0; i < l->n; i++) {
+    const OxShapeEntry *e = &l->items[i];
+    char m[512], alt[3][520];
+    mangle(e->key, m, sizeof m);
+    snprintf(alt[0], sizeof alt[0], "%s", m);
+    snprintf(alt[1], sizeof alt[1], "p_%s", m);
+    snprintf(alt[2], sizeof alt[2], "b_%s", m);
+    uint32_t hits = 0;
+    for (int pass = 0; pass < 2 && !hits; pass++)
+      OX_GRAPH_FOREACH(g, id) {
+        const OxNode *nd = &g->nodes[id];
+        if (nd->op != OX_OP_PLACEHOLDER && nd->op != OX_OP_GET_ATTR) continue;
+        bool match = pass == 0 ? (!strcmp(nd->name, e->key) || (nd->target && !strcmp(nd->target, e->key)))
+                               : (!strcmp(nd->name, alt[0]) || !strcmp(nd->name, alt[1]) || !strcmp(nd->name, alt[2]));
+        if (!match) continue;
+        const OxTensorMeta *old = ox_node_tensor_meta(nd);
+        OxDType dt = e->dtype ? e->dtype : old && old->dtype ? old->dtype : OX_DT_F32;
+        OxTensorMeta *t = ox_graph_tensor_meta_new(g, dt, e->rank);
+        if (old) t->device = old->device;
+        for (int32_t k = 0; k < e->rank; k++)
+          t->shape[k] = e->shape[k].sym ? (OxDim){0, ox_graph_intern(g, e->shape[k].sym)} : e->shape[k];
+        OxMeta mm = {.kind = OX_META_TENSOR, .n = 1, .t = t};
+        ox_graph_set_meta(g, id, &mm);
+        hits++;
+      }
+    if (hits) {
+      r.applied += hits;
+    } else {
+      if (r.unmatched < 5 && mo + 1 < sizeof miss) {
+        int k = snprintf(miss + mo, sizeof miss - mo, "%s%s", mo ? ", " : "", e->key);
+        if (k > 0) mo += (size_t)k;
+        if (mo >= sizeof miss) mo = sizeof miss - 1;
+      }
+      r.unmatched++;
+    }
+  }
+  if (r.unmatched && d)
+    ox_diag_add(d, OX_SEV_WARNING, 0, 0, NULL, "--shapes: %u of %u entries name no placeholder or get_attr: %s%s",
+                r.unmatched, l->n, miss, r.unmatched > 5 ? ", ..." : "");
+  if (st) *st = r;
+  return 0;
 }

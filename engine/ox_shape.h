@@ -87,10 +87,75 @@ typedef struct OxInputSpec {
  * ("--input-shape x=16,a: bad size 'a'"). */
 int ox_input_shape_parse(const char *spec, OxInputSpec *out, char *err, size_t errcap);
 
-/* Applies specs to the placeholders they name (node name or placeholder target), replacing
- * their meta. Errors (bad spec, no such placeholder) go to d as located errors; returns the
+/* Applies specs to the placeholders or get_attr nodes they name (node name or target: x,
+ * w_0, layers.0.weight), replacing their meta. Errors (bad spec, no such placeholder) go to d as located errors; returns the
  * number of errors (0 = all applied). The CLI calls this before ox_shape_infer_graph. */
 int ox_shape_apply_input_specs(OxGraph *g, const char *const *specs, size_t n, OxDiagList *d);
+
+/* The int a node evaluates to from the shapes alone (x.size(1), aten.sym_size.int(x, 0),
+ * x.size()[0], x.shape[0], and Python int arithmetic on them), or false. Reads g only. */
+bool ox_shape_node_int(const OxGraph *g, OxNodeId id, int64_t *out);
+
+/* ------------------------------------------------ --shapes FILE */
+
+/* One entry of a shapes file: a placeholder name / target or get_attr name / target (or a
+ * state_dict key, matched to export-style names: "layers.0.weight" -> p_layers_0_weight). */
+typedef struct OxShapeEntry {
+  const char *key;      /* interned in the list's pool */
+  OxDType dtype;        /* OX_DT_UNKNOWN = keep the node's (f32 if it has none) */
+  int32_t rank;
+  OxDim *shape;         /* rank dims, in the pool; sym interned there */
+} OxShapeEntry;
+
+typedef struct OxShapeList {
+  OxGraph *pool;        /* owns the strings and dims */
+  OxShapeEntry *items;
+  uint32_t n, cap;
+} OxShapeList;
+
+void ox_shape_list_init(OxShapeList *l);
+void ox_shape_list_free(OxShapeList *l);
+
+/* Reads a shapes file: a JSON object mapping names to a shape ([24, 32], "s0" for a symbolic
+ * dim), an annotation ("f32[24, 32]") or {"dtype": "f32", "shape": [24, 32]} (dtype also as
+ * "float32", "torch.float32" or safetensors' "F32"); or a .safetensors file, of which only the
+ * JSON header is read. Entries that cannot be read are located errors (file, line, column);
+ * returns the number of errors. d's file should be path. */
+int ox_shapes_load_file(const char *path, OxShapeList *out, OxDiagList *d);
+/* The JSON reader behind it (ox_json.c): text is the JSON object. */
+int ox_shapes_read_json(const char *text, size_t len, OxShapeList *out, OxDiagList *d);
+
+typedef struct OxShapesApplied {
+  uint32_t applied;     /* nodes that got a shape */
+  uint32_t unmatched;   /* entries naming no placeholder / get_attr (a state_dict has buffers
+                           and parameters the graph does not use) */
+} OxShapesApplied;
+
+/* Sets the meta of every placeholder / get_attr an entry names; unmatched entries give one
+ * warning listing the first few. Returns 0. */
+int ox_shapes_apply(OxGraph *g, const OxShapeList *l, OxDiagList *d, OxShapesApplied *st);
+
+/* ------------------------------------------------ parameter shapes from their uses */
+
+typedef struct OxParamShapes {
+  uint32_t inferred;    /* parameters (placeholder / get_attr) that got a shape from their uses */
+  uint32_t unknown;     /* parameters still without a shape after inference */
+  uint32_t rounds;      /* fill rounds run */
+} OxParamShapes;
+
+/* Solves the shapes of parameters (placeholders and get_attr nodes without a tensor meta that
+ * some call uses) from the constraints their users impose, alternating with filling the call
+ * nodes' metas until nothing changes: linear's weight [out, in] (in from the input, out from
+ * the bias, the node's recorded meta, or what the output must be downstream: a layer_norm's
+ * normalized_shape, a linear or mm that reads it, a cat/stack partner, a view/reshape to
+ * concrete sizes, through shape-preserving ops), its bias [out], layer_norm's weight and bias
+ * (normalized_shape), batch_norm's statistics and affine parameters ([C] of the input), mm's
+ * mat2 and a cat/stack's missing member. Nothing is guessed: a parameter no constraint fixes
+ * (an embedding table's row count, a broadcast operand) stays unknown. Each inferred parameter
+ * gets a note in d saying what fixed it ("w_0: f32[32, 32] from linear_3 (in: getitem_2
+ * f32[64, 32]; out: layer_norm_3's normalized_shape [32])"), the first max_notes of them (0 =
+ * none), then one summary note. Call after --shapes / --input-shape have been applied. */
+int ox_shape_infer_params(OxGraph *g, OxDiagList *d, uint32_t max_notes, OxParamShapes *st);
 
 #ifdef __cplusplus
 }

@@ -473,12 +473,25 @@ static int normalize_to(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m, 
   return 1;
 }
 
+/* A split/cat that could not be loaded: META_MISSING naming the node when its meta is what is
+ * missing ("meta missing on getitem_3", not "meta missing on meta missing or symbolic on
+ * getitem_3"), else the loader's own words. */
+static void reject_load(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m, const char *why) {
+  static const char *const prefixes[] = {"meta missing or symbolic on ", "meta missing on ", NULL};
+  for (const char *const *p = prefixes; *p; p++)
+    if (strncmp(why, *p, strlen(*p)) == 0) {
+      rejectf(c, e, m, OX_REASON_META_MISSING, why + strlen(*p), NULL);
+      return;
+    }
+  rejectf(c, e, m, OX_REASON_OTHER, why, NULL);
+}
+
 static int h_norm_split(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   OxGraph *g = c->g;
   Split sp;
   char why[200];
   if (!split_load(g, m->anchor, &sp, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   if (opof(g, m->anchor) == OX_OPID_UNBIND) {
@@ -505,7 +518,7 @@ static int h_norm_unbind(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m)
   Split sp;
   char why[200];
   if (!split_load(g, m->anchor, &sp, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   const OxNode *n = &g->nodes[m->anchor];
@@ -521,7 +534,7 @@ static int h_norm_cat(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   Cat ct;
   char why[200];
   if (!cat_load(g, m->anchor, &ct, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   /* every input has meta and the same rank (1-D empty tensors excepted) */
@@ -633,7 +646,7 @@ static int h_remove_split_one(OxPassCtx *c, const OxPatEntry *e, const OxPatMatc
   Split sp;
   char why[200];
   if (!split_load(g, m->anchor, &sp, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   uint32_t n = sp.n;
@@ -680,12 +693,12 @@ static int h_merge_splits(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m
   Split a, b;
   char why[200];
   if (!split_load(g, s1, &a, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   if (!split_load(g, s2, &b, why, sizeof why)) {
     split_free(&a);
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   if (a.dim != b.dim) { /* KeywordArg("dim") already unifies; normalized dims make it exact */
@@ -804,12 +817,12 @@ static bool cat_of_split_guards(OxPassCtx *c, const OxPatEntry *e, const OxPatMa
   OxGraph *g = c->g;
   char why[200];
   if (!cat_load(g, m->anchor, ct, why, sizeof why) || ct->stack) {
-    if (!ct->stack) rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    if (!ct->stack) reject_load(c, e, m, why);
     return false;
   }
   if (!cat_indices(c, e, m, ct, run)) return false;
   if (!split_load(g, run->split, sp, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     free(run->idx);
     return false;
   }
@@ -1332,7 +1345,7 @@ static int h_merge_stack_tahn_unbind(OxPassCtx *c, const OxPatEntry *e, const Ox
   Split sp;
   char why[200], b1[16], b2[16];
   if (!cat_load(g, st, &ct, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   if (g->nodes[th].n_users != 1 || opof(g, g->nodes[th].users[0]) != OX_OPID_UNBIND) {
@@ -1342,7 +1355,7 @@ static int h_merge_stack_tahn_unbind(OxPassCtx *c, const OxPatEntry *e, const Ox
   OxNodeId ub = g->nodes[th].users[0];
   Split us;
   if (!split_load(g, ub, &us, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   int64_t ud = us.dim;
@@ -1354,7 +1367,7 @@ static int h_merge_stack_tahn_unbind(OxPassCtx *c, const OxPatEntry *e, const Ox
   }
   if (!cat_indices(c, e, m, &ct, &run)) return 0;
   if (!split_load(g, run.split, &sp, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     free(run.idx);
     return 0;
   }
@@ -1444,7 +1457,7 @@ static int h_to_slices(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   Cat ct;
   char why[200];
   if (!cat_load(g, m->anchor, &ct, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   int64_t threshold = c->opt ? c->opt->threshold_to_cat : 10;
@@ -1615,7 +1628,7 @@ static int h_move_reshape(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m
   Cat ct;
   char why[200];
   if (!cat_load(g, m->anchor, &ct, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   const OxValue *t = ct.tensors;
@@ -1698,7 +1711,7 @@ static int h_norm_aten_split(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch
   Split sp;
   char why[200];
   if (!split_load(g, m->anchor, &sp, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   OxValue args = tup(g, 3, V(sp.input), ilist(g, sp.sec, sp.n), I(sp.dim));
@@ -1723,7 +1736,7 @@ static int h_norm_aten_cat(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *
   Cat ct;
   char why[200];
   if (!cat_load(g, m->anchor, &ct, why, sizeof why) || ct.stack) {
-    if (!ct.stack) rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    if (!ct.stack) reject_load(c, e, m, why);
     return 0;
   }
   OxValue list = ox_graph_value_copy(g, ct.tensors);
@@ -1759,7 +1772,7 @@ static int h_split_cat_aten(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch 
   Cat ct;
   char why[200], b1[16], b2[16];
   if (!cat_load(g, m->anchor, &ct, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   int64_t threshold = c->opt ? c->opt->threshold_to_cat : 10;
@@ -2062,7 +2075,7 @@ static int h_move_view_after_cat(OxPassCtx *c, const OxPatEntry *e, const OxPatM
   }
   Split sp;
   if (!split_load(g, s0, &sp, why, sizeof why)) {
-    rejectf(c, e, m, OX_REASON_META_MISSING, why, NULL);
+    reject_load(c, e, m, why);
     return 0;
   }
   int r = 0;

@@ -1492,13 +1492,210 @@ static void test_cli_input_shape(void) {
   run_clear(&r);
   run_cli(&r, "info", in, "--input-shape", "y=4");
   g_assert_cmpint(r.status, ==, 1);
-  g_assert_nonnull(strstr(r.err, "no placeholder named y"));
+  g_assert_nonnull(strstr(r.err, "no placeholder or get_attr named y"));
   run_clear(&r);
   run_cli(&r, "info", in, "--input-shape", "x=4,a");
   g_assert_cmpint(r.status, ==, 1);
   g_assert_nonnull(strstr(r.err, "'a'"));
   run_clear(&r);
   g_free(in);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* A recommendation-style graph: x split into towers of linear -> layer_norm -> relu, cat,
+ * split again into a second layer of towers, cat. annotated: every node with its shape, as
+ * an exported dump has; else a print(graph) paste with none. */
+static char *paste_towers_fx(bool annotated) {
+  enum { T = 6, D = 16 };
+  GString *s = g_string_new("graph():\n");
+#define ANN(t) (annotated ? " : Tensor \"" t "\"" : " :")
+  char f2[64], f1[64], dd[64];
+  g_snprintf(f2, sizeof f2, "f32[8, %d]", T * D);
+  g_snprintf(f1, sizeof f1, "f32[8, %d]", D);
+  g_snprintf(dd, sizeof dd, "f32[%d, %d]", D, D);
+  g_string_append_printf(s, "    %%x%s%s%s[num_users=1] = placeholder[target=x]\n", annotated ? " : Tensor \"" : " :",
+                         annotated ? f2 : "", annotated ? "\"" : "");
+  const char *in = "x";
+  for (int layer = 0; layer < 2; layer++) {
+    g_string_append_printf(s, "    %%split_%d :[num_users=%d] = call_function[target=torch.split](args = (%%%s, %d), kwargs = {dim: 1})\n",
+                           layer, T, in, D);
+    for (int t = 0; t < T; t++) {
+      const char *ann1 = annotated ? f1 : NULL;
+      char p[64];
+      g_snprintf(p, sizeof p, "l%d_t%d", layer, t);
+      g_string_append_printf(s, "    %%%s_w%s%s%s[num_users=1] = get_attr[target=%s.w]\n", p, annotated ? " : Tensor \"" : " :",
+                             annotated ? dd : "", annotated ? "\"" : "", p);
+      g_string_append_printf(s, "    %%%s_b%s%s%s[num_users=1] = get_attr[target=%s.b]\n", p, annotated ? " : Tensor \"f32[" : " :",
+                             annotated ? "16]" : "", annotated ? "\"" : "", p);
+      g_string_append_printf(s, "    %%%s_nw%s%s%s[num_users=1] = get_attr[target=%s.nw]\n", p, annotated ? " : Tensor \"f32[" : " :",
+                             annotated ? "16]" : "", annotated ? "\"" : "", p);
+      g_string_append_printf(s, "    %%%s_g%s%s%s[num_users=1] = call_function[target=operator.getitem](args = (%%split_%d, %d), kwargs = {})\n",
+                             p, ann1 ? " : Tensor \"" : " :", ann1 ? ann1 : "", ann1 ? "\"" : "", layer, t);
+      g_string_append_printf(s, "    %%%s_lin%s%s%s[num_users=1] = call_function[target=torch.nn.functional.linear](args = (%%%s_g, %%%s_w, %%%s_b), kwargs = {})\n",
+                             p, ann1 ? " : Tensor \"" : " :", ann1 ? ann1 : "", ann1 ? "\"" : "", p, p, p);
+      g_string_append_printf(s, "    %%%s_ln%s%s%s[num_users=1] = call_function[target=torch.nn.functional.layer_norm](args = (%%%s_lin, (16,)), kwargs = {weight: %%%s_nw})\n",
+                             p, ann1 ? " : Tensor \"" : " :", ann1 ? ann1 : "", ann1 ? "\"" : "", p, p);
+      g_string_append_printf(s, "    %%%s_act%s%s%s[num_users=1] = call_function[target=torch.relu](args = (%%%s_ln,), kwargs = {})\n",
+                             p, ann1 ? " : Tensor \"" : " :", ann1 ? ann1 : "", ann1 ? "\"" : "", p);
+    }
+    g_string_append_printf(s, "    %%cat_%d%s%s%s[num_users=1] = call_function[target=torch.cat](args = ([", layer,
+                           annotated ? " : Tensor \"" : " :", annotated ? f2 : "", annotated ? "\"" : "");
+    for (int t = 0; t < T; t++) g_string_append_printf(s, "%s%%l%d_t%d_act", t ? ", " : "", layer, t);
+    g_string_append(s, "],), kwargs = {dim: 1})\n");
+    in = layer == 0 ? "cat_0" : "cat_1";
+  }
+  g_string_append(s, "    return cat_1\n");
+#undef ANN
+  return g_string_free(s, FALSE);
+}
+
+static json_object *optimize_counters(const char *in, const char *out, const char *const *extra, Run *r) {
+  char *args[16];
+  int n = 0;
+  args[n++] = (char *)"optimize";
+  args[n++] = (char *)in;
+  args[n++] = (char *)"-o";
+  args[n++] = (char *)out;
+  args[n++] = (char *)"--json";
+  for (int i = 0; extra && extra[i]; i++) args[n++] = (char *)extra[i];
+  args[n] = NULL;
+  run_cli_setup(r, NULL, args[0], args[1], args[2], args[3], args[4], n > 5 ? args[5] : NULL, n > 6 ? args[6] : NULL,
+                n > 7 ? args[7] : NULL, n > 8 ? args[8] : NULL, NULL);
+  g_assert_cmpint(r->status, ==, 0);
+  json_object *j = parse_json(r->out);
+  json_object *c = NULL;
+  g_assert_true(json_object_object_get_ex(j, "counters", &c));
+  json_object_get(c);
+  json_object_put(j);
+  return c;
+}
+
+static gint cmp_strp(gconstpointer a, gconstpointer b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The counters as "k=v k=v" in key order (json-c keeps insertion order). */
+static char *counters_text(json_object *c) {
+  GPtrArray *keys = g_ptr_array_new();
+  json_object_object_foreach(c, k, v) {
+    (void)v;
+    g_ptr_array_add(keys, k);
+  }
+  g_ptr_array_sort(keys, cmp_strp);
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < keys->len; i++) {
+    json_object *v = NULL;
+    json_object_object_get_ex(c, keys->pdata[i], &v);
+    g_string_append_printf(s, "%s%s=%d", i ? " " : "", (const char *)keys->pdata[i], json_object_get_int(v));
+  }
+  g_ptr_array_free(keys, TRUE);
+  return g_string_free(s, FALSE);
+}
+
+/* A print(graph) paste has no parameter shapes; with --input-shape for x alone the parameters
+ * are inferred from their uses and the paste batches exactly like the annotated dump. */
+static void test_cli_paste_batches(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *ann_text = paste_towers_fx(true), *paste_text = paste_towers_fx(false);
+  char *ann = write_tmp(dir, "annotated.txt", ann_text), *paste = write_tmp(dir, "paste.txt", paste_text);
+  char *out = g_build_filename(dir, "o.txt", NULL);
+  Run r;
+  json_object *want = optimize_counters(ann, out, NULL, &r);
+  run_clear(&r);
+  json_object *bare = optimize_counters(paste, out, NULL, &r);
+  run_clear(&r);
+  const char *ex[] = {"--input-shape", "x=8,96", NULL};
+  json_object *got = optimize_counters(paste, out, ex, &r);
+  /* the notes say what was inferred */
+  g_assert_nonnull(strstr(r.err, "l0_t0_w: f32[16, 16] inferred from l0_t0_lin (in: l0_t0_g f32[8, 16]; out: "
+                                 "l0_t0_ln's normalized_shape (16,))"));
+  g_assert_nonnull(strstr(r.err, "shapes: 36 parameters inferred from their uses"));
+  run_clear(&r);
+  char *wanted = counters_text(want), *bare_t = counters_text(bare), *got_t = counters_text(got);
+  g_test_message("annotated: %s", wanted);
+  g_test_message("paste alone: %s", bare_t);
+  json_object *bl = NULL;
+  g_assert_true(json_object_object_get_ex(want, "batch_linear", &bl));
+  g_assert_cmpint(json_object_get_int(bl), >, 0);
+  g_assert_false(json_object_object_get_ex(bare, "batch_linear", NULL)); /* nothing batches without shapes */
+  g_assert_cmpstr(got_t, ==, wanted);
+  g_free(bare_t);
+  g_free(got_t);
+  json_object_put(want);
+  json_object_put(bare);
+  json_object_put(got);
+
+  /* --shapes: the same from a shapes file, a located error for a bad one */
+  char *shapes = write_tmp(dir, "s.json", "{\"x\": \"f32[8, 96]\"}");
+  const char *ex2[] = {"--shapes", shapes, NULL};
+  json_object *via_file = optimize_counters(paste, out, ex2, &r);
+  run_clear(&r);
+  char *file_t = counters_text(via_file);
+  g_assert_cmpstr(file_t, ==, wanted);
+  g_free(file_t);
+  g_free(wanted);
+  json_object_put(via_file);
+  char *bad = write_tmp(dir, "bad.json", "{\"x\": [8,\n -96]}");
+  run_cli(&r, "info", paste, "--shapes", bad);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "bad.json:2:2: error: x[1]: a size cannot be negative (-96)"));
+  run_clear(&r);
+  run_cli(&r, "info", paste, "--shapes", bad, "--shapes", shapes);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  g_free(ann_text);
+  g_free(paste_text);
+  g_free(ann);
+  g_free(paste);
+  g_free(out);
+  g_free(shapes);
+  g_free(bad);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* A step whose region reads x.shape[0] (traced as getattr + getitem): the numeric check puts
+ * the int the shapes fix into the region instead of skipping for want of a value. */
+static void test_cli_numeric_scalar_input(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  const char *fx =
+    "graph():\n"
+    "    %x : Tensor \"f32[4, 3, 8]\"[num_users=2] = placeholder[target=x]\n"
+    "    %getattr_1 :[num_users=1] = call_function[target=builtins.getattr](args = (%x, shape), kwargs = {})\n"
+    "    %getitem : Sym(4)[num_users=1] = call_function[target=operator.getitem](args = (%getattr_1, 0), kwargs = {})\n"
+    "    %reshape : Tensor \"f32[4, 24]\"[num_users=1] = call_method[target=reshape](args = (%x, %getitem, -1), kwargs = {})\n"
+    "    %relu : Tensor \"f32[4, 24]\"[num_users=1] = call_function[target=torch.relu](args = (%reshape,), kwargs = {})\n"
+    "    return relu\n";
+  char *in = write_tmp(dir, "s.txt", fx);
+  char *out = g_build_filename(dir, "o.txt", NULL), *trace = g_build_filename(dir, "t.json", NULL);
+  Run r;
+  run_cli(&r, "optimize", in, "-o", out, "--trace", trace, "--checks", "all");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  gchar *text = NULL;
+  g_assert_true(g_file_get_contents(trace, &text, NULL, NULL));
+  json_object *t = parse_json(text), *steps = NULL;
+  g_assert_true(json_object_object_get_ex(t, "steps", &steps));
+  guint numeric = 0;
+  for (size_t i = 0; i < json_object_array_length(steps); i++) {
+    json_object *st = json_object_array_get_idx(steps, i), *kind, *checks, *num, *status;
+    if (!json_object_object_get_ex(st, "kind", &kind) || strcmp(json_object_get_string(kind), "applied")) continue;
+    g_assert_true(json_object_object_get_ex(st, "checks", &checks));
+    g_assert_true(json_object_object_get_ex(checks, "numeric", &num));
+    g_assert_true(json_object_object_get_ex(num, "status", &status));
+    json_object *detail = NULL;
+    json_object_object_get_ex(num, "detail", &detail);
+    g_test_message("numeric: %s (%s)", json_object_get_string(status), detail ? json_object_get_string(detail) : "");
+    g_assert_cmpstr(json_object_get_string(status), ==, "passed");
+    numeric++;
+  }
+  g_assert_cmpuint(numeric, >, 0);
+  json_object_put(t);
+  g_free(text);
+  g_free(in);
+  g_free(out);
+  g_free(trace);
   rm_rf(dir);
   g_free(dir);
 }
@@ -1714,6 +1911,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/verify", test_cli_verify);
   g_test_add_func("/cli/optimize-replay-explain", test_cli_optimize_replay_explain);
   g_test_add_func("/cli/input-shape", test_cli_input_shape);
+  g_test_add_func("/cli/paste-batches", test_cli_paste_batches);
+  g_test_add_func("/cli/numeric-scalar-input", test_cli_numeric_scalar_input);
   g_test_add_func("/cli/views", test_cli_views);
   g_test_add_func("/cli/layouts", test_cli_layouts);
   g_test_add_func("/cli/bundled-example", test_cli_bundled_example);

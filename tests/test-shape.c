@@ -555,7 +555,7 @@ static void test_input_specs(void) {
   const char *bad[] = {"y=4", "x=4,z"};
   g_assert_cmpint(ox_shape_apply_input_specs(g, bad, 2, &d), ==, 2);
   g_assert_cmpuint(d.n_errors, ==, 2);
-  g_assert_cmpstr(d.items[0].msg, ==, "--input-shape y=4: no placeholder named y (placeholders: x, idx, w)");
+  g_assert_cmpstr(d.items[0].msg, ==, "--input-shape y=4: no placeholder or get_attr named y (placeholders: x, idx, w)");
   ox_diags_clear(&d);
   ox_graph_free(g);
 }

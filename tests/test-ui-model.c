@@ -11,6 +11,7 @@
 
 #include "ox-document.h"
 #include "ui-test-pass.h"
+#include "ox_shape.h"
 #include "ox_write.h"
 
 /* ------------------------------------------------------------------ the test pass */
@@ -117,6 +118,65 @@ static void test_bad_file(void) {
   g_assert_false(ox_document_load_file(d, missing, NULL, &err));
   g_assert_nonnull(err);
   g_clear_error(&err);
+}
+
+/* --input-shape / --shapes given with a graph: applied to it on load, parameters inferred from
+ * their uses, what was inferred in the shapes note; a bad spec fails that load and is then
+ * forgotten. */
+static void test_pending_shapes(void) {
+  g_autofree char *dir = g_dir_make_tmp("ox-uishapes-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "paste.txt", NULL);
+  g_assert_true(g_file_set_contents(path,
+                                    "graph():\n"
+                                    "    %x :[num_users=1] = placeholder[target=x]\n"
+                                    "    %w :[num_users=1] = get_attr[target=fc.weight]\n"
+                                    "    %lin :[num_users=1] = call_function[target=torch.nn.functional.linear](args = (%x, %w), kwargs = {})\n"
+                                    "    %ln :[num_users=1] = call_function[target=torch.nn.functional.layer_norm](args = (%lin, (12,)), kwargs = {})\n"
+                                    "    %e :[num_users=1] = get_attr[target=emb.weight]\n"
+                                    "    %i :[num_users=1] = placeholder[target=i]\n"
+                                    "    %emb :[num_users=1] = call_function[target=torch.nn.functional.embedding](args = (%i, %e), kwargs = {})\n"
+                                    "    return (ln, emb)\n",
+                                    -1, NULL));
+  g_autoptr(OxDocument) d = ox_document_new();
+  const char *specs[] = {"x=4,8", "i=i64:4"};
+  ox_document_set_pending_shapes(d, specs, 2, NULL);
+  GError *err = NULL;
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g_assert_no_error(err);
+  OxGraph *g = ox_document_get_graph(d);
+  char buf[64];
+  ox_meta_format(&g->nodes[ox_graph_find(g, "w")].meta, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f32[12, 8]");
+  ox_meta_format(&g->nodes[ox_graph_find(g, "ln")].meta, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f32[4, 12]");
+  g_assert_cmpstr(ox_document_get_shapes_note(d), ==, "shapes: 1 parameter inferred from their uses, 1 without a shape");
+  /* the next load without shapes: none applied, no note */
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g = ox_document_get_graph(d);
+  g_assert_cmpint(g->nodes[ox_graph_find(g, "w")].meta.kind, ==, OX_META_NONE);
+  g_assert_null(ox_document_get_shapes_note(d));
+  /* a bad spec: the load fails with the engine's message, the document keeps its graph */
+  const char *bad[] = {"nope=3"};
+  ox_document_set_pending_shapes(d, bad, 1, NULL);
+  g_assert_false(ox_document_load_file(d, path, NULL, &err));
+  g_assert_nonnull(err);
+  g_assert_nonnull(strstr(err->message, "no placeholder or get_attr named nope"));
+  g_clear_error(&err);
+  g_assert_true(ox_document_has_graph(d));
+  /* a shapes file */
+  g_autofree char *sf = g_build_filename(dir, "s.json", NULL);
+  g_assert_true(g_file_set_contents(sf, "{\"x\": [2, 8], \"emb.weight\": \"f32[100, 6]\"}", -1, NULL));
+  ox_document_set_pending_shapes(d, NULL, 0, sf);
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g_assert_no_error(err);
+  g = ox_document_get_graph(d);
+  ox_meta_format(&g->nodes[ox_graph_find(g, "e")].meta, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f32[100, 6]");
+  ox_meta_format(&g->nodes[ox_graph_find(g, "w")].meta, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f32[12, 8]");
+  g_unlink(sf);
+  g_unlink(path);
+  g_rmdir(dir);
 }
 
 static void test_optimize(void) {
@@ -487,6 +547,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/ui-model/load", test_load);
   g_test_add_func("/ui-model/bad-file", test_bad_file);
+  g_test_add_func("/ui-model/pending-shapes", test_pending_shapes);
   g_test_add_func("/ui-model/families", test_families);
   g_test_add_func("/ui-model/optimize", test_optimize);
   g_test_add_func("/ui-model/optimize-async", test_optimize_async);

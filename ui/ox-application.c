@@ -17,6 +17,8 @@
 
 struct _OxApplication {
   GtkApplication parent_instance;
+  char **input_shapes; /* --input-shape (repeatable) */
+  char *shapes_file;   /* --shapes */
 };
 
 G_DEFINE_FINAL_TYPE(OxApplication, ox_application, GTK_TYPE_APPLICATION)
@@ -88,21 +90,38 @@ static void ox_application_startup(GApplication *app) {
 }
 
 static void ox_application_activate(GApplication *app) {
+  OxApplication *self = OX_APPLICATION(app);
+  if (self->shapes_file || (self->input_shapes && self->input_shapes[0]))
+    g_printerr("optimus-debugger: --input-shape and --shapes apply to a GRAPH given on the command line; "
+               "none was given\n");
   gtk_window_present(GTK_WINDOW(ox_window_new(GTK_APPLICATION(app))));
 }
 
 static void ox_application_open(GApplication *app, GFile **files, int n_files, const char *hint) {
   (void)hint;
+  OxApplication *self = OX_APPLICATION(app);
   OxWindow *w = ox_window_new(GTK_APPLICATION(app));
   gtk_window_present(GTK_WINDOW(w));
   char *graph = g_file_get_path(files[0]);
   char *trace = n_files > 1 ? g_file_get_path(files[1]) : NULL;
+  guint n_specs = self->input_shapes ? g_strv_length(self->input_shapes) : 0;
+  if (n_specs || self->shapes_file)
+    ox_document_set_pending_shapes(ox_window_get_document(w), (const char *const *)self->input_shapes, n_specs,
+                                   self->shapes_file);
   if (graph) ox_window_open(w, graph, trace);
   g_free(graph);
   g_free(trace);
 }
 
+static void ox_application_finalize(GObject *o) {
+  OxApplication *self = OX_APPLICATION(o);
+  g_strfreev(self->input_shapes);
+  g_free(self->shapes_file);
+  G_OBJECT_CLASS(ox_application_parent_class)->finalize(o);
+}
+
 static void ox_application_class_init(OxApplicationClass *k) {
+  G_OBJECT_CLASS(k)->finalize = ox_application_finalize;
   GApplicationClass *ac = G_APPLICATION_CLASS(k);
   ac->startup = ox_application_startup;
   ac->activate = ox_application_activate;
@@ -121,6 +140,16 @@ static void ox_application_init(OxApplication *self) {
     {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
   g_application_add_main_option_entries(G_APPLICATION(self), bench);
+  const GOptionEntry shapes[] = {
+    {"input-shape", 0, 0, G_OPTION_ARG_STRING_ARRAY, &self->input_shapes,
+     "Shape of a placeholder or parameter of GRAPH, e.g. x=64,224 or x=f32:64,224 (repeatable); parameters "
+     "without one are inferred from their uses",
+     "N=DIMS"},
+    {"shapes", 0, 0, G_OPTION_ARG_FILENAME, &self->shapes_file,
+     "Shapes of GRAPH's placeholders and parameters: a JSON object or a .safetensors file (docs/cli.md)", "FILE"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+  };
+  g_application_add_main_option_entries(G_APPLICATION(self), shapes);
   g_application_set_option_context_parameter_string(G_APPLICATION(self), "[GRAPH [TRACE]]");
   g_application_set_option_context_summary(
     G_APPLICATION(self), "Step through the Optimus rewrites of a PyTorch FX graph dump.\n"

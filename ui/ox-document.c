@@ -19,6 +19,7 @@
 
 #include "ox_layout.h"
 #include "ox_ops.h"
+#include "ox_shape.h"
 #include "ox_write.h"
 
 /* ------------------------------------------------------------------ op families */
@@ -158,6 +159,9 @@ struct _OxDocument {
   guint position;
   gboolean show_before;
   guint k_after, k_before;
+  char **shape_specs;     /* --input-shape for the next load (NULL-terminated) */
+  char *shapes_file;      /* --shapes for the next load */
+  char *shapes_note;      /* what the last load inferred of its parameters' shapes, or NULL */
   guint32 anchor_uid;
   guint frame_ka, frame_kb;           /* what states were computed for */
   gboolean frame_before, frame_stepping;
@@ -566,6 +570,57 @@ gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, Ox
   return TRUE;
 }
 
+const char *ox_document_get_shapes_note(OxDocument *self) { return self->shapes_note; }
+
+void ox_document_set_pending_shapes(OxDocument *self, const char *const *specs, guint n_specs, const char *shapes_file) {
+  g_strfreev(self->shape_specs);
+  self->shape_specs = g_new0(char *, n_specs + 1);
+  for (guint i = 0; i < n_specs; i++) self->shape_specs[i] = g_strdup(specs[i]);
+  g_free(self->shapes_file);
+  self->shapes_file = g_strdup(shapes_file);
+}
+
+/* The pending --shapes / --input-shape on graph g (then forgotten: they belong to the file
+ * given with them), parameters inferred from their uses; FALSE with error on a bad spec or
+ * file. *summary: what was inferred, for the status line. */
+static gboolean apply_pending_shapes(OxDocument *self, OxGraph *g, const char *path, char **summary, GError **error) {
+  char **specs = g_steal_pointer(&self->shape_specs);
+  char *file = g_steal_pointer(&self->shapes_file);
+  guint n = specs ? g_strv_length(specs) : 0;
+  gboolean ok = TRUE;
+  *summary = NULL;
+  if (n || file) {
+    OxDiagList d;
+    ox_diags_init(&d, file ? file : path);
+    OxShapeList sl;
+    ox_shape_list_init(&sl);
+    if (file && ox_shapes_load_file(file, &sl, &d) != 0) ok = FALSE;
+    if (ok) {
+      ox_shapes_apply(g, &sl, &d, NULL);
+      if (ox_shape_apply_input_specs(g, (const char *const *)specs, n, &d) != 0) ok = FALSE;
+    }
+    if (ok) {
+      OxParamShapes ps;
+      ox_shape_infer_params(g, NULL, 0, &ps);
+      OxShapeStats st;
+      ox_shape_infer_graph(g, NULL, &st);
+      const char *pl = ps.inferred == 1 ? "" : "s";
+      *summary = ps.unknown ? g_strdup_printf("shapes: %u parameter%s inferred from their uses, %u without a shape",
+                                              ps.inferred, pl, ps.unknown)
+                            : g_strdup_printf("shapes: %u parameter%s inferred from their uses", ps.inferred, pl);
+    } else {
+      char *msg = diags_text(&d);
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s", msg);
+      g_free(msg);
+    }
+    ox_shape_list_free(&sl);
+    ox_diags_clear(&d);
+  }
+  g_strfreev(specs);
+  g_free(file);
+  return ok;
+}
+
 gboolean ox_document_load_file(OxDocument *self, const char *path, const char *trace_path, GError **error) {
   OxDiagList d;
   ox_diags_init(&d, path);
@@ -579,6 +634,11 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
     return FALSE;
   }
   ox_diags_clear(&d);
+  char *shapes_summary = NULL;
+  if (!apply_pending_shapes(self, doc->graphs[0], path, &shapes_summary, error)) {
+    ox_doc_free(doc);
+    return FALSE;
+  }
   OxTrace *trace = NULL;
   if (trace_path) {
     char err[512];
@@ -602,7 +662,14 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
     }
     ox_diags_clear(&d);
   }
-  return ox_document_set_doc(self, doc, 0, trace, path, error);
+  gboolean ok = ox_document_set_doc(self, doc, 0, trace, path, error);
+  if (ok) {
+    g_free(self->shapes_note);
+    self->shapes_note = g_steal_pointer(&shapes_summary);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATUS]);
+  }
+  g_free(shapes_summary);
+  return ok;
 }
 
 /* ---- trace loading off the main thread: at 100k nodes a trace is ~120 MB of JSON and takes
@@ -1390,6 +1457,9 @@ static void ox_document_finalize(GObject *o) {
   ox_history_unref(self->history);
   ox_document_set_pipeline(self, NULL, NULL);
   g_free(self->status);
+  g_strfreev(self->shape_specs);
+  g_free(self->shapes_file);
+  g_free(self->shapes_note);
   g_free(self->states);
   g_array_free(self->edges, TRUE);
   g_array_free(self->overlay, TRUE);

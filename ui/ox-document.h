@@ -88,6 +88,13 @@ OxDocument *ox_document_new(void);
  * trace JSON recorded on it. Errors carry the engine's located message. On error the document
  * is unchanged. */
 gboolean ox_document_load_file(OxDocument *self, const char *path, const char *trace_path, GError **error);
+/* --input-shape specs and a --shapes file (either may be empty/NULL) for the next
+ * ox_document_load_file only: applied to its shown graph, parameters then inferred from their
+ * uses (ox_shape_infer_params); a bad spec or file fails that load. */
+void ox_document_set_pending_shapes(OxDocument *self, const char *const *specs, guint n_specs, const char *shapes_file);
+/* "shapes: 60 parameters inferred from their uses, 16 without a shape" after a load that had
+ * pending shapes; NULL otherwise. */
+const char *ox_document_get_shapes_note(OxDocument *self);
 /* Takes ownership of doc and trace (either may be replaced later); shows graph graph_index. */
 gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, OxTrace *trace, const char *path,
                              GError **error);

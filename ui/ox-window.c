@@ -427,6 +427,8 @@ static void update_status(OxWindow *self) {
     g_free(base);
   }
   if (g) g_string_append_printf(s, " · %u nodes", g->n_live);
+  const char *sn = ox_document_get_shapes_note(self->doc);
+  if (sn) g_string_append_printf(s, " · %s", sn);
   const char *st = ox_document_get_status(self->doc);
   if (st) g_string_append_printf(s, " · %s", st);
   if (g) g_string_append_printf(s, " · %s view", ox_view_mode_name(ox_scene_get_shown_mode(window_scene(self))));
