@@ -8,17 +8,22 @@ a JSON dump (original, or rewritten by the engine) back into a runnable GraphMod
 two can be compared numerically against real PyTorch.
 
     export(module_or_gm, example_inputs, path, record_io=False, param_fill=None)
-    load(path, root=None) -> torch.fx.GraphModule
+    load(path, root=None, allow_namespaces=()) -> torch.fx.GraphModule
+    own_namespaces(root=None, spec=None)       # the model's own packages, for allow_namespaces
     restore_params(root, path_or_doc)          # copy record.params into a module
 
 Loading is data-driven and safe: call_function targets are resolved from their qualified name
-through a whitelist of torch namespaces (never eval/exec); the canonical op names of the
-engine's op table (engine/ox_ops.def, e.g. "grouped_mm") map to the functions in OPTIMUS_OPS.
+through a whitelist of torch namespaces, plus functions defined in the namespaces the caller
+allows (the model's own package with --module, --allow-namespace PKG), by import and attribute
+lookup (never eval/exec); the canonical op names of the engine's op table (engine/ox_ops.def,
+e.g. "grouped_mm") map to the functions in OPTIMUS_OPS. Module paths are looked up segment by
+segment, so any submodule name PyTorch accepts ("block1-0") works.
 
 CLI (see docs/bridge.md):
     /usr/bin/python3 tools/optimus_fx.py export MODULE_SPEC --input-shape 8,16 -o out.json [--record]
     /usr/bin/python3 tools/optimus_fx.py compare ORIGINAL.json OPTIMIZED.json [--module MODULE_SPEC]
-    /usr/bin/python3 tools/optimus_fx.py roundtrip MODULE_SPEC --input-shape 8,16
+                                         [--allow-namespace PKG ...]
+    /usr/bin/python3 tools/optimus_fx.py roundtrip MODULE_SPEC --input-shape 8,16 [--allow-namespace PKG]
 MODULE_SPEC is "package.module:Name" or "path/to/file.py:Name"; it IMPORTS AND RUNS that code.
 
 Runs under Debian's /usr/bin/python3 with python3-torch 1.13; stdlib + torch only.
@@ -32,6 +37,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import keyword
 import math
 import operator
 import os
@@ -341,9 +347,110 @@ def _is_torch_callable(obj):
     return self_obj is not None and getattr(self_obj, "__name__", "").startswith("torch")
 
 
-def resolve_target(name):
-    """Maps a call_function target name from a dump to a callable, through the whitelist.
-    Raises TargetError for anything else (the text is never evaluated)."""
+# Private torch functions that traced models call and that are harmless to load
+# (torch._assert: symbolic_trace records the shape asserts of vit_b_16 and others).
+_TORCH_PRIVATE_ALLOWED = {"torch._assert"}
+# What the fixed whitelist above covers, for error messages.
+_FIXED_NAMESPACES_TEXT = ("torch (torch, torch.functional, torch.nn.functional, torch._C._nn, "
+                          "torch._C._VariableFunctions, torch.Tensor, torch.special, torch.linalg, "
+                          "torch.fft, torch.ops.aten/prims), operator, builtins.getattr, optimus")
+
+
+def _is_dunder(segment):
+    return segment.startswith("__")
+
+
+def check_namespace(ns):
+    """A namespace a dump's call_function targets may come from besides torch: a dotted
+    package or module name ("torchvision", "mypkg.layers"). Torch (it has its own fixed
+    whitelist) and the standard library are refused. Returns ns."""
+    parts = ns.split(".") if isinstance(ns, str) else []
+    if not parts or any(not p.isidentifier() or keyword.iskeyword(p) or _is_dunder(p)
+                        for p in parts):
+        raise TargetError("bad namespace %r (a dotted package name such as 'torchvision')" % (ns,))
+    if parts[0] == "torch":
+        raise TargetError("namespace %r: torch is resolved through its fixed whitelist only" % ns)
+    if parts[0] in getattr(sys, "stdlib_module_names", ()) or parts[0] in sys.builtin_module_names:
+        raise TargetError("namespace %r is part of the Python standard library; it cannot be "
+                          "allowed" % ns)
+    return ns
+
+
+def own_namespaces(root=None, spec=None):
+    """The namespaces a model's own code lives in: the top-level package of MODULE_SPEC's
+    module ('torchvision.models:resnet18' -> 'torchvision'; a file spec 'path/net.py:Net' ->
+    its module 'optimus_user_net') and the top-level package that defines root's class.
+    Torch and the standard library are left out (torch has its fixed whitelist)."""
+    out = []
+    names = []
+    if spec is not None:
+        mod_part = spec.rpartition(":")[0]
+        if mod_part.endswith(".py") or os.sep in mod_part:
+            names.append(_file_module_name(mod_part))
+        else:
+            names.append(mod_part.split(".")[0])
+    if root is not None:
+        names.append((type(root).__module__ or "").split(".")[0])
+    for n in names:
+        try:
+            check_namespace(n)
+        except TargetError:
+            continue
+        if n not in out:
+            out.append(n)
+    return out
+
+
+def _outside_error(name, namespaces):
+    top = name.split(".")[0]
+    allowed = _FIXED_NAMESPACES_TEXT
+    if namespaces:
+        allowed += ", " + ", ".join(namespaces)
+    hint = "allow another package with --allow-namespace PKG"
+    if top.isidentifier() and top != "torch" and top not in namespaces:
+        hint = "allow its package with --allow-namespace %s" % top
+    return TargetError("call_function target %r is outside the allowed namespaces: %s; "
+                       "%s (allow_namespaces= in load())" % (name, allowed, hint))
+
+
+def _resolve_in_namespace(name, ns):
+    """name inside namespace ns: every segment but the last is a module, imported by its full
+    dotted name (so an attribute that merely refers to another module, such as
+    'pkg.mod.os', is never followed); the last is an attribute of that module, which must
+    be a function (not a class or module) defined inside ns. Private names are fine,
+    dunder segments are not. Nothing is evaluated."""
+    parts = name.split(".")
+    for p in parts:
+        if not p.isidentifier() or keyword.iskeyword(p) or _is_dunder(p):
+            raise TargetError("call_function target %r is not allowed (bad segment %r)" % (name, p))
+    if len(parts) <= len(ns.split(".")):
+        raise TargetError("call_function target %r names no function inside %s" % (name, ns))
+    module = None
+    for i in range(len(ns.split(".")), len(parts)):
+        modname = ".".join(parts[:i])
+        try:
+            module = importlib.import_module(modname)
+        except Exception as e:  # ModuleNotFoundError, or the package failed to import
+            raise TargetError("call_function target %r: cannot import %s: %s" %
+                              (name, modname, e)) from None
+        if module.__name__ != modname:
+            raise TargetError("call_function target %r: %s is not a module" % (name, modname))
+    obj = getattr(module, parts[-1], None)
+    if obj is None:
+        raise TargetError("call_function target %r: %s has no attribute %r" %
+                          (name, module.__name__, parts[-1]))
+    defined_in = getattr(obj, "__module__", None) or ""
+    if not callable(obj) or inspect.isclass(obj) or inspect.ismodule(obj) or \
+            not (defined_in == ns or defined_in.startswith(ns + ".")):
+        raise TargetError("call_function target %r is not a function defined in %s" % (name, ns))
+    return obj
+
+
+def resolve_target(name, namespaces=()):
+    """Maps a call_function target name from a dump to a callable: the engine's ops, the
+    fixed torch/operator whitelist, and functions defined inside the allowed `namespaces`
+    (packages such as 'torchvision', see own_namespaces()), found by import and attribute
+    lookup. Raises TargetError for anything else (the text is never evaluated)."""
     if not isinstance(name, str) or not name:
         raise TargetError("bad call_function target %r" % (name,))
     for prefix in _OPTIMUS_PREFIXES:
@@ -371,9 +478,14 @@ def resolve_target(name):
     module_name, _, attr = name.rpartition(".")
     namespace = _TARGET_NAMESPACES.get(module_name)
     if namespace is None:
-        raise TargetError("call_function target %r is outside the whitelisted namespaces" % name)
-    if not attr.isidentifier() or attr.startswith("_") or attr in _TARGET_DENY \
-            or attr.startswith("set_"):
+        for ns in namespaces or ():
+            check_namespace(ns)
+            if name.startswith(ns + "."):
+                return _resolve_in_namespace(name, ns)
+        raise _outside_error(name, list(namespaces or ()))
+    if name not in _TORCH_PRIVATE_ALLOWED and (
+            not attr.isidentifier() or attr.startswith("_") or attr in _TARGET_DENY
+            or attr.startswith("set_")):
         raise TargetError("call_function target %r is not allowed" % name)
     obj = getattr(namespace, attr, None)
     if obj is None or not _is_torch_callable(obj):
@@ -401,10 +513,18 @@ def check_method(name):
     raise TargetError("call_method target %r is not an allowed Tensor method" % name)
 
 
+def _path_segment_ok(p):
+    """A segment of a module/attribute path: any name PyTorch accepts for a submodule
+    (non-empty, no '.': "block1-0", "0", "conv1") that torch.fx's generated code can carry in
+    a getattr(x, "...") string literal (printable, no quote or backslash); never a dunder."""
+    return bool(p) and not _is_dunder(p) and p.isprintable() and not any(c in p for c in '"\\')
+
+
 def _check_attr_path(path):
+    """A dotted get_attr/call_module target split into its segments (looked up one by one
+    with getattr, never as Python syntax). Empty and dunder segments are refused."""
     parts = path.split(".") if isinstance(path, str) else []
-    if not parts or any(not p or p.startswith("__") or not (p.isidentifier() or p.isdigit())
-                        for p in parts):
+    if not parts or not all(_path_segment_ok(p) for p in parts):
         raise TargetError("bad attribute path %r" % (path,))
     return parts
 
@@ -933,12 +1053,15 @@ def stable_toposort(jnodes):
     return out
 
 
-def load(path_or_doc, root=None, graph_name=None):
+def load(path_or_doc, root=None, graph_name=None, allow_namespaces=()):
     """Builds a runnable torch.fx.GraphModule from our JSON (original or optimized).
-    get_attr and call_module targets resolve against root (an nn.Module); get_attr targets
-    root lacks are taken from record.params. Hyper-parameter kwargs that export() added to
-    call_module nodes are checked against root's module and dropped."""
+    get_attr and call_module targets resolve against root (an nn.Module) segment by segment;
+    get_attr targets root lacks are taken from record.params. Hyper-parameter kwargs that
+    export() added to call_module nodes are checked against root's module and dropped.
+    call_function targets resolve through resolve_target(): torch's whitelist plus functions
+    defined in allow_namespaces (e.g. own_namespaces(root, spec) for the model's package)."""
     doc = read_doc(path_or_doc)
+    allow_namespaces = [check_namespace(ns) for ns in allow_namespaces or ()]
     graphs = doc.get("graphs") or []
     if not graphs:
         raise ValueError("document has no graphs")
@@ -961,7 +1084,7 @@ def load(path_or_doc, root=None, graph_name=None):
         elif op == "output":
             target = "output"
         elif op == "call_function":
-            target = resolve_target(target)
+            target = resolve_target(target, allow_namespaces)
         elif op == "call_method":
             check_method(target)
         elif op == "get_attr":
@@ -1034,6 +1157,12 @@ def run(gm, inputs):
 
 # ----------------------------------------------------------------------------- CLI
 
+def _file_module_name(path):
+    """The module name a file MODULE_SPEC is imported under (its functions' targets start
+    with it): 'path/net.py' -> 'optimus_user_net'."""
+    return "optimus_user_" + os.path.splitext(os.path.basename(path))[0]
+
+
 def import_module_spec(spec):
     """'package.module:Name' or 'path/file.py:Name' -> the object Name. This imports and
     runs the user's code: it is meant for models the user has in hand."""
@@ -1041,7 +1170,7 @@ def import_module_spec(spec):
     if not sep or not mod_part or not attr:
         raise ValueError("MODULE_SPEC must be 'module:Name' or 'file.py:Name', got %r" % spec)
     if mod_part.endswith(".py") or os.sep in mod_part:
-        name = "optimus_user_" + os.path.splitext(os.path.basename(mod_part))[0]
+        name = _file_module_name(mod_part)
         s = importlib.util.spec_from_file_location(name, mod_part)
         if s is None:
             raise ValueError("cannot import %s" % mod_part)
@@ -1117,17 +1246,27 @@ def cmd_export(a):
     return 0
 
 
+def _namespaces(a, root=None, spec=None):
+    """--allow-namespace values, then the model's own packages (with a MODULE_SPEC)."""
+    out = [check_namespace(ns) for ns in a.allow_namespace or ()]
+    if spec is not None:
+        out += [ns for ns in own_namespaces(root, spec) if ns not in out]
+    return out
+
+
 def cmd_compare(a):
     doc_a, doc_b = read_doc(a.original), read_doc(a.optimized)
+    namespaces = _namespaces(a)  # bad --allow-namespace values fail before the model is built
     if a.module:
         torch.manual_seed(a.seed)
         root = instantiate(a.module)
         restore_params(root, doc_a)
+        namespaces = _namespaces(a, root, a.module)
     else:
         root = None
     inputs = record_inputs(doc_a)
-    outs_a = run(load(doc_a, root), inputs)
-    outs_b = run(load(doc_b, root), inputs)
+    outs_a = run(load(doc_a, root, allow_namespaces=namespaces), inputs)
+    outs_b = run(load(doc_b, root, allow_namespaces=namespaces), inputs)
     ok = _print_diffs("optimized vs original", outs_a, outs_b)
     rec = record_outputs(doc_a)
     if rec:
@@ -1136,11 +1275,14 @@ def cmd_compare(a):
     return 0 if ok else 1
 
 
-def roundtrip(m, inputs, path):
+def roundtrip(m, inputs, path, allow_namespaces=None):
     """export m, load it back on m itself, and check outputs bit-for-bit and node targets.
-    Returns a list of problems (empty when the round trip is exact)."""
+    allow_namespaces defaults to m's own package (own_namespaces(m)). Returns a list of
+    problems (empty when the round trip is exact)."""
     doc = export(m, inputs, path, record_io=True)
-    gm = load(path, m)
+    if allow_namespaces is None:
+        allow_namespaces = own_namespaces(m)
+    gm = load(path, m, allow_namespaces=allow_namespaces)
     problems = []
     with torch.no_grad():
         want = _flatten_outputs(m(*inputs), [])
@@ -1162,11 +1304,13 @@ def roundtrip(m, inputs, path):
 
 
 def cmd_roundtrip(a):
+    _namespaces(a)
     torch.manual_seed(a.seed)
     m = instantiate(a.module)
     inputs = make_inputs(a.input_shape, a.seed, a.int_high)
     with tempfile.TemporaryDirectory() as d:
-        problems = roundtrip(m, inputs, os.path.join(d, "roundtrip.json"))
+        problems = roundtrip(m, inputs, os.path.join(d, "roundtrip.json"),
+                             _namespaces(a, m, a.module))
     for p in problems:
         print("roundtrip: " + p)
     print("OK" if not problems else "MISMATCH")
@@ -1186,6 +1330,11 @@ def main(argv=None):
         sp.add_argument("--int-high", type=int, default=10,
                         help="integer inputs are drawn from [0, INT_HIGH)")
 
+    def allow_arg(sp):
+        sp.add_argument("--allow-namespace", action="append", default=[], metavar="PKG",
+                        help="also resolve call_function targets defined in package PKG "
+                             "(repeatable; torch and the standard library are refused)")
+
     e = sub.add_parser("export", help="trace a module and write our JSON")
     model_args(e)
     e.add_argument("-o", "--output", required=True)
@@ -1197,12 +1346,16 @@ def main(argv=None):
     c = sub.add_parser("compare", help="run two dumps on the recorded inputs and compare")
     c.add_argument("original")
     c.add_argument("optimized")
-    c.add_argument("--module", metavar="MODULE_SPEC", help="root module for call_module/get_attr")
+    c.add_argument("--module", metavar="MODULE_SPEC",
+                   help="root module for call_module/get_attr; its own package's functions "
+                        "may be call_function targets")
     c.add_argument("--seed", type=int, default=0)
+    allow_arg(c)
     c.set_defaults(fn=cmd_compare)
 
     r = sub.add_parser("roundtrip", help="export then load back, check bit-exact outputs")
     model_args(r)
+    allow_arg(r)
     r.set_defaults(fn=cmd_roundtrip)
 
     a = p.parse_args(argv)

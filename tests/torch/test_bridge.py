@@ -14,15 +14,18 @@ Per fixture model (tests/torch/fixture_models.py):
                   shapes/dtypes on every node (get_attr nodes keep their annotated meta)
 (verify/shapes are skipped only when OPTIMUS_CLI names no binary). Known engine gaps are
 listed in KNOWN_BUGS and reported as "not ok ... # TODO known bug: ...".
-plus tests of the target whitelist, the engine-op map, an engine-style rewritten graph, and
-the optimus_fx.py command line.
+plus tests of the target whitelist, the namespaces a dump's functions may come from (the
+model's own package, --allow-namespace), module paths that are not Python identifiers,
+the engine-op map, an engine-style rewritten graph, and the optimus_fx.py command line.
 
 Environment: OPTIMUS_SOURCE_ROOT (source tree), OPTIMUS_CLI (the optimus binary).
 """
 
+import atexit
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,12 +58,22 @@ FRESH_TOL = 1e-6  # committed fixture vs fresh export, relative to max(1, output
 # ----------------------------------------------------------------------------- helpers
 
 _fresh = {}
+_fresh_dir = None
+
+
+def _fresh_root():
+    """One temporary folder per run for the fresh exports, removed when the run ends."""
+    global _fresh_dir
+    if _fresh_dir is None:
+        _fresh_dir = tempfile.mkdtemp(prefix="optimus-bridge-")
+        atexit.register(shutil.rmtree, _fresh_dir, True)
+    return _fresh_dir
 
 
 def fresh_export(name):
     """(doc, module, path) of a fresh export of fixture `name`, cached per run."""
     if name not in _fresh:
-        d = tempfile.mkdtemp(prefix="optimus-bridge-")
+        d = tempfile.mkdtemp(prefix=name + "-", dir=_fresh_root())
         path = os.path.join(d, name + ".json")
         doc, m = fm.export_fixture(name, path)
         _fresh[name] = (doc, m, path)
@@ -436,6 +449,291 @@ class BridgeTests(unittest.TestCase):
         self.assertEqual(torch.fx.proxy.Proxy.__iter__ is ox._proxy_iter_py311, needs)
 
 
+# ----------------------------------------------------------------------------- namespaces
+
+# Two small packages written to a temporary directory for the namespace tests: the model's
+# own package (oxns_models, with a private wrapped function) and another one (oxns_extra).
+_NS_FILES = {
+    "oxns_extra/__init__.py": (
+        "import os  # an attribute that refers to another module: never followed\n"
+        "from functools import partial  # defined elsewhere: refused\n"
+        "import torch\n\n\n"
+        "def shift(x):\n"
+        "    return x - 1.0\n\n\n"
+        "class Box:\n"
+        "    pass\n"),
+    "oxns_models/__init__.py": (
+        "import torch\n"
+        "import torch.fx\n"
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "from oxns_extra import shift\n\n\n"
+        "def _scale(x):\n"
+        "    return x * 2.0 + 0.5\n\n\n"
+        "torch.fx.wrap('_scale')\n"
+        "torch.fx.wrap('shift')\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.randn(4, 4))\n"
+        "        self.b = nn.Parameter(torch.randn(4))\n\n"
+        "    def forward(self, x):\n"
+        "        return shift(_scale(F.linear(x, self.w, self.b)))\n"),
+}
+_ns_dir = None
+
+
+def ns_packages():
+    """The directory holding oxns_models and oxns_extra (on sys.path from then on)."""
+    global _ns_dir
+    if _ns_dir is None:
+        _ns_dir = tempfile.mkdtemp(prefix="optimus-ns-")
+        for rel, text in _NS_FILES.items():
+            os.makedirs(os.path.join(_ns_dir, os.path.dirname(rel)), exist_ok=True)
+            with open(os.path.join(_ns_dir, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+        sys.path.insert(0, _ns_dir)
+    return _ns_dir
+
+
+class NamespaceTests(unittest.TestCase):
+    """call_function targets outside torch: the model's own package, --allow-namespace."""
+
+    def tool(self, *args):
+        env = dict(os.environ, PYTHONPATH=ns_packages())
+        return subprocess.run([PYTHON, TOOL, *args], capture_output=True, text=True,
+                              timeout=600, cwd=SOURCE_ROOT, env=env)
+
+    def export_net(self, d):
+        out = os.path.join(d, "net.json")
+        p = self.tool("export", "oxns_models:Net", "--input-shape", "3,4", "--record", "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out, encoding="utf-8") as f:
+            targets = [n["target"] for n in json.load(f)["graphs"][0]["nodes"]
+                       if n["op"] == "call_function"]
+        self.assertEqual(targets, ["torch._C._nn.linear", "oxns_models._scale", "oxns_extra.shift"])
+        return out
+
+    def test_own_package_with_module(self):
+        """namespaces/own-package: with --module, a (private) function of the module's own
+        package resolves; a target outside every allowed namespace is refused, and the error
+        names the allowed namespaces and --allow-namespace"""
+        with tempfile.TemporaryDirectory() as d:
+            path = self.export_net(d)
+            p = self.tool("compare", path, path, "--module", "oxns_models:Net")
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertNotIn("oxns_models._scale", p.stderr)  # that one resolved
+            self.assertIn("'oxns_extra.shift' is outside the allowed namespaces", p.stderr)
+            for ns in ("torch", "operator", "oxns_models", "--allow-namespace oxns_extra"):
+                self.assertIn(ns, p.stderr)
+            # without --module the own package is not implied either
+            p = self.tool("compare", path, path, "--allow-namespace", "oxns_extra")
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertIn("'oxns_models._scale' is outside the allowed namespaces", p.stderr)
+            self.assertIn("--allow-namespace oxns_models", p.stderr)
+
+    def test_allow_namespace_flag(self):
+        """namespaces/allow-flag: --allow-namespace PKG (repeatable) allows PKG's functions;
+        torch and the standard library cannot be allowed"""
+        with tempfile.TemporaryDirectory() as d:
+            path = self.export_net(d)
+            p = self.tool("compare", path, path, "--module", "oxns_models:Net",
+                          "--allow-namespace", "oxns_extra")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("OK", p.stdout)
+            p = self.tool("compare", path, path, "--allow-namespace", "oxns_extra",
+                          "--allow-namespace", "oxns_models")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            for bad in ("os", "torch", "builtins", "a..b", "x;y"):
+                p = self.tool("compare", path, path, "--allow-namespace", bad)
+                self.assertEqual(p.returncode, 2, bad)
+                self.assertIn("namespace", p.stderr, bad)
+        # the API: load(..., allow_namespaces=...)
+        ns_packages()
+        import oxns_models
+        m = oxns_models.Net().eval()
+        x = torch.randn(3, 4)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "n.json")
+            ox.export(m, [x], path)
+            with self.assertRaisesRegex(ox.TargetError, "--allow-namespace oxns_models"):
+                ox.load(path, m)
+            gm = ox.load(path, m, allow_namespaces=ox.own_namespaces(m) + ["oxns_extra"])
+            self.assertEqual(ox.own_namespaces(m), ["oxns_models"])
+            with torch.no_grad():
+                self.assertTrue(torch.equal(gm(x), m(x)))
+
+    def test_namespace_resolution_rules(self):
+        """namespaces/rules: only functions defined inside the namespace, reached through
+        real submodules; no classes, no aliases of other modules, no dunders, no syntax"""
+        ns_packages()
+        import oxns_extra
+        import oxns_models
+        self.assertIs(ox.resolve_target("oxns_extra.shift", ["oxns_extra"]), oxns_extra.shift)
+        self.assertIs(ox.resolve_target("oxns_models._scale", ["oxns_models"]),
+                      oxns_models._scale)
+        for bad in ("oxns_extra.os.system", "oxns_extra.partial", "oxns_extra.Box",
+                    "oxns_extra.torch.load", "oxns_extra.__builtins__", "oxns_extra.__dict__",
+                    "oxns_extra.shift.__globals__", "oxns_extra.shift(1)", "oxns_extra.nothing",
+                    "oxns_extra", "oxns_extra.", "oxns_extra..shift", "oxns_extra.shift;x",
+                    "oxns_extra.missing_module.f"):
+            with self.assertRaises(ox.TargetError, msg=bad):
+                ox.resolve_target(bad, ["oxns_extra"])
+        # another package's function is not inside the namespace, even when reachable from it
+        with self.assertRaises(ox.TargetError):
+            ox.resolve_target("oxns_models.shift", ["oxns_models"])
+        for bad in ("os", "torch", "torch.nn", "sys", "builtins", "__main__", "a..b", "", "1x",
+                    "import"):
+            with self.assertRaises(ox.TargetError, msg=bad):
+                ox.check_namespace(bad)
+        self.assertEqual(ox.own_namespaces(nn.Linear(2, 2)), [])  # torch is never "own"
+        self.assertEqual(ox.own_namespaces(spec="torchvision.models:resnet18"), ["torchvision"])
+        self.assertEqual(ox.own_namespaces(spec="tests/torch/real_models.py:swin_t"),
+                         ["optimus_user_real_models"])
+
+    def test_torchvision_targets(self):
+        """namespaces/torchvision: the targets traced torchvision models call (stochastic
+        depth, swin's private helpers) resolve with the torchvision namespace only"""
+        try:
+            import torchvision  # noqa: F401
+            from torchvision.models import swin_transformer
+            from torchvision.ops import stochastic_depth  # the function: it shadows its module
+        except ImportError:
+            self.skipTest("torchvision not available")
+        name = "torchvision.ops.stochastic_depth.stochastic_depth"
+        self.assertIs(ox.resolve_target(name, ["torchvision"]), stochastic_depth)
+        self.assertIs(ox.resolve_target("torchvision.ops.stochastic_depth", ["torchvision"]),
+                      stochastic_depth)  # a re-export, still defined inside torchvision
+        self.assertIs(ox.resolve_target("torchvision.models.swin_transformer."
+                                        "_get_relative_position_bias", ["torchvision"]),
+                      swin_transformer._get_relative_position_bias)
+        with self.assertRaisesRegex(ox.TargetError, "allowed namespaces.*--allow-namespace "
+                                                    "torchvision"):
+            ox.resolve_target(name)
+        for bad in ("torchvision.models.resnet.torch.load", "torchvision.models.resnet.partial",
+                    "torchvision.models.resnet.ResNet", "torchvision.models.resnet.nn.Linear",
+                    "torchvision.models.resnet.__builtins__"):
+            with self.assertRaises(ox.TargetError, msg=bad):
+                ox.resolve_target(bad, ["torchvision"])
+
+    def test_never_evaluates(self):
+        """namespaces/no-eval: resolution is import + getattr: eval, exec and compile are never
+        called, and the modules imported are exactly the target's dotted prefixes (imported
+        once beforehand: a first import runs the module's code, which is not resolution)"""
+        ns_packages()
+        import builtins
+        import oxns_extra  # noqa: F401
+        try:
+            import torchvision.ops.stochastic_depth  # noqa: F401
+            have_tv = True
+        except ImportError:
+            have_tv = False
+        imported = []
+        real_import = ox.importlib.import_module
+
+        def recording_import(name, *a):
+            imported.append(name)
+            return real_import(name, *a)
+
+        def refuse(*a, **k):
+            raise AssertionError("resolve_target evaluated text")
+
+        saved = builtins.eval, builtins.exec, builtins.compile
+        ox.importlib.import_module = recording_import
+        builtins.eval = builtins.exec = builtins.compile = refuse
+        try:
+            ox.resolve_target("oxns_extra.shift", ["oxns_extra"])
+            ox.resolve_target("torch._assert")
+            ox.resolve_target("torch.ops.aten.mm.default")
+            if have_tv:
+                ox.resolve_target("torchvision.ops.stochastic_depth.stochastic_depth",
+                                  ["torchvision"])
+            for bad in ("oxns_extra.shift(__import__('os'))", "__import__('os').system"):
+                with self.assertRaises(ox.TargetError):
+                    ox.resolve_target(bad, ["oxns_extra"])
+        finally:
+            builtins.eval, builtins.exec, builtins.compile = saved
+            ox.importlib.import_module = real_import
+        want = ["oxns_extra"]
+        if have_tv:
+            want += ["torchvision", "torchvision.ops", "torchvision.ops.stochastic_depth"]
+        self.assertEqual(imported, want)
+        # and the bridge's source calls none of them (nor __import__) anywhere
+        import ast
+        with open(TOOL, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        calls = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and
+                 isinstance(n.func, ast.Name) and
+                 n.func.id in ("eval", "exec", "compile", "__import__")]
+        self.assertEqual(calls, [])
+
+    def test_module_path_with_dash(self):
+        """paths/dash: submodule names PyTorch accepts but Python cannot spell ("block1-0", as
+        in regnet) export and load back bit-exactly, by path segments; empty and dunder
+        segments are still refused"""
+
+        class Dashed(nn.Module):
+            def __init__(self):
+                super().__init__()
+                inner = nn.Sequential()
+                inner.add_module("block1-0", nn.Linear(4, 5))
+                inner.add_module("proj 1", nn.ReLU())
+                self.add_module("trunk-output", inner)
+                self.register_buffer("scale-x", torch.full((5,), 0.5))
+
+            def forward(self, x):
+                y = getattr(self, "trunk-output")(x)
+                return y * getattr(self, "scale-x")
+
+        torch.manual_seed(0)
+        m = Dashed().eval()
+        x = torch.randn(3, 4)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "dash.json")
+            self.assertEqual(ox.roundtrip(m, [x], path), [])
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+            targets = [n["target"] for n in doc["graphs"][0]["nodes"]]
+            self.assertIn("trunk-output.block1-0", targets)
+            self.assertIn("trunk-output.proj 1", targets)
+            self.assertIn("scale-x", targets)
+            self.assertIn("trunk-output.block1-0.weight", doc["record"]["params"])
+            # sin fill, then the file alone on a fresh module (restore_params by path)
+            ox.export(m, [x], path, record_io=True, param_fill="sin")
+            fresh = Dashed().eval()
+            self.assertIn("trunk-output.block1-0.weight", ox.restore_params(fresh, path))
+            doc = ox.read_doc(path)
+            got = ox.run(ox.load(doc, fresh), ox.record_inputs(doc))
+            self.assertTrue(torch.equal(got[0], ox.record_outputs(doc)[0]))
+        for bad in ("", "a..b", ".a", "a.", "a.__class__", "__dict__", 'a."x', "a.b\\c",
+                    "a.b\nc"):
+            with self.assertRaises(ox.TargetError, msg=repr(bad)):
+                ox._check_attr_path(bad)
+        self.assertEqual(ox._check_attr_path("trunk_output.block1.block1-0.proj.0.weight"),
+                         ["trunk_output", "block1", "block1-0", "proj", "0", "weight"])
+
+    def test_torch_assert_loads(self):
+        """targets/torch-assert: torch._assert (traced vit_b_16's shape checks) loads and runs;
+        other private torch names stay refused"""
+        self.assertIs(ox.resolve_target("torch._assert"), torch._assert)
+
+        class Asserting(nn.Module):
+            def forward(self, x):
+                torch._assert(x.shape[1] == 4, "want 4 features")
+                return torch.tanh(x)
+
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "a.json")
+            self.assertEqual(ox.roundtrip(Asserting(), [torch.randn(2, 4)], path), [])
+            with open(path, encoding="utf-8") as f:
+                self.assertIn("torch._assert", [n["target"] for n in
+                                                json.load(f)["graphs"][0]["nodes"]])
+        for bad in ("torch._C._nn.__dict__", "torch._load_global_deps", "torch._assert.x",
+                    "torch._C._set_grad_enabled", "torch._utils._rebuild_tensor"):
+            with self.assertRaises(ox.TargetError, msg=bad):
+                ox.resolve_target(bad)
+
+
 class CliTests(unittest.TestCase):
     """tools/optimus_fx.py as a command."""
 
@@ -517,7 +815,7 @@ def main():
     _add_fixture_tests()
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
-    for cls in (BridgeTests, CliTests, FixtureTests):
+    for cls in (BridgeTests, NamespaceTests, CliTests, FixtureTests):
         suite.addTests(loader.loadTestsFromTestCase(cls))
     only = sys.argv[1:]
     if only:
@@ -526,7 +824,11 @@ def main():
                                                            for o in only))
     print("1..%d" % suite.countTestCases(), flush=True)
     result = TapResult(KNOWN_BUGS)
-    suite.run(result)
+    try:
+        suite.run(result)
+    finally:
+        if _ns_dir:
+            shutil.rmtree(_ns_dir, ignore_errors=True)
     return 0 if result.wasSuccessful() else 1
 
 
