@@ -326,8 +326,85 @@ static int module_param(OxInterp *in, const OxNode *n, const OxOpArgs *a, uint32
   return efail(e, n, "no value for parameter %s", path);
 }
 
+/* x.shape as traced: getattr(x, 'shape') -> the sizes, as x.size() gives them; x.dim() -> the
+ * rank. True when n is one (*rc says how it went). */
+static bool run_shape_attr(OxInterp *in, OxNodeId id, const OxNode *n, Err *e, int *rc) {
+  bool dim = n->op == OX_OP_CALL_METHOD && (!strcmp(n->target, "dim") || !strcmp(n->target, "ndimension")) &&
+             n->args.n == 1 && !n->kwargs.n;
+  if (!dim && (n->op != OX_OP_CALL_FUNCTION || (strcmp(n->target, "builtins.getattr") && strcmp(n->target, "getattr")) ||
+               n->args.n != 2 || n->kwargs.n || n->args.u.items[1].kind != OX_V_STR ||
+               strcmp(n->args.u.items[1].s, "shape")))
+    return false;
+  OxRtValue *x = NULL;
+  *rc = resolve(in, n, &n->args.u.items[0], &x, e);
+  if (*rc) return true;
+  if (!x || x->kind != OX_RT_TENSOR) {
+    ox_rt_unref(x);
+    *rc = efail(e, n, "%s of a value that is not a tensor", dim ? "dim()" : "getattr(..., 'shape')");
+    return true;
+  }
+  OxRtValue *res;
+  if (dim) {
+    res = ox_rt_int(x->u.t->rank);
+  } else {
+    res = ox_rt_seq(OX_RT_TUPLE, (uint32_t)x->u.t->rank);
+    for (int i = 0; i < x->u.t->rank; i++) res->u.items[i] = ox_rt_int(x->u.t->shape[i]);
+  }
+  ox_rt_unref(x);
+  ox_interp_set_value(in, id, res);
+  return true;
+}
+
+static bool rt_number(const OxRtValue *v, double *d) {
+  if (!v) return false;
+  if (v->kind == OX_RT_INT) *d = (double)v->u.i;
+  else if (v->kind == OX_RT_FLOAT) *d = v->u.f;
+  else if (v->kind == OX_RT_BOOL) *d = v->u.b;
+  else return false;
+  return true;
+}
+
+/* Python-level checks a trace keeps (vit: torch._assert(h == self.image_size, "Wrong image
+ * height!")): comparisons of ints and floats, and torch._assert, which fails the run when its
+ * condition is false. True when n is one (*rc says how it went). */
+static bool run_python_check(OxInterp *in, OxNodeId id, const OxNode *n, Err *e, int *rc) {
+  static const char *const cmps[] = {"operator.eq", "operator.ne", "operator.lt", "operator.le", "operator.gt",
+                                     "operator.ge", NULL};
+  int which = -1;
+  for (int i = 0; cmps[i]; i++)
+    if (n->op == OX_OP_CALL_FUNCTION && !strcmp(n->target, cmps[i])) which = i;
+  bool is_assert = n->op == OX_OP_CALL_FUNCTION && !strcmp(n->target, "torch._assert");
+  if ((which < 0 && !is_assert) || n->args.n < (is_assert ? 1u : 2u) || n->kwargs.n) return false;
+  OxRtValue *a = NULL, *b = NULL;
+  *rc = resolve(in, n, &n->args.u.items[0], &a, e);
+  if (*rc == 0 && n->args.n > 1) *rc = resolve(in, n, &n->args.u.items[1], &b, e);
+  double x, y;
+  if (*rc == 0 && is_assert) {
+    if (!rt_number(a, &x)) {
+      *rc = efail(e, n, "torch._assert of a value that is not a Python bool");
+    } else if (x == 0) {
+      *rc = efail(e, n, "assertion failed: %s", b && b->s ? b->s : "(no message)");
+    } else {
+      ox_interp_set_value(in, id, ox_rt_none());
+    }
+  } else if (*rc == 0) {
+    if (!rt_number(a, &x) || !rt_number(b, &y)) {
+      *rc = efail(e, n, "no kernel for %s on these operands (only Python numbers)", n->target);
+    } else {
+      bool r = which == 0 ? x == y : which == 1 ? x != y : which == 2 ? x < y : which == 3 ? x <= y
+             : which == 4 ? x > y : x >= y;
+      ox_interp_set_value(in, id, ox_rt_bool(r));
+    }
+  }
+  ox_rt_unref(a);
+  ox_rt_unref(b);
+  return true;
+}
+
 static int run_call(OxInterp *in, OxNodeId id, Err *e) {
   const OxNode *n = ox_graph_node(in->g, id);
+  int rc0;
+  if (run_shape_attr(in, id, n, e, &rc0) || run_python_check(in, id, n, e, &rc0)) return rc0;
   const OxSpelling *sp = NULL;
   OxOpId op = ox_op_of_node(in->g, n, &sp);
   if (op == OX_OPID_NONE) return efail(e, n, "no kernel for %s", node_target(n));

@@ -445,7 +445,7 @@ int ox_shape_infer_params(OxGraph *g, OxDiagList *d, uint32_t max_notes, OxParam
         if (d && r.inferred < max_notes) {
           char m[96];
           ox_meta_format(&g->nodes[id].meta, m, sizeof m);
-          ox_diag_add(d, OX_SEV_NOTE, g->nodes[id].src_line, 0, g->nodes[id].name, "%s: %s inferred %s",
+          ox_diag_add(d, OX_SEV_NOTE, g->nodes[id].src_line, 0, NULL, "%s: %s inferred %s",
                       g->nodes[id].name, m, why);
         }
         r.inferred++;

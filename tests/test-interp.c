@@ -588,6 +588,48 @@ static void test_to_size(void) {
   end();
 }
 
+/* x.shape / x.dim() and the Python-level checks a trace keeps (torchvision's ViT:
+ * torch._assert(h == self.image_size, ...)) */
+static void test_python_checks(void) {
+  begin();
+  OxNodeId x = input("x", F32, 2, SH(2, 3), DA(1, 2, 3, 4, 5, 6));
+  OxNodeId sh = cf("builtins.getattr", vT(2, vN(x), vS("shape")), vNone());
+  OxNodeId h = item(sh, 1);
+  OxNodeId d = cm("dim", vT(1, vN(x)), vNone());
+  OxNodeId eq = cf("operator.eq", vT(2, vN(h), vI(3)), vNone());
+  OxNodeId lt = cf("operator.lt", vT(2, vN(d), vF(1.5)), vNone());
+  OxNodeId ge = cf("operator.ge", vT(2, vN(h), vI(3)), vNone());
+  OxNodeId ok = cf("torch._assert", vT(2, vN(eq), vS("Wrong width")), vNone());
+  run_ok();
+  const OxRtValue *sv = ox_interp_value(IN, sh);
+  g_assert_cmpint(sv->kind, ==, OX_RT_TUPLE);
+  g_assert_cmpint(sv->n, ==, 2);
+  g_assert_cmpint(sv->u.items[0]->u.i, ==, 2);
+  g_assert_cmpint(ox_interp_value(IN, h)->u.i, ==, 3);
+  g_assert_cmpint(ox_interp_value(IN, d)->kind, ==, OX_RT_INT);
+  g_assert_cmpint(ox_interp_value(IN, d)->u.i, ==, 2);
+  g_assert_true(ox_interp_value(IN, eq)->u.b);
+  g_assert_false(ox_interp_value(IN, lt)->u.b);
+  g_assert_true(ox_interp_value(IN, ge)->u.b);
+  g_assert_cmpint(ox_interp_value(IN, ok)->kind, ==, OX_RT_NONE);
+  end();
+
+  begin();
+  x = input("x", F32, 2, SH(2, 3), DA(1, 2, 3, 4, 5, 6));
+  sh = cf("builtins.getattr", vT(2, vN(x), vS("shape")), vNone());
+  h = item(sh, 0);
+  eq = cf("operator.eq", vT(2, vN(h), vI(224)), vNone());
+  cf("torch._assert", vT(2, vN(eq), vS("Wrong image height!")), vNone());
+  run_fails("node _assert: assertion failed: Wrong image height!");
+  end();
+
+  begin(); /* a comparison of tensors is not a Python check: it must not pass silently */
+  x = input("x", F32, 1, SH(2), DA(1, 2));
+  cf("operator.eq", vT(2, vN(x), vI(1)), vNone());
+  run_fails("node eq: no kernel for operator.eq on these operands (only Python numbers)");
+  end();
+}
+
 /* ------------------------------------------------------------------ embeddings */
 
 static void test_embedding(void) {
@@ -1037,6 +1079,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/interp/getitem", test_getitem);
   g_test_add_func("/engine/interp/views", test_views);
   g_test_add_func("/engine/interp/to-size", test_to_size);
+  g_test_add_func("/engine/interp/python-checks", test_python_checks);
   g_test_add_func("/engine/interp/embedding", test_embedding);
   g_test_add_func("/engine/interp/conv-pool", test_conv_pool);
   g_test_add_func("/engine/interp/modules", test_modules);

@@ -123,6 +123,58 @@ static void test_bad_file(void) {
 /* --input-shape / --shapes given with a graph: applied to it on load, parameters inferred from
  * their uses, what was inferred in the shapes note; a bad spec fails that load and is then
  * forgotten. */
+/* The graphs of a two-graph dump as entries; --graph picks the top-level graph; out of range
+ * fails the load naming the count; switching keeps each graph's history. */
+static void test_graph_entries(void) {
+  g_autofree char *dir = g_dir_make_tmp("ox-uigraphs-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "two.txt", NULL);
+  g_assert_true(g_file_set_contents(path,
+                                    "graph():\n"
+                                    "    %x : [#users=1] = placeholder[target=x]\n"
+                                    "    %relu : [#users=1] = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+                                    "    %relu_1 : [#users=1] = call_function[target=torch.relu](args = (%relu,), kwargs = {})\n"
+                                    "    return relu_1\n"
+                                    "graph():\n"
+                                    "    %y : [#users=1] = placeholder[target=y]\n"
+                                    "    %sigmoid : [#users=1] = call_function[target=torch.sigmoid](args = (%y,), kwargs = {})\n"
+                                    "    return sigmoid\n",
+                                    -1, NULL));
+  g_autoptr(OxDocument) d = ox_document_new();
+  GError *err = NULL;
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g_assert_cmpuint(ox_document_get_n_graph_entries(d), ==, 2);
+  g_assert_cmpuint(ox_document_get_graph_entry_index(d), ==, 0);
+  g_assert_cmpuint(ox_document_get_graph_entry(d, 0)->n_nodes, ==, 3);
+  g_assert_cmpuint(ox_document_get_graph_entry(d, 1)->n_nodes, ==, 2);
+  g_assert_cmpuint(ox_document_get_graph_entry(d, 1)->depth, ==, 0);
+  g_assert_true(ox_document_show_graph_entry(d, 1, &err));
+  g_assert_cmpint(ox_graph_find(ox_document_get_graph(d), "sigmoid"), !=, 0);
+  g_assert_false(ox_document_show_graph_entry(d, 2, &err));
+  g_assert_nonnull(err);
+  g_clear_error(&err);
+  g_assert_cmpuint(ox_document_get_graph_entry_index(d), ==, 1);
+  g_assert_true(ox_document_show_graph_entry(d, 0, &err));
+  g_assert_cmpint(ox_graph_find(ox_document_get_graph(d), "relu_1"), !=, 0);
+  /* --graph 1 */
+  ox_document_set_pending_graph(d, 1);
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g_assert_cmpuint(ox_document_get_graph_entry_index(d), ==, 1);
+  /* forgotten after that load */
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g_assert_cmpuint(ox_document_get_graph_entry_index(d), ==, 0);
+  /* out of range: a located error, the document keeps its graph */
+  ox_document_set_pending_graph(d, 5);
+  g_assert_false(ox_document_load_file(d, path, NULL, &err));
+  g_assert_nonnull(err);
+  g_test_message("%s", err->message);
+  g_assert_nonnull(strstr(err->message, "out of range: the input has 2 graphs"));
+  g_clear_error(&err);
+  g_assert_true(ox_document_has_graph(d));
+  g_assert_cmpuint(ox_document_get_n_load_warnings(d), ==, 0);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 static void test_pending_shapes(void) {
   g_autofree char *dir = g_dir_make_tmp("ox-uishapes-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "paste.txt", NULL);
@@ -548,6 +600,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui-model/load", test_load);
   g_test_add_func("/ui-model/bad-file", test_bad_file);
   g_test_add_func("/ui-model/pending-shapes", test_pending_shapes);
+  g_test_add_func("/ui-model/graph-entries", test_graph_entries);
   g_test_add_func("/ui-model/families", test_families);
   g_test_add_func("/ui-model/optimize", test_optimize);
   g_test_add_func("/ui-model/optimize-async", test_optimize_async);

@@ -574,6 +574,114 @@ static void test_step_in_view(void) {
   g_free(dir);
 }
 
+/* Every graph of a multi-graph dump is reachable: the switcher (win.graph) shows each entry
+ * with its own node count, optimized on first sight; a lowered module's node links to its
+ * subgraph and win.graph-parent comes back. Corpus 02 (executorch, nested lowered graphs),
+ * 09 and 10 (three TRT submodule graphs), 26 (two graphs from TORCH_LOGS). */
+static void test_graphs(void) {
+  static const int files[] = {2, 9, 10, 26};
+  guint with_sub = 0;
+  for (guint f = 0; f < G_N_ELEMENTS(files); f++) {
+    char *path = test_corpus_file_or_skip(files[f]);
+    if (!path) return;
+    OxWindow *w = new_window();
+    g_assert_true(ox_window_open(w, path, NULL));
+    g_assert_true(wait_until(cond_idle, w, 60000));
+    OxDocument *d = ox_window_get_document(w);
+    guint n = ox_document_get_n_graph_entries(d);
+    g_test_message("%s: %u graphs", path, n);
+    g_assert_cmpuint(n, >=, 2);
+    g_assert_true(action_enabled(w, "graph"));
+    for (guint i = 0; i < n; i++) {
+      const OxGraphEntry *e = ox_document_get_graph_entry(d, i);
+      g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.graph", "u", i));
+      g_assert_true(wait_until(cond_idle, w, 60000));
+      g_assert_cmpuint(ox_document_get_graph_entry_index(d), ==, i);
+      OxGraph *g = ox_document_get_graph(d);
+      g_assert_nonnull(g);
+      guint nodes = 0;
+      OX_GRAPH_FOREACH(ox_document_get_history(d)->input, id) nodes += ox_document_get_history(d)->input->nodes[id].op != OX_OP_OUTPUT;
+      g_assert_cmpuint(nodes, ==, e->n_nodes);
+      g_assert_null(ox_scene_get_error(ox_graph_view_get_scene(ox_window_get_view(w))));
+      g_assert_cmpint(action_enabled(w, "graph-parent"), ==, e->depth > 0);
+      if (e->depth && e->owner) {
+        /* back up, then in again through the owner's link in the node panel */
+        g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.graph-parent", NULL));
+        g_assert_true(wait_until(cond_idle, w, 60000));
+        g_assert_cmpuint(ox_document_get_graph_entry_index(d), ==, e->parent);
+        g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", e->owner));
+        g_autofree char *link = g_strdup_printf("href=\"graph:%u\"", i);
+        g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "node"), link));
+        g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.graph", "u", i));
+        g_assert_true(wait_until(cond_idle, w, 60000));
+        g_assert_cmpuint(ox_document_get_graph_entry_index(d), ==, i);
+        with_sub++;
+      }
+    }
+    /* a graph seen before comes back with its steps */
+    g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.graph", "u", 0));
+    g_assert_true(wait_until(cond_idle, w, 60000));
+    g_assert_nonnull(ox_document_get_history(d));
+    gtk_window_destroy(GTK_WINDOW(w));
+    drain();
+    g_free(path);
+  }
+  g_assert_cmpuint(with_sub, >, 0); /* 02's lowered graphs were opened through their owner */
+}
+
+/* A damaged dump says so: the loader's located warnings in the bar, a row selects the node
+ * near its line. The first 5000 bytes of the example (its last line cut), and corpus 18 with
+ * hundreds of names loaded as external inputs. */
+static void test_load_warnings(void) {
+  g_autofree char *example = src_path("data", "examples", "recsys-towers.txt");
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(example, &text, &len, NULL));
+  g_assert_cmpuint(len, >, 5000);
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-warn-XXXXXX", NULL);
+  g_autofree char *trunc = g_build_filename(dir, "trunc.txt", NULL);
+  g_assert_true(g_file_set_contents(trunc, text, 5000, NULL));
+  OxWindow *w = new_window();
+  g_assert_true(ox_window_open(w, trunc, NULL));
+  g_assert_true(wait_until(cond_idle, w, 60000));
+  OxDocument *d = ox_window_get_document(w);
+  const char *bar = ox_window_get_warning_bar_text(w);
+  g_assert_nonnull(bar);
+  g_test_message("bar: %s", bar);
+  g_assert_true(g_str_has_suffix(bar, "while loading trunc.txt"));
+  g_assert_cmpuint(ox_document_get_n_load_warnings(d), >=, 1);
+  const OxLoadWarning *lw = ox_document_get_load_warning(d, 0);
+  g_assert_nonnull(strstr(lw->text, "trunc.txt:"));
+  g_assert_nonnull(strstr(lw->text, "warning: skipped damaged line"));
+  g_assert_cmpuint(lw->line, >, 1);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "");
+  g_assert_true(ox_window_activate_warning(w, 0));
+  g_assert_nonnull(ox_document_get_selected(d));
+  g_assert_false(ox_window_activate_warning(w, 9999));
+  /* a clean file clears the bar */
+  g_assert_true(ox_window_open(w, example, NULL));
+  g_assert_true(wait_until(cond_idle, w, 60000));
+  g_assert_null(ox_window_get_warning_bar_text(w));
+  char *c18 = test_corpus_file_or_skip(18);
+  if (c18) {
+    g_assert_true(ox_window_open(w, c18, NULL));
+    g_assert_true(wait_until(cond_idle, w, 60000));
+    guint n = ox_document_get_n_load_warnings(d);
+    g_test_message("corpus 18: %u warnings, bar: %s", n, ox_window_get_warning_bar_text(w));
+    g_assert_cmpuint(n, >, 100);
+    g_autofree char *want = g_strdup_printf("%u warnings while loading", n);
+    g_assert_true(g_str_has_prefix(ox_window_get_warning_bar_text(w), want));
+    g_assert_nonnull(strstr(ox_document_get_load_warning(d, 0)->text, "external input"));
+    g_assert_true(ox_window_activate_warning(w, 5));
+    g_assert_nonnull(ox_document_get_selected(d));
+    g_free(c18);
+  }
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unlink(trunc);
+  g_rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
@@ -589,5 +697,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/rules-file", test_rules_file);
   g_test_add_func("/ui/window/large-corpus", test_large_corpus);
   g_test_add_func("/ui/window/step-in-view", test_step_in_view);
+  g_test_add_func("/ui/window/graphs", test_graphs);
+  g_test_add_func("/ui/window/load-warnings", test_load_warnings);
   return g_test_run();
 }

@@ -19,6 +19,7 @@ struct _OxApplication {
   GtkApplication parent_instance;
   char **input_shapes; /* --input-shape (repeatable) */
   char *shapes_file;   /* --shapes */
+  int graph;           /* --graph N (1-based), 0 = the first */
 };
 
 G_DEFINE_FINAL_TYPE(OxApplication, ox_application, GTK_TYPE_APPLICATION)
@@ -65,6 +66,7 @@ void ox_application_set_accels(GtkApplication *app) {
     {"win.export::json", {"<Control>s", NULL}},
     {"win.export-trace", {"<Control><Shift>e", NULL}},
     {"win.search", {"<Control>f", NULL}},
+    {"win.graph-parent", {"<Alt>Up", NULL}},
     {"win.search-next", {"<Control>g", "F3", NULL}},
     {"win.search-prev", {"<Control><Shift>g", "<Shift>F3", NULL}},
     {"win.zoom-in", {"<Control>plus", "<Control>equal", NULL}},
@@ -108,6 +110,7 @@ static void ox_application_open(GApplication *app, GFile **files, int n_files, c
   if (n_specs || self->shapes_file)
     ox_document_set_pending_shapes(ox_window_get_document(w), (const char *const *)self->input_shapes, n_specs,
                                    self->shapes_file);
+  if (self->graph > 0) ox_document_set_pending_graph(ox_window_get_document(w), (guint)self->graph - 1);
   if (graph) ox_window_open(w, graph, trace);
   g_free(graph);
   g_free(trace);
@@ -145,6 +148,7 @@ static void ox_application_init(OxApplication *self) {
      "Shape of a placeholder or parameter of GRAPH, e.g. x=64,224 or x=f32:64,224 (repeatable); parameters "
      "without one are inferred from their uses",
      "N=DIMS"},
+    {"graph", 0, 0, G_OPTION_ARG_INT, &self->graph, "Show graph N of GRAPH's dump (1-based; TRACE belongs to it)", "N"},
     {"shapes", 0, 0, G_OPTION_ARG_FILENAME, &self->shapes_file,
      "Shapes of GRAPH's placeholders and parameters: a JSON object or a .safetensors file (docs/cli.md)", "FILE"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},

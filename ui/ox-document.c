@@ -162,6 +162,13 @@ struct _OxDocument {
   char **shape_specs;     /* --input-shape for the next load (NULL-terminated) */
   char *shapes_file;      /* --shapes for the next load */
   char *shapes_note;      /* what the last load inferred of its parameters' shapes, or NULL */
+  GPtrArray *entries;     /* OxGraphEntry: every graph of the dump */
+  guint entry;            /* the one shown */
+  GHashTable *entry_hist; /* entry index -> OxHistory (ref) of a graph shown before */
+  guint pending_graph;    /* --graph N - 1 for the next load; G_MAXUINT: none */
+  GArray *warnings;       /* OxLoadWarning of the last load */
+  guint n_warnings;       /* all, kept or not */
+  guint load_serial;
   guint32 anchor_uid;
   guint frame_ka, frame_kb;           /* what states were computed for */
   gboolean frame_before, frame_stepping;
@@ -535,6 +542,98 @@ static char *diags_text(const OxDiagList *d) {
   return g_string_free(s, FALSE);
 }
 
+/* ---- the graphs of the dump */
+
+static void entry_free(gpointer p) {
+  OxGraphEntry *e = p;
+  g_free(e->name);
+  g_free(e->owner);
+  g_free(e->label);
+  g_free(e);
+}
+
+static guint count_nodes(const OxGraph *g) {
+  guint n = 0;
+  OX_GRAPH_FOREACH(g, id) n += g->nodes[id].op != OX_OP_OUTPUT;
+  return n;
+}
+
+static void entries_add(GPtrArray *a, const OxGraph *g, guint top, guint depth, guint parent, guint sub) {
+  OxGraphEntry *e = g_new0(OxGraphEntry, 1);
+  e->top = top;
+  e->depth = depth;
+  e->parent = depth ? parent : a->len;
+  e->sub = sub;
+  e->n_nodes = count_nodes(g);
+  e->name = g_strdup(g->name && *g->name ? g->name : "graph");
+  e->owner = g_strdup(g->sub_owner);
+  if (depth)
+    e->label = g_strdup_printf("%s%s%s · %u nodes", e->name, e->owner ? " of " : "", e->owner ? e->owner : "", e->n_nodes);
+  else
+    e->label = g_strdup_printf("graph %u: %s · %u nodes", top + 1, e->name, e->n_nodes);
+  guint me = a->len;
+  g_ptr_array_add(a, e);
+  for (uint32_t i = 0; i < g->n_subgraphs; i++) entries_add(a, g->subgraphs[i], top, depth + 1, me, i);
+}
+
+guint ox_document_get_n_graph_entries(OxDocument *self) { return self->entries ? self->entries->len : 0; }
+const OxGraphEntry *ox_document_get_graph_entry(OxDocument *self, guint i) {
+  return self->entries && i < self->entries->len ? g_ptr_array_index(self->entries, i) : NULL;
+}
+guint ox_document_get_graph_entry_index(OxDocument *self) { return self->entry; }
+
+guint ox_document_find_subgraph_entry(OxDocument *self, const char *owner) {
+  if (!owner || !self->entries) return G_MAXUINT;
+  for (guint i = 0; i < self->entries->len; i++) {
+    const OxGraphEntry *e = g_ptr_array_index(self->entries, i);
+    if (e->depth && e->parent == self->entry && e->owner && !strcmp(e->owner, owner)) return i;
+  }
+  return G_MAXUINT;
+}
+
+void ox_document_set_pending_graph(OxDocument *self, guint index) { self->pending_graph = index; }
+
+/* The graph of entry i as it is now: a top-level graph in the doc, or held by the history that
+ * showed it (the shown one, or one kept from before), then down its subgraphs. */
+static const OxGraph *entry_graph(OxDocument *self, guint i) {
+  const OxGraphEntry *e = g_ptr_array_index(self->entries, i);
+  if (e->depth) {
+    const OxGraph *p = entry_graph(self, e->parent);
+    return p && e->sub < p->n_subgraphs ? p->subgraphs[e->sub] : NULL;
+  }
+  if (i == self->entry && self->history) return self->history->input;
+  OxHistory *h = g_hash_table_lookup(self->entry_hist, GUINT_TO_POINTER(i));
+  if (h) return h->input;
+  return e->top < self->doc->n_graphs ? self->doc->graphs[e->top] : NULL;
+}
+
+gboolean ox_document_show_graph_entry(OxDocument *self, guint i, GError **error) {
+  if (!self->entries || i >= self->entries->len) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "no graph %u in this dump (it has %u)", i + 1,
+                self->entries ? self->entries->len : 0);
+    return FALSE;
+  }
+  if (i == self->entry) return TRUE;
+  OxHistory *back = g_hash_table_lookup(self->entry_hist, GUINT_TO_POINTER(i));
+  OxHistory *h = back ? ox_history_ref(back) : NULL;
+  if (!h) {
+    const OxGraph *g = entry_graph(self, i);
+    if (!g) {
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "graph %u is no longer available", i + 1);
+      return FALSE;
+    }
+    h = ox_history_new(ox_graph_clone(g), NULL);
+  }
+  /* keep the one shown for coming back (its graph also holds the subgraphs shown from it) */
+  if (self->history)
+    g_hash_table_insert(self->entry_hist, GUINT_TO_POINTER(self->entry), ox_history_ref(self->history));
+  self->entry = i;
+  self->gen++;
+  set_status(self, back ? (h->trace ? NULL : "not optimized yet") : "not optimized yet");
+  document_install(self, h);
+  return TRUE;
+}
+
 gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, OxTrace *trace, const char *path,
                              GError **error) {
   g_return_val_if_fail(doc && graph_index < doc->n_graphs, FALSE);
@@ -555,6 +654,19 @@ gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, Ox
       return FALSE;
     }
   }
+  if (self->doc != doc) {
+    /* a new dump: its graphs, none shown before */
+    g_clear_pointer(&self->entries, g_ptr_array_unref);
+    self->entries = g_ptr_array_new_with_free_func(entry_free);
+    for (guint i = 0; i < doc->n_graphs; i++)
+      if (doc->graphs[i]) entries_add(self->entries, doc->graphs[i], i, 0, 0, 0);
+    g_hash_table_remove_all(self->entry_hist);
+    self->entry = 0;
+    for (guint i = 0; i < self->entries->len; i++) {
+      const OxGraphEntry *e = g_ptr_array_index(self->entries, i);
+      if (!e->depth && e->top == graph_index) self->entry = i;
+    }
+  }
   if (steal) doc->graphs[graph_index] = NULL;
   self->gen++;
   if (self->doc != doc) g_clear_pointer(&self->doc, ox_doc_free);
@@ -571,6 +683,55 @@ gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, Ox
 }
 
 const char *ox_document_get_shapes_note(OxDocument *self) { return self->shapes_note; }
+
+#define MAX_KEPT_WARNINGS 2000
+
+static void warning_clear(gpointer p) {
+  OxLoadWarning *w = p;
+  g_free(w->text);
+  g_free(w->snippet);
+}
+
+/* The warnings of d into a new array (errors fail the load and are shown otherwise; notes are
+ * not kept); *n counts them all. */
+static GArray *collect_warnings(const OxDiagList *d, guint *n) {
+  GArray *a = g_array_new(FALSE, TRUE, sizeof(OxLoadWarning));
+  g_array_set_clear_func(a, warning_clear);
+  *n = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const OxDiag *x = &d->items[i];
+    if (x->sev != OX_SEV_WARNING) continue;
+    (*n)++;
+    if (a->len >= MAX_KEPT_WARNINGS) continue;
+    char *t = ox_diag_format(d, x);
+    OxLoadWarning w = {x->line, x->col, g_strdup(t), g_strdup(x->snippet)};
+    free(t);
+    g_array_append_val(a, w);
+  }
+  *n += (guint)d->n_dropped;
+  return a;
+}
+
+guint ox_document_get_n_load_warnings(OxDocument *self) { return self->n_warnings; }
+guint ox_document_get_load_serial(OxDocument *self) { return self->load_serial; }
+guint ox_document_get_n_kept_load_warnings(OxDocument *self) { return self->warnings->len; }
+const OxLoadWarning *ox_document_get_load_warning(OxDocument *self, guint i) {
+  return i < self->warnings->len ? &g_array_index(self->warnings, OxLoadWarning, i) : NULL;
+}
+
+const char *ox_document_node_at_line(OxDocument *self, guint line) {
+  if (!self->history || !line) return NULL;
+  const OxGraph *g = self->history->input;
+  const OxNode *best = NULL, *before = NULL; /* at or after the line; else the last before it */
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    if (!n->src_line) continue;
+    if (n->src_line >= line && (!best || n->src_line < best->src_line)) best = n;
+    if (n->src_line < line && (!before || n->src_line > before->src_line)) before = n;
+  }
+  if (!best) best = before;
+  return best ? best->name : NULL;
+}
 
 void ox_document_set_pending_shapes(OxDocument *self, const char *const *specs, guint n_specs, const char *shapes_file) {
   g_strfreev(self->shape_specs);
@@ -633,9 +794,19 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
     ox_doc_free(doc);
     return FALSE;
   }
+  guint n_warnings = 0;
+  g_autoptr(GArray) warnings = collect_warnings(&d, &n_warnings);
   ox_diags_clear(&d);
+  guint top = self->pending_graph == G_MAXUINT ? 0 : self->pending_graph;
+  self->pending_graph = G_MAXUINT;
+  if (top >= doc->n_graphs) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "%s: --graph %u is out of range: the input has %u graph%s",
+                path, top + 1, doc->n_graphs, doc->n_graphs == 1 ? "" : "s");
+    ox_doc_free(doc);
+    return FALSE;
+  }
   char *shapes_summary = NULL;
-  if (!apply_pending_shapes(self, doc->graphs[0], path, &shapes_summary, error)) {
+  if (!apply_pending_shapes(self, doc->graphs[top], path, &shapes_summary, error)) {
     ox_doc_free(doc);
     return FALSE;
   }
@@ -662,8 +833,20 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
     }
     ox_diags_clear(&d);
   }
-  gboolean ok = ox_document_set_doc(self, doc, 0, trace, path, error);
-  if (ok) {
+  /* in place before the install, so that the window finds them when the new history arrives */
+  GArray *prev = self->warnings;
+  guint prev_n = self->n_warnings;
+  self->warnings = g_steal_pointer(&warnings);
+  self->n_warnings = n_warnings;
+  self->load_serial++;
+  gboolean ok = ox_document_set_doc(self, doc, top, trace, path, error);
+  if (!ok) {
+    g_array_unref(self->warnings);
+    self->warnings = prev;
+    self->n_warnings = prev_n;
+    self->load_serial--;
+  } else {
+    g_array_unref(prev);
     g_free(self->shapes_note);
     self->shapes_note = g_steal_pointer(&shapes_summary);
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATUS]);
@@ -1460,6 +1643,9 @@ static void ox_document_finalize(GObject *o) {
   g_strfreev(self->shape_specs);
   g_free(self->shapes_file);
   g_free(self->shapes_note);
+  g_clear_pointer(&self->entries, g_ptr_array_unref);
+  g_hash_table_destroy(self->entry_hist);
+  g_array_unref(self->warnings);
   g_free(self->states);
   g_array_free(self->edges, TRUE);
   g_array_free(self->overlay, TRUE);
@@ -1512,4 +1698,8 @@ static void ox_document_init(OxDocument *self) {
   self->timeline = g_list_store_new(OX_TYPE_STEP_ITEM);
   self->filter_kinds = OX_FILTER_ALL;
   ox_check_config_default(&self->checks);
+  self->entry_hist = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)ox_history_unref);
+  self->pending_graph = G_MAXUINT;
+  self->warnings = g_array_new(FALSE, TRUE, sizeof(OxLoadWarning));
+  g_array_set_clear_func(self->warnings, warning_clear);
 }

@@ -92,6 +92,49 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
  * ox_document_load_file only: applied to its shown graph, parameters then inferred from their
  * uses (ox_shape_infer_params); a bad spec or file fails that load. */
 void ox_document_set_pending_shapes(OxDocument *self, const char *const *specs, guint n_specs, const char *shapes_file);
+/* ---- the graphs of a dump: every top-level graph and, nested under it, every subgraph (an
+ * executorch "lowered graph" of a lowered_module, a TRT submodule graph), in file order. */
+typedef struct OxGraphEntry {
+  guint top;            /* index of the top-level graph */
+  guint depth;          /* 0: a top-level graph; k: a subgraph k levels down */
+  guint parent;         /* entry index of the graph it is nested in (itself for top-level) */
+  guint sub;            /* index among its parent's subgraphs */
+  guint n_nodes;
+  char *name;           /* "graph", "lowered graph 0" */
+  char *owner;          /* the node owning a subgraph ("lowered_module_0"), or NULL */
+  char *label;          /* "graph 2: forward · 463 nodes", "lowered graph 0 of lowered_module_0 · 463 nodes" */
+} OxGraphEntry;
+
+guint ox_document_get_n_graph_entries(OxDocument *self);
+const OxGraphEntry *ox_document_get_graph_entry(OxDocument *self, guint i);
+guint ox_document_get_graph_entry_index(OxDocument *self); /* the one shown */
+/* The subgraph entry owned by node name (a lowered_module / call_module of the shown graph),
+ * or G_MAXUINT. */
+guint ox_document_find_subgraph_entry(OxDocument *self, const char *owner);
+/* Shows entry i: a graph seen before comes back with its history (steps, trace); another
+ * starts unoptimized (the caller optimizes it, as after opening a file without a trace). FALSE
+ * with error if i is out of range. */
+gboolean ox_document_show_graph_entry(OxDocument *self, guint i, GError **error);
+/* The top-level graph (0-based) the next ox_document_load_file shows (--graph N), then forgotten;
+ * out of range fails that load. */
+void ox_document_set_pending_graph(OxDocument *self, guint index);
+
+/* ---- what the loader warned about (a damaged line skipped, a name loaded as an external
+ * input), kept from the last ox_document_load_file: at most 2000, the rest counted. */
+typedef struct OxLoadWarning {
+  guint line, col;      /* 1-based; 0 = unknown */
+  char *text;           /* "FILE:LINE:COL: warning: message" */
+  char *snippet;        /* the offending text, or NULL */
+} OxLoadWarning;
+
+guint ox_document_get_n_load_warnings(OxDocument *self);   /* all of them, kept or not */
+guint ox_document_get_load_serial(OxDocument *self);        /* bumped by every successful load */
+guint ox_document_get_n_kept_load_warnings(OxDocument *self);
+const OxLoadWarning *ox_document_get_load_warning(OxDocument *self, guint i);
+/* The node of the shown graph defined at or after source line `line` (the first; else the last
+ * one before it), or NULL. */
+const char *ox_document_node_at_line(OxDocument *self, guint line);
+
 /* "shapes: 60 parameters inferred from their uses, 16 without a shape" after a load that had
  * pending shapes; NULL otherwise. */
 const char *ox_document_get_shapes_note(OxDocument *self);

@@ -32,6 +32,8 @@ struct _OxWindow {
   GtkWidget *stack;
   GtkWidget *panel_label[3]; /* node, why, checks */
   GtkWidget *main_pane;
+  GtkWidget *graph_dropdown, *graph_parent; /* the dump's graphs; back to the enclosing one */
+  GtkWidget *warn_bar, *warn_label, *warn_revealer, *warn_list, *warn_toggle;
 
   /* owned */
   OxDocument *doc;
@@ -62,6 +64,9 @@ struct _OxWindow {
   guint n_exports;
   gboolean syncing_list;
   gboolean syncing_passes;
+  gboolean syncing_graphs;
+  GtkStringList *graph_list;
+  guint warn_serial; /* the load the warning bar shows */
 };
 
 G_DEFINE_FINAL_TYPE(OxWindow, ox_window, GTK_TYPE_APPLICATION_WINDOW)
@@ -163,6 +168,19 @@ static void panel_node(OxWindow *self, GString *s) {
                               ox_family_name(ox_node_family(id ? g : h->u, n)), n->target);
   g_string_append(s, m);
   g_free(m);
+  /* a lowered module / submodule whose graph the dump carries: open it */
+  guint sub = ox_document_find_subgraph_entry(self->doc, n->target);
+  if (sub == G_MAXUINT) sub = ox_document_find_subgraph_entry(self->doc, n->name);
+  if (sub == G_MAXUINT && id && n->args.n && n->args.u.items[0].kind == OX_V_NODE) {
+    const OxNode *a0 = ox_graph_node(g, n->args.u.items[0].u.node);
+    if (a0) sub = ox_document_find_subgraph_entry(self->doc, a0->target);
+  }
+  if (sub != G_MAXUINT) {
+    const OxGraphEntry *e = ox_document_get_graph_entry(self->doc, sub);
+    m = g_markup_printf_escaped("<b>graph</b> <a href=\"graph:%u\">%s</a>\n", sub, e->label);
+    g_string_append(s, m);
+    g_free(m);
+  }
   if (id) {
     OxBuf b;
     ox_buf_init(&b);
@@ -400,7 +418,167 @@ static gboolean on_activate_link(GtkLabel *label, const char *uri, OxWindow *sel
     gtk_widget_activate_action(GTK_WIDGET(self), "win.goto-step", "u", (guint)g_ascii_strtoull(uri + 5, NULL, 10));
     return TRUE;
   }
+  if (g_str_has_prefix(uri, "graph:")) {
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.graph", "u", (guint)g_ascii_strtoull(uri + 6, NULL, 10));
+    return TRUE;
+  }
   return FALSE;
+}
+
+/* ------------------------------------------------------------------ the dump's graphs */
+
+/* The switcher lists every graph of the dump (subgraphs indented under theirs); shown only when
+ * there is more than one. */
+static void graphs_rebuild(OxWindow *self) {
+  guint n = ox_document_get_n_graph_entries(self->doc);
+  self->syncing_graphs = TRUE;
+  GPtrArray *labels = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < n; i++) {
+    const OxGraphEntry *e = ox_document_get_graph_entry(self->doc, i);
+    GString *l = g_string_new(NULL);
+    for (guint d = 0; d < e->depth; d++) g_string_append(l, d + 1 == e->depth ? "  ↳ " : "    ");
+    g_string_append(l, e->label);
+    g_ptr_array_add(labels, g_string_free(l, FALSE));
+  }
+  g_ptr_array_add(labels, NULL);
+  guint old = g_list_model_get_n_items(G_LIST_MODEL(self->graph_list));
+  gtk_string_list_splice(self->graph_list, 0, old, (const char *const *)labels->pdata);
+  g_ptr_array_free(labels, TRUE);
+  if (n) gtk_drop_down_set_selected(GTK_DROP_DOWN(self->graph_dropdown), ox_document_get_graph_entry_index(self->doc));
+  gtk_widget_set_visible(self->graph_dropdown, n > 1);
+  const OxGraphEntry *cur = n ? ox_document_get_graph_entry(self->doc, ox_document_get_graph_entry_index(self->doc)) : NULL;
+  gtk_widget_set_visible(self->graph_parent, cur && cur->depth > 0);
+  if (cur && cur->depth) {
+    const OxGraphEntry *up = ox_document_get_graph_entry(self->doc, cur->parent);
+    char *tip = g_strdup_printf("Back to %s (Alt+Up)", up->label);
+    gtk_widget_set_tooltip_text(self->graph_parent, tip);
+    g_free(tip);
+  }
+  self->syncing_graphs = FALSE;
+}
+
+/* ------------------------------------------------------------------ load warnings */
+
+/* The loader's located warnings (a damaged line skipped, names loaded as external inputs) in a
+ * bar over the canvas: the count, and the list on demand; a row selects the node defined at
+ * or after its line. */
+static void warnings_rebuild(OxWindow *self) {
+  guint serial = ox_document_get_load_serial(self->doc);
+  if (serial == self->warn_serial) return;
+  self->warn_serial = serial;
+  GtkWidget *c;
+  while ((c = gtk_widget_get_first_child(self->warn_list))) gtk_list_box_remove(GTK_LIST_BOX(self->warn_list), c);
+  guint n = ox_document_get_n_load_warnings(self->doc), kept = ox_document_get_n_kept_load_warnings(self->doc);
+  gtk_widget_set_visible(self->warn_bar, n > 0);
+  gtk_revealer_set_reveal_child(GTK_REVEALER(self->warn_revealer), FALSE);
+  gtk_button_set_label(GTK_BUTTON(self->warn_toggle), "Show");
+  if (!n) return;
+  const char *path = ox_document_get_path(self->doc);
+  char *base = path ? g_path_get_basename(path) : g_strdup("the file");
+  char *msg = g_strdup_printf("%u warning%s while loading %s", n, n == 1 ? "" : "s", base);
+  gtk_label_set_text(GTK_LABEL(self->warn_label), msg);
+  g_free(msg);
+  g_free(base);
+  for (guint i = 0; i < kept; i++) {
+    const OxLoadWarning *w = ox_document_get_load_warning(self->doc, i);
+    GtkWidget *l = gtk_label_new(w->text);
+    gtk_label_set_xalign(GTK_LABEL(l), 0);
+    gtk_label_set_ellipsize(GTK_LABEL(l), PANGO_ELLIPSIZE_END);
+    gtk_label_set_selectable(GTK_LABEL(l), FALSE);
+    if (w->snippet) gtk_widget_set_tooltip_text(l, w->snippet);
+    gtk_list_box_append(GTK_LIST_BOX(self->warn_list), l);
+  }
+  if (kept < n) {
+    char *more = g_strdup_printf("… and %u more (optimus info FILE lists them all)", n - kept);
+    GtkWidget *l = gtk_label_new(more);
+    gtk_label_set_xalign(GTK_LABEL(l), 0);
+    gtk_widget_add_css_class(l, "dim-label");
+    gtk_list_box_append(GTK_LIST_BOX(self->warn_list), l);
+    g_free(more);
+  }
+}
+
+static void on_warn_toggle(GtkButton *b, OxWindow *self) {
+  gboolean open = !gtk_revealer_get_reveal_child(GTK_REVEALER(self->warn_revealer));
+  gtk_revealer_set_reveal_child(GTK_REVEALER(self->warn_revealer), open);
+  gtk_button_set_label(b, open ? "Hide" : "Show");
+}
+
+static void on_warn_close(GtkInfoBar *bar, int response, OxWindow *self) {
+  (void)response;
+  (void)self;
+  gtk_widget_set_visible(GTK_WIDGET(bar), FALSE);
+}
+
+static void on_warn_row(GtkListBox *box, GtkListBoxRow *row, OxWindow *self) {
+  (void)box;
+  const OxLoadWarning *w = ox_document_get_load_warning(self->doc, (guint)gtk_list_box_row_get_index(row));
+  const char *name = w ? ox_document_node_at_line(self->doc, w->line) : NULL;
+  if (name) gtk_widget_activate_action(GTK_WIDGET(self), "win.select-node", "s", name);
+}
+
+const char *ox_window_get_warning_bar_text(OxWindow *self) {
+  return gtk_widget_get_visible(self->warn_bar) ? gtk_label_get_text(GTK_LABEL(self->warn_label)) : NULL;
+}
+
+gboolean ox_window_activate_warning(OxWindow *self, guint i) {
+  GtkListBoxRow *row = gtk_list_box_get_row_at_index(GTK_LIST_BOX(self->warn_list), (int)i);
+  if (!row || !gtk_widget_get_visible(self->warn_bar)) return FALSE;
+  g_signal_emit_by_name(self->warn_list, "row-activated", row);
+  return TRUE;
+}
+
+static GtkWidget *build_warning_bar(OxWindow *self) {
+  GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0);
+  self->warn_bar = gtk_info_bar_new();
+  gtk_info_bar_set_message_type(GTK_INFO_BAR(self->warn_bar), GTK_MESSAGE_WARNING);
+  gtk_info_bar_set_show_close_button(GTK_INFO_BAR(self->warn_bar), TRUE);
+  self->warn_label = gtk_label_new(NULL);
+  gtk_label_set_xalign(GTK_LABEL(self->warn_label), 0);
+  gtk_widget_set_hexpand(self->warn_label, TRUE);
+  gtk_info_bar_add_child(GTK_INFO_BAR(self->warn_bar), self->warn_label);
+  self->warn_toggle = gtk_button_new_with_label("Show");
+  g_signal_connect(self->warn_toggle, "clicked", G_CALLBACK(on_warn_toggle), self);
+  gtk_info_bar_add_child(GTK_INFO_BAR(self->warn_bar), self->warn_toggle);
+  g_signal_connect(self->warn_bar, "response", G_CALLBACK(on_warn_close), self);
+  gtk_widget_set_visible(self->warn_bar, FALSE);
+  gtk_box_append(GTK_BOX(box), self->warn_bar);
+  self->warn_revealer = gtk_revealer_new();
+  GtkWidget *sw = gtk_scrolled_window_new();
+  gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(sw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_max_content_height(GTK_SCROLLED_WINDOW(sw), 180);
+  gtk_scrolled_window_set_propagate_natural_height(GTK_SCROLLED_WINDOW(sw), TRUE);
+  self->warn_list = gtk_list_box_new();
+  gtk_list_box_set_activate_on_single_click(GTK_LIST_BOX(self->warn_list), TRUE);
+  g_signal_connect(self->warn_list, "row-activated", G_CALLBACK(on_warn_row), self);
+  gtk_scrolled_window_set_child(GTK_SCROLLED_WINDOW(sw), self->warn_list);
+  gtk_revealer_set_child(GTK_REVEALER(self->warn_revealer), sw);
+  gtk_box_append(GTK_BOX(box), self->warn_revealer);
+  return box;
+}
+
+static void start_optimize(OxWindow *self);
+
+/* Shows graph entry i; one never optimized gets the default optimization, as a file opened
+ * without a trace does. */
+static gboolean show_graph(OxWindow *self, guint i) {
+  if (i == ox_document_get_graph_entry_index(self->doc)) return TRUE;
+  if (self->optimize) g_cancellable_cancel(self->optimize);
+  GError *err = NULL;
+  if (!ox_document_show_graph_entry(self->doc, i, &err)) {
+    show_error(self, "Cannot show that graph", err->message);
+    g_error_free(err);
+    return FALSE;
+  }
+  if (!ox_document_get_trace(self->doc)) start_optimize(self);
+  return TRUE;
+}
+
+static void on_graph_selected(GtkDropDown *dd, GParamSpec *ps, OxWindow *self) {
+  (void)ps;
+  if (self->syncing_graphs) return;
+  guint i = gtk_drop_down_get_selected(dd);
+  if (i != GTK_INVALID_LIST_POSITION) show_graph(self, i);
 }
 
 /* ------------------------------------------------------------------ labels and state */
@@ -426,7 +604,12 @@ static void update_status(OxWindow *self) {
     g_string_append(s, base);
     g_free(base);
   }
-  if (g) g_string_append_printf(s, " · %u nodes", g->n_live);
+  if (g) {
+    /* counted as optimus info counts: the output node is not one */
+    guint nodes = 0;
+    OX_GRAPH_FOREACH(g, id) nodes += g->nodes[id].op != OX_OP_OUTPUT;
+    g_string_append_printf(s, " · %u nodes", nodes);
+  }
   const char *sn = ox_document_get_shapes_note(self->doc);
   if (sn) g_string_append_printf(s, " · %s", sn);
   const char *st = ox_document_get_status(self->doc);
@@ -495,6 +678,9 @@ static void window_update_actions(OxWindow *self) {
   action_enable(self, "goto-step", has && n > 0);
   action_enable(self, "before", has && ox_document_get_step(self->doc) != NULL);
   action_enable(self, "select-node", has);
+  action_enable(self, "graph", has && ox_document_get_n_graph_entries(self->doc) > 1);
+  const OxGraphEntry *ge = has ? ox_document_get_graph_entry(self->doc, ox_document_get_graph_entry_index(self->doc)) : NULL;
+  action_enable(self, "graph-parent", ge && ge->depth > 0);
   action_enable(self, "fit", laid);
   action_enable(self, "zoom-in", laid);
   action_enable(self, "zoom-out", laid);
@@ -578,6 +764,8 @@ static void on_doc_notify(OxDocument *doc, GParamSpec *ps, OxWindow *self) {
 
 static void on_history_changed(OxWindow *self) {
   self->frame_history = NULL;
+  graphs_rebuild(self);
+  warnings_rebuild(self);
   rebuild_pass_list(self);
   on_doc_frame_changed(self);
 }
@@ -949,6 +1137,15 @@ static void act_open_recent(GSimpleAction *a, GVariant *p, gpointer data) {
   ox_window_open(self, g_variant_get_string(p, NULL), NULL);
 }
 static void act_optimize(GSimpleAction *a, GVariant *p, gpointer data) { SELF; start_optimize(self); }
+static void act_graph(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  show_graph(self, g_variant_get_uint32(p));
+}
+static void act_graph_parent(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  const OxGraphEntry *e = ox_document_get_graph_entry(self->doc, ox_document_get_graph_entry_index(self->doc));
+  if (e && e->depth) show_graph(self, e->parent);
+}
 static void act_cancel(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   if (self->optimize) g_cancellable_cancel(self->optimize);
@@ -1162,6 +1359,8 @@ static const GActionEntry win_entries[] = {
   {"open-rules", act_open_rules, NULL, NULL, NULL, {0}},
   {"open-recent", act_open_recent, "s", NULL, NULL, {0}},
   {"optimize", act_optimize, NULL, NULL, NULL, {0}},
+  {"graph", act_graph, "u", NULL, NULL, {0}},
+  {"graph-parent", act_graph_parent, NULL, NULL, NULL, {0}},
   {"cancel", act_cancel, NULL, NULL, NULL, {0}},
   {"export", act_export, "s", NULL, NULL, {0}},
   {"export-trace", act_export_trace, NULL, NULL, NULL, {0}},
@@ -1449,6 +1648,7 @@ static void install_help_overlay(OxWindow *self) {
   add_shortcut(g, "<ctrl>s", "Export the current step as JSON");
   add_shortcut(g, "<ctrl><shift>e", "Export the trace");
   add_shortcut(g, "<ctrl>period", "Cancel the optimization");
+  add_shortcut(g, "<alt>Up", "Back to the enclosing graph");
   add_shortcut(g, "<ctrl>w", "Close window");
   add_shortcut(g, "<ctrl>q", "Quit");
   add_shortcut(g, "<ctrl>question", "Keyboard shortcuts");
@@ -1489,6 +1689,15 @@ static void ox_window_init(OxWindow *self) {
   self->step_label = gtk_label_new("no graph");
   gtk_widget_set_size_request(self->step_label, 150, -1);
   gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), self->step_label);
+  self->graph_parent = icon_button("go-up-symbolic", "win.graph-parent", "Back to the enclosing graph (Alt+Up)");
+  gtk_widget_set_visible(self->graph_parent, FALSE);
+  gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), self->graph_parent);
+  self->graph_list = gtk_string_list_new(NULL);
+  self->graph_dropdown = gtk_drop_down_new(G_LIST_MODEL(g_object_ref(self->graph_list)), NULL);
+  gtk_widget_set_tooltip_text(self->graph_dropdown, "The graphs of this dump, subgraphs under theirs");
+  gtk_widget_set_visible(self->graph_dropdown, FALSE);
+  g_signal_connect(self->graph_dropdown, "notify::selected", G_CALLBACK(on_graph_selected), self);
+  gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), self->graph_dropdown);
   GtkWidget *before = gtk_toggle_button_new_with_label("Before");
   gtk_actionable_set_action_name(GTK_ACTIONABLE(before), "win.before");
   gtk_widget_set_tooltip_text(before, "Show the graph before the step (b)");
@@ -1537,6 +1746,7 @@ static void ox_window_init(OxWindow *self) {
   gtk_box_append(GTK_BOX(pbox), cancel);
   gtk_revealer_set_child(GTK_REVEALER(self->progress_revealer), pbox);
   gtk_box_append(GTK_BOX(vbox), self->progress_revealer);
+  gtk_box_append(GTK_BOX(vbox), build_warning_bar(self));
 
   self->view = ox_graph_view_new(self->doc);
   gtk_widget_set_hexpand(self->view, TRUE);
@@ -1616,6 +1826,7 @@ static void ox_window_dispose(GObject *o) {
   G_OBJECT_CLASS(ox_window_parent_class)->dispose(o);
   g_clear_object(&self->selection);
   g_clear_object(&self->pass_list);
+  g_clear_object(&self->graph_list);
   g_clear_object(&self->recent_menu);
   g_clear_object(&self->doc);
 }

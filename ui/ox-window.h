@@ -38,6 +38,10 @@ guint ox_window_get_n_exports(OxWindow *self);        /* exports finished (ok or
 /* Panel texts (Pango markup), for tests and screenshots. */
 const char *ox_window_get_panel_markup(OxWindow *self, const char *panel); /* "node", "why", "checks" */
 void ox_window_show_panel(OxWindow *self, const char *panel);
+/* The load-warning bar: its text when shown ("3 warnings while loading trunc.txt"), else NULL;
+ * ox_window_activate_warning does what a click on row i of its list does. */
+const char *ox_window_get_warning_bar_text(OxWindow *self);
+gboolean ox_window_activate_warning(OxWindow *self, guint i);
 
 G_END_DECLS
 #endif
