@@ -1,4 +1,5 @@
-/* ox_buf.c - growable buffer, Python-style number formatting, atomic file writes.
+/* ox_buf.c - growable buffer, Python-style number formatting, atomic file writes, and text
+ * clipped to a fixed-size slot at a word or item boundary (ox_text_clip).
  *
  * ox_write_file_atomic writes to "DEST.tmp.XXXXXX" in the destination directory (so the
  * rename cannot cross file systems), fsyncs, then renames; on any failure the temp file is
@@ -228,4 +229,50 @@ char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *er
   buf[len] = 0;
   if (len_out) *len_out = len;
   return buf;
+}
+
+/* ------------------------------------------------------------------ bounded text */
+
+/* Text may be cut after a space, a comma or a semicolon: what is kept ends a word or an item. */
+static bool clip_boundary(const char *s, size_t i) {
+  char a = s[i - 1];
+  return a == ' ' || a == ',' || a == ';';
+}
+
+size_t ox_text_clip_cut(char *buf, size_t cap, size_t have) {
+  static const char ell[] = "\xe2\x80\xa6"; /* U+2026 */
+  if (!cap) return 0;
+  if (cap < sizeof ell + 1) { /* no room for an ellipsis: whole characters only */
+    size_t n = have < cap - 1 ? have : cap - 1;
+    while (n && ((unsigned char)buf[n] & 0xc0) == 0x80) n--;
+    buf[n] = 0;
+    return n;
+  }
+  size_t limit = cap - sizeof ell; /* bytes of text that fit before the ellipsis and the NUL */
+  if (limit > have) limit = have;
+  size_t cut = 0;
+  for (size_t i = limit; i > limit / 2; i--)
+    if (clip_boundary(buf, i)) {
+      cut = i;
+      break;
+    }
+  if (!cut) { /* one word longer than half the slot: cut it, but not inside a character */
+    cut = limit;
+    while (cut && ((unsigned char)buf[cut] & 0xc0) == 0x80) cut--;
+  }
+  memcpy(buf + cut, ell, sizeof ell);
+  return cut + sizeof ell - 1;
+}
+
+size_t ox_text_clip(char *dst, size_t cap, const char *src, size_t len) {
+  if (!cap) return 0;
+  if (len < cap) {
+    memmove(dst, src, len);
+    dst[len] = 0;
+    return len;
+  }
+  size_t have = cap - 1;
+  memmove(dst, src, have);
+  dst[have] = 0;
+  return ox_text_clip_cut(dst, cap, have);
 }

@@ -34,6 +34,16 @@ void ox_buf_put_quoted(OxBuf *b, const char *s);
 /* Appends a double the way Python's repr prints it ("1e-05", "0.1", "inf", "-inf", "nan", "1.0"). */
 void ox_buf_put_pyfloat(OxBuf *b, double f);
 
+/* Bounded text for fixed-size slots (reason arguments, messages). ox_text_clip copies
+ * src[0..len) into dst (capacity cap, always NUL-terminated); text that does not fit is cut at
+ * the last word or list-item boundary (after a space, ',' or ';') that leaves room for "…" and
+ * ends with "…" ("a, b, …", "pattern wants …"), so a name or a word is never cut in the middle (only a single word longer
+ * than half the slot is, at a UTF-8 character boundary). Returns the length written.
+ * ox_text_clip_cut does the same in place for buf, which holds the first `have` bytes of a
+ * longer text. */
+size_t ox_text_clip(char *dst, size_t cap, const char *src, size_t len);
+size_t ox_text_clip_cut(char *buf, size_t cap, size_t have);
+
 /* Writes data atomically (temp file + fsync + rename). On failure returns false and
  * fills err (if non-NULL) with a message naming the path; the destination is untouched. */
 bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errcap);

@@ -263,6 +263,11 @@ static void trace_counter_add(OxTrace *t, const char *name, int64_t v) {
 
 int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, OxTrace *trace, OxOptimizeResult *res,
                 OxDiagList *d) {
+  return ox_optimize_vetoed(g, p, NULL, 0, checks, trace, res, d);
+}
+
+int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes, uint32_t n_vetoes,
+                       const OxCheckConfig *checks, OxTrace *trace, OxOptimizeResult *res, OxDiagList *d) {
   double t0 = now_s();
   memset(res, 0, sizeof *res);
   OxTrace *own = NULL;
@@ -290,6 +295,8 @@ int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, Ox
       c.checks = checks;
       c.trace = trace;
       c.record_rejections = own == NULL;
+      c.vetoes = vetoes;
+      c.n_vetoes = n_vetoes;
       int n = e->pass->run(&c);
       if (n < 0) {
         ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "pass %s failed", e->pass->name);

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ox_buf.h"
 #include "ox_mem.h"
 #include "ox_ops.h"
 #include "ox_shape.h"
@@ -894,7 +895,13 @@ const char *ox_value_format(const OxGraph *g, const OxValue *v, char *buf, size_
   if (cap) buf[0] = 0;
   fmt_value(&o, g, v, 0);
   if (cap && o.len >= cap) {
-    if (cap > 4) memcpy(buf + cap - 4, "...", 4);
+    /* cut at an item boundary ("[%a, %b, …]"), never inside a name; a container keeps its closer */
+    const char *close = v->kind == OX_V_LIST ? "]" : v->kind == OX_V_TUPLE ? ")" : v->kind == OX_V_DICT ? "}" : "";
+    size_t cl = strlen(close);
+    size_t have = strlen(buf);
+    if (have > cap - cl - 1) have = cap - cl - 1;
+    size_t n = ox_text_clip_cut(buf, cap - cl, have);
+    memcpy(buf + n, close, cl + 1);
   }
   return buf;
 }

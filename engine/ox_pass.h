@@ -68,6 +68,16 @@ typedef struct OxPipelineEntry {
   OxPassOptions opt;
 } OxPipelineEntry;
 
+/* A rewrite a run must not make (what-if runs, ox_whatif.h; ox_optimize_vetoed): a step of pass `pass` anchored at
+ * node `anchor` (with rule `rule`, or any rule when NULL) is refused when it would commit: the
+ * transaction is rolled back and the attempt recorded as rejected ("skipped by the what-if"). */
+typedef struct OxStepVeto {
+  const char *pass;
+  const char *rule;     /* NULL: any rule of the pass */
+  const char *anchor;
+  const char *why;      /* the rejection's text ("what-if: skip step #12"); NULL: a default */
+} OxStepVeto;
+
 typedef struct OxPipeline {
   OxPipelineEntry *entries;
   uint32_t n;
@@ -126,6 +136,10 @@ struct OxPassCtx {
   OxNodeId *matched_ids;
   uint32_t n_matched_ids, cap_matched_ids;
   double t_start;
+  /* what-if vetoes (ox_optimize_vetoed) and the one the open step matches */
+  const OxStepVeto *vetoes;
+  uint32_t n_vetoes;
+  const OxStepVeto *vetoed;
 };
 
 /* Runs the configured checks on the open step (ox_check.c). Fills step->checks; returns false
@@ -144,7 +158,8 @@ void ox_step_matched(OxPassCtx *c, const OxNodeId *nodes, uint32_t n);
 void ox_step_key(OxPassCtx *c, const char *key);
 /* Closes the step: collects added/removed/provenance and the edit script from the transaction
  * log, runs the configured checks, and either commits (returns true, step APPLIED) or rolls back
- * (returns false, step CHECK_FAILED, graph unchanged unless keep_failed). */
+ * (returns false, step CHECK_FAILED, graph unchanged unless keep_failed). A step a veto names
+ * (ox_optimize_vetoed) is rolled back and recorded as REJECTED; returns false. */
 bool ox_step_commit(OxPassCtx *c);
 /* Abandons an open step without a record (the pass found nothing to do after all): rollback. */
 void ox_step_abort(OxPassCtx *c);
@@ -173,6 +188,9 @@ typedef struct OxOptimizeResult {
 /* Runs the pipeline on g (mutated in place), recording into trace (may be NULL). */
 int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, OxTrace *trace,
                 OxOptimizeResult *res, OxDiagList *d);
+/* The same, refusing the rewrites the vetoes name (what-if runs: ox_whatif.h). */
+int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes, uint32_t n_vetoes,
+                       const OxCheckConfig *checks, OxTrace *trace, OxOptimizeResult *res, OxDiagList *d);
 
 /* Hash of the graph's structure (order, names, ops, targets): a trace refuses to replay on
  * a graph with another hash. */

@@ -228,12 +228,9 @@ static const char *pat_desc(const OxPat *p, char *buf, size_t cap) {
   return buf;
 }
 
-/* Bounded copy of a string into a failure argument (strings longer than the slot are cut). */
-static void copy_arg(char *dst, size_t cap, const char *src, size_t srclen) {
-  size_t n = srclen < cap - 1 ? srclen : cap - 1;
-  memcpy(dst, src, n);
-  dst[n] = 0;
-}
+/* Bounded copy of a string into a failure argument: a string longer than the slot is cut at a
+ * word or item boundary and ends with "…" (ox_text_clip), never in the middle of a name. */
+static void copy_arg(char *dst, size_t cap, const char *src, size_t srclen) { ox_text_clip(dst, cap, src, srclen); }
 
 /* Records a failure; always returns false. One spec letter per argument: 'n' a string naming a
  * node, 's' another string that outlives the match (interned in the graph, or static), 'x' any
@@ -436,7 +433,7 @@ static bool match_value(Ctx *c, const OxPat *p, const OxValue *v) {
         if (!p->partial) {
           char w[112];
           snprintf(w, sizeof w, "list[%u]: %s", i, m->fail.what);
-          snprintf(m->fail.what, sizeof m->fail.what, "%.47s", w);
+          copy_arg(m->fail.what, sizeof m->fail.what, w, strlen(w));
           return false;
         }
         if (!have_best || m->fail.progress > best.progress) {
@@ -448,7 +445,7 @@ static bool match_value(Ctx *c, const OxPat *p, const OxValue *v) {
       any = true;
     }
     if (!any) {
-      char detail[96];
+      char detail[sizeof best.args[0]];
       if (have_best) resolve_failure(&best);
       ox_pat_failure_format(&best, detail, sizeof detail);
       bool r = failf(c, p, have_best ? best.node : 0, OX_REASON_NO_MATCH, "list: no_match", "VPx",
@@ -762,7 +759,7 @@ static bool match_repeated(Ctx *c, const OxPat *p, OxNodeId id) {
     if (!ok) {
       char w[112];
       snprintf(w, sizeof w, "repeated: %s", m->fail.what);
-      snprintf(m->fail.what, sizeof m->fail.what, "%.47s", w);
+      copy_arg(m->fail.what, sizeof m->fail.what, w, strlen(w));
     }
   }
   free(cur);
@@ -860,22 +857,23 @@ OxReason ox_pat_failure_reason(OxPassCtx *c, const OxPatFailure *f) {
 }
 
 const char *ox_pat_failure_format(const OxPatFailure *f, char *buf, size_t cap) {
-  size_t k = 0;
   if (!cap) return buf;
-  buf[0] = 0;
-  k += (size_t)snprintf(buf, cap, "%s: ", f->what);
+  /* the whole text first, then clipped to cap at a word boundary */
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_buf_printf(&b, "%s: ", f->what);
   const char *t = ox_reason_template((OxReasonCode)f->code);
-  for (const char *s = t ? t : ""; *s && k + 1 < cap; s++) {
+  for (const char *s = t ? t : ""; *s; s++) {
     if (s[0] == '%' && s[1] >= '0' && s[1] <= '5') {
       unsigned i = (unsigned)(s[1] - '0');
-      k += (size_t)snprintf(buf + k, cap - k, "%s", i < f->n_args ? f->args[i] : "?");
+      ox_buf_puts(&b, i < f->n_args ? f->args[i] : "?");
       s++;
     } else {
-      buf[k++] = *s;
-      buf[k] = 0;
+      ox_buf_putc(&b, *s);
     }
   }
-  if (k >= cap) buf[cap - 1] = 0;
+  ox_text_clip(buf, cap, b.data, b.len);
+  ox_buf_free(&b);
   return buf;
 }
 

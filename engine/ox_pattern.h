@@ -152,7 +152,7 @@ typedef struct OxPatCapture {
 
 typedef struct OxPatFailure {
   uint16_t code;           /* OxReasonCode */
-  char args[OX_REASON_MAX_ARGS][96];
+  char args[OX_REASON_MAX_ARGS][160]; /* longer texts end in "…" at a word boundary */
   bool is_node[OX_REASON_MAX_ARGS];
   uint8_t n_args;
   /* Arguments formatted only when the failure is reported (most failures inside a match are

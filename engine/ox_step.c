@@ -73,6 +73,17 @@ void ox_step_begin(OxPassCtx *c, const char *rule, OxNodeId anchor) {
   c->n_matched_ids = 0;
   c->t_start = now_s();
   OxStep *s = &c->staged;
+  c->vetoed = NULL;
+  if (c->n_vetoes && c->pass) {
+    /* decided now, while the anchor is certainly live under its name */
+    const OxNode *a = ox_graph_node(c->g, anchor);
+    for (uint32_t i = 0; i < c->n_vetoes && a && !c->vetoed; i++) {
+      const OxStepVeto *v = &c->vetoes[i];
+      if (v->pass && strcmp(v->pass, c->pass->name) == 0 && v->anchor && strcmp(v->anchor, a->name) == 0 &&
+          (!v->rule || (rule && strcmp(v->rule, rule) == 0)))
+        c->vetoed = v;
+    }
+  }
   s->pass = c->trace ? ox_trace_intern(c->trace, c->pass ? c->pass->name : "?") : NULL;
   s->phase = c->pass && c->pass->phase == OX_PHASE_POST ? "post" : "pre";
   if (c->trace) {
@@ -100,6 +111,7 @@ void ox_step_abort(OxPassCtx *c) {
   if (!c->in_step) return;
   ox_graph_txn_rollback(c->g);
   c->in_step = false;
+  c->vetoed = NULL;
 }
 
 /* ---------------------------------------------------------------- reading the log
@@ -662,9 +674,32 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
   free(order);
 }
 
+/* A vetoed step (what-if): nothing of it is kept; the attempt is recorded as rejected with the
+ * veto's text and the nodes the pass matched. */
+static bool commit_vetoed(OxPassCtx *c) {
+  const OxStepVeto *v = c->vetoed;
+  c->vetoed = NULL;
+  ox_graph_txn_rollback(c->g);
+  c->in_step = false;
+  if (!c->trace) return false;
+  OxStep *s = ox_trace_add_step(c->trace, OX_STEP_REJECTED);
+  s->pass = c->staged.pass;
+  s->phase = c->staged.phase;
+  s->rule = c->staged.rule;
+  s->anchor = c->staged.anchor;
+  s->key = c->staged.key;
+  s->matched = names_of(c, c->g, c->matched_ids, c->n_matched_ids);
+  s->n_matched = c->n_matched_ids;
+  const char *why = v->why ? v->why : "skipped by the what-if";
+  s->reason = ox_reason_nodes(c, OX_REASON_OTHER, &why, 1, NULL);
+  s->seconds = now_s() - c->t_start;
+  return false;
+}
+
 bool ox_step_commit(OxPassCtx *c) {
   OxGraph *g = c->g;
   OxStep *s = &c->staged;
+  if (c->vetoed) return commit_vetoed(c);
   Changes ch;
   collect_changes(g, &ch);
   fill_added_meta(g, &ch);

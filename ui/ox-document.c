@@ -108,10 +108,9 @@ enum { ROW_TEXT_MAX = 160 };
 
 static char *row_text(char *s) {
   if (!s || strlen(s) <= ROW_TEXT_MAX) return s;
-  const char *end = g_utf8_find_prev_char(s, s + ROW_TEXT_MAX);
-  char *r = g_strdup_printf("%.*s…", (int)(end - s), s);
-  g_free(s);
-  return r;
+  /* cut at a word or item boundary with "…", never inside a name */
+  ox_text_clip_cut(s, ROW_TEXT_MAX + 1, ROW_TEXT_MAX);
+  return s;
 }
 
 static OxStepItem *step_item_new(gboolean header, guint position, guint8 kind, char *title, char *subtitle) {
