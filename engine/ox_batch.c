@@ -697,7 +697,8 @@ static void reject_set(Eng *e, const OxNodeId *ids, uint32_t n) {
   if (!seen_first(e, h)) return;
   char a[32], b[32];
   snprintf(a, sizeof a, "%u", n);
-  snprintf(b, sizeof b, "%d", e->o->min_fuse_set_size);
+  /* the minimum in force: a subset of one is never a batch, whatever the option says */
+  snprintf(b, sizeof b, "%d", e->o->min_fuse_set_size > 2 ? e->o->min_fuse_set_size : 2);
   OxReason rs = ox_reason(e->c, OX_REASON_SET_TOO_SMALL, a, b, NULL);
   ox_step_reject(e->c, e->r->name, e->root, ids, n, &rs);
 }

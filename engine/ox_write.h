@@ -23,9 +23,23 @@ void ox_write_fx_text(const OxGraph *g, OxBuf *out);
 /* Formats one value the way torch.fx prints args ("%x", "[1, 2]", "(%a,)", "{dim: 1}"). */
 void ox_write_fx_value(const OxGraph *g, const OxValue *v, OxBuf *out);
 
+/* Highlight marks (OxDotOptions.highlight), each also an SVG class of the node: a step as the
+ * debugger shows it. */
+enum {
+  OX_DOT_MARK_NONE = 0,
+  OX_DOT_MARK_MATCHED = 1, /* "ox-matched": a matched node / candidate of the step */
+  OX_DOT_MARK_REMOVED = 2, /* "ox-removed": removed by the step (dashed) */
+  OX_DOT_MARK_ADDED = 3,   /* "ox-added": added by the step */
+  OX_DOT_MARK_ANCHOR = 4,  /* "ox-anchor": the step's anchor (double border) */
+  OX_DOT_MARK_DIMMED = 5,  /* "ox-dimmed": untouched by the step (faded) */
+  OX_DOT_MARKS
+};
+/* A fill colour given per node (OxDotOptions.fill): OX_DOT_RGB(0xRRGGBB); 0 = the family's. */
+#define OX_DOT_RGB(rgb) (0x1000000u | ((uint32_t)(rgb) & 0xffffffu))
+
 typedef struct OxDotOptions {
   bool edge_shapes;        /* label edges with the producer's shape */
-  const uint8_t *highlight;/* optional per-node-id mark: 0 none, 1 matched, 2 removed, 3 added; may be NULL */
+  const uint8_t *highlight;/* optional per-node-id mark (OX_DOT_MARK_*); may be NULL */
   const char *rankdir;     /* "TB" (default) or "LR" */
   const uint8_t *include;  /* optional per-node-id flag: draw only these nodes (a bounded view); NULL = all */
   const struct OxLayout *layout; /* optional: positions for every drawn node and edge (pos=, for
@@ -33,6 +47,14 @@ typedef struct OxDotOptions {
   const uint32_t *fold;    /* optional per-node-id (ox_view_fold_params): folded parameters are not
                               drawn, their consumers say "+N params" (n_params) */
   const uint16_t *n_params;
+  const uint32_t *fill;    /* optional per-node-id fill, OX_DOT_RGB(0xRRGGBB) (0: the family's): a front end's
+                              palette, so a picture matches its window */
+  const uint32_t *mark_rgb;/* optional [OX_DOT_MARKS] border colours of the marks (0xRRGGBB); NULL: defaults */
+  bool legend;             /* a legend of the marks used (and the fills' families) at the top right, class
+                              "ox-legend"; drawn beside a given layout, elsewhere placed by dot */
+  const char *const *legend_fill_names; /* optional, with legend: [n_legend_fills] names of fills to list */
+  const uint32_t *legend_fills;         /* their colours (0xRRGGBB) */
+  uint32_t n_legend_fills;
 } OxDotOptions;
 
 /* "torch.ops.aten.addmm.default" -> "addmm": the short target shown in labels. */

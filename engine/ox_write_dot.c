@@ -396,17 +396,57 @@ void ox_write_dot_node_size(const OxGraph *g, const OxDotOptions *opt, OxNodeId 
   *h = th + 7.2 + 4;
 }
 
+/* ------------------------------------------------------------------ highlight marks */
+
+static const struct {
+  const char *cls;   /* SVG class */
+  const char *label; /* legend */
+  uint32_t rgb;      /* default border colour */
+} mark_style[OX_DOT_MARKS] = {
+  [OX_DOT_MARK_NONE] = {NULL, NULL, 0x555555},
+  [OX_DOT_MARK_MATCHED] = {"ox-matched", "matched", 0x1f5fbf},
+  [OX_DOT_MARK_REMOVED] = {"ox-removed", "removed by the step", 0xc62828},
+  [OX_DOT_MARK_ADDED] = {"ox-added", "added by the step", 0x2e7d32},
+  [OX_DOT_MARK_ANCHOR] = {"ox-anchor", "anchor", 0xe66100},
+  [OX_DOT_MARK_DIMMED] = {"ox-dimmed", "untouched", 0xb0b0b0},
+};
+
+static uint32_t mark_rgb(const OxDotOptions *opt, uint8_t m) {
+  return opt && opt->mark_rgb ? opt->mark_rgb[m] & 0xffffffu : mark_style[m].rgb;
+}
+
+/* "#rrggbb" of a family's fill faded towards white (untouched nodes of a step) */
+static uint32_t fade_rgb(uint32_t rgb) {
+  uint32_t r = (rgb >> 16) & 0xff, g = (rgb >> 8) & 0xff, b = rgb & 0xff;
+  r = (r * 35 + 255 * 65) / 100;
+  g = (g * 35 + 255 * 65) / 100;
+  b = (b * 35 + 255 * 65) / 100;
+  return (r << 16) | (g << 8) | b;
+}
+
+static uint32_t parse_rgb(const char *hex) { return (uint32_t)strtoul(hex + 1, NULL, 16); }
+
 static void write_node(const OxGraph *g, const OxNode *n, const OxDotOptions *opt, OxBuf *out) {
   DotFamily fam = node_family(n);
   const char *name = n->name ? n->name : "";
   const char *target = n->target ? n->target : "";
-  ox_buf_printf(out, "  n%u [class=\"%s\", fillcolor=\"%s\"", n->id, family_style[fam].cls,
-                family_style[fam].fill);
   uint8_t mark = opt && opt->highlight ? opt->highlight[n->id] : 0;
+  if (mark >= OX_DOT_MARKS) mark = 0;
+  uint32_t given = opt && opt->fill ? opt->fill[n->id] : 0;
+  uint32_t fill = given ? given & 0xffffffu : parse_rgb(family_style[fam].fill);
+  if (!given && mark == OX_DOT_MARK_DIMMED) fill = fade_rgb(fill);
+  ox_buf_printf(out, "  n%u [class=\"%s%s%s\", fillcolor=\"#%06x\"", n->id, family_style[fam].cls,
+                mark ? " " : "", mark ? mark_style[mark].cls : "", fill);
   switch (mark) {
-  case 1: ox_buf_puts(out, ", color=\"#1f5fbf\", penwidth=3"); break;
-  case 2: ox_buf_puts(out, ", color=\"#c62828\", penwidth=3, style=\"rounded,filled,dashed\""); break;
-  case 3: ox_buf_puts(out, ", color=\"#2e7d32\", penwidth=3, style=\"rounded,filled,bold\""); break;
+  case OX_DOT_MARK_MATCHED: ox_buf_printf(out, ", color=\"#%06x\", penwidth=3", mark_rgb(opt, mark)); break;
+  case OX_DOT_MARK_REMOVED:
+    ox_buf_printf(out, ", color=\"#%06x\", penwidth=3, style=\"rounded,filled,dashed\"", mark_rgb(opt, mark));
+    break;
+  case OX_DOT_MARK_ADDED:
+    ox_buf_printf(out, ", color=\"#%06x\", penwidth=3, style=\"rounded,filled,bold\"", mark_rgb(opt, mark));
+    break;
+  case OX_DOT_MARK_ANCHOR: ox_buf_printf(out, ", color=\"#%06x\", penwidth=4, peripheries=2", mark_rgb(opt, mark)); break;
+  case OX_DOT_MARK_DIMMED: ox_buf_printf(out, ", color=\"#%06x\", fontcolor=\"#808080\"", mark_rgb(opt, mark)); break;
   default: break;
   }
   const OxLayout *lay = opt ? opt->layout : NULL;
@@ -498,6 +538,51 @@ static const OxLayoutEdge *find_edge(const OxLayout *l, const EdgeKey *idx, OxNo
   return e ? &l->edges[e->i] : NULL;
 }
 
+/* The legend: one row per mark present in the drawing (and per fill the caller names), as an
+ * HTML-like table node of class ox-legend; beside a given layout (its bb widened to hold it),
+ * else wherever dot puts it. */
+static void write_legend(const OxGraph *g, const OxDotOptions *opt, const uint8_t *inc, OxBuf *out, double *bb_w) {
+  bool used[OX_DOT_MARKS] = {false};
+  uint32_t rows = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    if (inc && !inc[id]) continue;
+    uint8_t m = opt->highlight ? opt->highlight[id] : 0;
+    if (m && m < OX_DOT_MARKS && !used[m]) {
+      used[m] = true;
+      rows++;
+    }
+  }
+  rows += opt->n_legend_fills;
+  if (!rows) return;
+  const double row_h = 17, lw = 150, lh = rows * row_h + 10;
+  ox_buf_puts(out, "  ox_legend [class=\"ox-legend\", shape=plaintext, style=\"\", margin=0");
+  const OxLayout *lay = opt->layout;
+  if (lay) {
+    ox_buf_printf(out, ", pos=\"%.2f,%.2f!\", width=%.3f, height=%.3f", *bb_w + 16 + lw / 2, lay->height - lh / 2,
+                  lw / 72.0, lh / 72.0);
+    *bb_w += lw + 24;
+  }
+  ox_buf_puts(out, ", label=<<TABLE BORDER=\"1\" COLOR=\"#9a9996\" BGCOLOR=\"#ffffff\" CELLBORDER=\"0\" "
+                   "CELLSPACING=\"2\" CELLPADDING=\"2\">");
+  static const uint8_t order[] = {OX_DOT_MARK_ANCHOR, OX_DOT_MARK_MATCHED, OX_DOT_MARK_REMOVED, OX_DOT_MARK_ADDED,
+                                  OX_DOT_MARK_DIMMED};
+  for (size_t i = 0; i < sizeof order; i++) {
+    uint8_t m = order[i];
+    if (!used[m]) continue;
+    ox_buf_printf(out, "<TR><TD BORDER=\"2\" COLOR=\"#%06x\" BGCOLOR=\"#ffffff\" WIDTH=\"22\" HEIGHT=\"11\"></TD>"
+                       "<TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"10\">%s</FONT></TD></TR>",
+                  mark_rgb(opt, m), mark_style[m].label);
+  }
+  for (uint32_t i = 0; i < opt->n_legend_fills; i++) {
+    ox_buf_printf(out, "<TR><TD BORDER=\"1\" COLOR=\"#555555\" BGCOLOR=\"#%06x\" WIDTH=\"22\" HEIGHT=\"11\"></TD>"
+                       "<TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"10\">",
+                  opt->legend_fills[i] & 0xffffffu);
+    html_escape(out, opt->legend_fill_names[i], 40);
+    ox_buf_puts(out, "</FONT></TD></TR>");
+  }
+  ox_buf_puts(out, "</TABLE>>];\n");
+}
+
 void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
   const char *rankdir = "TB";
   if (opt && opt->rankdir &&
@@ -534,8 +619,13 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
   }
   bool large = shown > OX_DOT_LARGE;
   const OxLayout *lay = opt ? opt->layout : NULL;
+  /* the legend goes to the right of a given layout: its bb grows by the legend's width */
+  OxBuf legend;
+  ox_buf_init(&legend);
+  double bb_w = lay ? lay->width : 0;
+  if (opt && opt->legend) write_legend(g, opt, opt->include, &legend, &bb_w);
   if (lay)
-    ox_buf_printf(out, "  graph [bb=\"0,0,%.2f,%.2f\", splines=line, fontname=\"Helvetica\"];\n", lay->width,
+    ox_buf_printf(out, "  graph [bb=\"0,0,%.2f,%.2f\", splines=line, fontname=\"Helvetica\"];\n", bb_w,
                   lay->height);
   else
     ox_buf_printf(out, "  graph [rankdir=%s, nodesep=0.25, ranksep=0.35, fontname=\"Helvetica\"%s];\n", rankdir,
@@ -547,6 +637,8 @@ void ox_write_dot(const OxGraph *g, const OxDotOptions *opt, OxBuf *out) {
   const uint8_t *inc = opt ? opt->include : NULL; /* a bounded view: only these nodes */
   const uint32_t *fold = opt ? opt->fold : NULL;  /* parameters drawn in their consumers */
   OX_GRAPH_FOREACH(g, id) if ((!inc || inc[id]) && !(fold && fold[id])) write_node(g, &g->nodes[id], opt, out);
+  if (legend.len) ox_buf_append(out, legend.data, legend.len);
+  ox_buf_free(&legend);
   EdgeKey *by_edge = lay ? edge_index(lay) : NULL;
   OxNodeId stack_in[32];
   OxNodeId *in = stack_in;

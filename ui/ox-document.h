@@ -15,6 +15,7 @@
 #include "ox-history.h"
 #include "ox_load.h"
 #include "ox_pass.h"
+#include "ox_whatif.h"
 
 G_BEGIN_DECLS
 
@@ -38,6 +39,15 @@ const char *ox_family_name(OxFamily f); /* "matmul", "norm", ... as typed in sea
 gboolean ox_family_from_name(const char *s, OxFamily *out);
 /* Fill colour of a family as 0xRRGGBB. */
 guint32 ox_family_color(OxFamily f);
+
+/* The step palette the canvas draws with (and exports keep): borders of the step's nodes and
+ * the fills of removed and added ones. */
+#define OX_COLOR_REMOVED 0xe01b24
+#define OX_COLOR_ADDED 0x26a269
+#define OX_COLOR_MATCH 0xff7800   /* anchor (with a halo) and matched nodes */
+#define OX_COLOR_DIMMED 0xb0b0b0
+#define OX_FILL_REMOVED 0xf6b9b9
+#define OX_FILL_ADDED 0xb5e8b0
 
 /* ------------------------------------------------------------------ frame states */
 
@@ -163,6 +173,26 @@ gboolean ox_document_get_busy(OxDocument *self);
 double ox_document_get_progress(OxDocument *self);
 const char *ox_document_get_status(OxDocument *self);
 
+/* What-if re-runs (engine/ox_whatif.h) of the shown graph against its trace. The pipeline and
+ * checks they re-run: the document's pipeline when it ran the optimization (set_pipeline), else
+ * the configuration the trace recorded (a trace written by `optimus optimize`), else the
+ * default; FALSE with *why (caller frees) when the trace's configuration cannot be rebuilt (it
+ * names passes of a rule file that is not open). out is freed with ox_pipeline_free. */
+gboolean ox_document_whatif_pipeline(OxDocument *self, OxPipeline *out, OxCheckConfig *checks, char **why);
+/* A what-if run now, on the calling thread (tests, small graphs). FALSE with error. */
+gboolean ox_document_whatif(OxDocument *self, const OxWhatifSpec *spec, OxWhatifResult *out, GError **error);
+/* The what-if of one option ("pass.key=value", as --option) on the shown history, run once in
+ * the background (one at a time, in the order asked) and kept until the history changes.
+ * Returns the result when done (borrowed; its graph is dropped, its trace and counts kept);
+ * NULL while it is queued or running (with start, asks for it) or when it failed (*error then
+ * says why; borrowed). "whatif-done" (option) is emitted on the main thread when one finishes. */
+const OxWhatifResult *ox_document_get_whatif(OxDocument *self, const char *option, gboolean start,
+                                             const char **error);
+guint ox_document_get_whatif_runs(OxDocument *self); /* what-ifs run so far (for tests) */
+/* Runs the optimization again with one more option in the what-if pipeline (the "re-run with
+ * this option" of a hint): sets the pipeline; the caller starts ox_document_optimize_async. */
+gboolean ox_document_add_option(OxDocument *self, const char *option, GError **error);
+
 /* History and graphs. */
 OxHistory *ox_document_get_history(OxDocument *self); /* borrowed; NULL before a load */
 const OxTrace *ox_document_get_trace(OxDocument *self);
@@ -229,6 +259,16 @@ gboolean ox_document_export(OxDocument *self, const char *format, const char *pa
 /* Renders the bytes of an export of graph g / trace t (either may be NULL as fitting). */
 GBytes *ox_export_bytes(const OxGraph *g, const OxTrace *t, const char *format, gboolean edge_shapes,
                         char **note, GError **error);
+/* The shown step as the canvas draws it, for a picture: a copy of the shown graph (in the after
+ * view of a rewrite also the nodes it removed, wired to their inputs), and per node id of that
+ * copy its mark (OX_DOT_MARK_*: anchor, matched, removed, added, dimmed) and its fill
+ * (OX_DOT_RGB of the canvas's colour). NULL without a graph. Caller frees all three. */
+OxGraph *ox_document_step_picture(OxDocument *self, guint8 **marks, guint32 **fills);
+/* SVG or PNG of a step picture in the canvas's palette, with a legend of its marks and
+ * families at the top right (SVG classes: ox-anchor, ox-matched, ox-removed, ox-added,
+ * ox-dimmed, ox-legend). Safe on a worker thread (it owns nothing of the document). */
+GBytes *ox_export_picture_bytes(const OxGraph *g, const guint8 *marks, const guint32 *fills, const char *format,
+                                gboolean edge_shapes, char **note, GError **error);
 
 G_END_DECLS
 #endif

@@ -41,6 +41,8 @@ struct _OxGraphView {
   double zoom_begin_scale;
   gboolean edge_labels;
   gboolean fit_pending;
+  gboolean fitted;         /* the view is as fit left it: a resize fits it again */
+  int alloc_w, alloc_h;
   gboolean center_pending;
   gboolean select_pending; /* zoom to the selection once the scene holding it is laid out */
   guint last_position;
@@ -215,6 +217,7 @@ guint32 ox_graph_view_hit(OxGraphView *self, double px, double py) {
 }
 
 static void set_scale_at(OxGraphView *self, double scale, double px, double py) {
+  self->fitted = FALSE;
   scale = CLAMP(scale, MIN_SCALE, MAX_SCALE);
   /* keep the layout point under (px, py) fixed */
   double lx = (px - self->ox) / self->scale, ly = (py - self->oy) / self->scale;
@@ -226,6 +229,7 @@ static void set_scale_at(OxGraphView *self, double scale, double px, double py) 
 }
 
 void ox_graph_view_center_at(OxGraphView *self, double lx, double ly) {
+  self->fitted = FALSE;
   double w = gtk_widget_get_width(GTK_WIDGET(self)), h = gtk_widget_get_height(GTK_WIDGET(self));
   self->ox = w / 2 - lx * self->scale;
   self->oy = h / 2 - ly * self->scale;
@@ -258,7 +262,10 @@ void ox_graph_view_fit(OxGraphView *self) {
   double sw, sh;
   ox_scene_get_size(self->scene, &sw, &sh);
   zoom_to_box(self, 0, 0, sw, sh, 1.5);
+  self->fitted = !self->fit_pending;
 }
+
+gboolean ox_graph_view_get_fitted(OxGraphView *self) { return self->fitted; }
 
 void ox_graph_view_zoom_in(OxGraphView *self) {
   set_scale_at(self, self->scale * 1.25, gtk_widget_get_width(GTK_WIDGET(self)) / 2.0,
@@ -383,9 +390,9 @@ static void rounded_rect(cairo_t *cr, double x, double y, double w, double h, do
   cairo_close_path(cr);
 }
 
-#define COLOR_REMOVED 0xe01b24
-#define COLOR_ADDED 0x26a269
-#define COLOR_MATCH 0xff7800
+#define COLOR_REMOVED OX_COLOR_REMOVED
+#define COLOR_ADDED OX_COLOR_ADDED
+#define COLOR_MATCH OX_COLOR_MATCH
 #define COLOR_SELECT 0x1c71d8
 #define COLOR_HIT 0xf6d32d
 #define COLOR_CLUSTER 0xdce6f2
@@ -695,8 +702,8 @@ static void draw_node(OxGraphView *self, cairo_t *cr, const OxLayoutNode *b, gui
   double x0 = x - w / 2, y0 = y - h / 2;
   double alpha = state == OX_NS_DIMMED ? 0.35 : 1.0;
   guint32 fill = ox_family_color((OxFamily)self->family[uid]);
-  if (state == OX_NS_REMOVED) fill = 0xf6b9b9;
-  if (state == OX_NS_ADDED) fill = 0xb5e8b0;
+  if (state == OX_NS_REMOVED) fill = OX_FILL_REMOVED;
+  if (state == OX_NS_ADDED) fill = OX_FILL_ADDED;
   if (hit) {
     rounded_rect(cr, x0 - 6, y0 - 6, w + 12, h + 12, 10);
     set_rgb(cr, COLOR_HIT, 0.9);
@@ -1012,6 +1019,7 @@ static void on_drag_update(GtkGestureDrag *g, double dx, double dy, OxGraphView 
   (void)g;
   self->ox = self->drag_ox + dx;
   self->oy = self->drag_oy + dy;
+  if (dx != 0 || dy != 0) self->fitted = FALSE;
   viewport_changed(self);
 }
 
@@ -1027,6 +1035,7 @@ static gboolean on_scroll(GtkEventControllerScroll *c, double dx, double dy, OxG
     }
     self->ox -= dx * 40;
     self->oy -= dy * 40;
+    self->fitted = FALSE;
     viewport_changed(self);
   }
   return TRUE;
@@ -1110,7 +1119,11 @@ static void ox_graph_view_size_allocate(GtkWidget *w, int width, int height, int
   OxGraphView *self = OX_GRAPH_VIEW(w);
   (void)baseline;
   ox_scene_set_viewport(self->scene, width, height);
-  if (width > 1 && height > 1 && self->fit_pending && ox_scene_get_layout(self->scene)) {
+  gboolean resized = width != self->alloc_w || height != self->alloc_h;
+  self->alloc_w = width;
+  self->alloc_h = height;
+  if (width > 1 && height > 1 && (self->fit_pending || (resized && self->fitted)) && ox_scene_get_layout(self->scene)) {
+    /* fit at the first allocation; and a view the user left fitted stays fitted as the window changes */
     self->fit_pending = FALSE;
     ox_graph_view_fit(self);
   }

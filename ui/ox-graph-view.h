@@ -28,6 +28,8 @@ void ox_graph_view_zoom_in(OxGraphView *self);
 void ox_graph_view_zoom_out(OxGraphView *self);
 void ox_graph_view_zoom_reset(OxGraphView *self);
 void ox_graph_view_fit(OxGraphView *self);
+/* Whether the view is as fit left it (no zoom, pan or centring since): resizing then fits again. */
+gboolean ox_graph_view_get_fitted(OxGraphView *self);
 gboolean ox_graph_view_zoom_to_selection(OxGraphView *self);
 gboolean ox_graph_view_center_on_step(OxGraphView *self);
 double ox_graph_view_get_zoom(OxGraphView *self);

@@ -59,8 +59,14 @@ struct _OxWindow {
   GPtrArray *rule_sets;
   guint n_rule_loads;
 
+  GtkWidget *play_button;
+  GtkWidget *right_pane, *panels; /* canvas | panels */
+
   /* plain state */
   guint play_source;
+  guint refocus_source;    /* moving the keyboard focus to the current step's timeline row */
+  guint refocus_tries;
+  gboolean panels_placed;
   guint n_exports;
   gboolean syncing_list;
   gboolean syncing_passes;
@@ -75,6 +81,7 @@ static const char *const panel_names[3] = {"node", "why", "checks"};
 
 static void window_update_actions(OxWindow *self);
 static void window_update_panels(OxWindow *self);
+static void refocus_row(OxWindow *self);
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -104,7 +111,20 @@ static void show_error(OxWindow *self, const char *title, const char *message) {
   gtk_window_present(GTK_WINDOW(d));
 }
 
-/* "%name" references in a formatted value become links; the rest is escaped. */
+/* Links look the same in every panel: a node is its name in monospace (`linear_3`, in a value
+ * `%linear_3`), a step is `#12`, a graph its label; an action says what it does. */
+static void append_node_link(GString *out, const char *name) {
+  char *m = g_markup_printf_escaped("<a href=\"node:%s\"><tt>%s</tt></a>", name, name);
+  g_string_append(out, m);
+  g_free(m);
+}
+
+static void append_step_link(GString *out, guint position) {
+  g_string_append_printf(out, "<a href=\"step:%u\">#%u</a>", position, position);
+}
+
+/* "%name" references in a formatted value (shown in monospace) become node links; the rest is
+ * escaped. */
 static void append_linked(GString *out, const char *text, const OxGraph *g) {
   const char *p = text;
   while (*p) {
@@ -130,14 +150,13 @@ static void append_linked(GString *out, const char *text, const OxGraph *g) {
   }
 }
 
-static void append_node_link(GString *out, const char *name) {
-  char *m = g_markup_printf_escaped("<a href=\"node:%s\">%s</a>", name, name);
-  g_string_append(out, m);
-  g_free(m);
-}
-
-static void append_step_link(GString *out, guint position) {
-  g_string_append_printf(out, "<a href=\"step:%u\">step %u</a>", position, position);
+/* up to max node links, then "and N more" */
+static void append_node_links(GString *out, const char *const *names, guint n, guint max) {
+  for (guint i = 0; i < n && i < max; i++) {
+    if (i) g_string_append_c(out, ' ');
+    append_node_link(out, names[i]);
+  }
+  if (n > max) g_string_append_printf(out, " and %u more", n - max);
 }
 
 /* ------------------------------------------------------------------ panels */
@@ -286,39 +305,145 @@ static const char *kind_color(guint8 kind) {
   return kind == OX_STEP_APPLIED ? "#26a269" : kind == OX_STEP_REJECTED ? "#9a9996" : "#c01c28";
 }
 
-static void append_step_summary(GString *s, const OxStep *st) {
-  char *m = g_markup_printf_escaped("<span foreground=\"%s\">●</span> <a href=\"step:%u\">#%u</a> <b>%s</b>%s%s ",
-                                    kind_color(st->kind), st->seq + 1, st->seq + 1, st->pass, st->rule ? " / " : "",
-                                    st->rule ? st->rule : "");
+/* The rule file and line of a user rule's step ("my.rules:12"), or NULL. */
+static char *rule_location(const OxStep *st) {
+  if (!st->rule_file) return NULL;
+  char *base = g_path_get_basename(st->rule_file);
+  char *r = st->rule_line ? g_strdup_printf("%s:%u", base, st->rule_line) : g_strdup(base);
+  g_free(base);
+  return r;
+}
+
+/* One record: "● #4 batch_linear / batch_linear  rejected: set of 3 < min_fuse_set_size 5". */
+static void append_step_title(GString *s, const OxStep *st) {
+  char *m = g_markup_printf_escaped("<span foreground=\"%s\">●</span> ", kind_color(st->kind));
   g_string_append(s, m);
   g_free(m);
+  append_step_link(s, st->seq + 1);
+  gboolean rule = st->rule && strcmp(st->rule, st->pass) != 0;
+  m = g_markup_printf_escaped(" <b>%s</b>%s%s", st->pass, rule ? " / " : "", rule ? st->rule : "");
+  g_string_append(s, m);
+  g_free(m);
+  char *loc = rule_location(st);
+  if (loc) {
+    m = g_markup_printf_escaped(" <small>(rule at <tt>%s</tt>)</small>", loc);
+    g_string_append(s, m);
+    g_free(m);
+    g_free(loc);
+  }
   if (st->kind == OX_STEP_APPLIED) {
-    g_string_append_printf(s, "applied: −%u +%u nodes", st->n_removed, st->n_added);
+    g_string_append_printf(s, "  applied: −%u +%u nodes", st->n_removed, st->n_added);
   } else {
     char *why = ox_reason_format(&st->reason);
-    m = g_markup_printf_escaped("%s: %s", st->kind == OX_STEP_REJECTED ? "rejected" : "check failed", why ? why : "");
+    m = g_markup_printf_escaped("  %s: %s", st->kind == OX_STEP_REJECTED ? "rejected" : "check failed", why ? why : "");
     g_string_append(s, m);
     g_free(m);
     free(why);
   }
-  /* the nodes the record names, as links */
-  GPtrArray *names = g_ptr_array_new();
-  if (st->anchor) g_ptr_array_add(names, (gpointer)st->anchor);
-  for (guint i = 0; i < st->reason.n_args; i++)
-    if (st->reason.nodes[i]) g_ptr_array_add(names, (gpointer)st->reason.nodes[i]);
-  for (guint i = 0; i < st->n_matched && names->len < 12; i++) g_ptr_array_add(names, (gpointer)st->matched[i]);
-  if (names->len) {
-    g_string_append(s, "\n    nodes: ");
-    for (guint i = 0; i < names->len; i++) {
-      gboolean dup = FALSE;
-      for (guint j = 0; j < i && !dup; j++) dup = strcmp(names->pdata[i], names->pdata[j]) == 0;
-      if (dup) continue;
-      if (i) g_string_append(s, " ");
-      append_node_link(s, names->pdata[i]);
+  g_string_append_c(s, '\n');
+}
+
+/* Anchor and candidates (matched nodes) of a record, the selected node marked. */
+static void append_step_nodes(GString *s, const OxStep *st, const char *sel) {
+  if (st->anchor) {
+    g_string_append(s, "    anchor ");
+    append_node_link(s, st->anchor);
+    if (sel && !strcmp(sel, st->anchor)) g_string_append(s, " <i>(this node)</i>");
+  }
+  if (st->n_matched) {
+    gboolean in = FALSE;
+    for (guint i = 0; sel && i < st->n_matched && !in; i++) in = !strcmp(st->matched[i], sel);
+    g_string_append_printf(s, "%s%u %s%s: ", st->anchor ? " · " : "    ", st->n_matched,
+                           st->kind == OX_STEP_APPLIED ? "matched" : st->n_matched == 1 ? "candidate" : "candidates",
+                           in ? " <i>(this node among them)</i>" : "");
+    append_node_links(s, st->matched, st->n_matched, 12);
+  }
+  if (st->anchor || st->n_matched) g_string_append_c(s, '\n');
+  /* other nodes the reason names */
+  gboolean any = FALSE;
+  for (guint i = 0; i < st->reason.n_args; i++) {
+    const char *nm = st->reason.nodes[i];
+    if (!nm || (st->anchor && !strcmp(nm, st->anchor))) continue;
+    g_string_append(s, any ? " " : "    named in the reason: ");
+    append_node_link(s, nm);
+    any = TRUE;
+  }
+  if (any) g_string_append_c(s, '\n');
+}
+
+static void append_step_summary(GString *s, const OxStep *st) {
+  append_step_title(s, st);
+  append_step_nodes(s, st, NULL);
+}
+
+/* The alternative's own record of s's pass and anchor (what the re-run said instead), or NULL. */
+static const OxStep *alt_record(const OxWhatifResult *r, const OxStep *s) {
+  for (guint i = 0; r->trace && i < r->trace->n_steps; i++) {
+    const OxStep *a = &r->trace->steps[i];
+    if (!g_strcmp0(a->pass, s->pass) && !g_strcmp0(a->anchor, s->anchor)) return a;
+  }
+  return NULL;
+}
+
+/* The "what would make it fire" of a rejected record: each option its reason suggests, checked by
+ * a what-if re-run in the background (ox_document_get_whatif); only a re-run that applies the
+ * group is offered as a hint. Returns how many re-runs it asked for (pending). */
+static guint append_hint(OxWindow *self, GString *s, const OxStep *st, const OxPipeline *p, gboolean start) {
+  if (st->kind != OX_STEP_REJECTED) return 0;
+  char c[4][OX_WHATIF_OPTION_MAX];
+  guint n = ox_whatif_candidates(p, st, c, 4);
+  if (!n) {
+    g_string_append(s, "    <i>no option controls this guard</i>\n");
+    return 0;
+  }
+  guint pending = 0, helped = 0, refuted = 0;
+  for (guint i = 0; i < n; i++) {
+    const char *err = NULL;
+    const OxWhatifResult *r = ox_document_get_whatif(self->doc, c[i], start, &err);
+    char *m;
+    if (err) {
+      m = g_markup_printf_escaped("    <i>could not check <tt>--option %s</tt>: %s</i>\n", c[i], err);
+      g_string_append(s, m);
+      g_free(m);
+      continue;
+    }
+    if (!r) {
+      m = g_markup_printf_escaped("    <i>checking <tt>--option %s</tt> by a re-run…</i>\n", c[i]);
+      g_string_append(s, m);
+      g_free(m);
+      pending++;
+      continue;
+    }
+    guint32 at = ox_whatif_fires(r, st);
+    if (at != OX_WHATIF_NONE) {
+      const OxStep *a = &r->trace->steps[at];
+      helped++;
+      m = g_markup_printf_escaped("    <span foreground=\"#26a269\">✔</span> <b>with <tt>--option %s</tt> this %s</b>\n"
+                                  "      checked by a re-run: %s applies at <tt>%s</tt> (−%u +%u nodes); in all %u "
+                                  "more and %u fewer rewrites, %u → %u nodes · ",
+                                  c[i], st->n_matched > 1 ? "group would fuse" : "would fire", a->pass,
+                                  a->anchor ? a->anchor : "?", a->n_removed, a->n_added, r->n_newly_applied,
+                                  r->n_newly_rejected, r->base_nodes, r->alt_nodes);
+      g_string_append(s, m);
+      g_free(m);
+      m = g_markup_printf_escaped("<a href=\"rerun:%s\">re-run with this option</a>\n", c[i]);
+      g_string_append(s, m);
+      g_free(m);
+    } else {
+      refuted++;
+      const OxStep *a = alt_record(r, st);
+      char *why = a && a->kind != OX_STEP_APPLIED ? ox_reason_format(&a->reason) : NULL;
+      m = g_markup_printf_escaped("    <span foreground=\"#9a9996\">✘</span> <tt>--option %s</tt> does not make it "
+                                  "fire\n      checked by a re-run: %s%s\n",
+                                  c[i], why ? "rejected again: " : "the group is not rewritten", why ? why : "");
+      g_string_append(s, m);
+      g_free(m);
+      free(why);
     }
   }
-  g_ptr_array_free(names, TRUE);
-  g_string_append_c(s, '\n');
+  if (!pending && !helped && refuted)
+    g_string_append(s, "    <i>no option change makes this fire</i>\n");
+  return pending;
 }
 
 static void panel_why(OxWindow *self, GString *s) {
@@ -336,10 +461,38 @@ static void panel_why(OxWindow *self, GString *s) {
     return;
   }
   GArray *a = ox_document_explain(self->doc, sel);
-  if (!a->len) g_string_append(s, "No pass recorded anything about this node: no pattern anchored on it or matched it.\n");
+  guint counts[3] = {0, 0, 0};
+  for (guint i = 0; i < a->len; i++) counts[MIN(t->steps[g_array_index(a, guint, i) - 1].kind, 2)]++;
+  if (!a->len)
+    g_string_append(s, "No pass recorded anything about this node: no pattern anchored on it or matched it.\n");
   else
-    g_string_append_printf(s, "%u records mention it:\n\n", a->len);
-  for (guint i = 0; i < a->len && i < 400; i++) append_step_summary(s, &t->steps[g_array_index(a, guint, i) - 1]);
+    g_string_append_printf(s, "%u record%s mention it (%u applied, %u rejected, %u check failed):\n\n", a->len,
+                           a->len == 1 ? "" : "s", counts[0], counts[1], counts[2]);
+  OxPipeline p;
+  OxCheckConfig checks;
+  char *why = NULL;
+  gboolean can_rerun = ox_document_whatif_pipeline(self->doc, &p, &checks, &why);
+  guint hinted = 0;
+  for (guint i = 0; i < a->len && i < 400; i++) {
+    const OxStep *st = &t->steps[g_array_index(a, guint, i) - 1];
+    append_step_title(s, st);
+    append_step_nodes(s, st, sel);
+    if (st->kind == OX_STEP_REJECTED) {
+      if (!can_rerun) {
+        m = g_markup_printf_escaped("    <i>hints need a re-run: %s</i>\n", why ? why : "");
+        g_string_append(s, m);
+        g_free(m);
+      } else {
+        /* re-runs are asked for the first records only; the rest say so until these are done */
+        append_hint(self, s, st, &p, hinted < 16);
+        hinted++;
+      }
+    }
+    g_string_append_c(s, '\n');
+  }
+  if (a->len > 400) g_string_append_printf(s, "<i>… and %u more records</i>\n", a->len - 400);
+  if (can_rerun) ox_pipeline_free(&p);
+  g_free(why);
   g_array_free(a, TRUE);
 }
 
@@ -350,6 +503,13 @@ static void panel_checks(OxWindow *self, GString *s) {
     return;
   }
   append_step_summary(s, st);
+  char *loc = rule_location(st);
+  if (loc) {
+    char *m = g_markup_printf_escaped("    rule <b>%s</b> written at <tt>%s</tt>\n", st->rule ? st->rule : st->pass, loc);
+    g_string_append(s, m);
+    g_free(m);
+    g_free(loc);
+  }
   g_string_append_c(s, '\n');
   if (st->kind == OX_STEP_REJECTED) {
     g_string_append(s, "<i>Rejected before rewriting: no checks ran.</i>\n");
@@ -420,6 +580,10 @@ static gboolean on_activate_link(GtkLabel *label, const char *uri, OxWindow *sel
   }
   if (g_str_has_prefix(uri, "graph:")) {
     gtk_widget_activate_action(GTK_WIDGET(self), "win.graph", "u", (guint)g_ascii_strtoull(uri + 6, NULL, 10));
+    return TRUE;
+  }
+  if (g_str_has_prefix(uri, "rerun:")) {
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.optimize-with", "s", uri + 6);
     return TRUE;
   }
   return FALSE;
@@ -641,6 +805,7 @@ static void sync_list_selection(OxWindow *self) {
   } else {
     gtk_single_selection_set_selected(self->selection, row);
     gtk_widget_activate_action(self->list_view, "list.scroll-to-item", "u", row);
+    refocus_row(self);
   }
   self->syncing_list = FALSE;
 }
@@ -696,6 +861,7 @@ static void window_update_actions(OxWindow *self) {
   action_enable(self, "open-trace", has && !busy);
   action_enable(self, "open-rules", has);
   action_enable(self, "optimize", has && !busy);
+  action_enable(self, "optimize-with", has && !busy);
   action_enable(self, "cancel", busy);
   action_enable(self, "filter-touching", ox_document_get_selected(self->doc) != NULL || ox_document_get_filter_touching(self->doc));
   if (self->play_source && !any_after) {
@@ -768,6 +934,13 @@ static void on_history_changed(OxWindow *self) {
   warnings_rebuild(self);
   rebuild_pass_list(self);
   on_doc_frame_changed(self);
+}
+
+/* a hint's re-run finished: the Why not? panel says what it found */
+static void on_whatif_done(OxDocument *doc, const char *option, OxWindow *self) {
+  (void)doc;
+  (void)option;
+  window_update_panels(self);
 }
 
 static void on_view_notify(OxWindow *self) {
@@ -1018,7 +1191,9 @@ static gboolean on_drop(GtkDropTarget *t, const GValue *value, double x, double 
 /* ------------------------------------------------------------------ export */
 
 typedef struct ExportJob {
-  OxGraph *g;        /* a clone of the shown graph */
+  OxGraph *g;        /* a clone of the shown graph (a picture: the step as the canvas shows it) */
+  guint8 *marks;     /* a picture's step marks and fills per node id of g */
+  guint32 *fills;
   OxHistory *h;      /* for the trace */
   char *format, *path;
   gboolean edge_shapes;
@@ -1028,6 +1203,8 @@ typedef struct ExportJob {
 static void export_job_free(gpointer p) {
   ExportJob *j = p;
   ox_graph_free(j->g);
+  g_free(j->marks);
+  g_free(j->fills);
   ox_history_unref(j->h);
   g_free(j->format);
   g_free(j->path);
@@ -1040,7 +1217,8 @@ static void export_thread(GTask *task, gpointer src, gpointer data, GCancellable
   (void)c;
   ExportJob *j = data;
   GError *err = NULL;
-  GBytes *b = ox_export_bytes(j->g, j->h ? j->h->trace : NULL, j->format, j->edge_shapes, &j->note, &err);
+  GBytes *b = j->marks ? ox_export_picture_bytes(j->g, j->marks, j->fills, j->format, j->edge_shapes, &j->note, &err)
+                       : ox_export_bytes(j->g, j->h ? j->h->trace : NULL, j->format, j->edge_shapes, &j->note, &err);
   if (!b) {
     g_task_return_error(task, err);
     return;
@@ -1078,6 +1256,9 @@ static void export_start(OxWindow *self, const char *format, const char *path) {
   ExportJob *j = g_new0(ExportJob, 1);
   if (strcmp(format, "trace") == 0) {
     j->h = ox_document_get_history(self->doc) ? ox_history_ref(ox_document_get_history(self->doc)) : NULL;
+  } else if (ox_document_has_graph(self->doc) && (!strcmp(format, "svg") || !strcmp(format, "png"))) {
+    /* a picture of the step as the canvas shows it (marks, palette, legend) */
+    j->g = ox_document_step_picture(self->doc, &j->marks, &j->fills);
   } else if (ox_document_has_graph(self->doc)) {
     j->g = ox_graph_clone(ox_document_get_graph(self->doc));
   }
@@ -1137,6 +1318,18 @@ static void act_open_recent(GSimpleAction *a, GVariant *p, gpointer data) {
   ox_window_open(self, g_variant_get_string(p, NULL), NULL);
 }
 static void act_optimize(GSimpleAction *a, GVariant *p, gpointer data) { SELF; start_optimize(self); }
+/* win.optimize-with('pass.key=value'): the optimization again with one more option (a hint's
+ * "re-run with this option") */
+static void act_optimize_with(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  GError *err = NULL;
+  if (!ox_document_add_option(self->doc, g_variant_get_string(p, NULL), &err)) {
+    show_error(self, "Cannot re-run with that option", err->message);
+    g_error_free(err);
+    return;
+  }
+  start_optimize(self);
+}
 static void act_graph(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   show_graph(self, g_variant_get_uint32(p));
@@ -1180,11 +1373,45 @@ static gboolean play_tick(gpointer data) {
 
 static void act_play(GSimpleAction *a, GVariant *p, gpointer data) {
   OxWindow *self = OX_WINDOW(data);
-  gboolean on = p ? g_variant_get_boolean(p) : !g_variant_get_boolean(g_action_get_state(G_ACTION(a)));
+  GVariant *st = g_action_get_state(G_ACTION(a));
+  gboolean on = p ? g_variant_get_boolean(p) : !g_variant_get_boolean(st);
+  g_variant_unref(st);
   g_simple_action_set_state(a, g_variant_new_boolean(on));
   if (self->play_source) g_source_remove(self->play_source);
   self->play_source = on ? g_timeout_add(700, play_tick, self) : 0;
 }
+
+/* The width the panels open with (their minimum, the three panel buttons, may be larger). */
+enum { PANEL_WIDTH = 380 };
+
+static gboolean place_panels(gpointer data) {
+  OxWindow *self = data;
+  int w = gtk_widget_get_width(self->right_pane);
+  if (w > 0) gtk_paned_set_position(GTK_PANED(self->right_pane), MAX(w - PANEL_WIDTH, 100));
+  g_object_unref(self);
+  return G_SOURCE_REMOVE;
+}
+
+static void on_right_pane_allocated(GtkPaned *paned, GParamSpec *ps, OxWindow *self) {
+  (void)ps;
+  if (self->panels_placed || gtk_widget_get_width(GTK_WIDGET(paned)) <= 1) return;
+  self->panels_placed = TRUE;
+  g_idle_add(place_panels, g_object_ref(self));
+}
+
+/* The play button shows what a click does: pause while playing. */
+static void on_play_state(GObject *action, GParamSpec *ps, OxWindow *self) {
+  (void)ps;
+  GVariant *st = g_action_get_state(G_ACTION(action));
+  gboolean on = st && g_variant_get_boolean(st);
+  if (st) g_variant_unref(st);
+  gtk_button_set_icon_name(GTK_BUTTON(self->play_button), on ? "media-playback-pause-symbolic" : "media-playback-start-symbolic");
+  gtk_widget_set_tooltip_text(self->play_button, on ? "Pause (space)" : "Play (space)");
+}
+
+int ox_window_get_panel_width(OxWindow *self) { return gtk_widget_get_width(self->panels); }
+
+const char *ox_window_get_play_icon(OxWindow *self) { return gtk_button_get_icon_name(GTK_BUTTON(self->play_button)); }
 
 static void toggle_state(GSimpleAction *a, GVariant *p, gboolean *out) {
   GVariant *st = g_action_get_state(G_ACTION(a));
@@ -1359,6 +1586,7 @@ static const GActionEntry win_entries[] = {
   {"open-rules", act_open_rules, NULL, NULL, NULL, {0}},
   {"open-recent", act_open_recent, "s", NULL, NULL, {0}},
   {"optimize", act_optimize, NULL, NULL, NULL, {0}},
+  {"optimize-with", act_optimize_with, "s", NULL, NULL, {0}},
   {"graph", act_graph, "u", NULL, NULL, {0}},
   {"graph-parent", act_graph_parent, NULL, NULL, NULL, {0}},
   {"cancel", act_cancel, NULL, NULL, NULL, {0}},
@@ -1442,6 +1670,59 @@ static void on_pass_selected(GtkDropDown *dd, GParamSpec *ps, OxWindow *self) {
   ox_document_set_filter_pass(self->doc, name);
 }
 
+/* ---- the timeline's keyboard: once a row has the focus, the stepping keys step (the list view
+ * would otherwise take the arrows, Home, End and Space to move its cursor), and the focus
+ * follows the current step's row. */
+
+static const struct {
+  const char *trigger, *action;
+} list_keys[] = {
+  {"Down", "win.step-next"}, {"KP_Down", "win.step-next"}, {"Right", "win.step-next"}, {"KP_Right", "win.step-next"},
+  {"Up", "win.step-prev"},   {"KP_Up", "win.step-prev"},   {"Left", "win.step-prev"},  {"KP_Left", "win.step-prev"},
+  {"Home", "win.step-first"}, {"KP_Home", "win.step-first"}, {"End", "win.step-last"}, {"KP_End", "win.step-last"},
+  {"space", "win.play"},
+};
+
+/* The list item widget showing position, if it is built (rows are built as they scroll in). */
+static GtkWidget *row_widget(OxWindow *self, guint position) {
+  for (GtkWidget *c = gtk_widget_get_first_child(self->list_view); c; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *row = gtk_widget_get_first_child(c);
+    if (row && OX_IS_STEP_ROW(row) && GPOINTER_TO_UINT(g_object_get_data(G_OBJECT(row), "position")) == position &&
+        gtk_widget_get_mapped(c))
+      return c;
+  }
+  return NULL;
+}
+
+static gboolean refocus_cb(gpointer data) {
+  OxWindow *self = data;
+  GtkWidget *focus = gtk_root_get_focus(GTK_ROOT(self));
+  guint p = ox_document_get_position(self->doc);
+  if (!p || !focus || !gtk_widget_is_ancestor(focus, self->list_view)) {
+    self->refocus_source = 0;
+    return G_SOURCE_REMOVE;
+  }
+  GtkWidget *w = row_widget(self, p);
+  if (w) {
+    if (focus != w) gtk_widget_grab_focus(w);
+    self->refocus_source = 0;
+    return G_SOURCE_REMOVE;
+  }
+  if (++self->refocus_tries > 20) { /* the row was never built (filtered out, or no frames) */
+    self->refocus_source = 0;
+    return G_SOURCE_REMOVE;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* after a step: the row scrolled into view is built at the next layout; focus it then */
+static void refocus_row(OxWindow *self) {
+  GtkWidget *focus = gtk_root_get_focus(GTK_ROOT(self));
+  if (!focus || !gtk_widget_is_ancestor(focus, self->list_view)) return;
+  self->refocus_tries = 0;
+  if (!self->refocus_source) self->refocus_source = g_timeout_add(16, refocus_cb, self);
+}
+
 static void row_setup(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data) {
   (void)f;
   (void)data;
@@ -1456,6 +1737,7 @@ static void row_bind(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data
   gdk_rgba_parse(&dot, kind_color(it->kind));
   ox_step_row_set(OX_STEP_ROW(gtk_list_item_get_child(li)), it->header, it->header ? NULL : &dot, it->title,
                   it->subtitle);
+  g_object_set_data(G_OBJECT(gtk_list_item_get_child(li)), "position", GUINT_TO_POINTER(it->header ? 0 : it->position));
   gtk_list_item_set_selectable(li, !it->header);
   gtk_list_item_set_activatable(li, !it->header);
 }
@@ -1548,6 +1830,13 @@ static GtkWidget *build_timeline(OxWindow *self) {
   g_signal_connect(f, "bind", G_CALLBACK(row_bind), NULL);
   self->list_view = gtk_list_view_new(GTK_SELECTION_MODEL(g_object_ref(self->selection)), f);
   gtk_widget_add_css_class(self->list_view, "navigation-sidebar");
+  GtkEventController *keys = gtk_shortcut_controller_new();
+  gtk_event_controller_set_propagation_phase(keys, GTK_PHASE_CAPTURE);
+  for (guint i = 0; i < G_N_ELEMENTS(list_keys); i++)
+    gtk_shortcut_controller_add_shortcut(GTK_SHORTCUT_CONTROLLER(keys),
+                                         gtk_shortcut_new(gtk_shortcut_trigger_parse_string(list_keys[i].trigger),
+                                                          gtk_named_action_new(list_keys[i].action)));
+  gtk_widget_add_controller(self->list_view, keys);
   GtkWidget *sw = gtk_scrolled_window_new();
   gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(sw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
   gtk_scrolled_window_set_child(GTK_SCROLLED_WINDOW(sw), self->list_view);
@@ -1679,10 +1968,12 @@ static void ox_window_init(OxWindow *self) {
   gtk_box_append(GTK_BOX(steps), icon_button("go-first-symbolic", "win.step-first", "Input graph (Home)"));
   gtk_box_append(GTK_BOX(steps), icon_button("go-previous-symbolic", "win.step-prev", "Previous step (p, Left)"));
   GtkWidget *play = gtk_toggle_button_new();
+  self->play_button = play;
   gtk_button_set_icon_name(GTK_BUTTON(play), "media-playback-start-symbolic");
   gtk_actionable_set_action_name(GTK_ACTIONABLE(play), "win.play");
   gtk_widget_set_tooltip_text(play, "Play (space)");
   gtk_box_append(GTK_BOX(steps), play);
+  g_signal_connect(win_action(self, "play"), "notify::state", G_CALLBACK(on_play_state), self);
   gtk_box_append(GTK_BOX(steps), icon_button("go-next-symbolic", "win.step-next", "Next step (n, Right)"));
   gtk_box_append(GTK_BOX(steps), icon_button("go-last-symbolic", "win.step-last", "Last step (End)"));
   gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), steps);
@@ -1760,11 +2051,16 @@ static void ox_window_init(OxWindow *self) {
   gtk_widget_set_margin_bottom(self->minimap, 10);
   gtk_overlay_add_overlay(GTK_OVERLAY(overlay), self->minimap);
   GtkWidget *right = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
+  self->right_pane = right;
   gtk_paned_set_start_child(GTK_PANED(right), overlay);
-  gtk_paned_set_end_child(GTK_PANED(right), build_panels(self));
+  self->panels = build_panels(self);
+  gtk_paned_set_end_child(GTK_PANED(right), self->panels);
   gtk_paned_set_resize_end_child(GTK_PANED(right), FALSE);
   gtk_paned_set_shrink_end_child(GTK_PANED(right), FALSE);
-  gtk_paned_set_position(GTK_PANED(right), 1280 - 260 - 340);
+  /* the panels' width is set once the paned knows its own (a position given before the first
+   * allocation counts from the left, so a larger window gave the panels all the extra width);
+   * after that the canvas takes every change of the window's width */
+  g_signal_connect(right, "notify::max-position", G_CALLBACK(on_right_pane_allocated), self);
   self->main_pane = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
   gtk_paned_set_start_child(GTK_PANED(self->main_pane), build_timeline(self));
   gtk_paned_set_end_child(GTK_PANED(self->main_pane), right);
@@ -1801,6 +2097,7 @@ static void ox_window_init(OxWindow *self) {
 
   g_signal_connect_swapped(self->doc, "frame-changed", G_CALLBACK(on_doc_frame_changed), self);
   g_signal_connect_swapped(self->doc, "history-changed", G_CALLBACK(on_history_changed), self);
+  g_signal_connect(self->doc, "whatif-done", G_CALLBACK(on_whatif_done), self);
   g_signal_connect(self->doc, "notify", G_CALLBACK(on_doc_notify), self);
   g_signal_connect_swapped(self->view, "notify::laid-out", G_CALLBACK(on_view_notify), self);
   g_signal_connect_swapped(window_scene(self), "notify::mode", G_CALLBACK(on_scene_mode), self);
@@ -1816,6 +2113,8 @@ static void ox_window_dispose(GObject *o) {
   OxWindow *self = OX_WINDOW(o);
   if (self->play_source) g_source_remove(self->play_source);
   self->play_source = 0;
+  if (self->refocus_source) g_source_remove(self->refocus_source);
+  self->refocus_source = 0;
   if (self->optimize) g_cancellable_cancel(self->optimize);
   g_clear_object(&self->optimize);
   if (self->doc) g_signal_handlers_disconnect_by_data(self->doc, self);

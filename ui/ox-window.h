@@ -41,6 +41,8 @@ void ox_window_show_panel(OxWindow *self, const char *panel);
 /* The load-warning bar: its text when shown ("3 warnings while loading trunc.txt"), else NULL;
  * ox_window_activate_warning does what a click on row i of its list does. */
 const char *ox_window_get_warning_bar_text(OxWindow *self);
+const char *ox_window_get_play_icon(OxWindow *self); /* the play button's icon name */
+int ox_window_get_panel_width(OxWindow *self);       /* the right panels' allocated width */
 gboolean ox_window_activate_warning(OxWindow *self, guint i);
 
 G_END_DECLS
