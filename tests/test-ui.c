@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ox-minimap.h"
+#include "ox-step-row.h"
 #include "ox-window.h"
 #include "test-common.h"
 #include "ui-test-pass.h"
@@ -682,35 +683,647 @@ static void test_load_warnings(void) {
   g_rmdir(dir);
 }
 
-/* The window's layout holds still while the optimization runs in the background: the panels
- * keep their width at every frame; the status says "cancelled" after a cancel. */
+/* ---- issue 14 */
+
+static char *example(const char *name) { return src_path("data", "examples", name); }
+
+static OxWindow *window_with_example(void) {
+  OxWindow *w = new_window();
+  g_autofree char *graph = example("recsys-towers.txt");
+  g_autofree char *trace = example("recsys-towers.trace.json");
+  g_assert_true(ox_window_open(w, graph, trace));
+  g_assert_true(wait_until(cond_idle, w, 30000));
+  g_assert_nonnull(ox_document_get_trace(ox_window_get_document(w)));
+  return w;
+}
+
+static gboolean cond_hints_done(gpointer w) {
+  const char *m = ox_window_get_panel_markup(w, "why");
+  return m && !strstr(m, "by a re-run…");
+}
+
+/* The record block of the Why not? markup that starts with step link #pos (up to the next record). */
+static char *record_block(const char *markup, guint pos) {
+  g_autofree char *head = g_strdup_printf("href=\"step:%u\">#%u</a>", pos, pos);
+  const char *a = strstr(markup, head);
+  if (!a) return NULL;
+  const char *b = strstr(a + strlen(head), "href=\"step:");
+  return b ? g_strndup(a, (gsize)(b - a)) : g_strdup(a);
+}
+
+/* Why not? teaches: for relu_11, batch_linear's rejection (a set of 3 < min_fuse_set_size 5)
+ * gets a hint that a real re-run confirmed, and applying it fuses the group; the sets of one
+ * get no hint (the re-run refuted it); a guard no option controls says so. Links: nodes in
+ * monospace, steps as #N. */
+static void test_why_not_hints(void) {
+  OxWindow *w = window_with_example();
+  OxDocument *d = ox_window_get_document(w);
+  const OxTrace *t = ox_document_get_trace(d);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "relu_11"));
+  ox_window_show_panel(w, "why");
+  g_assert_true(wait_until(cond_hints_done, w, 60000));
+  const char *m = ox_window_get_panel_markup(w, "why");
+  g_assert_cmpuint(ox_document_get_whatif_runs(d), >=, 2);
+  /* the rejection of the three linears */
+  guint pos3 = 0, pos1 = 0;
+  for (guint i = 0; i < t->n_steps; i++) {
+    const OxStep *st = &t->steps[i];
+    if (st->kind != OX_STEP_REJECTED || st->reason.code != OX_REASON_SET_TOO_SMALL || g_strcmp0(st->anchor, "relu_11"))
+      continue;
+    if (!strcmp(st->pass, "batch_linear") && !strcmp(st->reason.args[0], "3")) pos3 = i + 1;
+    if (!strcmp(st->reason.args[0], "1") && !pos1) pos1 = i + 1;
+  }
+  g_assert_cmpuint(pos3, >, 0);
+  g_assert_cmpuint(pos1, >, 0);
+  g_autofree char *b3 = record_block(m, pos3);
+  g_assert_nonnull(b3);
+  g_test_message("%s", b3);
+  g_assert_nonnull(strstr(b3, "set of 3 &lt; min_fuse_set_size 5"));
+  g_assert_nonnull(strstr(b3, "anchor <a href=\"node:relu_11\"><tt>relu_11</tt></a> <i>(this node)</i>"));
+  g_assert_nonnull(strstr(b3, "3 candidates: <a href=\"node:linear_18\"><tt>linear_18</tt></a>"));
+  g_assert_nonnull(strstr(b3, "with <tt>--option batch_linear.min_fuse_set_size=3</tt> this group would fuse"));
+  g_assert_nonnull(strstr(b3, "checked by a re-run"));
+  g_assert_nonnull(strstr(b3, "href=\"rerun:batch_linear.min_fuse_set_size=3\""));
+  /* a set of one: refuted, no hint */
+  g_autofree char *b1 = record_block(m, pos1);
+  g_assert_nonnull(b1);
+  g_test_message("%s", b1);
+  g_assert_null(strstr(b1, "would fuse"));
+  g_assert_null(strstr(b1, "href=\"rerun:"));
+  g_assert_nonnull(strstr(b1, "does not make it fire"));
+  g_assert_nonnull(strstr(b1, "no option change makes this fire"));
+  /* the hinted option, checked independently: a plain run with it fuses relu_11's linears */
+  {
+    OxPipeline p;
+    ox_pipeline_default(ox_document_get_history(d)->input, &p);
+    OxDiagList dl;
+    ox_diags_init(&dl, NULL);
+    g_assert_cmpint(ox_pipeline_set_option(&p, "batch_linear.min_fuse_set_size=3", &dl), ==, 0);
+    OxGraph *g = ox_graph_clone(ox_document_get_history(d)->input);
+    OxTrace *pt = ox_trace_new_for(g);
+    OxCheckConfig cc;
+    ox_check_config_default(&cc);
+    OxOptimizeResult res;
+    g_assert_cmpint(ox_optimize(g, &p, &cc, pt, &res, &dl), ==, 0);
+    gboolean fused = FALSE;
+    for (guint i = 0; i < pt->n_steps; i++)
+      fused |= pt->steps[i].kind == OX_STEP_APPLIED && !strcmp(pt->steps[i].pass, "batch_linear") &&
+               !g_strcmp0(pt->steps[i].anchor, "relu_11");
+    g_assert_true(fused);
+    ox_trace_free(pt);
+    ox_graph_free(g);
+    ox_diags_clear(&dl);
+    ox_pipeline_free(&p);
+  }
+  /* consistent links: every node link in monospace, every step link "#N" */
+  for (const char *q = strstr(m, "href=\"node:"); q; q = strstr(q + 1, "href=\"node:")) {
+    const char *gt = strchr(q, '>');
+    g_assert_true(g_str_has_prefix(gt + 1, "<tt>"));
+  }
+  for (const char *q = strstr(m, "href=\"step:"); q; q = strstr(q + 1, "href=\"step:")) {
+    const char *gt = strchr(q, '>');
+    g_assert_cmpint(gt[1], ==, '#');
+  }
+  /* a guard no option controls: a pattern that does not match */
+  const char *nomatch = NULL;
+  for (guint i = 0; i < t->n_steps && !nomatch; i++)
+    if (t->steps[i].kind == OX_STEP_REJECTED && t->steps[i].reason.code == OX_REASON_TARGET_MISMATCH) nomatch = t->steps[i].anchor;
+  g_assert_nonnull(nomatch);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", nomatch));
+  g_assert_true(wait_until(cond_hints_done, w, 60000));
+  g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "why"), "no option controls this guard"));
+  /* the hint applied: the group fuses in the new run */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.optimize-with", "s", "batch_linear.min_fuse_set_size=3"));
+  g_assert_true(wait_until(cond_idle, w, 60000));
+  t = ox_document_get_trace(d);
+  gboolean fused = FALSE;
+  for (guint i = 0; i < t->n_steps; i++)
+    fused |= t->steps[i].kind == OX_STEP_APPLIED && !strcmp(t->steps[i].pass, "batch_linear") &&
+             !g_strcmp0(t->steps[i].anchor, "relu_11");
+  g_assert_true(fused);
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
+#ifdef GDK_WINDOWING_X11
+#include <gdk/x11/gdkx.h>
+#endif
+
+/* Runs xdotool with args on the window (its X id substituted for %W); FALSE when it cannot. */
+static gboolean xdotool(OxWindow *w, const char *args) {
+#ifdef GDK_WINDOWING_X11
+  GdkSurface *surf = gtk_native_get_surface(GTK_NATIVE(w));
+  if (!GDK_IS_X11_SURFACE(surf)) return FALSE;
+  g_autofree char *xid = g_strdup_printf("%lu", (unsigned long)gdk_x11_surface_get_xid(surf));
+  g_autoptr(GString) cmd = g_string_new("xdotool ");
+  g_string_append(cmd, args);
+  g_string_replace(cmd, "%W", xid, 0);
+  int status = 1;
+  gboolean ran = g_spawn_command_line_sync(cmd->str, NULL, NULL, &status, NULL);
+  drain();
+  return ran && g_spawn_check_wait_status(status, NULL);
+#else
+  (void)w;
+  (void)args;
+  return FALSE;
+#endif
+}
+
+static GtkWidget *find_widget(GtkWidget *root, GType type) {
+  if (G_TYPE_CHECK_INSTANCE_TYPE(root, type)) return root;
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *r = find_widget(c, type);
+    if (r) return r;
+  }
+  return NULL;
+}
+
+/* The timeline: the list view whose rows are OxStepRows (drop-downs have list views too). */
+static GtkWidget *find_timeline(GtkWidget *root) {
+  if (GTK_IS_LIST_VIEW(root)) {
+    GtkWidget *c = gtk_widget_get_first_child(root);
+    if (c && gtk_widget_get_first_child(c) && OX_IS_STEP_ROW(gtk_widget_get_first_child(c))) return root;
+  }
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *r = find_timeline(c);
+    if (r) return r;
+  }
+  return NULL;
+}
+
+static void settle(guint ms) {
+  gint64 end = g_get_monotonic_time() + ms * 1000;
+  while (g_get_monotonic_time() < end) {
+    g_main_context_iteration(NULL, FALSE);
+    g_usleep(2000);
+  }
+}
+
+static gboolean cond_position(gpointer data) {
+  gpointer *a = data;
+  return ox_document_get_position(ox_window_get_document(a[0])) == GPOINTER_TO_UINT(a[1]);
+}
+
+/* Keys in the timeline, as a user types them (real X events through xdotool): after a click on
+ * a row, Down/Right step forward, Up/Left back, End to the last step, Home to the input graph,
+ * Space plays (the button shows pause) and pauses. */
+static void test_timeline_keys(void) {
+  if (!g_find_program_in_path("xdotool")) {
+    g_test_skip("xdotool is not installed (tools/dev.sh installs it): no way to send real key events");
+    return;
+  }
+  OxWindow *w = window_with_example();
+  OxDocument *d = ox_window_get_document(w);
+  if (!xdotool(w, "windowfocus --sync %W")) {
+    g_test_skip("xdotool cannot focus the window (not an X11 display?)");
+    gtk_window_destroy(GTK_WINDOW(w));
+    return;
+  }
+  /* click the row of step 2 */
+  GtkWidget *list = find_timeline(GTK_WIDGET(w));
+  g_assert_nonnull(list);
+  GtkWidget *row = NULL;
+  for (GtkWidget *c = gtk_widget_get_first_child(list); c && !row; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *r = gtk_widget_get_first_child(c);
+    if (r && GPOINTER_TO_UINT(g_object_get_data(G_OBJECT(r), "position")) == 2) row = c;
+  }
+  g_assert_nonnull(row);
+  graphene_point_t pt;
+  g_assert_true(gtk_widget_compute_point(row, GTK_WIDGET(w), &GRAPHENE_POINT_INIT(20, 8), &pt));
+  /* widget coordinates of the window include its CSD shadow: the surface's are what X sees */
+  double sx, sy;
+  gtk_native_get_surface_transform(GTK_NATIVE(w), &sx, &sy);
+  g_autofree char *click = g_strdup_printf("mousemove --window %%W %d %d click 1", (int)(pt.x + sx), (int)(pt.y + sy));
+  g_assert_true(xdotool(w, click));
+  gpointer want[2] = {w, GUINT_TO_POINTER(2)};
+  g_assert_true(wait_until(cond_position, want, 5000));
+  GtkWidget *focus = gtk_root_get_focus(GTK_ROOT(w));
+  g_assert_nonnull(focus);
+  g_assert_true(focus == list || gtk_widget_is_ancestor(focus, list));
+  struct {
+    const char *key;
+    guint pos;
+  } seq[] = {{"Down", 3}, {"Down", 4}, {"Right", 5}, {"Up", 4}, {"Left", 3}, {"End", ox_document_get_n_steps(d)},
+             {"Home", 0}, {"Right", 1}, {"Down", 2}};
+  for (guint i = 0; i < G_N_ELEMENTS(seq); i++) {
+    g_autofree char *k = g_strdup_printf("key %s", seq[i].key);
+    g_assert_true(xdotool(w, k));
+    want[1] = GUINT_TO_POINTER(seq[i].pos);
+    if (!wait_until(cond_position, want, 5000))
+      g_test_message("after %s: position %u, want %u", seq[i].key, ox_document_get_position(d), seq[i].pos);
+    g_assert_cmpuint(ox_document_get_position(d), ==, seq[i].pos);
+    /* the focus stays in the timeline, on the current step's row once it is built */
+    focus = gtk_root_get_focus(GTK_ROOT(w));
+    g_assert_true(focus && (focus == list || gtk_widget_is_ancestor(focus, list)));
+  }
+  settle(200);
+  focus = gtk_root_get_focus(GTK_ROOT(w));
+  GtkWidget *frow = focus ? gtk_widget_get_first_child(focus) : NULL;
+  g_assert_true(frow && OX_IS_STEP_ROW(frow));
+  g_assert_cmpuint(GPOINTER_TO_UINT(g_object_get_data(G_OBJECT(frow), "position")), ==, 2);
+  /* Space plays and pauses; the button says which */
+  g_assert_cmpstr(ox_window_get_play_icon(w), ==, "media-playback-start-symbolic");
+  g_assert_true(xdotool(w, "key space"));
+  GVariant *st = g_action_group_get_action_state(G_ACTION_GROUP(w), "play");
+  g_assert_true(g_variant_get_boolean(st));
+  g_variant_unref(st);
+  g_assert_cmpstr(ox_window_get_play_icon(w), ==, "media-playback-pause-symbolic");
+  want[1] = GUINT_TO_POINTER(3);
+  g_assert_true(wait_until(cond_position, want, 5000)); /* one step per 0.7 s */
+  g_assert_true(xdotool(w, "key space"));
+  st = g_action_group_get_action_state(G_ACTION_GROUP(w), "play");
+  g_assert_false(g_variant_get_boolean(st));
+  g_variant_unref(st);
+  g_assert_cmpstr(ox_window_get_play_icon(w), ==, "media-playback-start-symbolic");
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
+static gboolean cond_resized(gpointer data) {
+  gpointer *a = data;
+  return gtk_widget_get_width(GTK_WIDGET(a[0])) == GPOINTER_TO_INT(a[1]);
+}
+
+/* The window's layout holds still: the panels open at their width whatever the window's width
+ * (they took all the extra width of a large window) and keep it while the optimization runs;
+ * after a cancel the status says so; a fitted view fits again when the window is resized, a
+ * zoomed one keeps its zoom. */
 static void test_layout_stable(void) {
   g_autofree char *dir = g_dir_make_tmp("ox-ui-layout-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "r.txt", NULL);
   g_autofree char *cmd = g_strdup_printf("%s --nodes 30000 --seed 3 -o %s", g_getenv("OX_GEN_RECSYS"), path);
   g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL));
-  OxWindow *w = new_window();
-  OxDocument *d = ox_window_get_document(w);
-  g_assert_true(wait_until(cond_laid_out, w, 1000) || TRUE);
-  int w0 = ox_window_get_panel_width(w);
-  g_assert_true(ox_window_open(w, path, NULL));
-  int lo = G_MAXINT, hi = 0;
-  guint frames = 0;
-  gint64 end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-  while ((ox_document_get_busy(d) || !ox_graph_view_is_laid_out(ox_window_get_view(w))) && g_get_monotonic_time() < end) {
-    g_main_context_iteration(NULL, FALSE);
+  int widths[] = {1000, 1500, 1900};
+  int panel0 = 0;
+  for (guint k = 0; k < G_N_ELEMENTS(widths); k++) {
+    OxWindow *w = ox_window_new(NULL);
+    gtk_window_set_default_size(GTK_WINDOW(w), widths[k], 800);
+    gtk_window_present(GTK_WINDOW(w));
+    drain();
+    OxDocument *d = ox_window_get_document(w);
+    g_assert_true(ox_window_open(w, path, NULL));
+    int lo = G_MAXINT, hi = 0;
+    gint64 end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while ((ox_document_get_busy(d) || !ox_graph_view_is_laid_out(ox_window_get_view(w))) &&
+           g_get_monotonic_time() < end) {
+      g_main_context_iteration(NULL, FALSE);
+      int pw = ox_window_get_panel_width(w);
+      if (pw > 1) {
+        lo = MIN(lo, pw);
+        hi = MAX(hi, pw);
+      }
+    }
+    g_assert_false(ox_document_get_busy(d));
+    settle(100);
     int pw = ox_window_get_panel_width(w);
-    if (pw > 0) {
-      lo = MIN(lo, pw);
-      hi = MAX(hi, pw);
-      frames++;
+    g_test_message("window %d px: panels %d..%d px during the optimization, %d after", widths[k], lo, hi, pw);
+    if (lo <= hi) g_assert_cmpint(hi - lo, <=, 1);
+    g_assert_cmpint(pw, ==, hi);
+    if (!k) panel0 = pw;
+    g_assert_cmpint(pw, ==, panel0);                /* the same width in every window size */
+    g_assert_cmpint(pw, <, widths[k] * 45 / 100);   /* never half the window */
+    if (k == 1) {
+      /* cancel: the status says "cancelled", not "cancelled or failed" */
+      g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.optimize", NULL));
+      g_assert_true(ox_document_get_busy(d));
+      g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.cancel", NULL));
+      g_assert_true(wait_until(cond_idle, w, 60000));
+      g_test_message("status after cancel: %s", ox_window_get_status_text(w));
+      g_assert_cmpstr(ox_document_get_status(d), ==, "optimization cancelled");
+      g_assert_nonnull(strstr(ox_window_get_status_text(w), "optimization cancelled"));
+      g_assert_null(strstr(ox_window_get_status_text(w), "or failed"));
+    }
+    if (k == 2) {
+      /* resizing: a fitted view fits again, a zoomed one keeps its zoom */
+      OxGraphView *v = ox_window_get_view(w);
+      g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.fit", NULL));
+      g_assert_true(ox_graph_view_get_fitted(v));
+      double z0 = ox_graph_view_get_zoom(v);
+      int vw0 = gtk_widget_get_width(GTK_WIDGET(v));
+      gtk_window_set_default_size(GTK_WINDOW(w), 1200, 650);
+      gpointer want[2] = {v, GINT_TO_POINTER(vw0 - 700)};
+      if (!wait_until(cond_resized, want, 3000) && !xdotool(w, "windowsize --sync %W 1200 650")) {
+        g_test_message("the window could not be resized here (%d px canvas)", gtk_widget_get_width(GTK_WIDGET(v)));
+      }
+      settle(300);
+      int vw1 = gtk_widget_get_width(GTK_WIDGET(v));
+      g_test_message("canvas %d -> %d px, zoom %.3f -> %.3f", vw0, vw1, z0, ox_graph_view_get_zoom(v));
+      g_assert_cmpint(vw1, <, vw0);
+      g_assert_true(ox_graph_view_get_fitted(v));
+      g_assert_cmpfloat(ox_graph_view_get_zoom(v), <, z0);
+      g_assert_cmpint(ox_window_get_panel_width(w), ==, panel0); /* the canvas took the change */
+      g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.zoom-in", NULL));
+      g_assert_false(ox_graph_view_get_fitted(v));
+      double z1 = ox_graph_view_get_zoom(v);
+      gtk_window_set_default_size(GTK_WINDOW(w), 1500, 800);
+      if (!xdotool(w, "windowsize --sync %W 1500 800")) settle(300);
+      settle(300);
+      g_assert_cmpfloat(fabs(ox_graph_view_get_zoom(v) - z1), <, 1e-9);
+    }
+    gtk_window_destroy(GTK_WINDOW(w));
+    drain();
+  }
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+/* The example with every shape annotation stripped: a print(graph) paste. */
+static char *write_paste(const char *dir) {
+  g_autofree char *src = example("recsys-towers.txt");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(src, &text, NULL, NULL));
+  GRegex *re = g_regex_new(" Tensor \"[^\"]*\"", 0, 0, NULL);
+  g_autofree char *plain = g_regex_replace_literal(re, text, -1, 0, "", 0, NULL);
+  g_regex_unref(re);
+  char *path = g_build_filename(dir, "paste_towers.txt", NULL);
+  g_assert_true(g_file_set_contents(path, plain, -1, NULL));
+  return path;
+}
+
+static guint count_applied_batch(const OxTrace *t, guint *meta_missing) {
+  guint n = 0;
+  *meta_missing = 0;
+  for (guint i = 0; t && i < t->n_steps; i++) {
+    n += t->steps[i].kind == OX_STEP_APPLIED && g_str_has_prefix(t->steps[i].pass, "batch_");
+    *meta_missing += t->steps[i].reason.code == OX_REASON_META_MISSING;
+  }
+  return n;
+}
+
+static const char *menu_label_for(GMenuModel *m, const char *path) {
+  static char label[512];
+  for (int i = 0; i < g_menu_model_get_n_items(m); i++) {
+    GVariant *target = g_menu_model_get_item_attribute_value(m, i, G_MENU_ATTRIBUTE_TARGET, G_VARIANT_TYPE_STRING);
+    gboolean hit = target && !strcmp(g_variant_get_string(target, NULL), path);
+    if (target) g_variant_unref(target);
+    char *l = NULL;
+    if (hit && g_menu_model_get_item_attribute(m, i, G_MENU_ATTRIBUTE_LABEL, "s", &l)) {
+      g_strlcpy(label, l, sizeof label);
+      g_free(l);
+      return label;
     }
   }
-  g_test_message("panel width before %d, during the optimization %d..%d (%u samples), after %d", w0, lo, hi, frames,
-                 ox_window_get_panel_width(w));
+  return NULL;
+}
+
+/* Shapes in the window: a paste without shapes batches nothing (meta missing); given x's shape
+ * in the window (the same spec as --input-shape) it is optimized again and batches; the shapes
+ * are remembered for the file (a later open applies them, the dialog shows them, Open Recent
+ * says so); shapes that no longer apply open the file without them, saying so. */
+static void test_shapes(void) {
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-shapes-XXXXXX", NULL);
+  g_autofree char *paste = write_paste(dir);
+  OxWindow *w = new_window();
+  OxDocument *d = ox_window_get_document(w);
+  g_assert_true(ox_window_open(w, paste, NULL));
+  g_assert_true(wait_until(cond_idle, w, 30000));
+  guint mm = 0, applied = count_applied_batch(ox_document_get_trace(d), &mm);
+  g_test_message("without shapes: %u batch steps, %u 'meta missing'", applied, mm);
+  g_assert_cmpuint(applied, ==, 0);
+  g_assert_cmpuint(mm, >, 0);
+  g_assert_true(action_enabled(w, "shapes"));
+  const char *specs[] = {"x=64,224", NULL};
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.apply-shapes", "(^ass)", specs, ""));
+  g_assert_true(wait_until(cond_idle, w, 30000));
+  applied = count_applied_batch(ox_document_get_trace(d), &mm);
+  g_test_message("with x=64,224: %u batch steps; status %s", applied, ox_window_get_status_text(w));
+  g_assert_cmpuint(applied, >, 0);
+  g_assert_nonnull(strstr(ox_window_get_status_text(w), "parameters inferred from their uses"));
+  /* remembered: another window opening the file gets them */
+  OxWindow *w2 = new_window();
+  OxDocument *d2 = ox_window_get_document(w2);
+  g_assert_true(ox_window_open(w2, paste, NULL));
+  g_assert_true(wait_until(cond_idle, w2, 30000));
+  const char *const *ls = ox_document_get_loaded_specs(d2);
+  g_assert_nonnull(ls);
+  g_assert_cmpstr(ls[0], ==, "x=64,224");
+  g_assert_cmpuint(count_applied_batch(ox_document_get_trace(d2), &mm), ==, applied);
+  /* the dialog shows them */
+  GtkWidget *dlg = ox_window_shapes_dialog_new(w2);
+  GtkWidget *tv = find_widget(dlg, GTK_TYPE_TEXT_VIEW);
+  GtkTextIter a, b;
+  GtkTextBuffer *buf = gtk_text_view_get_buffer(GTK_TEXT_VIEW(tv));
+  gtk_text_buffer_get_bounds(buf, &a, &b);
+  g_autofree char *shown = gtk_text_buffer_get_text(buf, &a, &b, FALSE);
+  g_assert_cmpstr(shown, ==, "x=64,224");
+  gtk_window_destroy(GTK_WINDOW(dlg));
+  /* Open Recent names the folder and says the shapes go with it */
+  g_autofree char *abs = g_canonicalize_filename(paste, NULL);
+  const char *label = menu_label_for(ox_window_get_recent_menu(w2), abs);
+  g_assert_nonnull(label);
+  g_test_message("Open Recent: %s", label);
+  g_autofree char *base = g_path_get_basename(dir);
+  g_assert_nonnull(strstr(label, "paste__towers.txt — ")); /* '_' doubled: not a mnemonic */
+  g_assert_nonnull(strstr(label, base));
+  g_assert_nonnull(strstr(label, "with shapes"));
+  /* a spec that no longer fits the file: opened without, and the status says why */
+  const char *bad[] = {"no_such_input=3", NULL};
+  g_assert_false(ox_window_apply_shapes(w2, bad, NULL)); /* refused: the file stays as it was */
+  close_dialogs();
+  g_assert_cmpstr(ox_document_get_loaded_specs(d2)[0], ==, "x=64,224");
+  /* the file changes so that the remembered shapes no longer apply: it opens without them */
+  g_assert_true(g_file_set_contents(paste,
+                                    "graph():\n"
+                                    "    %y : [num_users=1] = placeholder[target=y]\n"
+                                    "    %r : [num_users=1] = call_function[target=torch.relu](args = (%y,), kwargs = {})\n"
+                                    "    return (r,)\n",
+                                    -1, NULL));
+  g_assert_true(ox_window_open(w2, paste, NULL));
+  g_assert_true(wait_until(cond_idle, w2, 30000));
+  g_test_message("changed file: %s", ox_window_get_status_text(w2));
+  g_assert_nonnull(strstr(ox_window_get_status_text(w2), "the shapes remembered for this file no longer apply"));
+  g_assert_null(ox_document_get_loaded_specs(d2));
+  gtk_window_destroy(GTK_WINDOW(w2));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unlink(paste);
+  g_rmdir(dir);
+}
+
+/* Open Recent brings back the trace that went with the graph; a trace that is gone is said so
+ * and the graph is optimized again. The status line counts nodes as `optimus info` does. */
+static void test_recent_trace(void) {
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-recent-XXXXXX", NULL);
+  g_autofree char *graph = g_build_filename(dir, "towers.txt", NULL);
+  g_autofree char *trace = g_build_filename(dir, "towers.trace.json", NULL);
+  g_autofree char *sg = example("recsys-towers.txt"), *st = example("recsys-towers.trace.json");
+  g_autofree char *gt = NULL, *tt = NULL;
+  g_assert_true(g_file_get_contents(sg, &gt, NULL, NULL));
+  g_assert_true(g_file_get_contents(st, &tt, NULL, NULL));
+  g_assert_true(g_file_set_contents(graph, gt, -1, NULL));
+  g_assert_true(g_file_set_contents(trace, tt, -1, NULL));
+  OxWindow *w = new_window();
+  OxDocument *d = ox_window_get_document(w);
+  g_assert_true(ox_window_open(w, graph, trace));
+  g_assert_true(wait_until(cond_idle, w, 30000));
+  g_assert_nonnull(ox_document_get_trace_path(d));
+  g_autofree char *abs = g_canonicalize_filename(graph, NULL);
+  const char *label = menu_label_for(ox_window_get_recent_menu(w), abs);
+  g_assert_nonnull(label);
+  g_test_message("Open Recent: %s", label);
+  g_assert_nonnull(strstr(label, "with its trace"));
+  /* something else, then back through Open Recent */
+  g_autofree char *other = src_path("tests", "data", "ui/relu-chain.txt");
+  g_assert_true(ox_window_open(w, other, NULL));
+  g_assert_true(wait_until(cond_idle, w, 30000));
+  g_assert_null(ox_document_get_trace_path(d));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.open-recent", "s", abs));
+  g_assert_true(wait_until(cond_idle, w, 30000));
+  g_assert_nonnull(ox_document_get_trace_path(d));
+  g_autofree char *tabs = g_canonicalize_filename(trace, NULL);
+  g_assert_cmpstr(ox_document_get_trace_path(d), ==, tabs);
+  /* the status line's count is optimus info's */
+  g_autofree char *cmd = g_strdup_printf("%s info --json %s", g_getenv("OPTIMUS_CLI"), graph);
+  g_autofree char *out = NULL;
+  g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, NULL, NULL));
+  const char *nodes = strstr(out, "\n  \"nodes\": ");
+  g_assert_nonnull(nodes);
+  guint info_nodes = (guint)g_ascii_strtoull(nodes + 12, NULL, 10);
+  g_autofree char *want = g_strdup_printf(" · %u nodes", info_nodes);
+  g_test_message("status: %s (optimus info: %u nodes)", ox_window_get_status_text(w), info_nodes);
+  g_assert_nonnull(strstr(ox_window_get_status_text(w), want));
+  /* the trace removed: the graph opens, optimized again, and the status says why */
+  g_unlink(trace);
+  g_assert_true(ox_window_open(w, other, NULL));
+  g_assert_true(wait_until(cond_idle, w, 30000));
+  g_assert_true(ox_window_open_recent(w, abs));
+  g_assert_true(wait_until(cond_idle, w, 30000));
+  g_assert_null(ox_document_get_trace_path(d));
+  g_assert_nonnull(ox_document_get_trace(d));
+  g_assert_nonnull(strstr(ox_window_get_status_text(w), "its trace towers.trace.json is gone"));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unlink(graph);
+  g_rmdir(dir);
+}
+
+static guint count_lines(const char *s) {
+  guint n = 0;
+  for (; s && *s; s++) n += *s == '\n';
+  return n;
+}
+
+/* Open Rules: the dialog filters *.rules and starts in the last rules folder (in a new window
+ * too, from the recent-files store); a binary file is one clear error; a file with many errors
+ * shows ten and counts the rest; a user rule's steps carry its file:line in the timeline and the
+ * Checks panel. */
+static void test_rules_dialog(void) {
+  OxWindow *w = new_window();
+  g_autofree char *graph = src_path("tests", "data", "rules/batch-gelu.txt");
+  g_assert_true(ox_window_open(w, graph, NULL));
+  g_assert_true(wait_until(cond_ready, w, 20000));
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-rules-XXXXXX", NULL);
+  g_autofree char *src = src_path("data", "rules", "batch-gelu.rules");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(src, &text, NULL, NULL));
+  g_autofree char *path = g_build_filename(dir, "mine.rules", NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  g_assert_true(ox_window_open_rules(w, path));
+  g_assert_true(wait_until(cond_steps_from_rule, w, 20000));
+  /* file:line of the rule in the row and in the Checks panel */
+  OxDocument *d = ox_window_get_document(w);
+  const OxTrace *t = ox_document_get_trace(d);
+  guint pos = 0;
+  for (guint i = 0; i < t->n_steps && !pos; i++)
+    if (t->steps[i].kind == OX_STEP_APPLIED && t->steps[i].rule_file) pos = i + 1;
+  const OxStep *st = &t->steps[pos - 1];
+  g_autofree char *loc = g_strdup_printf("mine.rules:%u", st->rule_line);
+  g_assert_cmpuint(st->rule_line, >, 0);
+  GListModel *tl = ox_document_get_timeline(d);
+  guint row = ox_document_timeline_row(d, pos);
+  g_autoptr(OxStepItem) it = g_list_model_get_item(tl, row);
+  g_test_message("row: %s / %s", it->title, it->subtitle);
+  g_assert_nonnull(strstr(it->title, loc));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.goto-step", "u", pos));
+  g_autofree char *written = g_strdup_printf("written at <tt>%s</tt>", loc);
+  g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "checks"), written));
+  /* the dialog: *.rules first, then everything; in this folder */
+  GtkNativeDialog *dlg = ox_window_rules_dialog_new(w);
+  drain(); /* the chooser settles on its folder in the main loop */
+  GtkFileFilter *f = gtk_file_chooser_get_filter(GTK_FILE_CHOOSER(dlg));
+  g_assert_nonnull(f);
+  g_assert_cmpstr(gtk_file_filter_get_name(f), ==, "Rule files (*.rules)");
+  g_assert_cmpuint(g_list_model_get_n_items(gtk_file_chooser_get_filters(GTK_FILE_CHOOSER(dlg))), ==, 2);
+  g_autofree char *rdir = g_canonicalize_filename(dir, NULL);
+  g_autofree char *fp = ox_window_get_rules_folder(w);
+  g_assert_cmpstr(fp, ==, rdir);
+  g_object_unref(dlg);
+  /* a new window remembers it (the recent-files store) */
+  OxWindow *w2 = new_window();
+  g_assert_true(ox_window_open(w2, graph, NULL));
+  g_assert_true(wait_until(cond_ready, w2, 20000));
+  g_autofree char *fp2 = ox_window_get_rules_folder(w2);
+  g_assert_cmpstr(fp2, ==, rdir);
+  /* a binary file: one error */
+  g_autofree char *bin = g_build_filename(dir, "a.out.rules", NULL);
+  const char elf[] = "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0\x01\0\0\0";
+  g_assert_true(g_file_set_contents(bin, elf, sizeof elf, NULL));
+  g_assert_false(ox_window_open_rules(w2, bin));
+  const char *err = ox_window_get_last_error(w2);
+  g_test_message("binary: %s", err);
+  g_assert_nonnull(strstr(err, "is not a rule file: it holds binary data (byte 0x7f at offset 0)"));
+  g_assert_cmpuint(count_lines(err), ==, 0);
+  close_dialogs();
+  /* many errors: ten, then a count */
+  GString *many = g_string_new(NULL);
+  for (int i = 0; i < 25; i++) g_string_append_printf(many, "rule r%d {\n  match: relu(x) ?\n  replace: x\n}\n", i);
+  g_autofree char *mp = g_build_filename(dir, "many.rules", NULL);
+  g_assert_true(g_file_set_contents(mp, many->str, -1, NULL));
+  g_string_free(many, TRUE);
+  g_assert_false(ox_window_open_rules(w2, mp));
+  err = ox_window_get_last_error(w2);
+  g_test_message("many: %s", err);
+  guint shown = 0;
+  for (const char *q = strstr(err, "many.rules:"); q; q = strstr(q + 1, "many.rules:")) shown++;
+  g_assert_cmpuint(shown, ==, 10);
+  g_assert_nonnull(strstr(err, "more errors ("));
+  close_dialogs();
+  gtk_window_destroy(GTK_WINDOW(w2));
   gtk_window_destroy(GTK_WINDOW(w));
   drain();
   g_unlink(path);
+  g_unlink(bin);
+  g_unlink(mp);
+  g_rmdir(dir);
+}
+
+/* Export Current Step as SVG from the window (win.export-to, as the menu's dialog does): the
+ * step's highlight classes, the canvas's colours and a legend. */
+static void test_export_step(void) {
+  OxWindow *w = window_with_example();
+  OxDocument *d = ox_window_get_document(w);
+  const OxTrace *t = ox_document_get_trace(d);
+  guint pos = 0;
+  for (guint i = 0; i < t->n_steps && !pos; i++) {
+    const OxStep *st = &t->steps[i];
+    gboolean anchor_stays = st->anchor != NULL;
+    for (guint k = 0; k < st->n_removed && anchor_stays; k++) anchor_stays = strcmp(st->removed[k], st->anchor) != 0;
+    if (st->kind == OX_STEP_APPLIED && st->n_removed && st->n_added && anchor_stays) pos = i + 1;
+  }
+  g_assert_cmpuint(pos, >, 0);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.goto-step", "u", pos));
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-export-XXXXXX", NULL);
+  g_autofree char *svg = g_build_filename(dir, "step.svg", NULL);
+  guint before = ox_window_get_n_exports(w);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.export-to", "(ss)", "svg", svg));
+  ExportWait want = {w, before + 1};
+  g_assert_true(wait_until(cond_exports, &want, 60000));
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(svg, &text, NULL, NULL));
+  g_autoptr(GString) dec = g_string_new(text);
+  g_string_replace(dec, "&#45;", "-", 0);
+  const char *classes[] = {" ox-anchor\"", " ox-removed\"", " ox-added\"", " ox-dimmed\"", "\"node ox-legend\""};
+  for (guint i = 0; i < G_N_ELEMENTS(classes); i++) {
+    if (!strstr(dec->str, classes[i])) g_test_message("step %u: no %s in the SVG", pos, classes[i]);
+    g_assert_nonnull(strstr(dec->str, classes[i]));
+  }
+  char hex[16];
+  g_snprintf(hex, sizeof hex, "#%06x", OX_COLOR_MATCH);
+  g_assert_nonnull(strstr(dec->str, hex));
+  g_assert_nonnull(strstr(dec->str, "added by the step"));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unlink(svg);
   g_rmdir(dir);
 }
 
@@ -719,6 +1332,10 @@ int main(int argc, char **argv) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
     return 0;
   }
+  /* the recent-files store (where the window remembers traces, shapes and the rules folder)
+   * goes to a directory of this run, not the user's */
+  g_autofree char *data_home = g_dir_make_tmp("ox-ui-data-XXXXXX", NULL);
+  g_setenv("XDG_DATA_HOME", data_home, TRUE);
   gtk_test_init(&argc, &argv, NULL);
   g_test_add_func("/ui/window/construct", test_construct);
   g_test_add_func("/ui/window/actions", test_actions);
@@ -731,6 +1348,12 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/step-in-view", test_step_in_view);
   g_test_add_func("/ui/window/graphs", test_graphs);
   g_test_add_func("/ui/window/load-warnings", test_load_warnings);
+  g_test_add_func("/ui/window/why-not-hints", test_why_not_hints);
+  g_test_add_func("/ui/window/timeline-keys", test_timeline_keys);
   g_test_add_func("/ui/window/layout-stable", test_layout_stable);
+  g_test_add_func("/ui/window/shapes", test_shapes);
+  g_test_add_func("/ui/window/recent-trace", test_recent_trace);
+  g_test_add_func("/ui/window/rules-dialog", test_rules_dialog);
+  g_test_add_func("/ui/window/export-step", test_export_step);
   return g_test_run();
 }

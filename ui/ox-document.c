@@ -162,6 +162,9 @@ struct _OxDocument {
   char **shape_specs;     /* --input-shape for the next load (NULL-terminated) */
   char *shapes_file;      /* --shapes for the next load */
   char *shapes_note;      /* what the last load inferred of its parameters' shapes, or NULL */
+  char **loaded_specs;    /* the --input-shape specs and --shapes file the shown file was loaded with */
+  char *loaded_shapes_file;
+  char *trace_path;       /* the trace file the shown history came from, or NULL (optimized here) */
   GPtrArray *entries;     /* OxGraphEntry: every graph of the dump */
   guint entry;            /* the one shown */
   GHashTable *entry_hist; /* entry index -> OxHistory (ref) of a graph shown before */
@@ -690,6 +693,13 @@ gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, Ox
 }
 
 const char *ox_document_get_shapes_note(OxDocument *self) { return self->shapes_note; }
+const char *const *ox_document_get_loaded_specs(OxDocument *self) { return (const char *const *)self->loaded_specs; }
+const char *ox_document_get_loaded_shapes_file(OxDocument *self) { return self->loaded_shapes_file; }
+const char *ox_document_get_trace_path(OxDocument *self) { return self->history && self->history->trace ? self->trace_path : NULL; }
+guint ox_document_get_top_index(OxDocument *self) {
+  const OxGraphEntry *e = ox_document_get_graph_entry(self, self->entry);
+  return e ? e->top : 0;
+}
 
 #define MAX_KEPT_WARNINGS 2000
 
@@ -740,20 +750,25 @@ const char *ox_document_node_at_line(OxDocument *self, guint line) {
   return best ? best->name : NULL;
 }
 
+gboolean ox_document_has_pending_shapes(OxDocument *self) { return self->shape_specs || self->shapes_file; }
+
 void ox_document_set_pending_shapes(OxDocument *self, const char *const *specs, guint n_specs, const char *shapes_file) {
   g_strfreev(self->shape_specs);
   self->shape_specs = g_new0(char *, n_specs + 1);
   for (guint i = 0; i < n_specs; i++) self->shape_specs[i] = g_strdup(specs[i]);
   g_free(self->shapes_file);
-  self->shapes_file = g_strdup(shapes_file);
+  self->shapes_file = shapes_file && *shapes_file ? g_strdup(shapes_file) : NULL;
 }
 
 /* The pending --shapes / --input-shape on graph g (then forgotten: they belong to the file
  * given with them), parameters inferred from their uses; FALSE with error on a bad spec or
  * file. *summary: what was inferred, for the status line. */
-static gboolean apply_pending_shapes(OxDocument *self, OxGraph *g, const char *path, char **summary, GError **error) {
+static gboolean apply_pending_shapes(OxDocument *self, OxGraph *g, const char *path, char **summary, char ***specs_out,
+                                     char **file_out, GError **error) {
   char **specs = g_steal_pointer(&self->shape_specs);
   char *file = g_steal_pointer(&self->shapes_file);
+  *specs_out = specs ? g_strdupv(specs) : NULL;
+  *file_out = g_strdup(file);
   guint n = specs ? g_strv_length(specs) : 0;
   gboolean ok = TRUE;
   *summary = NULL;
@@ -812,8 +827,10 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
     ox_doc_free(doc);
     return FALSE;
   }
-  char *shapes_summary = NULL;
-  if (!apply_pending_shapes(self, doc->graphs[top], path, &shapes_summary, error)) {
+  char *shapes_summary = NULL, **specs = NULL, *shapes_file = NULL;
+  if (!apply_pending_shapes(self, doc->graphs[top], path, &shapes_summary, &specs, &shapes_file, error)) {
+    g_strfreev(specs);
+    g_free(shapes_file);
     ox_doc_free(doc);
     return FALSE;
   }
@@ -856,9 +873,17 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
     g_array_unref(prev);
     g_free(self->shapes_note);
     self->shapes_note = g_steal_pointer(&shapes_summary);
+    g_strfreev(self->loaded_specs);
+    self->loaded_specs = g_steal_pointer(&specs);
+    g_free(self->loaded_shapes_file);
+    self->loaded_shapes_file = g_steal_pointer(&shapes_file);
+    g_free(self->trace_path);
+    self->trace_path = g_strdup(trace_path);
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATUS]);
   }
   g_free(shapes_summary);
+  g_strfreev(specs);
+  g_free(shapes_file);
   return ok;
 }
 
@@ -969,6 +994,8 @@ gboolean ox_document_load_trace_finish(OxDocument *self, GAsyncResult *res, GErr
   OxHistory *h = g_steal_pointer(&j->result);
   const OxTrace *t = h->trace;
   set_status(self, t->n_steps ? NULL : "the trace has no steps");
+  g_free(self->trace_path);
+  self->trace_path = g_strdup(j->path);
   document_install(self, h);
   if (h->error) set_status(self, h->error);
   return TRUE;
@@ -1118,6 +1145,7 @@ static OptJob *opt_job_new(OxDocument *self) {
 
 static void opt_install(OxDocument *self, OptJob *j) {
   OxTrace *t = g_steal_pointer(&j->trace);
+  g_clear_pointer(&self->trace_path, g_free);
   OxHistory *h = ox_history_new_on(self->history, t);
   char *msg = g_strdup_printf("%u steps: %u applied, %u rejected, %u check failures", t->n_steps, t->n_applied,
                               t->n_rejected, t->n_check_failed);
@@ -2043,6 +2071,9 @@ static void ox_document_finalize(GObject *o) {
   g_strfreev(self->shape_specs);
   g_free(self->shapes_file);
   g_free(self->shapes_note);
+  g_strfreev(self->loaded_specs);
+  g_free(self->loaded_shapes_file);
+  g_free(self->trace_path);
   g_clear_pointer(&self->entries, g_ptr_array_unref);
   g_hash_table_destroy(self->entry_hist);
   g_array_unref(self->warnings);

@@ -102,6 +102,8 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
  * ox_document_load_file only: applied to its shown graph, parameters then inferred from their
  * uses (ox_shape_infer_params); a bad spec or file fails that load. */
 void ox_document_set_pending_shapes(OxDocument *self, const char *const *specs, guint n_specs, const char *shapes_file);
+/* Whether shapes were set for the next load (even none: an empty set means "without shapes"). */
+gboolean ox_document_has_pending_shapes(OxDocument *self);
 /* ---- the graphs of a dump: every top-level graph and, nested under it, every subgraph (an
  * executorch "lowered graph" of a lowered_module, a TRT submodule graph), in file order. */
 typedef struct OxGraphEntry {
@@ -148,6 +150,13 @@ const char *ox_document_node_at_line(OxDocument *self, guint line);
 /* "shapes: 60 parameters inferred from their uses, 16 without a shape" after a load that had
  * pending shapes; NULL otherwise. */
 const char *ox_document_get_shapes_note(OxDocument *self);
+/* What the shown file was loaded with (to open it the same way again): its --input-shape specs
+ * (NULL-terminated, or NULL) and --shapes file (or NULL), the top-level graph shown (0-based),
+ * and the trace file its steps came from (NULL when optimized here). */
+const char *const *ox_document_get_loaded_specs(OxDocument *self);
+const char *ox_document_get_loaded_shapes_file(OxDocument *self);
+guint ox_document_get_top_index(OxDocument *self);
+const char *ox_document_get_trace_path(OxDocument *self);
 /* Takes ownership of doc and trace (either may be replaced later); shows graph graph_index. */
 gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, OxTrace *trace, const char *path,
                              GError **error);

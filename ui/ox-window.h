@@ -27,11 +27,25 @@ GtkWidget *ox_window_get_minimap(OxWindow *self); /* the OxMinimap over the canv
  * the background. On failure shows a dialog with the engine's located error and returns FALSE;
  * the window keeps what it had. */
 gboolean ox_window_open(OxWindow *self, const char *graph_path, const char *trace_path);
+/* Opens a file as it was last open in this app (Open Recent, win.open-recent): with its trace,
+ * graph index and shapes, remembered in the recent-files store. Without a trace (or when it is
+ * gone) it is optimized again. Shapes are also remembered per file by ox_window_open. */
+gboolean ox_window_open_recent(OxWindow *self, const char *path);
+GMenuModel *ox_window_get_recent_menu(OxWindow *self); /* Open Recent's items */
+/* Opens the shown file again with input/parameter shapes (as --input-shape / --shapes; none:
+ * without shapes), optimizes it, and remembers them for the file (win.apply-shapes((ass))). */
+gboolean ox_window_apply_shapes(OxWindow *self, const char *const *specs, const char *shapes_file);
+/* The Shapes dialog (win.shapes), prefilled with the shapes the file was opened with. */
+GtkWidget *ox_window_shapes_dialog_new(OxWindow *self);
 /* Opens a rule file (docs/rules.md): runs the default pipeline plus its rules on the open graph,
  * and again whenever the file is saved. A file with errors keeps the previous rules and shows
  * the located errors. */
 gboolean ox_window_open_rules(OxWindow *self, const char *path);
 gboolean ox_window_reload_rules(OxWindow *self); /* what the file monitor does after a save */
+/* The Open Rules dialog (win.open-rules) before it is shown: a *.rules filter (and All files),
+ * starting in the open rule file's folder, else the last one opened, else the graph's. */
+GtkNativeDialog *ox_window_rules_dialog_new(OxWindow *self);
+char *ox_window_get_rules_folder(OxWindow *self); /* the folder it starts in (caller frees), or NULL */
 guint ox_window_get_rule_loads(OxWindow *self);  /* rule sets loaded successfully so far */
 const char *ox_window_get_last_error(OxWindow *self); /* last error shown in a dialog, or NULL */
 guint ox_window_get_n_exports(OxWindow *self);        /* exports finished (ok or not) */
@@ -43,6 +57,7 @@ void ox_window_show_panel(OxWindow *self, const char *panel);
 const char *ox_window_get_warning_bar_text(OxWindow *self);
 const char *ox_window_get_play_icon(OxWindow *self); /* the play button's icon name */
 int ox_window_get_panel_width(OxWindow *self);       /* the right panels' allocated width */
+const char *ox_window_get_status_text(OxWindow *self); /* the status line */
 gboolean ox_window_activate_warning(OxWindow *self, guint i);
 
 G_END_DECLS
