@@ -28,6 +28,8 @@
  *      leaving their strip or column become stubs;
  *   9. geometry: edges as smooth cubic splines through their virtual nodes with an arrow into
  *      the consumer, stubs as short splines above their consumer (or below their producer).
+ * Loose nodes (no edge at all; at least 8 of them) are left out of all this and fill rows under
+ * the laid-out graph, as wide as it or as the target aspect asks.
  * LR layouts are laid out TB with width and height swapped, then transposed.
  */
 #include <math.h>
@@ -669,7 +671,7 @@ void ox_lsub_add_stubs(const OxLSub *s, const uint8_t *kind, OxLayout *lay, bool
   }
 }
 
-int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out, char *err, size_t errcap) {
+static int lsub_layered_core(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out, char *err, size_t errcap) {
   *out = NULL;
   double t0 = now_s();
   bool lr = opt && opt->rankdir && (strcmp(opt->rankdir, "LR") == 0 || strcmp(opt->rankdir, "RL") == 0);
@@ -1155,6 +1157,101 @@ cancelled:
   l_free(&l);
   if (err && errcap) snprintf(err, errcap, "cancelled");
   return -1;
+}
+
+/* Loose nodes (no edge to any other node of the request: an unused parameter, a placeholder
+ * the graph never reads; executorch's outer graphs keep dozens) would all share the top rank
+ * and stretch the picture into a line. They are laid out apart: the rest as a graph, then they
+ * fill rows under it, as wide as the graph or as the target aspect asks, in id order. */
+enum { LOOSE_MIN = 8 };
+
+int ox_lsub_layered(const OxLSub *s, const OxLayoutOptions *opt, OxLayout **out, char *err, size_t errcap) {
+  *out = NULL;
+  uint8_t *linked = ox_xcalloc(s->n + 1, 1);
+  for (uint32_t i = 0; i < s->n_edges; i++) linked[s->efrom[i]] = linked[s->eto[i]] = 1;
+  uint32_t n_loose = 0;
+  for (uint32_t v = 0; v < s->n; v++) n_loose += !linked[v];
+  if (n_loose < LOOSE_MIN || n_loose == s->n) {
+    free(linked);
+    return lsub_layered_core(s, opt, out, err, errcap);
+  }
+  /* the linked part, its nodes renumbered */
+  OxLSub t = {0};
+  uint32_t *local = ox_xcalloc(s->n + 1, sizeof *local);
+  t.n = s->n - n_loose;
+  t.ids = ox_xcalloc(t.n + 1, sizeof *t.ids);
+  t.w = ox_xcalloc(t.n + 1, sizeof *t.w);
+  t.h = ox_xcalloc(t.n + 1, sizeof *t.h);
+  t.rank = ox_xcalloc(t.n + 1, sizeof *t.rank);
+  t.hub = ox_xcalloc(t.n + 1, sizeof *t.hub);
+  for (uint32_t v = 0, k = 0; v < s->n; v++) {
+    if (!linked[v]) continue;
+    local[v] = k;
+    t.ids[k] = s->ids[v];
+    t.w[k] = s->w[v];
+    t.h[k] = s->h[v];
+    t.rank[k] = s->rank[v];
+    t.hub[k] = s->hub ? s->hub[v] : 0;
+    k++;
+  }
+  /* ranks were tightened with the loose nodes in rank 0: start the linked ones at 0 again */
+  int32_t rmin = INT32_MAX;
+  for (uint32_t k = 0; k < t.n; k++) rmin = t.rank[k] < rmin ? t.rank[k] : rmin;
+  for (uint32_t k = 0; k < t.n; k++) t.rank[k] -= rmin;
+  t.n_edges = s->n_edges;
+  t.efrom = ox_xcalloc(t.n_edges + 1, sizeof *t.efrom);
+  t.eto = ox_xcalloc(t.n_edges + 1, sizeof *t.eto);
+  t.estub = ox_xcalloc(t.n_edges + 1, 1);
+  t.erev = ox_xcalloc(t.n_edges + 1, 1);
+  for (uint32_t i = 0; i < s->n_edges; i++) {
+    t.efrom[i] = local[s->efrom[i]];
+    t.eto[i] = local[s->eto[i]];
+    t.estub[i] = s->estub[i];
+    t.erev[i] = s->erev[i];
+  }
+  t.n_stubs = s->n_stubs;
+  OxLayout *lay = NULL;
+  int rc = lsub_layered_core(&t, opt, &lay, err, errcap);
+  ox_lsub_free(&t);
+  free(local);
+  if (rc != 0) {
+    free(linked);
+    return rc;
+  }
+  /* the loose ones in rows under it */
+  double area = lay->width * lay->height, loose_w = 0;
+  for (uint32_t v = 0; v < s->n; v++)
+    if (!linked[v]) {
+      area += ((double)s->w[v] + NODESEP) * ((double)s->h[v] + RANKSEP / 2);
+      loose_w = fmax(loose_w, s->w[v]);
+    }
+  double aspect = opt && opt->aspect > 0 ? opt->aspect : 1.5;
+  double row_w = fmax(fmax(lay->width - 2 * MARGIN, sqrt(area * aspect)), loose_w);
+  lay->nodes = ox_xrealloc(lay->nodes, (lay->n_nodes + n_loose + 1) * sizeof *lay->nodes);
+  double x = MARGIN, y = lay->height + RANKSEP, row_h = 0, width = lay->width;
+  for (uint32_t v = 0; v < s->n; v++) {
+    if (linked[v]) continue;
+    if (x > MARGIN && x + s->w[v] > MARGIN + row_w) {
+      x = MARGIN;
+      y += row_h + RANKSEP / 2;
+      row_h = 0;
+    }
+    OxLayoutNode *b = &lay->nodes[lay->n_nodes++];
+    b->id = s->ids[v];
+    b->w = s->w[v];
+    b->h = s->h[v];
+    b->x = x + b->w / 2;
+    b->y = y + b->h / 2;
+    x += b->w + NODESEP;
+    row_h = fmax(row_h, b->h);
+    width = fmax(width, x - NODESEP + MARGIN);
+  }
+  lay->width = width;
+  lay->height = y + row_h + MARGIN;
+  qsort(lay->nodes, lay->n_nodes, sizeof *lay->nodes, cmp_layout_node);
+  free(linked);
+  *out = lay;
+  return 0;
 }
 
 int ox_layout_layered(const OxGraph *g, const OxNodeId *subset, uint32_t n, const OxLayoutOptions *opt,
