@@ -203,6 +203,34 @@ static void test_layered_aspect(void) {
   ox_graph_free(g);
 }
 
+/* Loose nodes (no edge: unused parameters, as executorch's outer graphs have dozens) fill rows
+ * under the graph instead of one top rank as wide as all of them. */
+static void test_layered_loose(void) {
+  OxGraph *g = chain(6);
+  for (int i = 0; i < 53; i++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "b_features_%d_num_batches_tracked", i);
+    ph(g, name);
+  }
+  OxLayout *l = layered(g, 1.6);
+  check_layout(g, l, true);
+  double r = l->width / l->height;
+  g_test_message("6-chain + 53 loose: %.0f x %.0f", l->width, l->height);
+  g_assert_cmpfloat(r, >, 1.6 / 3);
+  g_assert_cmpfloat(r, <, 1.6 * 3);
+  /* the chain on top, the loose ones under it */
+  double chain_bottom = 0, loose_top = INFINITY;
+  OX_GRAPH_FOREACH(g, id) {
+    const OxLayoutNode *b = &l->nodes[ox_layout_find(l, id)];
+    gboolean loose = g->nodes[id].n_users == 0 && g->nodes[id].op == OX_OP_PLACEHOLDER;
+    if (loose) loose_top = fmin(loose_top, b->y - b->h / 2);
+    else chain_bottom = fmax(chain_bottom, b->y + b->h / 2);
+  }
+  g_assert_cmpfloat(loose_top, >, chain_bottom);
+  ox_layout_free(l);
+  ox_graph_free(g);
+}
+
 static void test_layered_hubs(void) {
   /* a size used by 40 nodes spread down a chain: drawn as 40 stubs, not 40 long edges */
   OxGraph *g = ox_graph_new();
@@ -577,6 +605,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/layout/layered-ranks", test_layered_ranks);
   g_test_add_func("/engine/layout/layered-aspect", test_layered_aspect);
   g_test_add_func("/engine/layout/layered-hubs", test_layered_hubs);
+  g_test_add_func("/engine/layout/layered-loose", test_layered_loose);
   g_test_add_func("/engine/layout/layered-cycles-subsets", test_layered_cycles_and_subsets);
   g_test_add_func("/engine/layout/helper-roundtrip", test_helper_roundtrip);
   g_test_add_func("/engine/layout/helper-failures", test_helper_failures);
