@@ -29,8 +29,10 @@ t = json.load(open(sys.argv[1]))
 steps = t["steps"]
 best = max(range(len(steps)), key=lambda i: (steps[i].get("kind") == "applied", len(steps[i].get("added", []))))
 rej = [s for s in steps if s.get("kind") == "rejected" and s.get("anchor")]
+# why not?: a node whose batch set was too small (a hint a re-run can confirm), else any rejection
+small = [s for s in rej if s.get("reason", {}).get("code") == "SET_TOO_SMALL" and int(s["reason"]["args"][0]) >= 2]
 print("STEP=%d" % (best + 1))
-print("WHY=%s" % (rej[0]["anchor"] if rej else steps[best].get("anchor", "")))
+print("WHY=%s" % ((small or rej)[0]["anchor"] if rej else steps[best].get("anchor", "")))
 PY
 )"
 disp=:$((90 + $$ % 9))
@@ -75,6 +77,7 @@ sleep 0.6
 key Return
 key Escape
 key w
+sleep 3 # the hints' re-runs
 shot why-not
 # 4. checks panel of the step
 key Home
