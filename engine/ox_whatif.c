@@ -52,7 +52,112 @@ const OxStep *ox_whatif_alt_step(const OxWhatifResult *r, const OxWhatifDecision
   return r->trace && x->alt_seq < r->trace->n_steps ? &r->trace->steps[x->alt_seq] : NULL;
 }
 
-/* ------------------------------------------------------------------ comparing decisions */
+/* ------------------------------------------------------------------ comparing decisions
+ *
+ * Nodes a rewrite creates are named in creation order (stack_12), so once the two runs differ,
+ * the same later rewrite can name different nodes. Decisions are therefore compared on
+ * canonical names: an input node keeps its name; a node a step added is named after that step
+ * (a hash of its pass, rule, canonical anchor and canonical matched nodes) and its place among
+ * the step's added nodes. Both runs are walked forward once, the map updated after each applied
+ * step; the alternative's walk starts from the base's map at the point it departs from. */
+
+typedef struct CanonMap {
+  char **keys, **vals; /* open addressing; keys and values owned */
+  uint32_t cap, count;
+} CanonMap;
+
+static void canon_free(CanonMap *m) {
+  for (uint32_t i = 0; i < m->cap; i++) {
+    free(m->keys[i]);
+    free(m->vals[i]);
+  }
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+static char *xstrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *r = ox_xrealloc(NULL, n);
+  memcpy(r, s, n);
+  return r;
+}
+
+static void canon_put(CanonMap *m, const char *k, const char *v);
+
+static void canon_grow(CanonMap *m) {
+  CanonMap old = *m;
+  m->cap = old.cap ? old.cap * 2 : 256;
+  m->count = 0;
+  m->keys = ox_xcalloc(m->cap, sizeof *m->keys);
+  m->vals = ox_xcalloc(m->cap, sizeof *m->vals);
+  for (uint32_t i = 0; i < old.cap; i++)
+    if (old.keys[i]) canon_put(m, old.keys[i], old.vals[i]);
+  canon_free(&old);
+}
+
+static void canon_put(CanonMap *m, const char *k, const char *v) {
+  if (2 * (m->count + 1) > m->cap) canon_grow(m);
+  uint32_t i = (uint32_t)(ox_hash_bytes(k, strlen(k)) & (m->cap - 1));
+  while (m->keys[i] && strcmp(m->keys[i], k) != 0) i = (i + 1) & (m->cap - 1);
+  if (!m->keys[i]) {
+    m->keys[i] = xstrdup(k);
+    m->count++;
+  } else {
+    free(m->vals[i]);
+  }
+  m->vals[i] = xstrdup(v);
+}
+
+static const char *canon_get(const CanonMap *m, const char *k) {
+  if (!k) return "";
+  if (!m->cap) return k;
+  uint32_t i = (uint32_t)(ox_hash_bytes(k, strlen(k)) & (m->cap - 1));
+  while (m->keys[i]) {
+    if (strcmp(m->keys[i], k) == 0) return m->vals[i];
+    i = (i + 1) & (m->cap - 1);
+  }
+  return k;
+}
+
+static void canon_copy(CanonMap *dst, const CanonMap *src) {
+  memset(dst, 0, sizeof *dst);
+  for (uint32_t i = 0; i < src->cap; i++)
+    if (src->keys[i]) canon_put(dst, src->keys[i], src->vals[i]);
+}
+
+static const char *str_or(const char *s) { return s ? s : ""; }
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* pass, rule and canonical anchor; with `matched`, the sorted canonical matched names too */
+static char *step_key(const CanonMap *m, const OxStep *s, bool matched) {
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_buf_printf(&b, "%s\x1f%s\x1f%s\x1f%s", str_or(s->phase), str_or(s->pass), str_or(s->rule), canon_get(m, s->anchor));
+  if (matched && s->n_matched) {
+    const char **v = ox_xrealloc(NULL, s->n_matched * sizeof *v);
+    for (uint32_t i = 0; i < s->n_matched; i++) v[i] = canon_get(m, s->matched[i]);
+    qsort(v, s->n_matched, sizeof *v, cmp_str);
+    for (uint32_t i = 0; i < s->n_matched; i++) ox_buf_printf(&b, "\x1e%s", v[i]);
+    free(v);
+  }
+  ox_buf_putc(&b, 0);
+  return b.data;
+}
+
+/* After step s: the nodes it added get names derived from it. */
+static void canon_after(CanonMap *m, const OxStep *s) {
+  if (!s->applied_index || !s->n_added) return;
+  char *key = step_key(m, s, true);
+  unsigned long long h = (unsigned long long)ox_hash_bytes(key, strlen(key));
+  free(key);
+  char v[48];
+  for (uint32_t k = 0; k < s->n_added; k++) {
+    snprintf(v, sizeof v, "~%016llx#%u", h, k);
+    canon_put(m, s->added[k], v);
+  }
+}
 
 typedef struct Keyed {
   char *key;
@@ -60,34 +165,15 @@ typedef struct Keyed {
   bool used;
 } Keyed;
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
 static int cmp_keyed(const void *a, const void *b) {
   const Keyed *x = a, *y = b;
   int c = strcmp(x->key, y->key);
   return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static const char *str_or(const char *s) { return s ? s : ""; }
-
-/* pass, rule and anchor; with `matched`, the sorted matched names too (an applied decision) */
-static char *step_key(const OxStep *s, bool matched) {
-  OxBuf b;
-  ox_buf_init(&b);
-  ox_buf_printf(&b, "%s\x1f%s\x1f%s\x1f%s", str_or(s->phase), str_or(s->pass), str_or(s->rule), str_or(s->anchor));
-  if (matched && s->n_matched) {
-    const char **m = ox_xrealloc(NULL, s->n_matched * sizeof *m);
-    memcpy(m, s->matched, s->n_matched * sizeof *m);
-    qsort(m, s->n_matched, sizeof *m, cmp_str);
-    for (uint32_t i = 0; i < s->n_matched; i++) ox_buf_printf(&b, "\x1e%s", m[i]);
-    free(m);
-  }
-  ox_buf_putc(&b, 0);
-  return b.data;
-}
-
-/* The records of t from `from` on: applied ones keyed by decision, the others by pass+anchor. */
-static void keyed_collect(const OxTrace *t, uint32_t from, Keyed **applied, uint32_t *na, Keyed **other,
+/* The records of t [from, end): applied ones keyed by decision, the others (and, in other2,
+ * the applied ones too) by pass+anchor, with the canonical names of m, which is advanced. */
+static void keyed_collect(const OxTrace *t, uint32_t from, CanonMap *m, Keyed **applied, uint32_t *na, Keyed **other,
                           uint32_t *no) {
   *na = *no = 0;
   uint32_t n = t->n_steps > from ? t->n_steps - from : 0;
@@ -96,9 +182,10 @@ static void keyed_collect(const OxTrace *t, uint32_t from, Keyed **applied, uint
   for (uint32_t i = from; i < t->n_steps; i++) {
     const OxStep *s = &t->steps[i];
     if (s->kind == OX_STEP_APPLIED)
-      (*applied)[(*na)++] = (Keyed){step_key(s, true), i, false};
+      (*applied)[(*na)++] = (Keyed){step_key(m, s, true), i, false};
     else
-      (*other)[(*no)++] = (Keyed){step_key(s, false), i, false};
+      (*other)[(*no)++] = (Keyed){step_key(m, s, false), i, false};
+    canon_after(m, s);
   }
   qsort(*applied, *na, sizeof **applied, cmp_keyed);
   qsort(*other, *no, sizeof **other, cmp_keyed);
@@ -109,19 +196,23 @@ static void keyed_free(Keyed *k, uint32_t n) {
   free(k);
 }
 
-/* The first record of `other` with s's pass and anchor (not its matched nodes). */
-static uint32_t find_other(const Keyed *other, uint32_t n, const OxStep *s) {
-  char *key = step_key(s, false);
-  uint32_t lo = 0, hi = n;
+/* The first record of `other` with the pass and anchor of an applied key (its part before the
+ * matched names). */
+static uint32_t find_other(const Keyed *other, uint32_t n, const char *applied_key) {
+  size_t len = strcspn(applied_key, "\x1e");
+  char *want = ox_xrealloc(NULL, len + 1);
+  memcpy(want, applied_key, len);
+  want[len] = 0;
+  uint32_t lo = 0, hi = n; /* the first key >= want */
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (strcmp(other[mid].key, key) < 0)
+    if (strcmp(other[mid].key, want) < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  uint32_t r = lo < n && strcmp(other[lo].key, key) == 0 ? other[lo].seq : OX_WHATIF_NONE;
-  free(key);
+  uint32_t r = lo < n && strcmp(other[lo].key, want) == 0 ? other[lo].seq : OX_WHATIF_NONE;
+  free(want);
   return r;
 }
 
@@ -137,16 +228,24 @@ static void push_decision(OxWhatifResult *r, uint32_t *cap, OxWhatifChange c, ui
     r->n_newly_rejected++;
 }
 
-static int cmp_u32(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+typedef struct Pick {
+  uint32_t seq;
+  const char *key;
+} Pick;
+
+static int cmp_pick(const void *a, const void *b) {
+  uint32_t x = ((const Pick *)a)->seq, y = ((const Pick *)b)->seq;
   return (x > y) - (x < y);
 }
 
 static void compare(OxWhatifResult *r, const OxTrace *base, uint32_t base_from) {
+  CanonMap mb = {0}, ma;
+  for (uint32_t i = 0; i < base_from && i < base->n_steps; i++) canon_after(&mb, &base->steps[i]);
+  canon_copy(&ma, &mb);
   Keyed *ba, *bo, *aa, *ao;
   uint32_t nba, nbo, naa, nao;
-  keyed_collect(base, base_from, &ba, &nba, &bo, &nbo);
-  keyed_collect(r->trace, 0, &aa, &naa, &ao, &nao);
+  keyed_collect(base, base_from, &mb, &ba, &nba, &bo, &nbo);
+  keyed_collect(r->trace, 0, &ma, &aa, &naa, &ao, &nao);
   /* merge the two sorted multisets of applied decisions */
   uint32_t i = 0, j = 0;
   while (i < nba && j < naa) {
@@ -161,26 +260,28 @@ static void compare(OxWhatifResult *r, const OxTrace *base, uint32_t base_from) 
     }
   }
   uint32_t cap = 0;
-  /* newly applied, in the alternative's order */
-  uint32_t *order = ox_xcalloc((naa > nba ? naa : nba) + 1, sizeof *order);
+  Pick *order = ox_xcalloc((naa > nba ? naa : nba) + 1, sizeof *order);
   uint32_t k = 0;
+  /* newly applied, in the alternative's order */
   for (j = 0; j < naa; j++)
-    if (!aa[j].used) order[k++] = aa[j].seq;
-  qsort(order, k, sizeof *order, cmp_u32);
+    if (!aa[j].used) order[k++] = (Pick){aa[j].seq, aa[j].key};
+  qsort(order, k, sizeof *order, cmp_pick);
   for (uint32_t q = 0; q < k; q++)
-    push_decision(r, &cap, OX_WHATIF_NEWLY_APPLIED, find_other(bo, nbo, &r->trace->steps[order[q]]), order[q]);
+    push_decision(r, &cap, OX_WHATIF_NEWLY_APPLIED, find_other(bo, nbo, order[q].key), order[q].seq);
   /* newly rejected, in the base's order */
   k = 0;
   for (i = 0; i < nba; i++)
-    if (!ba[i].used) order[k++] = ba[i].seq;
-  qsort(order, k, sizeof *order, cmp_u32);
+    if (!ba[i].used) order[k++] = (Pick){ba[i].seq, ba[i].key};
+  qsort(order, k, sizeof *order, cmp_pick);
   for (uint32_t q = 0; q < k; q++)
-    push_decision(r, &cap, OX_WHATIF_NEWLY_REJECTED, order[q], find_other(ao, nao, &base->steps[order[q]]));
+    push_decision(r, &cap, OX_WHATIF_NEWLY_REJECTED, order[q].seq, find_other(ao, nao, order[q].key));
   free(order);
   keyed_free(ba, nba);
   keyed_free(bo, nbo);
   keyed_free(aa, naa);
   keyed_free(ao, nao);
+  canon_free(&mb);
+  canon_free(&ma);
 }
 
 /* ------------------------------------------------------------------ the run */

@@ -22,7 +22,9 @@
  * both give the same decisions, the same graph and the same counts (tested).
  *
  * Decisions are compared as applied rewrites: two applied steps are the same decision when
- * they have the same pass, rule, anchor and matched nodes. An applied step of the alternative
+ * they have the same pass, rule, anchor and matched nodes, named canonically (a node an earlier
+ * rewrite created is named after that rewrite, not by its creation-order name such as
+ * stack_12, which shifts once the runs differ). An applied step of the alternative
  * that the base did not make is NEWLY_APPLIED (its base record: the base's rejection of the
  * same pass and anchor, if any); an applied step of the base that the alternative did not make
  * is NEWLY_REJECTED (its alternative record: the alternative's rejection of the same pass and

@@ -577,10 +577,10 @@ static void test_step_in_view(void) {
 
 /* Every graph of a multi-graph dump is reachable: the switcher (win.graph) shows each entry
  * with its own node count, optimized on first sight; a lowered module's node links to its
- * subgraph and win.graph-parent comes back. Corpus 02 (executorch, nested lowered graphs),
- * 09 and 10 (three TRT submodule graphs), 26 (two graphs from TORCH_LOGS). */
+ * subgraph and win.graph-parent comes back. Corpus 02 and 03 (executorch, nested lowered graphs),
+ * 09 and 10 (three TRT submodule graphs), 26 (two graphs from TORCH_LOGS), 28 (a nested submodule). */
 static void test_graphs(void) {
-  static const int files[] = {2, 9, 10, 26};
+  static const int files[] = {2, 3, 9, 10, 26, 28};
   guint with_sub = 0;
   for (guint f = 0; f < G_N_ELEMENTS(files); f++) {
     char *path = test_corpus_file_or_skip(files[f]);
@@ -610,6 +610,14 @@ static void test_graphs(void) {
         g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.graph-parent", NULL));
         g_assert_true(wait_until(cond_idle, w, 60000));
         g_assert_cmpuint(ox_document_get_graph_entry_index(d), ==, e->parent);
+        if (!ox_graph_find(ox_document_get_graph(d), e->owner)) {
+          /* a submodule class no node calls (Thunder nests `_model` in thunder_0 unused): only
+           * the switcher reaches it */
+          g_test_message("%s: graph %u (%s) has no owner node in its parent", path, i, e->label);
+          g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.graph", "u", i));
+          g_assert_true(wait_until(cond_idle, w, 60000));
+          continue;
+        }
         g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", e->owner));
         g_autofree char *link = g_strdup_printf("href=\"graph:%u\"", i);
         g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "node"), link));
