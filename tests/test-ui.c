@@ -693,6 +693,14 @@ static void test_load_warnings(void) {
 
 /* ---- issue 14 */
 
+static void settle(guint ms) {
+  gint64 end = g_get_monotonic_time() + ms * 1000;
+  while (g_get_monotonic_time() < end) {
+    g_main_context_iteration(NULL, FALSE);
+    g_usleep(2000);
+  }
+}
+
 static char *example(const char *name) { return src_path("data", "examples", name); }
 
 static OxWindow *window_with_example(void) {
@@ -800,6 +808,24 @@ static void test_why_not_hints(void) {
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", nomatch));
   g_assert_true(wait_until(cond_hints_done, w, 60000));
   g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "why"), "no option controls this guard"));
+  /* on a large graph a hint is checked when asked (here: every graph counts as large) */
+  ox_window_set_hint_auto_max(w, 0);
+  guint runs = ox_document_get_whatif_runs(d);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.optimize-with", "s", "batch_linear_lhs.counter=1"));
+  g_assert_true(wait_until(cond_idle, w, 60000)); /* a new trace: the re-runs' answers are dropped */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "relu_11"));
+  settle(200);
+  m = ox_window_get_panel_markup(w, "why");
+  g_assert_nonnull(strstr(m, "href=\"whatif:batch_linear.min_fuse_set_size=3\">check by a re-run</a>"));
+  g_assert_null(strstr(m, "would fuse"));
+  g_assert_cmpuint(ox_document_get_whatif_runs(d), ==, runs);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.check-option", "s", "batch_linear.min_fuse_set_size=3"));
+  g_assert_true(wait_until(cond_hints_done, w, 60000));
+  gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  while (!strstr(ox_window_get_panel_markup(w, "why"), "would fuse") && g_get_monotonic_time() < end) settle(20);
+  g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "why"), "this group would fuse"));
+  g_assert_cmpuint(ox_document_get_whatif_runs(d), ==, runs + 1);
+  ox_window_set_hint_auto_max(w, 50000);
   /* the hint applied: the group fuses in the new run */
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.optimize-with", "s", "batch_linear.min_fuse_set_size=3"));
   g_assert_true(wait_until(cond_idle, w, 60000));
@@ -857,14 +883,6 @@ static GtkWidget *find_timeline(GtkWidget *root) {
     if (r) return r;
   }
   return NULL;
-}
-
-static void settle(guint ms) {
-  gint64 end = g_get_monotonic_time() + ms * 1000;
-  while (g_get_monotonic_time() < end) {
-    g_main_context_iteration(NULL, FALSE);
-    g_usleep(2000);
-  }
 }
 
 static gboolean cond_position(gpointer data) {

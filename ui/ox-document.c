@@ -1422,6 +1422,15 @@ const OxWhatifResult *ox_document_get_whatif(OxDocument *self, const char *optio
 
 guint ox_document_get_whatif_runs(OxDocument *self) { return self->whatif_runs; }
 
+void ox_document_whatif_drop_queued(OxDocument *self) {
+  char *option;
+  while ((option = g_queue_pop_head(self->whatif_queue))) {
+    WhatifEntry *e = g_hash_table_lookup(self->whatif, option);
+    if (e && e->state == WHATIF_QUEUED) g_hash_table_remove(self->whatif, option);
+    g_free(option);
+  }
+}
+
 gboolean ox_document_add_option(OxDocument *self, const char *option, GError **error) {
   OxPipeline p;
   OxCheckConfig checks;

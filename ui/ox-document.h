@@ -198,6 +198,9 @@ gboolean ox_document_whatif(OxDocument *self, const OxWhatifSpec *spec, OxWhatif
 const OxWhatifResult *ox_document_get_whatif(OxDocument *self, const char *option, gboolean start,
                                              const char **error);
 guint ox_document_get_whatif_runs(OxDocument *self); /* what-ifs run so far (for tests) */
+/* Forgets the what-ifs asked for but not started (the panel asking for them shows another node
+ * now); the running one finishes. */
+void ox_document_whatif_drop_queued(OxDocument *self);
 /* Runs the optimization again with one more option in the what-if pipeline (the "re-run with
  * this option" of a hint): sets the pipeline; the caller starts ox_document_optimize_async. */
 gboolean ox_document_add_option(OxDocument *self, const char *option, GError **error);

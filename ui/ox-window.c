@@ -68,6 +68,7 @@ struct _OxWindow {
   guint refocus_source;    /* moving the keyboard focus to the current step's timeline row */
   guint refocus_tries;
   gboolean panels_placed;
+  guint hint_auto_max;     /* graphs up to this many nodes get their hints checked at once */
   guint n_exports;
   gboolean syncing_list;
   gboolean syncing_passes;
@@ -387,6 +388,10 @@ static const OxStep *alt_record(const OxWhatifResult *r, const OxStep *s) {
   return NULL;
 }
 
+/* Graphs up to this size get their hints checked as soon as the panel shows them; larger ones
+ * (a re-run takes seconds) when the user asks ("check by a re-run"). */
+enum { HINT_AUTO_MAX_NODES = 50000 };
+
 /* The "what would make it fire" of a rejected record: each option its reason suggests, checked by
  * a what-if re-run in the background (ox_document_get_whatif); only a re-run that applies the
  * group is offered as a hint. Returns how many re-runs it asked for (pending). */
@@ -405,6 +410,14 @@ static guint append_hint(OxWindow *self, GString *s, const OxStep *st, const OxP
     char *m;
     if (err) {
       m = g_markup_printf_escaped("    <i>could not check <tt>--option %s</tt>: %s</i>\n", c[i], err);
+      g_string_append(s, m);
+      g_free(m);
+      continue;
+    }
+    if (!r && !start) {
+      /* a large graph: a re-run costs seconds, so it runs when asked */
+      m = g_markup_printf_escaped("    <tt>--option %s</tt> might make it fire: <a href=\"whatif:%s\">check by a re-run</a>\n",
+                                  c[i], c[i]);
       g_string_append(s, m);
       g_free(m);
       continue;
@@ -475,6 +488,10 @@ static void panel_why(OxWindow *self, GString *s) {
   char *why = NULL;
   gboolean can_rerun = ox_document_whatif_pipeline(self->doc, &p, &checks, &why);
   guint hinted = 0;
+  /* the re-runs this panel asks for replace those the previous node asked for and did not get */
+  ox_document_whatif_drop_queued(self->doc);
+  const OxHistory *hist = ox_document_get_history(self->doc);
+  gboolean automatic = hist && hist->input->n_live <= self->hint_auto_max;
   for (guint i = 0; i < a->len && i < 400; i++) {
     const OxStep *st = &t->steps[g_array_index(a, guint, i) - 1];
     append_step_title(s, st);
@@ -486,7 +503,7 @@ static void panel_why(OxWindow *self, GString *s) {
         g_free(m);
       } else {
         /* re-runs are asked for the first records only; the rest say so until these are done */
-        append_hint(self, s, st, &p, hinted < 16);
+        append_hint(self, s, st, &p, automatic && hinted < 16);
         hinted++;
       }
     }
@@ -582,6 +599,10 @@ static gboolean on_activate_link(GtkLabel *label, const char *uri, OxWindow *sel
   }
   if (g_str_has_prefix(uri, "graph:")) {
     gtk_widget_activate_action(GTK_WIDGET(self), "win.graph", "u", (guint)g_ascii_strtoull(uri + 6, NULL, 10));
+    return TRUE;
+  }
+  if (g_str_has_prefix(uri, "whatif:")) {
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.check-option", "s", uri + 7);
     return TRUE;
   }
   if (g_str_has_prefix(uri, "rerun:")) {
@@ -1853,6 +1874,13 @@ static void act_open_recent(GSimpleAction *a, GVariant *p, gpointer data) {
   ox_window_open_recent(self, g_variant_get_string(p, NULL));
 }
 static void act_optimize(GSimpleAction *a, GVariant *p, gpointer data) { SELF; start_optimize(self); }
+/* win.check-option('pass.key=value'): check a hint by a what-if re-run now (large graphs) */
+static void act_check_option(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_document_get_whatif(self->doc, g_variant_get_string(p, NULL), TRUE, NULL);
+  window_update_panels(self);
+}
+
 /* win.optimize-with('pass.key=value'): the optimization again with one more option (a hint's
  * "re-run with this option") */
 static void act_optimize_with(GSimpleAction *a, GVariant *p, gpointer data) {
@@ -1943,6 +1971,8 @@ static void on_play_state(GObject *action, GParamSpec *ps, OxWindow *self) {
   gtk_button_set_icon_name(GTK_BUTTON(self->play_button), on ? "media-playback-pause-symbolic" : "media-playback-start-symbolic");
   gtk_widget_set_tooltip_text(self->play_button, on ? "Pause (space)" : "Play (space)");
 }
+
+void ox_window_set_hint_auto_max(OxWindow *self, guint nodes) { self->hint_auto_max = nodes; }
 
 int ox_window_get_panel_width(OxWindow *self) { return gtk_widget_get_width(self->panels); }
 const char *ox_window_get_status_text(OxWindow *self) { return gtk_label_get_text(GTK_LABEL(self->status_label)); }
@@ -2123,6 +2153,7 @@ static const GActionEntry win_entries[] = {
   {"open-recent", act_open_recent, "s", NULL, NULL, {0}},
   {"optimize", act_optimize, NULL, NULL, NULL, {0}},
   {"optimize-with", act_optimize_with, "s", NULL, NULL, {0}},
+  {"check-option", act_check_option, "s", NULL, NULL, {0}},
   {"shapes", act_shapes, NULL, NULL, NULL, {0}},
   {"apply-shapes", act_apply_shapes, "(ass)", NULL, NULL, {0}},
   {"graph", act_graph, "u", NULL, NULL, {0}},
@@ -2492,6 +2523,7 @@ static void install_help_overlay(OxWindow *self) {
 
 static void ox_window_init(OxWindow *self) {
   self->doc = ox_document_new();
+  self->hint_auto_max = HINT_AUTO_MAX_NODES;
   self->rule_sets = g_ptr_array_new_with_free_func((GDestroyNotify)ox_rules_free);
   self->recent_menu = g_menu_new();
   gtk_window_set_title(GTK_WINDOW(self), "Optimus Debugger");

@@ -57,6 +57,9 @@ void ox_window_show_panel(OxWindow *self, const char *panel);
 const char *ox_window_get_warning_bar_text(OxWindow *self);
 const char *ox_window_get_play_icon(OxWindow *self); /* the play button's icon name */
 int ox_window_get_panel_width(OxWindow *self);       /* the right panels' allocated width */
+/* Graphs of at most this many nodes (default 50,000) get their Why not? hints checked by re-runs
+ * at once; larger ones when asked (win.check-option). */
+void ox_window_set_hint_auto_max(OxWindow *self, guint nodes);
 const char *ox_window_get_status_text(OxWindow *self); /* the status line */
 gboolean ox_window_activate_warning(OxWindow *self, guint i);
 
