@@ -338,7 +338,9 @@ static void append_step_title(GString *s, const OxStep *st) {
     g_string_append_printf(s, "  applied: −%u +%u nodes", st->n_removed, st->n_added);
   } else {
     char *why = ox_reason_format(&st->reason);
-    m = g_markup_printf_escaped("  %s: %s", st->kind == OX_STEP_REJECTED ? "rejected" : "check failed", why ? why : "");
+    /* the guard that failed, its values, and its code (docs/trace-format.md) */
+    m = g_markup_printf_escaped("  %s: %s <small>[%s]</small>", st->kind == OX_STEP_REJECTED ? "rejected" : "check failed",
+                                why ? why : "", ox_reason_code_name((OxReasonCode)st->reason.code));
     g_string_append(s, m);
     g_free(m);
     free(why);
