@@ -32,6 +32,13 @@ void ox_pass_options_default(OxPassOptions *o) {
   o->max_fuse_tensor_size_group_linear = 4096;
   o->threshold_to_cat = 10;
   o->counter = 1;
+  o->cat_traffic_floor_bytes = 512 * 1024 * 1024;
+  o->min_first_dimension_decomposition = 10240;
+  o->max_other_dimension_decomposition = 32;
+  o->cpu_max_first_dimension_decomposition = 1;
+  o->cpu_max_other_dimension_decomposition = 2048;
+  o->k_threshold_to_pad = 8388608;
+  o->value = 1.1;
 }
 
 void ox_check_config_default(OxCheckConfig *c) {
@@ -141,6 +148,14 @@ static bool parse_bool(const char *v, bool *out) {
   return false;
 }
 
+static bool parse_double(const char *v, double *out) {
+  char *end;
+  double x = strtod(v, &end);
+  if (!*v || *end || !(x >= -1e9 && x <= 1e9)) return false;
+  *out = x;
+  return true;
+}
+
 static bool parse_int(const char *v, int *out) {
   char *end;
   long x = strtol(v, &end, 10);
@@ -155,21 +170,32 @@ int ox_pass_option_set(OxPassOptions *o, const char *key, const char *value) {
     const char *name;
     int *i;
     bool *b;
+    double *d;
   } table[] = {
-    {"min_fuse_set_size", &o->min_fuse_set_size, NULL},
-    {"max_fuse_set_size", &o->max_fuse_set_size, NULL},
-    {"max_fuse_search_depth", &o->max_fuse_search_depth, NULL},
-    {"max_fuse_tensor_size_group_linear", &o->max_fuse_tensor_size_group_linear, NULL},
-    {"threshold_to_cat", &o->threshold_to_cat, NULL},
-    {"counter", &o->counter, NULL},
-    {"fuse_nodes_with_same_parent", NULL, &o->fuse_nodes_with_same_parent},
-    {"fuse_nodes_with_same_users", NULL, &o->fuse_nodes_with_same_users},
-    {"shape_broadcast_batch_linear", NULL, &o->shape_broadcast_batch_linear},
-    {"require_fbgemm", NULL, &o->require_fbgemm},
+    {"min_fuse_set_size", &o->min_fuse_set_size, NULL, NULL},
+    {"max_fuse_set_size", &o->max_fuse_set_size, NULL, NULL},
+    {"max_fuse_search_depth", &o->max_fuse_search_depth, NULL, NULL},
+    {"max_fuse_tensor_size_group_linear", &o->max_fuse_tensor_size_group_linear, NULL, NULL},
+    {"threshold_to_cat", &o->threshold_to_cat, NULL, NULL},
+    {"counter", &o->counter, NULL, NULL},
+    {"fuse_nodes_with_same_parent", NULL, &o->fuse_nodes_with_same_parent, NULL},
+    {"fuse_nodes_with_same_users", NULL, &o->fuse_nodes_with_same_users, NULL},
+    {"shape_broadcast_batch_linear", NULL, &o->shape_broadcast_batch_linear, NULL},
+    {"require_fbgemm", NULL, &o->require_fbgemm, NULL},
+    {"match_select_overload", NULL, &o->match_select_overload, NULL},
+    {"cat_traffic_floor_bytes", &o->cat_traffic_floor_bytes, NULL, NULL},
+    {"min_first_dimension_decomposition", &o->min_first_dimension_decomposition, NULL, NULL},
+    {"max_other_dimension_decomposition", &o->max_other_dimension_decomposition, NULL, NULL},
+    {"cpu_max_first_dimension_decomposition", &o->cpu_max_first_dimension_decomposition, NULL, NULL},
+    {"cpu_max_other_dimension_decomposition", &o->cpu_max_other_dimension_decomposition, NULL, NULL},
+    {"skip_dynamic_shape_dim_check", NULL, &o->skip_dynamic_shape_dim_check, NULL},
+    {"k_threshold_to_pad", &o->k_threshold_to_pad, NULL, NULL},
+    {"value", NULL, NULL, &o->value},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     if (strcmp(table[i].name, key) != 0) continue;
     if (table[i].i) return parse_int(value, table[i].i) ? 0 : -2;
+    if (table[i].d) return parse_double(value, table[i].d) ? 0 : -2;
     return parse_bool(value, table[i].b) ? 0 : -2;
   }
   return -1;
@@ -219,17 +245,54 @@ void ox_pipeline_to_json(const OxPipeline *p, OxBuf *out) {
                     "%s\"%s\": {\"min_fuse_set_size\": %d, \"max_fuse_set_size\": %d, \"max_fuse_search_depth\": %d, "
                     "\"max_fuse_tensor_size_group_linear\": %d, \"fuse_nodes_with_same_parent\": %s, "
                     "\"fuse_nodes_with_same_users\": %s, \"shape_broadcast_batch_linear\": %s, \"require_fbgemm\": %s, "
-                    "\"threshold_to_cat\": %d, \"counter\": %d}",
+                    "\"threshold_to_cat\": %d, \"counter\": %d",
                     first ? "" : ", ", e->pass->name, o->min_fuse_set_size, o->max_fuse_set_size,
                     o->max_fuse_search_depth, o->max_fuse_tensor_size_group_linear,
                     o->fuse_nodes_with_same_parent ? "true" : "false", o->fuse_nodes_with_same_users ? "true" : "false",
                     o->shape_broadcast_batch_linear ? "true" : "false", o->require_fbgemm ? "true" : "false",
                     o->threshold_to_cat, o->counter);
+      const char *nm = e->pass->name;
+      if (!strcmp(nm, "unbind_stack_aten_pass"))
+        ox_buf_printf(out, ", \"match_select_overload\": %s}", o->match_select_overload ? "true" : "false");
+      else if (!strcmp(nm, "cat_linear"))
+        ox_buf_printf(out, ", \"cat_traffic_floor_bytes\": %d}", o->cat_traffic_floor_bytes);
+      else if (!strcmp(nm, "decompose_mm_pass"))
+        ox_buf_printf(out,
+                      ", \"min_first_dimension_decomposition\": %d, \"max_other_dimension_decomposition\": %d, "
+                      "\"cpu_max_first_dimension_decomposition\": %d, \"cpu_max_other_dimension_decomposition\": %d, "
+                      "\"skip_dynamic_shape_dim_check\": %s}",
+                      o->min_first_dimension_decomposition, o->max_other_dimension_decomposition,
+                      o->cpu_max_first_dimension_decomposition, o->cpu_max_other_dimension_decomposition,
+                      o->skip_dynamic_shape_dim_check ? "true" : "false");
+      else if (!strcmp(nm, "pad_aten_mm_pass"))
+        ox_buf_printf(out, ", \"k_threshold_to_pad\": %d}", o->k_threshold_to_pad);
+      else if (!strcmp(nm, "shape_padding_multiplier"))
+        ox_buf_printf(out, ", \"value\": %.17g}", o->value);
+      else
+        ox_buf_putc(out, '}');
       first = false;
     }
     ox_buf_putc(out, '}');
   }
   ox_buf_putc(out, '}');
+}
+
+/* group of an entry in PyTorch's driver order (ox_pass.h) */
+static int pytorch_group(const OxPipelineEntry *e) {
+  bool batch = e->pass->engine == OX_ENGINE_BATCH;
+  if (e->pass->phase == OX_PHASE_PRE)
+    return !strcmp(e->pass->name, "normalization_pass") ? 0 : batch ? 1 : 2;
+  return batch ? (e->opt.require_fbgemm ? 4 : 3) : 5;
+}
+
+void ox_pipeline_order_like_pytorch(OxPipeline *p) {
+  OxPipelineEntry *sorted = ox_xcalloc(p->n ? p->n : 1, sizeof *sorted);
+  uint32_t k = 0;
+  for (int grp = 0; grp <= 5; grp++)
+    for (uint32_t i = 0; i < p->n; i++)
+      if (pytorch_group(&p->entries[i]) == grp) sorted[k++] = p->entries[i];
+  memcpy(p->entries, sorted, p->n * sizeof *sorted);
+  free(sorted);
 }
 
 void ox_pipeline_free(OxPipeline *p) {

@@ -2023,8 +2023,9 @@ out:
 /* ================================================================== pass configuration */
 
 /* {"pre_grad_fusion_options": {"batch_linear": {"min_fuse_set_size": 3}, ...},
- *  "post_grad_fusion_options": {...}} — PyTorch's shape. Presence enables a pass; order is
- * execution order within a phase (pre-grad entries run before post-grad ones). */
+ *  "post_grad_fusion_options": {...}} — PyTorch's shape. Presence enables a pass; the run
+ * order is PyTorch's driver order (ox_pipeline_order_like_pytorch): normalization_pass, the
+ * batch fusions, then the other passes, each group in the file's order. */
 
 #include "ox_pass.h"
 
@@ -2077,6 +2078,8 @@ int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPi
               snprintf(val, sizeof val, "%s", json_object_get_boolean(ov) ? "true" : "false");
             else if (json_object_is_type(ov, json_type_int))
               snprintf(val, sizeof val, "%" PRId64, json_object_get_int64(ov));
+            else if (json_object_is_type(ov, json_type_double))
+              snprintf(val, sizeof val, "%.17g", json_object_get_double(ov));
             else
               snprintf(val, sizeof val, "?");
             int rc = ox_pass_option_set(&e->opt, ok, val);
@@ -2097,6 +2100,7 @@ out:
     ox_pipeline_free(out);
     return -1;
   }
+  ox_pipeline_order_like_pytorch(out); /* run as PyTorch's drivers run the file's passes */
   return 0;
 }
 

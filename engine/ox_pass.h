@@ -38,6 +38,16 @@ typedef struct OxPassOptions {
   bool require_fbgemm;                   /* false: our grouped_mm needs no fbgemm */
   int threshold_to_cat;          /* 10 (pre), split_cat_aten default 10, select_cat 10 */
   int counter;                   /* repeat the pass N times (pre-grad "counter"), default 1 */
+  /* options one pass reads (a config file shows them for that pass only) */
+  bool match_select_overload;    /* unbind_stack_aten_pass: also the model's aten.select.int; false */
+  int cat_traffic_floor_bytes;   /* cat_linear: M*K*bytes of the cat at least this; 512 MiB */
+  int min_first_dimension_decomposition;     /* decompose_mm_pass, CUDA: 10240 */
+  int max_other_dimension_decomposition;     /* decompose_mm_pass, CUDA: 32 */
+  int cpu_max_first_dimension_decomposition; /* decompose_mm_pass, CPU: 1 */
+  int cpu_max_other_dimension_decomposition; /* decompose_mm_pass, CPU: 2048 */
+  bool skip_dynamic_shape_dim_check;         /* decompose_mm_pass: false */
+  int k_threshold_to_pad;        /* pad_aten_mm_pass (read by Inductor's pad_mm): 8388608 */
+  double value;                  /* shape_padding_multiplier (read by Inductor's pad_mm): 1.1 */
 } OxPassOptions;
 
 void ox_pass_options_default(OxPassOptions *o);
@@ -81,6 +91,12 @@ void ox_pipeline_default(const OxGraph *g, OxPipeline *out);
  *    "post_grad_fusion_options": {...}}
  * Presence enables a pass; order = execution order within a phase. Errors are located. */
 int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPipeline *out, OxDiagList *d);
+/* Reorders a pipeline read from a config file the way PyTorch's drivers run
+ * pre_grad_fusion_options / post_grad_fusion_options (the file's order within each group):
+ * pre-grad normalization_pass, then the pre-grad batch fusions, then the other pre-grad
+ * passes; post-grad batch fusions without require_fbgemm, then those with it, then the other
+ * post-grad passes. Stable. (--passes keeps its literal order.) */
+void ox_pipeline_order_like_pytorch(OxPipeline *p);
 /* --passes a,b,c (comma list) */
 int ox_pipeline_from_list(const char *list, OxPipeline *out, OxDiagList *d);
 /* --option pass.key=value */
