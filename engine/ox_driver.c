@@ -37,8 +37,6 @@ void ox_pass_options_default(OxPassOptions *o) {
   o->max_other_dimension_decomposition = 32;
   o->cpu_max_first_dimension_decomposition = 1;
   o->cpu_max_other_dimension_decomposition = 2048;
-  o->k_threshold_to_pad = 8388608;
-  o->value = 1.1;
 }
 
 void ox_check_config_default(OxCheckConfig *c) {
@@ -110,7 +108,7 @@ void ox_pipeline_default(const OxGraph *g, OxPipeline *out) {
   size_t n;
   const OxPassInfo *all = ox_passes(&n);
   for (size_t i = 0; i < n; i++)
-    if (all[i].phase == ph) pipeline_push(out, &all[i]);
+    if (all[i].phase == ph && !ox_pass_opt_in(&all[i])) pipeline_push(out, &all[i]);
 }
 
 int ox_pipeline_from_list(const char *list, OxPipeline *out, OxDiagList *d) {
@@ -148,14 +146,6 @@ static bool parse_bool(const char *v, bool *out) {
   return false;
 }
 
-static bool parse_double(const char *v, double *out) {
-  char *end;
-  double x = strtod(v, &end);
-  if (!*v || *end || !(x >= -1e9 && x <= 1e9)) return false;
-  *out = x;
-  return true;
-}
-
 static bool parse_int(const char *v, int *out) {
   char *end;
   long x = strtol(v, &end, 10);
@@ -170,32 +160,28 @@ int ox_pass_option_set(OxPassOptions *o, const char *key, const char *value) {
     const char *name;
     int *i;
     bool *b;
-    double *d;
   } table[] = {
-    {"min_fuse_set_size", &o->min_fuse_set_size, NULL, NULL},
-    {"max_fuse_set_size", &o->max_fuse_set_size, NULL, NULL},
-    {"max_fuse_search_depth", &o->max_fuse_search_depth, NULL, NULL},
-    {"max_fuse_tensor_size_group_linear", &o->max_fuse_tensor_size_group_linear, NULL, NULL},
-    {"threshold_to_cat", &o->threshold_to_cat, NULL, NULL},
-    {"counter", &o->counter, NULL, NULL},
-    {"fuse_nodes_with_same_parent", NULL, &o->fuse_nodes_with_same_parent, NULL},
-    {"fuse_nodes_with_same_users", NULL, &o->fuse_nodes_with_same_users, NULL},
-    {"shape_broadcast_batch_linear", NULL, &o->shape_broadcast_batch_linear, NULL},
-    {"require_fbgemm", NULL, &o->require_fbgemm, NULL},
-    {"match_select_overload", NULL, &o->match_select_overload, NULL},
-    {"cat_traffic_floor_bytes", &o->cat_traffic_floor_bytes, NULL, NULL},
-    {"min_first_dimension_decomposition", &o->min_first_dimension_decomposition, NULL, NULL},
-    {"max_other_dimension_decomposition", &o->max_other_dimension_decomposition, NULL, NULL},
-    {"cpu_max_first_dimension_decomposition", &o->cpu_max_first_dimension_decomposition, NULL, NULL},
-    {"cpu_max_other_dimension_decomposition", &o->cpu_max_other_dimension_decomposition, NULL, NULL},
-    {"skip_dynamic_shape_dim_check", NULL, &o->skip_dynamic_shape_dim_check, NULL},
-    {"k_threshold_to_pad", &o->k_threshold_to_pad, NULL, NULL},
-    {"value", NULL, NULL, &o->value},
+    {"min_fuse_set_size", &o->min_fuse_set_size, NULL},
+    {"max_fuse_set_size", &o->max_fuse_set_size, NULL},
+    {"max_fuse_search_depth", &o->max_fuse_search_depth, NULL},
+    {"max_fuse_tensor_size_group_linear", &o->max_fuse_tensor_size_group_linear, NULL},
+    {"threshold_to_cat", &o->threshold_to_cat, NULL},
+    {"counter", &o->counter, NULL},
+    {"fuse_nodes_with_same_parent", NULL, &o->fuse_nodes_with_same_parent},
+    {"fuse_nodes_with_same_users", NULL, &o->fuse_nodes_with_same_users},
+    {"shape_broadcast_batch_linear", NULL, &o->shape_broadcast_batch_linear},
+    {"require_fbgemm", NULL, &o->require_fbgemm},
+    {"match_select_overload", NULL, &o->match_select_overload},
+    {"cat_traffic_floor_bytes", &o->cat_traffic_floor_bytes, NULL},
+    {"min_first_dimension_decomposition", &o->min_first_dimension_decomposition, NULL},
+    {"max_other_dimension_decomposition", &o->max_other_dimension_decomposition, NULL},
+    {"cpu_max_first_dimension_decomposition", &o->cpu_max_first_dimension_decomposition, NULL},
+    {"cpu_max_other_dimension_decomposition", &o->cpu_max_other_dimension_decomposition, NULL},
+    {"skip_dynamic_shape_dim_check", NULL, &o->skip_dynamic_shape_dim_check},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     if (strcmp(table[i].name, key) != 0) continue;
     if (table[i].i) return parse_int(value, table[i].i) ? 0 : -2;
-    if (table[i].d) return parse_double(value, table[i].d) ? 0 : -2;
     return parse_bool(value, table[i].b) ? 0 : -2;
   }
   return -1;
@@ -264,10 +250,6 @@ void ox_pipeline_to_json(const OxPipeline *p, OxBuf *out) {
                       o->min_first_dimension_decomposition, o->max_other_dimension_decomposition,
                       o->cpu_max_first_dimension_decomposition, o->cpu_max_other_dimension_decomposition,
                       o->skip_dynamic_shape_dim_check ? "true" : "false");
-      else if (!strcmp(nm, "pad_aten_mm_pass"))
-        ox_buf_printf(out, ", \"k_threshold_to_pad\": %d}", o->k_threshold_to_pad);
-      else if (!strcmp(nm, "shape_padding_multiplier"))
-        ox_buf_printf(out, ", \"value\": %.17g}", o->value);
       else
         ox_buf_putc(out, '}');
       first = false;

@@ -2061,7 +2061,14 @@ int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPi
       json_object_object_foreach(sec, pname, popts) {
         path_push_key(r, pname);
         const OxPassInfo *pass = ox_pass_find(pname);
-        if (!pass) {
+        if (!pass && sct == 1 && (!strcmp(pname, "shape_padding_multiplier") || !strcmp(pname, "pad_aten_mm_pass"))) {
+          /* upstream's Optimus driver applies these names as empty pattern passes; their
+           * options tune Inductor's pad_mm (matmul padding chosen by timing kernels on a GPU) */
+          report(r, OX_SEV_WARNING,
+                 "%s tunes Inductor's pad_mm (matmul padding decided by GPU benchmarks), which Optimus does not run; "
+                 "like PyTorch's Optimus driver it rewrites nothing here",
+                 pname);
+        } else if (!pass) {
           ERR(r, "unknown pass '%.60s' (see `optimus optimize --list-passes`)", pname);
         } else if ((pass->phase == OX_PHASE_POST) != (sct == 1)) {
           ERR(r, "%s is a %s-grad pass; put it under %s", pname, pass->phase == OX_PHASE_POST ? "post" : "pre",

@@ -91,6 +91,9 @@ static const Src src_table[] = {
   M("matmul", MATMUL, "self, other"),
   M("__matmul__", MATMUL, "self, other"),
   A("aten.matmul.default", MATMUL, "self, other"),
+  F("torch.einsum", EINSUM, "equation, *operands"),
+  F("torch.functional.einsum", EINSUM, "equation, *operands"),
+  A("aten.einsum.default", EINSUM, "equation, operands:tensors, *, ~path=None"),
   {"optimus.grouped_mm", OX_LEVEL_TORCH, OX_OPID_GROUPED_MM, "inputs, weights, biases=None",
    "emitted by group_linear; one output per group", H_NONE, -1, OX_DT_UNKNOWN},
   /* ---------------------------------------------------------------- normalization */

@@ -46,8 +46,6 @@ typedef struct OxPassOptions {
   int cpu_max_first_dimension_decomposition; /* decompose_mm_pass, CPU: 1 */
   int cpu_max_other_dimension_decomposition; /* decompose_mm_pass, CPU: 2048 */
   bool skip_dynamic_shape_dim_check;         /* decompose_mm_pass: false */
-  int k_threshold_to_pad;        /* pad_aten_mm_pass (read by Inductor's pad_mm): 8388608 */
-  double value;                  /* shape_padding_multiplier (read by Inductor's pad_mm): 1.1 */
 } OxPassOptions;
 
 void ox_pass_options_default(OxPassOptions *o);
@@ -71,6 +69,9 @@ typedef struct OxPassInfo {
 /* All built-in passes in the spec's default order (pre-grad then post-grad). */
 const OxPassInfo *ox_passes(size_t *count);
 const OxPassInfo *ox_pass_find(const char *name);
+/* Built-in passes upstream runs only when a config names them and that are therefore not in
+ * the default pipeline (cat_linear, einsum_to_pointwise_pass, decompose_mm_pass). */
+bool ox_pass_opt_in(const OxPassInfo *p);
 
 /* A pipeline: the ordered passes to run, each with its options. */
 typedef struct OxPipelineEntry {
@@ -84,7 +85,7 @@ typedef struct OxPipeline {
 } OxPipeline;
 
 /* Default pipeline for a graph: every pass whose phase fits the graph's level (aten targets
- * → post-grad, else pre-grad), in spec order. */
+ * → post-grad, else pre-grad), in spec order, except the opt-in ones. */
 void ox_pipeline_default(const OxGraph *g, OxPipeline *out);
 /* From a JSON config shaped like PyTorch's options:
  *   {"pre_grad_fusion_options": {"batch_linear": {"min_fuse_set_size": 3}, ...},

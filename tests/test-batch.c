@@ -385,6 +385,119 @@ static void test_greedy_g4(void) {
   end();
 }
 
+/* ------------------------------------------------------------------ cat_linear */
+
+/* linear(cat(parts, dim), W[n, k_total], b) with parts of the given widths, rows x width */
+static OxNodeId cat_linear_graph(int nparts, const int64_t *widths, int64_t rows, int64_t n, int64_t dim, bool bias,
+                                 bool second_user) {
+  begin();
+  OxNodeId parts[4];
+  int64_t total = 0;
+  for (int i = 0; i < nparts; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "x%d", i);
+    parts[i] = PH(name, rows, widths[i]);
+    total += widths[i];
+  }
+  OxNodeId w = PH("w", n, dim == 0 ? widths[0] : total);
+  OxNodeId b = bias ? PH("b", n) : 0;
+  OxNodeId cat = C("cat", "torch.cat", vT(1, vNodes(parts, nparts)), kw(1, "dim", vI(dim)));
+  OxNodeId lin = C("linear", "torch._C._nn.linear", vT(3, vN(cat), vN(w), b ? vN(b) : vNone()), vNone());
+  if (second_user) {
+    OxNodeId s = C("s", "torch.sum", vT(1, vN(cat)), vNone());
+    OUT(vT(2, vN(lin), vN(s)));
+  } else {
+    OUT(vN(lin));
+  }
+  return lin;
+}
+
+/* upstream's TestCatLinearFusion shapes: the rewrite, each gate's rejection, the cat-traffic
+ * floor option, opt-in (not in the default pipeline), slices shared by two linears of one W */
+static void test_cat_linear(void) {
+  Run r;
+  cat_linear_graph(2, (int64_t[]){16, 16}, 4, 32, -1, true, false);
+  run(&r, "cat_linear", "cat_linear.cat_traffic_floor_bytes=0", NULL);
+  g_assert_cmpint(counter(&r, "cat_linear"), ==, 1);
+  g_assert_cmpuint(count_target("torch.cat"), ==, 0);
+  g_assert_cmpuint(count_target("torch.nn.functional.linear"), ==, 2);
+  g_assert_cmpuint(count_target("operator.add"), ==, 1);
+  g_assert_cmpuint(count_target("operator.getitem"), ==, 2); /* W[:, 0:16], W[:, 16:32] */
+  g_assert_cmpuint(count_target("contiguous"), ==, 2);
+  /* the bias rides on the first piece only */
+  OxNodeId l[2];
+  live_with_target("torch.nn.functional.linear", l, 2);
+  g_assert_cmpint(G->nodes[l[0]].args.u.items[2].kind, ==, OX_V_NODE);
+  g_assert_cmpint(G->nodes[l[1]].args.u.items[2].kind, ==, OX_V_NONE);
+  run_free(&r);
+  end();
+
+  cat_linear_graph(3, (int64_t[]){16, 16, 16}, 4, 32, -1, false, false);
+  run(&r, "cat_linear", "cat_linear.cat_traffic_floor_bytes=0", NULL);
+  g_assert_cmpint(counter(&r, "cat_linear"), ==, 1);
+  g_assert_cmpuint(count_target("torch.nn.functional.linear"), ==, 3);
+  g_assert_cmpuint(count_target("operator.add"), ==, 2);
+  run_free(&r);
+  end();
+
+  struct {
+    int nparts;
+    int64_t widths[4], rows, n, dim;
+    bool second_user;
+    const char *floor, *why;
+  } rejected[] = {
+    {2, {16, 16}, 4, 32, -1, false, NULL,
+     "cat traffic 4 x 32 x 4 B = 512 B < cat_traffic_floor_bytes 536870912"},
+    {4, {16, 16, 16, 16}, 4, 32, -1, false, "cat_linear.cat_traffic_floor_bytes=0",
+     "cat has 4 parts; cat_linear takes 2 to 3"},
+    {2, {16, 16}, 4, 16, 0, false, "cat_linear.cat_traffic_floor_bytes=0",
+     "cat concatenates on dim 0, not the last dim (1)"},
+    {2, {64, 64}, 4, 128, -1, false, "cat_linear.cat_traffic_floor_bytes=0",
+     "output width 128 > 96 (a wide output is compute-bound)"},
+    {2, {4, 16}, 4, 32, -1, false, "cat_linear.cat_traffic_floor_bytes=0", "part x0 is 4 wide, thinner than 8"},
+    {2, {16, 16}, 4, 32, -1, true, "cat_linear.cat_traffic_floor_bytes=0", "cat has 2 users, expected 1"},
+    {2, {200, 200}, 4, 32, -1, false, "cat_linear.cat_traffic_floor_bytes=0", "total width 400 > 384"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(rejected); i++) {
+    cat_linear_graph(rejected[i].nparts, rejected[i].widths, rejected[i].rows, rejected[i].n, rejected[i].dim, true,
+                     rejected[i].second_user);
+    if (rejected[i].floor)
+      run(&r, "cat_linear", rejected[i].floor, NULL);
+    else
+      run(&r, "cat_linear", NULL);
+    g_assert_cmpint(counter(&r, "cat_linear"), ==, 0);
+    must_reject(&r, "cat_linear", rejected[i].why);
+    g_assert_cmpuint(count_target("torch.cat"), ==, 1);
+    run_free(&r);
+    end();
+  }
+
+  /* two linears over cats of equal widths sharing W: the weight slices are made once */
+  begin();
+  OxNodeId a0 = PH("a0", 4, 16), a1 = PH("a1", 4, 16), b0 = PH("b0", 4, 16), b1 = PH("b1", 4, 16);
+  OxNodeId w = PH("w", 8, 32);
+  OxNodeId c0 = C("cat0", "torch.cat", vT(1, vL(2, vN(a0), vN(a1))), kw(1, "dim", vI(1)));
+  OxNodeId c1 = C("cat1", "torch.cat", vT(1, vL(2, vN(b0), vN(b1))), kw(1, "dim", vI(-1)));
+  OxNodeId l0 = C("lin0", "torch.nn.functional.linear", vT(2, vN(c0), vN(w)), vNone());
+  OxNodeId l1 = C("lin1", "torch.nn.functional.linear", vT(2, vN(c1), vN(w)), vNone());
+  OUT(vT(2, vN(l0), vN(l1)));
+  run(&r, "cat_linear", "cat_linear.cat_traffic_floor_bytes=0", NULL);
+  g_assert_cmpint(counter(&r, "cat_linear"), ==, 2);
+  g_assert_cmpuint(count_target("contiguous"), ==, 2);
+  run_free(&r);
+  end();
+
+  /* opt-in: not in a default pre-grad pipeline */
+  cat_linear_graph(2, (int64_t[]){16, 16}, 4, 32, -1, true, false);
+  OxPipeline p;
+  ox_pipeline_default(G, &p);
+  for (uint32_t i = 0; i < p.n; i++) g_assert_cmpstr(p.entries[i].pass->name, !=, "cat_linear");
+  g_assert_true(ox_pass_opt_in(ox_pass_find("cat_linear")));
+  g_assert_false(ox_pass_opt_in(ox_pass_find("batch_linear")));
+  ox_pipeline_free(&p);
+  end();
+}
+
 /* ------------------------------------------------------------------ upstream greedy cases */
 
 /* PyTorch's TestFindIndependentSubsetGreedy.test_find_independent_subset_greedy, every verify()
@@ -1342,6 +1455,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/engine/batch/upstream/test_find_independent_subset_greedy_fuse", test_greedy_g4);
   g_test_add_func("/engine/batch/path", test_path);
+  g_test_add_func("/engine/batch/cat-linear", test_cat_linear);
   g_test_add_func("/engine/batch/g5-batch-linear", test_g5_batch_linear);
   g_test_add_func("/engine/batch/g6-batch-linear-lhs", test_g6_batch_linear_lhs);
   g_test_add_func("/engine/batch/g7-batch-layernorm", test_g7_batch_layernorm);

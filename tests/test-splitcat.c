@@ -1116,6 +1116,99 @@ static void test_move_reshape_mixed_stack(void) {
   run_free(&r);
 }
 
+/* a placeholder with a device */
+static OxNodeId ph_dev(const char *name, const char *device, int64_t d0, int64_t d1, int64_t d2) {
+  OxNodeId id = d2 ? ph(name, 3, d0, d1, d2) : d1 ? ph(name, 2, d0, d1) : ph(name, 1, d0);
+  if (device) {
+    OxMeta m = g->nodes[id].meta;
+    OxTensorMeta t = m.t[0];
+    t.device = ox_graph_intern(g, device);
+    m.t = &t;
+    ox_graph_set_meta(g, id, &m);
+  }
+  return id;
+}
+
+/* einsum_to_pointwise_pass (opt-in): einsum("abc,abcd->abd", x, w) that feeds an add ->
+ * sum(unsqueeze(x, -1) * w, -2); the other einsums are rejected with the guard. */
+static void test_einsum_to_pointwise(void) {
+  for (int k = 0; k < 3; k++) {
+    begin();
+    OxNodeId x = ph("x", 3, (int64_t)2, (int64_t)3, (int64_t)4), w = ph("w", 4, (int64_t)2, (int64_t)3, (int64_t)4,
+                                                                          (int64_t)5);
+    OxNodeId z = k == 2 ? ph("z", 3, (int64_t)2, (int64_t)5, (int64_t)3) : ph("z", 3, (int64_t)2, (int64_t)3, (int64_t)5);
+    const char *eq = k == 2 ? "abc,abcd->adb" : "abc,abcd->abd";
+    OxNodeId e = fn("torch.functional.einsum", A(3, ox_graph_value_str(g, OX_V_STR, eq), N(x), N(w)), NONE());
+    OxNodeId o = k == 1 ? fn("torch.relu", A(1, N(e)), NONE()) : meth("add", A(2, N(e), N(z)), NONE());
+    out(1, &o);
+    Run r = run("einsum_to_pointwise_pass");
+    g_assert_cmpint(ctr(&r, "einsum_to_pointwise_pass"), ==, k == 0 ? 1 : 0);
+    g_assert_cmpuint(count_op(OX_OPID_EINSUM), ==, k == 0 ? 0 : 1);
+    if (k == 0) {
+      g_assert_cmpuint(count_op(OX_OPID_SUM), ==, 1);
+      g_assert_cmpuint(count_op(OX_OPID_UNSQUEEZE), ==, 1);
+    } else {
+      g_assert_cmpuint(rejected_with(&r, "einsum_to_pointwise_pass", k == 1 ? "no user of einsum is an add"
+                                                                            : "is not of the form \"abc,abcd->abd\""),
+                       ==, 1);
+    }
+    run_free(&r);
+  }
+}
+
+/* decompose_mm_pass (opt-in): memory-bound aten matmuls under upstream's per-device
+ * thresholds; counters decompose_mm / decompose_addmm / decompose_bmm */
+static void test_decompose_mm(void) {
+  /* cpu mm, 1 row */
+  begin();
+  OxNodeId a = ph_dev("a", "cpu", 1, 64, 0), b = ph_dev("b", "cpu", 64, 16, 0), bias = ph_dev("bias", "cpu", 16, 0, 0);
+  OxNodeId mm = fn("torch.ops.aten.mm.default", A(2, N(a), N(b)), NONE());
+  OxNodeId am = fn("torch.ops.aten.addmm.default", A(3, N(bias), N(a), N(b)), NONE());
+  OxNodeId o[2] = {mm, am};
+  out(2, o);
+  Run r = run("decompose_mm_pass");
+  g_assert_cmpint(ctr(&r, "decompose_mm"), ==, 1);
+  g_assert_cmpint(ctr(&r, "decompose_addmm"), ==, 1);
+  g_assert_cmpint(ctr(&r, "decompose_mm_pass"), ==, 0);
+  g_assert_cmpuint(count_op(OX_OPID_MM) + count_op(OX_OPID_ADDMM), ==, 0);
+  run_free(&r);
+  /* cpu bmm, batch 1; cuda mm with 10240 rows and narrow mat2 */
+  begin();
+  OxNodeId x = ph_dev("x", "cpu", 1, 8, 16), y = ph_dev("y", "cpu", 1, 16, 4);
+  OxNodeId u = ph_dev("u", "cuda:0", 10240, 16, 0), v = ph_dev("v", "cuda:0", 16, 8, 0);
+  OxNodeId o2[2] = {fn("torch.ops.aten.bmm.default", A(2, N(x), N(y)), NONE()),
+                    fn("torch.ops.aten.mm.default", A(2, N(u), N(v)), NONE())};
+  out(2, o2);
+  r = run("decompose_mm_pass");
+  g_assert_cmpint(ctr(&r, "decompose_bmm"), ==, 1);
+  g_assert_cmpint(ctr(&r, "decompose_mm"), ==, 1);
+  run_free(&r);
+  /* not decomposed, with the threshold or guard named */
+  begin();
+  OxNodeId c4 = ph_dev("c4", "cpu", 4, 64, 0), d = ph_dev("d", "cpu", 64, 16, 0);
+  OxNodeId nd = ph("nd", 2, (int64_t)1, (int64_t)64), nd2 = ph("nd2", 2, (int64_t)64, (int64_t)16);
+  OxNodeId bb = ph_dev("bb", "cpu", 16, 0, 0);
+  OxNodeId o3[3] = {fn("torch.ops.aten.mm.default", A(2, N(c4), N(d)), NONE()),
+                    fn("torch.ops.aten.mm.default", A(2, N(nd), N(nd2)), NONE()),
+                    fn("torch.ops.aten.addmm.default", A(3, N(bb), N(c4), N(d)), KW("beta", Iv(2)))};
+  out(3, o3);
+  r = run("decompose_mm_pass");
+  g_assert_cmpint(ctr(&r, "decompose_mm") + ctr(&r, "decompose_addmm"), ==, 0);
+  g_assert_cmpuint(rejected_with(&r, "decompose_mm_pass", "cpu: needs rows <= 1"), ==, 1);
+  g_assert_cmpuint(rejected_with(&r, "decompose_mm_pass", "an unknown device"), ==, 1);
+  g_assert_cmpuint(rejected_with(&r, "decompose_mm_pass", "not addmm with 3 positional arguments and no keywords"), ==, 1);
+  run_free(&r);
+  /* the options move the thresholds */
+  begin();
+  c4 = ph_dev("c4", "cpu", 4, 64, 0);
+  d = ph_dev("d", "cpu", 64, 16, 0);
+  OxNodeId o4 = fn("torch.ops.aten.mm.default", A(2, N(c4), N(d)), NONE());
+  out(1, &o4);
+  r = run_opts("decompose_mm_pass", WHOLE | STEP, "decompose_mm_pass.cpu_max_first_dimension_decomposition=4", NULL);
+  g_assert_cmpint(ctr(&r, "decompose_mm"), ==, 1);
+  run_free(&r);
+}
+
 /* --config runs in PyTorch's driver order: pre-grad normalization_pass, the batch fusions, the
  * other passes (each group in file order); post-grad batch fusions (require_fbgemm ones last),
  * then the other passes. --passes keeps its literal order. */
@@ -1222,5 +1315,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/splitcat/normalization-aten-ignores-packet-cat", test_normalization_aten_ignores_packet_cat);
   g_test_add_func("/engine/splitcat/move-reshape-mixed-stack", test_move_reshape_mixed_stack);
   g_test_add_func("/engine/splitcat/config-driver-order", test_config_driver_order);
+  g_test_add_func("/engine/splitcat/einsum-to-pointwise", test_einsum_to_pointwise);
+  g_test_add_func("/engine/splitcat/decompose-mm", test_decompose_mm);
   return g_test_run();
 }
