@@ -262,15 +262,17 @@ void ox_pipeline_to_json(const OxPipeline *p, OxBuf *out) {
 /* group of an entry in PyTorch's driver order (ox_pass.h) */
 static int pytorch_group(const OxPipelineEntry *e) {
   bool batch = e->pass->engine == OX_ENGINE_BATCH;
-  if (e->pass->phase == OX_PHASE_PRE)
-    return !strcmp(e->pass->name, "normalization_pass") ? 0 : batch ? 1 : 2;
-  return batch ? (e->opt.require_fbgemm ? 4 : 3) : 5;
+  if (e->pass->phase == OX_PHASE_PRE) {
+    if (!strcmp(e->pass->name, "numpy_compat_normalization")) return 0;
+    return !strcmp(e->pass->name, "normalization_pass") ? 1 : batch ? 2 : 3;
+  }
+  return batch ? (e->opt.require_fbgemm ? 5 : 4) : 6;
 }
 
 void ox_pipeline_order_like_pytorch(OxPipeline *p) {
   OxPipelineEntry *sorted = ox_xcalloc(p->n ? p->n : 1, sizeof *sorted);
   uint32_t k = 0;
-  for (int grp = 0; grp <= 5; grp++)
+  for (int grp = 0; grp <= 6; grp++)
     for (uint32_t i = 0; i < p->n; i++)
       if (pytorch_group(&p->entries[i]) == grp) sorted[k++] = p->entries[i];
   memcpy(p->entries, sorted, p->n * sizeof *sorted);

@@ -2031,6 +2031,7 @@ out:
 
 int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPipeline *out, OxDiagList *diags) {
   (void)file;
+  bool pre_section = false;
   memset(out, 0, sizeof *out);
   Rd *r = calloc(1, sizeof *r);
   if (!r) return -1;
@@ -2056,6 +2057,7 @@ int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPi
   for (int sct = 0; sct < 2; sct++) {
     json_object *sec;
     if (!json_object_object_get_ex(root, sections[sct], &sec)) continue;
+    if (sct == 0) pre_section = true;
     path_push_key(r, sections[sct]);
     if (expect_type(r, sec, json_type_object, sections[sct])) {
       json_object_object_foreach(sec, pname, popts) {
@@ -2106,6 +2108,16 @@ out:
   if (diags->n_errors > errors_before) {
     ox_pipeline_free(out);
     return -1;
+  }
+  /* upstream's pre-grad driver renames NumPy-style keywords on every graph, whatever the
+   * options: a config with a pre-grad section runs numpy_compat_normalization first */
+  bool has_numpy = false;
+  for (uint32_t i = 0; i < out->n; i++) has_numpy |= !strcmp(out->entries[i].pass->name, "numpy_compat_normalization");
+  if (pre_section && !has_numpy) {
+    out->entries = realloc(out->entries, (out->n + 1) * sizeof *out->entries);
+    out->entries[out->n].pass = ox_pass_find("numpy_compat_normalization");
+    ox_pass_options_default(&out->entries[out->n].opt);
+    out->n++;
   }
   ox_pipeline_order_like_pytorch(out); /* run as PyTorch's drivers run the file's passes */
   return 0;

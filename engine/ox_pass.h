@@ -94,9 +94,9 @@ void ox_pipeline_default(const OxGraph *g, OxPipeline *out);
 int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPipeline *out, OxDiagList *d);
 /* Reorders a pipeline read from a config file the way PyTorch's drivers run
  * pre_grad_fusion_options / post_grad_fusion_options (the file's order within each group):
- * pre-grad normalization_pass, then the pre-grad batch fusions, then the other pre-grad
- * passes; post-grad batch fusions without require_fbgemm, then those with it, then the other
- * post-grad passes. Stable. (--passes keeps its literal order.) */
+ * pre-grad numpy_compat_normalization, normalization_pass, then the pre-grad batch fusions,
+ * then the other pre-grad passes; post-grad batch fusions without require_fbgemm, then those
+ * with it, then the other post-grad passes. Stable. (--passes keeps its literal order.) */
 void ox_pipeline_order_like_pytorch(OxPipeline *p);
 /* --passes a,b,c (comma list) */
 int ox_pipeline_from_list(const char *list, OxPipeline *out, OxDiagList *d);

@@ -14,6 +14,8 @@ static const OxPassInfo passes[] = {
   /* entries are added here as the batch (ox_batch.c) and pattern (ox_splitcat.c) engines
    * implement them */
   /* pre-grad normalization (ox_splitcat.c): upstream applies it before the batch rules (spec 2.1) */
+  /* upstream's pre-grad driver renames NumPy-style keywords on every graph first */
+  {"numpy_compat_normalization", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_misc_numpy_compat_normalization, "NumPy-style keywords of torch functions -> torch's (axis -> dim, keepdims -> keepdim, x/a/x1 -> input, x2 -> other)"},
   {"normalization_pass", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_splitcat_normalization_pass, "split/unbind/cat/stack/squeeze/reshape/clamp/detach -> one canonical form, dims >= 0, sections from meta"},
   /* pre-grad batch rules (ox_batch.c): upstream runs them before the pattern passes */
   {"batch_linear", OX_PHASE_PRE, OX_ENGINE_BATCH, ox_batch_pass_run, "linears with equal shapes -> stack, bmm/baddbmm, unbind"},
@@ -27,7 +29,7 @@ static const OxPassInfo passes[] = {
   {"batch_clamp", OX_PHASE_PRE, OX_ENGINE_BATCH, ox_batch_pass_run, "clamp of equal shapes and bounds -> stack, clamp, unbind"},
   {"batch_dropout", OX_PHASE_PRE, OX_ENGINE_BATCH, ox_batch_pass_run, "dropout of equal shapes -> stack, dropout, unbind"},
   /* opt-in (upstream: off unless pre_grad_fusion_options names it) */
-  {"cat_linear", OX_PHASE_PRE, OX_ENGINE_BATCH, ox_opt_in_cat_linear_pass, "linear(cat(2-3 parts, -1)) -> sum of per-part linears on weight column slices (narrow outputs, big cats)"},
+  {"cat_linear", OX_PHASE_PRE, OX_ENGINE_BATCH, ox_misc_cat_linear_pass, "linear(cat(2-3 parts, -1)) -> sum of per-part linears on weight column slices (narrow outputs, big cats)"},
   /* pre-grad split/cat pattern passes (ox_splitcat.c), in the canonical order of spec 2.1 */
   {"remove_split_with_size_one_pass", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_splitcat_remove_split_with_size_one_pass, "split with one section -> its input"},
   {"merge_getitem_cat_pass", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_splitcat_merge_getitem_cat_pass, "cat of consecutive single-user pieces of a split -> one merged section"},
@@ -41,7 +43,7 @@ static const OxPassInfo passes[] = {
   {"split_stack_to_cats_pass", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_splitcat_split_stack_to_cats_pass, "stack over split pieces -> cat of slices, unflatten, movedim"},
   {"unbind_stack_to_slices_pass", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_splitcat_unbind_stack_to_slices_pass, "stack over unbind pieces -> slices of the input, movedim"},
   {"move_reshape_out_of_split_stack_pass", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_splitcat_move_reshape_out_of_split_stack_pass, "stack of reshapes of split pieces -> one view of the split input, other inputs stacked, one cat"},
-  {"einsum_to_pointwise_pass", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_opt_in_einsum_to_pointwise_pass, "einsum(\"abc,abcd->abd\", x, w) feeding an add -> sum(unsqueeze(x, -1) * w, -2)"},
+  {"einsum_to_pointwise_pass", OX_PHASE_PRE, OX_ENGINE_PATTERN, ox_misc_einsum_to_pointwise_pass, "einsum(\"abc,abcd->abd\", x, w) feeding an add -> sum(unsqueeze(x, -1) * w, -2)"},
   /* post-grad batch rules (ox_batch.c), before the post-grad pattern passes */
   {"batch_linear_post_grad", OX_PHASE_POST, OX_ENGINE_BATCH, ox_batch_pass_run, "mm/addmm with equal shapes -> cat, bmm, select"},
   {"batch_aten_add", OX_PHASE_POST, OX_ENGINE_BATCH, ox_batch_pass_run, "aten add of equal shapes -> cat, add, select"},
@@ -54,7 +56,7 @@ static const OxPassInfo passes[] = {
   {"group_linear", OX_PHASE_POST, OX_ENGINE_BATCH, ox_batch_pass_run, "mm/addmm of any shapes -> one optimus.grouped_mm"},
   /* post-grad split/cat pattern passes (ox_splitcat.c), spec 2.2 */
   {"normalization_aten_pass", OX_PHASE_POST, OX_ENGINE_PATTERN, ox_splitcat_normalization_aten_pass, "aten split -> split_with_sizes (sections from meta), cat dims >= 0"},
-  {"decompose_mm_pass", OX_PHASE_POST, OX_ENGINE_PATTERN, ox_opt_in_decompose_mm_pass, "memory-bound aten mm/addmm/bmm (per-device size thresholds) -> sum(unsqueeze * unsqueeze, -2)"},
+  {"decompose_mm_pass", OX_PHASE_POST, OX_ENGINE_PATTERN, ox_misc_decompose_mm_pass, "memory-bound aten mm/addmm/bmm (per-device size thresholds) -> sum(unsqueeze * unsqueeze, -2)"},
   {"split_cat_aten_pass", OX_PHASE_POST, OX_ENGINE_PATTERN, ox_splitcat_split_cat_aten_pass, "aten cat over split pieces -> the input / aten.slice (threshold_to_cat)"},
   {"select_cat_aten_pass", OX_PHASE_POST, OX_ENGINE_PATTERN, ox_splitcat_select_cat_aten_pass, "aten cat of every select of x -> view of x"},
   {"unbind_stack_aten_pass", OX_PHASE_POST, OX_ENGINE_PATTERN, ox_splitcat_unbind_stack_aten_pass, "aten cat of unsqueeze(select(p, d, i)) for every i -> p"},

@@ -2009,7 +2009,10 @@ static int h_select_cat_aten(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch
       return 0;
     }
     if (norm_dim(oa.slot[2]->u.i, xm->shape[d].v) != (int64_t)i) {
-      rejectf(c, e, m, OX_REASON_NOT_CONSECUTIVE, "select indices do not count up from 0", NULL);
+      char why[96];
+      snprintf(why, sizeof why, "select indices do not count up from 0: input %u selects index %lld", i,
+               (long long)oa.slot[2]->u.i);
+      rejectf(c, e, m, OX_REASON_OTHER, why, NULL);
       return 0;
     }
   }
@@ -2115,7 +2118,20 @@ static int h_unbind_stack_aten(OxPassCtx *c, const OxPatEntry *e, const OxPatMat
       return 0;
     }
     if (norm_dim(sa.slot[2]->u.i, pm->shape[d].v) != (int64_t)i) {
-      rejectf(c, e, m, OX_REASON_NOT_CONSECUTIVE, "select indices do not count up from 0", NULL);
+      /* name the indices as the cat lists them: "[0, 10, 1, 11, ...]" */
+      char list[160];
+      size_t k = 0;
+      list[k++] = '[';
+      for (uint32_t j = 0; j < t->n && k + 24 < sizeof list; j++) {
+        const OxNode *un = &g->nodes[t->u.items[j].u.node];
+        const OxNode *sn = un->args.n && un->args.u.items[0].kind == OX_V_NODE ? &g->nodes[un->args.u.items[0].u.node] : NULL;
+        const OxValue *ix = sn && sn->args.n == 3 ? &sn->args.u.items[2] : NULL;
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "",
+                              ix && ix->kind == OX_V_INT ? itoa_buf(b1, sizeof b1, ix->u.i) : "?");
+        if (j + 1 < t->n && k + 24 >= sizeof list) k += (size_t)snprintf(list + k, sizeof list - k, ", ...");
+      }
+      snprintf(list + k, sizeof list - k, "]");
+      rejectf(c, e, m, OX_REASON_NOT_CONSECUTIVE, list, NULL);
       return 0;
     }
   }

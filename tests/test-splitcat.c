@@ -960,6 +960,13 @@ static void test_move_reshape_out_of_split_stack(void) {
   run_free(&r);
 }
 
+static const OxValue *kwarg_of_node(const OxGraph *gr, OxNodeId id, const char *key) {
+  const OxNode *n = &gr->nodes[id];
+  for (uint32_t k = 0; n->kwargs.kind == OX_V_DICT && k < n->kwargs.n; k++)
+    if (!strcmp(n->kwargs.keys[k], key)) return &n->kwargs.u.items[k];
+  return NULL;
+}
+
 /* the rejections of pass with a reason containing `what` */
 static uint32_t rejected_with(const Run *r, const char *pass, const char *what) {
   uint32_t n = 0;
@@ -1116,6 +1123,39 @@ static void test_move_reshape_mixed_stack(void) {
   run_free(&r);
 }
 
+/* numpy_compat_normalization: NumPy-style keywords of torch functions renamed where the
+ * function takes torch's name (upstream's misc_patterns; also torch functions the op table
+ * lacks, from their signatures); methods and aten overloads untouched. After it,
+ * normalization_pass sees the stack's dim. */
+static void test_numpy_compat_normalization(void) {
+  begin();
+  OxNodeId x = ph("x", 2, (int64_t)4, (int64_t)4), y = ph("y", 2, (int64_t)4, (int64_t)4);
+  OxNodeId a = fn("torch.stack", A(1, LN(2, (OxNodeId[]){x, y})), KW("axis", Iv(1)));
+  OxNodeId b = fn("torch.mul", A(1, N(x)), KW("x2", N(y)));
+  const char *mk[] = {"dim", "keepdims"};
+  OxValue mv[] = {Iv(1), ox_value_bool(true)};
+  OxNodeId e = fn("torch.max", A(1, N(x)), ox_graph_value_dict(g, mk, mv, 2));
+  const char *dk[] = {"x", "p", "train"};
+  OxValue dv[] = {N(x), ox_value_float(0.5), ox_value_bool(false)};
+  OxNodeId f = fn("torch.dropout", A(0), ox_graph_value_dict(g, dk, dv, 3));
+  OxNodeId m = meth("sum", A(1, N(x)), KW("axis", Iv(1))); /* a method: left alone */
+  OxNodeId o[5] = {a, b, gi(e, 0), f, m};
+  out(5, o);
+  Run r = run_opts("numpy_compat_normalization,normalization_pass", 0, NULL);
+  g_assert_cmpint(ctr(&r, "numpy_compat_normalization"), ==, 4);
+  g_assert_cmpint(ctr(&r, "normalization_pass"), ==, 1); /* the stack, now with dim=1 */
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    if (n->op != OX_OP_CALL_FUNCTION) continue;
+    for (uint32_t k = 0; n->kwargs.kind == OX_V_DICT && k < n->kwargs.n; k++) {
+      const char *key = n->kwargs.keys[k];
+      g_assert_true(strcmp(key, "axis") && strcmp(key, "keepdims") && strcmp(key, "x") && strcmp(key, "x2"));
+    }
+  }
+  g_assert_nonnull(kwarg_of_node(g, out_arg(4), "axis"));
+  run_free(&r);
+}
+
 /* a placeholder with a device */
 static OxNodeId ph_dev(const char *name, const char *device, int64_t d0, int64_t d1, int64_t d2) {
   OxNodeId id = d2 ? ph(name, 3, d0, d1, d2) : d1 ? ph(name, 2, d0, d1) : ph(name, 1, d0);
@@ -1209,8 +1249,8 @@ static void test_decompose_mm(void) {
   run_free(&r);
 }
 
-/* --config runs in PyTorch's driver order: pre-grad normalization_pass, the batch fusions, the
- * other passes (each group in file order); post-grad batch fusions (require_fbgemm ones last),
+/* --config runs in PyTorch's driver order: pre-grad numpy_compat_normalization (always),
+ * normalization_pass, the batch fusions, the other passes (each group in file order); post-grad batch fusions (require_fbgemm ones last),
  * then the other passes. --passes keeps its literal order. */
 static void test_config_driver_order(void) {
   const char *cfg =
@@ -1218,7 +1258,8 @@ static void test_config_driver_order(void) {
     " \"batch_tanh\": {}, \"unbind_stack_pass\": {}},"
     " \"post_grad_fusion_options\": {\"unbind_stack_aten_pass\": {}, \"group_linear\": {\"require_fbgemm\": true},"
     " \"batch_aten_add\": {}, \"normalization_aten_pass\": {}}}";
-  const char *want[] = {"normalization_pass", "batch_relu", "batch_tanh", "split_cat_pass", "unbind_stack_pass",
+  /* a pre-grad section also runs numpy_compat_normalization first, as upstream's driver does */
+  const char *want[] = {"numpy_compat_normalization", "normalization_pass", "batch_relu", "batch_tanh", "split_cat_pass", "unbind_stack_pass",
                         "batch_aten_add", "group_linear", "unbind_stack_aten_pass", "normalization_aten_pass"};
   OxPipeline p;
   OxDiagList d;
@@ -1226,7 +1267,7 @@ static void test_config_driver_order(void) {
   g_assert_cmpint(ox_pipeline_from_config(cfg, strlen(cfg), "cfg.json", &p, &d), ==, 0);
   g_assert_cmpuint(p.n, ==, G_N_ELEMENTS(want));
   for (uint32_t i = 0; i < p.n; i++) g_assert_cmpstr(p.entries[i].pass->name, ==, want[i]);
-  g_assert_true(p.entries[6].opt.require_fbgemm);
+  g_assert_true(p.entries[7].opt.require_fbgemm);
   ox_pipeline_free(&p);
   g_assert_cmpint(ox_pipeline_from_list("split_cat_pass,normalization_pass", &p, &d), ==, 0);
   g_assert_cmpstr(p.entries[0].pass->name, ==, "split_cat_pass");
@@ -1316,6 +1357,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/splitcat/move-reshape-mixed-stack", test_move_reshape_mixed_stack);
   g_test_add_func("/engine/splitcat/config-driver-order", test_config_driver_order);
   g_test_add_func("/engine/splitcat/einsum-to-pointwise", test_einsum_to_pointwise);
+  g_test_add_func("/engine/splitcat/numpy-compat-normalization", test_numpy_compat_normalization);
   g_test_add_func("/engine/splitcat/decompose-mm", test_decompose_mm);
   return g_test_run();
 }

@@ -1,20 +1,14 @@
-/* ox_opt_in.c - the passes of upstream's lists that only run when a config names them:
- * cat_linear (a pre-grad fusion of group_batch_fusion.py), einsum_to_pointwise_pass
- * (pre-grad, split_cat.py) and decompose_mm_pass (post-grad, decompose_mem_bound_mm.py). They
- * are not in the default pipeline (OxPassInfo.opt_in), as upstream gates them behind
- * pre_grad_fusion_options / post_grad_fusion_options.
- *
- *   cat_linear          linear(cat([x_0, .., x_k], -1), W, b) with 2 or 3 parts ->
- *                       linear(x_0, W[:, o_0:o_0+w_0], b) + linear(x_1, W[:, o_1:..]) + ..
- *                       (the cat is never materialized); gates: last-dim cat, 2-3 parts,
- *                       each part >= 8 wide, the cat used only by the linear, output width
- *                       <= 96, total width <= 384, cat traffic M*K*bytes >=
- *                       cat_traffic_floor_bytes (512 MiB). Counter cat_linear.
- *   einsum_to_pointwise einsum("abc,abcd->abd", x, w) with an add user ->
- *                       sum(unsqueeze(x, -1) * w, -2). Counter einsum_to_pointwise_pass.
- *   decompose_mm        memory-bound aten mm/addmm/bmm -> sum(unsqueeze * unsqueeze, -2) under
- *                       upstream's per-device size thresholds (options). Counters
- *                       decompose_mm, decompose_addmm, decompose_bmm (not the pass name).
+/* ox_misc_passes.c - the passes of upstream's lists beyond the split/cat core and the batch
+ * fusion engine:
+ *   numpy_compat_normalization (misc_patterns.py; upstream's pre-grad driver runs it on every
+ *                       graph before normalization_pass): NumPy-style keywords of torch
+ *                       functions renamed to torch's (axis -> dim, keepdims -> keepdim, x / a /
+ *                       x1 -> input, x2 -> other) where the function takes the torch name.
+ *                       Counter numpy_compat_normalization, one per node.
+ * and three that upstream runs only when a config names them, so they are not in the default
+ * pipeline (ox_pass_opt_in): cat_linear (a pre-grad fusion of group_batch_fusion.py),
+ * einsum_to_pointwise_pass (pre-grad, split_cat.py) and decompose_mm_pass (post-grad,
+ * decompose_mem_bound_mm.py).
  *
  * Every rewrite is one step with its checks; every candidate that fails a gate is recorded
  * with the gate and its numbers. Created nodes get inferred meta at once.
@@ -123,6 +117,90 @@ static void reject_meta(OxPassCtx *c, const char *rule, OxNodeId anchor, OxNodeI
     r = ox_reason(c, OX_REASON_META_MISSING, nm(c->g, which), NULL);
   }
   ox_step_reject(c, rule, anchor, &anchor, 1, &r);
+}
+
+/* ------------------------------------------------------------------ numpy_compat_normalization */
+
+/* torch functions the op table does not hold, with their parameter names over all overloads
+ * (torch.max(input), (input, dim, keepdim), (input, other) ...): what upstream reads from
+ * torch's own signatures */
+static const struct {
+  const char *target, *params;
+} extra_signatures[] = {
+  {"torch.max", "input, dim, keepdim, other"},    {"torch.min", "input, dim, keepdim, other"},
+  {"torch.amax", "input, dim, keepdim"},          {"torch.amin", "input, dim, keepdim"},
+  {"torch.argmax", "input, dim, keepdim"},        {"torch.argmin", "input, dim, keepdim"},
+  {"torch.std", "input, dim, keepdim"},           {"torch.var", "input, dim, keepdim"},
+  {"torch.prod", "input, dim, keepdim"},          {"torch.all", "input, dim, keepdim"},
+  {"torch.any", "input, dim, keepdim"},           {"torch.logsumexp", "input, dim, keepdim"},
+  {"torch.median", "input, dim, keepdim"},        {"torch.nansum", "input, dim, keepdim"},
+  {"torch.nanmean", "input, dim, keepdim"},       {"torch.cumsum", "input, dim"},
+  {"torch.cumprod", "input, dim"},                {"torch.sort", "input, dim"},
+  {"torch.topk", "input, dim"},                   {"torch.count_nonzero", "input, dim"},
+};
+
+/* does a comma list of parameter entries ("self:input, dim=0, *, -out=None") name `want`
+ * (the printed name: after ':' when there is one)? */
+static bool params_name(const char *list, const char *want) {
+  size_t wl = strlen(want);
+  for (const char *p = list; p && *p;) {
+    while (*p == ' ' || *p == '*' || *p == '-' || *p == '~') p++;
+    const char *end = p + strcspn(p, ",");
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    const char *stop = eq ? eq : end;
+    const char *colon = memchr(p, ':', (size_t)(stop - p));
+    const char *name = colon ? colon + 1 : p;
+    if ((size_t)(stop - name) == wl && strncmp(name, want, wl) == 0) return true;
+    p = *end ? end + 1 : end;
+  }
+  return false;
+}
+
+static const struct {
+  const char *numpy, *torch;
+} numpy_names[] = {{"axis", "dim"}, {"keepdims", "keepdim"}, {"x", "input"}, {"a", "input"}, {"x1", "input"},
+                   {"x2", "other"}};
+
+int ox_misc_numpy_compat_normalization(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  int applied = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    if (n->op != OX_OP_CALL_FUNCTION || n->kwargs.kind != OX_V_DICT || !n->kwargs.n) continue;
+    if (strstr(n->target, "aten.") || strstr(n->target, "prims.")) continue; /* upstream skips OpOverloads */
+    const OxSpelling *sp = NULL;
+    const char *params = NULL;
+    if (ox_op_of_node(g, n, &sp) != OX_OPID_NONE && sp && sp->level == OX_LEVEL_TORCH) params = sp->schema;
+    for (size_t i = 0; !params && i < sizeof extra_signatures / sizeof extra_signatures[0]; i++)
+      if (!strcmp(n->target, extra_signatures[i].target)) params = extra_signatures[i].params;
+    if (!params) continue;
+    bool any = false;
+    for (uint32_t k = 0; k < n->kwargs.n && !any; k++)
+      for (size_t j = 0; j < sizeof numpy_names / sizeof numpy_names[0]; j++)
+        if (!strcmp(n->kwargs.keys[k], numpy_names[j].numpy) && params_name(params, numpy_names[j].torch)) any = true;
+    if (!any) continue;
+    const char **keys = ox_xcalloc(n->kwargs.n, sizeof *keys);
+    OxValue *vals = ox_xcalloc(n->kwargs.n, sizeof *vals);
+    for (uint32_t k = 0; k < n->kwargs.n; k++) {
+      keys[k] = n->kwargs.keys[k];
+      vals[k] = ox_graph_value_copy(g, &n->kwargs.u.items[k]);
+      for (size_t j = 0; j < sizeof numpy_names / sizeof numpy_names[0]; j++)
+        if (!strcmp(keys[k], numpy_names[j].numpy) && params_name(params, numpy_names[j].torch))
+          keys[k] = numpy_names[j].torch;
+    }
+    OxValue kw = ox_graph_value_dict(g, keys, vals, n->kwargs.n);
+    free(keys);
+    free(vals);
+    ox_step_begin(c, "numpy_compat_normalization", id);
+    ox_step_matched(c, &id, 1);
+    ox_graph_set_kwargs(g, id, kw);
+    infer(g, id);
+    if (ox_step_commit(c)) {
+      ox_counter_add(c, "numpy_compat_normalization", 1);
+      applied++;
+    }
+  }
+  return applied;
 }
 
 /* ------------------------------------------------------------------ cat_linear */
@@ -288,7 +366,7 @@ static int cat_linear_one(OxPassCtx *c, OxNodeId lin) {
   return 1;
 }
 
-int ox_opt_in_cat_linear_pass(OxPassCtx *c) {
+int ox_misc_cat_linear_pass(OxPassCtx *c) {
   OxGraph *g = c->g;
   /* the linears first (rewrites create nodes), visited from the last to the first as
    * upstream's root sweep finds them */
@@ -380,7 +458,7 @@ static int h_einsum(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   return 1;
 }
 
-int ox_opt_in_einsum_to_pointwise_pass(OxPassCtx *c) {
+int ox_misc_einsum_to_pointwise_pass(OxPassCtx *c) {
   OxPatPool *p = ox_pat_pool_new();
   OX_PAT_LOC(p);
   OxOpId ein[] = {OX_OPID_EINSUM};
@@ -539,7 +617,7 @@ static int h_decompose(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   return 1;
 }
 
-int ox_opt_in_decompose_mm_pass(OxPassCtx *c) {
+int ox_misc_decompose_mm_pass(OxPassCtx *c) {
   OxPatPool *p = ox_pat_pool_new();
   OX_PAT_LOC(p);
   OxOpId bmm[] = {OX_OPID_BMM}, addmm[] = {OX_OPID_ADDMM}, mm[] = {OX_OPID_MM};
