@@ -1245,10 +1245,11 @@ static int cmd_verify(int argc, char **argv) {
 static int list_passes(void) {
   size_t n;
   const OxPassInfo *p = ox_passes(&n);
-  printf("%zu built-in passes, in default order:\n", n);
+  printf("%zu built-in passes, in default order (opt-in ones run only when --config or --passes names them):\n", n);
   for (size_t i = 0; i < n; i++)
-    printf("  %-40s %-4s %-7s %s\n", p[i].name, p[i].phase == OX_PHASE_POST ? "post" : "pre",
-           p[i].engine == OX_ENGINE_BATCH ? "batch" : "pattern", p[i].summary ? p[i].summary : "");
+    printf("  %-40s %-4s %-7s %-6s %s\n", p[i].name, p[i].phase == OX_PHASE_POST ? "post" : "pre",
+           p[i].engine == OX_ENGINE_BATCH ? "batch" : "pattern", ox_pass_opt_in(&p[i]) ? "opt-in" : "",
+           p[i].summary ? p[i].summary : "");
   return EXIT_OK;
 }
 

@@ -1299,11 +1299,15 @@ static void fuse_stack_unbind(Eng *e, const OxNodeId *sub, uint32_t n) {
   free(xs);
 }
 
+/* Post-grad scaffolding is spelled as upstream spells it: decompose_stack's unsqueeze and cat,
+ * the bmm, the select and the bias add are overload packets (torch.ops.aten.cat, not
+ * aten.cat.default), so patterns registered on an overload (normalization_aten_pass on
+ * aten.cat.default) do not see them, and unbind_stack_aten_pass recognizes its own selects. */
 static void fuse_cat_select(Eng *e, const OxNodeId *sub, uint32_t n) {
   char t_uns[160], t_cat[160], t_op[160], t_sel[160];
-  aten_target(e, sub[0], "aten.unsqueeze.default", t_uns, sizeof t_uns);
-  aten_target(e, sub[0], "aten.cat.default", t_cat, sizeof t_cat);
-  aten_target(e, sub[0], "aten.select.int", t_sel, sizeof t_sel);
+  aten_target(e, sub[0], "aten.unsqueeze", t_uns, sizeof t_uns);
+  aten_target(e, sub[0], "aten.cat", t_cat, sizeof t_cat);
+  aten_target(e, sub[0], "aten.select", t_sel, sizeof t_sel);
   OxOpArgs a0;
   norm_args(e, sub[0], &a0);
   uint32_t nt = e->r->n_tensors;
@@ -1436,12 +1440,14 @@ static void fuse_layer_norm(Eng *e, const OxNodeId *sub, uint32_t n) {
 
 static void fuse_linear_post(Eng *e, const OxNodeId *sub, uint32_t n) {
   char t_uns[160], t_cat[160], t_bmm[160], t_sel[160], t_add[160], t_exp[160];
-  aten_target(e, sub[0], "aten.unsqueeze.default", t_uns, sizeof t_uns);
-  aten_target(e, sub[0], "aten.cat.default", t_cat, sizeof t_cat);
-  aten_target(e, sub[0], "aten.bmm.default", t_bmm, sizeof t_bmm);
-  aten_target(e, sub[0], "aten.select.int", t_sel, sizeof t_sel);
-  aten_target(e, sub[0], "aten.add.Tensor", t_add, sizeof t_add);
-  aten_target(e, sub[0], "aten.expand.default", t_exp, sizeof t_exp);
+  aten_target(e, sub[0], "aten.unsqueeze", t_uns, sizeof t_uns);
+  aten_target(e, sub[0], "aten.cat", t_cat, sizeof t_cat);
+  aten_target(e, sub[0], "aten.bmm", t_bmm, sizeof t_bmm);
+  aten_target(e, sub[0], "aten.select", t_sel, sizeof t_sel);
+  /* upstream: aten.add(bias, sel), or with shape_broadcast_batch_linear
+   * aten.add.Tensor(aten.broadcast_to.default(bias, [m, n]), sel) */
+  aten_target(e, sub[0], e->o->shape_broadcast_batch_linear ? "aten.add.Tensor" : "aten.add", t_add, sizeof t_add);
+  aten_target(e, sub[0], "aten.broadcast_to.default", t_exp, sizeof t_exp);
   MmParts *p = ox_xcalloc(n, sizeof *p);
   OxNodeId *us = ox_xcalloc(n, sizeof *us);
   for (uint32_t i = 0; i < n; i++) {

@@ -32,6 +32,11 @@ void ox_pass_options_default(OxPassOptions *o) {
   o->max_fuse_tensor_size_group_linear = 4096;
   o->threshold_to_cat = 10;
   o->counter = 1;
+  o->cat_traffic_floor_bytes = 512 * 1024 * 1024;
+  o->min_first_dimension_decomposition = 10240;
+  o->max_other_dimension_decomposition = 32;
+  o->cpu_max_first_dimension_decomposition = 1;
+  o->cpu_max_other_dimension_decomposition = 2048;
 }
 
 void ox_check_config_default(OxCheckConfig *c) {
@@ -103,7 +108,7 @@ void ox_pipeline_default(const OxGraph *g, OxPipeline *out) {
   size_t n;
   const OxPassInfo *all = ox_passes(&n);
   for (size_t i = 0; i < n; i++)
-    if (all[i].phase == ph) pipeline_push(out, &all[i]);
+    if (all[i].phase == ph && !ox_pass_opt_in(&all[i])) pipeline_push(out, &all[i]);
 }
 
 int ox_pipeline_from_list(const char *list, OxPipeline *out, OxDiagList *d) {
@@ -166,6 +171,13 @@ int ox_pass_option_set(OxPassOptions *o, const char *key, const char *value) {
     {"fuse_nodes_with_same_users", NULL, &o->fuse_nodes_with_same_users},
     {"shape_broadcast_batch_linear", NULL, &o->shape_broadcast_batch_linear},
     {"require_fbgemm", NULL, &o->require_fbgemm},
+    {"match_select_overload", NULL, &o->match_select_overload},
+    {"cat_traffic_floor_bytes", &o->cat_traffic_floor_bytes, NULL},
+    {"min_first_dimension_decomposition", &o->min_first_dimension_decomposition, NULL},
+    {"max_other_dimension_decomposition", &o->max_other_dimension_decomposition, NULL},
+    {"cpu_max_first_dimension_decomposition", &o->cpu_max_first_dimension_decomposition, NULL},
+    {"cpu_max_other_dimension_decomposition", &o->cpu_max_other_dimension_decomposition, NULL},
+    {"skip_dynamic_shape_dim_check", NULL, &o->skip_dynamic_shape_dim_check},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     if (strcmp(table[i].name, key) != 0) continue;
@@ -219,17 +231,52 @@ void ox_pipeline_to_json(const OxPipeline *p, OxBuf *out) {
                     "%s\"%s\": {\"min_fuse_set_size\": %d, \"max_fuse_set_size\": %d, \"max_fuse_search_depth\": %d, "
                     "\"max_fuse_tensor_size_group_linear\": %d, \"fuse_nodes_with_same_parent\": %s, "
                     "\"fuse_nodes_with_same_users\": %s, \"shape_broadcast_batch_linear\": %s, \"require_fbgemm\": %s, "
-                    "\"threshold_to_cat\": %d, \"counter\": %d}",
+                    "\"threshold_to_cat\": %d, \"counter\": %d",
                     first ? "" : ", ", e->pass->name, o->min_fuse_set_size, o->max_fuse_set_size,
                     o->max_fuse_search_depth, o->max_fuse_tensor_size_group_linear,
                     o->fuse_nodes_with_same_parent ? "true" : "false", o->fuse_nodes_with_same_users ? "true" : "false",
                     o->shape_broadcast_batch_linear ? "true" : "false", o->require_fbgemm ? "true" : "false",
                     o->threshold_to_cat, o->counter);
+      const char *nm = e->pass->name;
+      if (!strcmp(nm, "unbind_stack_aten_pass"))
+        ox_buf_printf(out, ", \"match_select_overload\": %s}", o->match_select_overload ? "true" : "false");
+      else if (!strcmp(nm, "cat_linear"))
+        ox_buf_printf(out, ", \"cat_traffic_floor_bytes\": %d}", o->cat_traffic_floor_bytes);
+      else if (!strcmp(nm, "decompose_mm_pass"))
+        ox_buf_printf(out,
+                      ", \"min_first_dimension_decomposition\": %d, \"max_other_dimension_decomposition\": %d, "
+                      "\"cpu_max_first_dimension_decomposition\": %d, \"cpu_max_other_dimension_decomposition\": %d, "
+                      "\"skip_dynamic_shape_dim_check\": %s}",
+                      o->min_first_dimension_decomposition, o->max_other_dimension_decomposition,
+                      o->cpu_max_first_dimension_decomposition, o->cpu_max_other_dimension_decomposition,
+                      o->skip_dynamic_shape_dim_check ? "true" : "false");
+      else
+        ox_buf_putc(out, '}');
       first = false;
     }
     ox_buf_putc(out, '}');
   }
   ox_buf_putc(out, '}');
+}
+
+/* group of an entry in PyTorch's driver order (ox_pass.h) */
+static int pytorch_group(const OxPipelineEntry *e) {
+  bool batch = e->pass->engine == OX_ENGINE_BATCH;
+  if (e->pass->phase == OX_PHASE_PRE) {
+    if (!strcmp(e->pass->name, "numpy_compat_normalization")) return 0;
+    return !strcmp(e->pass->name, "normalization_pass") ? 1 : batch ? 2 : 3;
+  }
+  return batch ? (e->opt.require_fbgemm ? 5 : 4) : 6;
+}
+
+void ox_pipeline_order_like_pytorch(OxPipeline *p) {
+  OxPipelineEntry *sorted = ox_xcalloc(p->n ? p->n : 1, sizeof *sorted);
+  uint32_t k = 0;
+  for (int grp = 0; grp <= 6; grp++)
+    for (uint32_t i = 0; i < p->n; i++)
+      if (pytorch_group(&p->entries[i]) == grp) sorted[k++] = p->entries[i];
+  memcpy(p->entries, sorted, p->n * sizeof *sorted);
+  free(sorted);
 }
 
 void ox_pipeline_free(OxPipeline *p) {

@@ -618,6 +618,33 @@ static uint64_t node_flops(const OxGraph *g, const OxNode *n) {
   case OX_OPID_MATMUL: kd = last_dim(slot_meta(g, a.slot[0]), 1); break;
   case OX_OPID_ADDMM:
   case OX_OPID_BADDBMM: kd = last_dim(slot_meta(g, a.slot[1]), 1); break;
+  case OX_OPID_EINSUM: { /* the product of the summed subscripts' sizes */
+    const OxValue *ops = a.slot[1];
+    OxEinsum e;
+    char err[160];
+    int ranks[OX_EINSUM_MAX_OPS];
+    const OxTensorMeta *tm[OX_EINSUM_MAX_OPS];
+    if (a.slot[0]->kind != OX_V_STR || (ops->kind != OX_V_LIST && ops->kind != OX_V_TUPLE) || !ops->n ||
+        ops->n > OX_EINSUM_MAX_OPS)
+      break;
+    for (uint32_t i = 0; i < ops->n; i++) {
+      tm[i] = slot_meta(g, &ops->u.items[i]);
+      if (!tm[i]) return out;
+      ranks[i] = tm[i]->rank;
+    }
+    if (!ox_einsum_parse(a.slot[0]->s, ops->n, ranks, &e, err, sizeof err)) break;
+    bool seen[128] = {false};
+    kd = 1;
+    for (uint32_t i = 0; i < ops->n; i++)
+      for (int d = 0; d < e.rank[i]; d++) {
+        unsigned char ch = (unsigned char)e.sub[i][d];
+        if (seen[ch] || memchr(e.out, ch, (size_t)e.out_rank)) continue;
+        seen[ch] = true;
+        kd = tm[i]->shape[d].sym ? -1 : kd * tm[i]->shape[d].v;
+        if (kd < 0) return out;
+      }
+    break;
+  }
   case OX_OPID_GROUPED_MM: {
     uint64_t f = 0;
     const OxValue *xs = a.slot[0];

@@ -2023,13 +2023,15 @@ out:
 /* ================================================================== pass configuration */
 
 /* {"pre_grad_fusion_options": {"batch_linear": {"min_fuse_set_size": 3}, ...},
- *  "post_grad_fusion_options": {...}} — PyTorch's shape. Presence enables a pass; order is
- * execution order within a phase (pre-grad entries run before post-grad ones). */
+ *  "post_grad_fusion_options": {...}} — PyTorch's shape. Presence enables a pass; the run
+ * order is PyTorch's driver order (ox_pipeline_order_like_pytorch): normalization_pass, the
+ * batch fusions, then the other passes, each group in the file's order. */
 
 #include "ox_pass.h"
 
 int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPipeline *out, OxDiagList *diags) {
   (void)file;
+  bool pre_section = false;
   memset(out, 0, sizeof *out);
   Rd *r = calloc(1, sizeof *r);
   if (!r) return -1;
@@ -2055,12 +2057,20 @@ int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPi
   for (int sct = 0; sct < 2; sct++) {
     json_object *sec;
     if (!json_object_object_get_ex(root, sections[sct], &sec)) continue;
+    if (sct == 0) pre_section = true;
     path_push_key(r, sections[sct]);
     if (expect_type(r, sec, json_type_object, sections[sct])) {
       json_object_object_foreach(sec, pname, popts) {
         path_push_key(r, pname);
         const OxPassInfo *pass = ox_pass_find(pname);
-        if (!pass) {
+        if (!pass && sct == 1 && (!strcmp(pname, "shape_padding_multiplier") || !strcmp(pname, "pad_aten_mm_pass"))) {
+          /* upstream's Optimus driver applies these names as empty pattern passes; their
+           * options tune Inductor's pad_mm (matmul padding chosen by timing kernels on a GPU) */
+          report(r, OX_SEV_WARNING,
+                 "%s tunes Inductor's pad_mm (matmul padding decided by GPU benchmarks), which Optimus does not run; "
+                 "like PyTorch's Optimus driver it rewrites nothing here",
+                 pname);
+        } else if (!pass) {
           ERR(r, "unknown pass '%.60s' (see `optimus optimize --list-passes`)", pname);
         } else if ((pass->phase == OX_PHASE_POST) != (sct == 1)) {
           ERR(r, "%s is a %s-grad pass; put it under %s", pname, pass->phase == OX_PHASE_POST ? "post" : "pre",
@@ -2077,6 +2087,8 @@ int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPi
               snprintf(val, sizeof val, "%s", json_object_get_boolean(ov) ? "true" : "false");
             else if (json_object_is_type(ov, json_type_int))
               snprintf(val, sizeof val, "%" PRId64, json_object_get_int64(ov));
+            else if (json_object_is_type(ov, json_type_double))
+              snprintf(val, sizeof val, "%.17g", json_object_get_double(ov));
             else
               snprintf(val, sizeof val, "?");
             int rc = ox_pass_option_set(&e->opt, ok, val);
@@ -2097,6 +2109,17 @@ out:
     ox_pipeline_free(out);
     return -1;
   }
+  /* upstream's pre-grad driver renames NumPy-style keywords on every graph, whatever the
+   * options: a config with a pre-grad section runs numpy_compat_normalization first */
+  bool has_numpy = false;
+  for (uint32_t i = 0; i < out->n; i++) has_numpy |= !strcmp(out->entries[i].pass->name, "numpy_compat_normalization");
+  if (pre_section && !has_numpy) {
+    out->entries = realloc(out->entries, (out->n + 1) * sizeof *out->entries);
+    out->entries[out->n].pass = ox_pass_find("numpy_compat_normalization");
+    ox_pass_options_default(&out->entries[out->n].opt);
+    out->n++;
+  }
+  ox_pipeline_order_like_pytorch(out); /* run as PyTorch's drivers run the file's passes */
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ox_mem.h"
+#include "ox_shape.h"
 
 typedef OxKernelCtx K;
 typedef OxRtValue V;
@@ -1501,6 +1502,94 @@ static int tensor_list(K *k, const V *v, const char *what, const OxTensor ***out
   return (int)v->n;
 }
 
+/* einsum(equation, operands): every output element sums, over the subscripts not in the
+ * output, the product of the operands' elements (accumulated in double, stored once). */
+static int k_einsum(K *k, V *const *s, V **out) {
+  if (s[0]->kind != OX_RT_STR) return kfail(k, "equation: expected a string, got %s", ox_rt_kind_name(s[0]->kind));
+  const OxTensor **ts;
+  int n = tensor_list(k, s[1], "operands", &ts);
+  if (n < 0) return -1;
+  if (n == 0 || n > OX_EINSUM_MAX_OPS) {
+    free(ts);
+    return kfail(k, "%d operands (1 to %d supported)", n, OX_EINSUM_MAX_OPS);
+  }
+  int ranks[OX_EINSUM_MAX_OPS];
+  for (int i = 0; i < n; i++) ranks[i] = ts[i]->rank;
+  OxEinsum e;
+  char err[160];
+  if (!ox_einsum_parse(s[0]->s, (uint32_t)n, ranks, &e, err, sizeof err)) {
+    free(ts);
+    return kfail(k, "%s", err);
+  }
+  /* every subscript once: the output's first, then the summed ones */
+  char letters[128];
+  int64_t size[128];
+  int nl = 0;
+  bool known[128] = {false};
+  for (int i = 0; i < e.out_rank; i++) letters[nl++] = e.out[i];
+  for (int i = 0; i < n; i++)
+    for (int d = 0; d < e.rank[i]; d++) {
+      unsigned char ch = (unsigned char)e.sub[i][d];
+      if (known[ch]) {
+        if (size[ch] != ts[i]->shape[d]) {
+          free(ts);
+          return kfail(k, "subscript '%c' has sizes %lld and %lld", ch, (long long)size[ch], (long long)ts[i]->shape[d]);
+        }
+        continue;
+      }
+      known[ch] = true;
+      size[ch] = ts[i]->shape[d];
+      if (!memchr(e.out, ch, (size_t)e.out_rank)) letters[nl++] = (char)ch;
+    }
+  int64_t oshape[OX_EINSUM_MAX_RANK];
+  for (int i = 0; i < e.out_rank; i++) oshape[i] = size[(unsigned char)e.out[i]];
+  OxTensor *o = ox_tensor_new(ts[0]->dtype, e.out_rank, oshape);
+  if (!o) {
+    free(ts);
+    return kfail(k, "cannot allocate the result");
+  }
+  int64_t inner = 1;
+  for (int i = e.out_rank; i < nl; i++) inner *= size[(unsigned char)letters[i]];
+  /* strides of each operand per letter (0 when the operand lacks it) */
+  int64_t stride[OX_EINSUM_MAX_OPS][128];
+  memset(stride, 0, sizeof stride);
+  for (int i = 0; i < n; i++) {
+    int64_t st = 1;
+    for (int d = e.rank[i] - 1; d >= 0; d--) {
+      stride[i][(unsigned char)e.sub[i][d]] = st;
+      st *= ts[i]->shape[d];
+    }
+  }
+  int64_t idx[128];
+  for (int64_t of = 0; of < o->numel; of++) {
+    int64_t rem = of;
+    for (int i = e.out_rank - 1; i >= 0; i--) {
+      int64_t sz = size[(unsigned char)letters[i]];
+      idx[i] = sz ? rem % sz : 0;
+      rem = sz ? rem / sz : 0;
+    }
+    double acc = 0;
+    for (int64_t in = 0; in < inner; in++) {
+      int64_t r2 = in;
+      for (int i = nl - 1; i >= e.out_rank; i--) {
+        int64_t sz = size[(unsigned char)letters[i]];
+        idx[i] = r2 % sz;
+        r2 /= sz;
+      }
+      double prod = 1;
+      for (int t = 0; t < n; t++) {
+        int64_t off = 0;
+        for (int i = 0; i < nl; i++) off += idx[i] * stride[t][(unsigned char)letters[i]];
+        prod *= ox_tensor_get(ts[t], off);
+      }
+      acc += prod;
+    }
+    ox_tensor_set(o, of, acc);
+  }
+  free(ts);
+  return ret_tensor(o, out);
+}
+
 static int k_cat(K *k, V *const *s, V **out) {
   const OxTensor **ts;
   int n = tensor_list(k, s[0], "tensors", &ts);
@@ -2608,6 +2697,7 @@ static const struct {
   {"bmm", k_bmm},
   {"baddbmm", k_baddbmm},
   {"matmul", k_matmul},
+  {"einsum", k_einsum},
   {"grouped_mm", k_grouped_mm},
   {"layer_norm", k_layer_norm},
   {"native_layer_norm", k_native_layer_norm},

@@ -60,6 +60,9 @@ typedef struct Src {
 #define M(t, o, s) {t, OX_LEVEL_METHOD, OX_OPID_##o, s, NULL, H_NONE, 0, OX_DT_UNKNOWN}
 #define A(t, o, s) {t, OX_LEVEL_ATEN, OX_OPID_##o, s, NULL, H_NONE, 0, OX_DT_UNKNOWN}
 #define AO(t, o, s, k, n) {t, OX_LEVEL_ATEN, OX_OPID_##o, s, n, H_NONE, k, OX_DT_UNKNOWN}
+/* an overload packet (torch.ops.aten.cat, no overload name): what upstream's post-grad batch
+   fusions emit (decompose_stack's unsqueeze + cat, bmm, select, the bias add) */
+#define AP(t, o, s) {t, OX_LEVEL_ATEN, OX_OPID_##o, s, "overload packet (post-grad batch fusions emit it)", H_NONE, 0, OX_DT_UNKNOWN}
 #define MOD(t, o, s) {t, OX_LEVEL_MODULE, OX_OPID_##o, s, NULL, H_NONE, 0, OX_DT_UNKNOWN}
 #define MDT(t, dt) {t, OX_LEVEL_METHOD, OX_OPID_TO, "self, ~memory_format=None", "dtype " #dt, H_FIXED_DTYPE, 0, OX_DT_##dt}
 #define UNARY(n, O)                                                                   \
@@ -80,6 +83,7 @@ static const Src src_table[] = {
   F("torch.bmm", BMM, "self:input, mat2"),
   M("bmm", BMM, "self, mat2"),
   A("aten.bmm.default", BMM, "self, mat2"),
+  AP("aten.bmm", BMM, "self, mat2"),
   F("torch.baddbmm", BADDBMM, "self:input, batch1, batch2, *, beta=1, alpha=1"),
   M("baddbmm", BADDBMM, "self, batch1, batch2, *, beta=1, alpha=1"),
   A("aten.baddbmm.default", BADDBMM, "self, batch1, batch2, *, beta=1, alpha=1"),
@@ -88,6 +92,9 @@ static const Src src_table[] = {
   M("matmul", MATMUL, "self, other"),
   M("__matmul__", MATMUL, "self, other"),
   A("aten.matmul.default", MATMUL, "self, other"),
+  F("torch.einsum", EINSUM, "equation, *operands"),
+  F("torch.functional.einsum", EINSUM, "equation, *operands"),
+  A("aten.einsum.default", EINSUM, "equation, operands:tensors, *, ~path=None"),
   {"optimus.grouped_mm", OX_LEVEL_TORCH, OX_OPID_GROUPED_MM, "inputs, weights, biases=None",
    "emitted by group_linear; one output per group", H_NONE, -1, OX_DT_UNKNOWN},
   /* ---------------------------------------------------------------- normalization */
@@ -150,6 +157,7 @@ static const Src src_table[] = {
   M("__add__", ADD, "self, other"),
   M("__radd__", ADD, "other:self, self:other"),
   A("aten.add.Tensor", ADD, "self, other, *, alpha=1"),
+  AP("aten.add", ADD, "self, other, *, alpha=1"),
   {"aten.add.Scalar", OX_LEVEL_ATEN, OX_OPID_ADD, "self, other, alpha=1", "other is a Python scalar", H_NONE, 0, OX_DT_UNKNOWN},
   F("torch.sub", SUB, "self:input, other, *, alpha=1"),
   F("operator.sub", SUB, "self:a, other:b"),
@@ -224,6 +232,7 @@ static const Src src_table[] = {
   F("torch.concat", CAT, "tensors, dim=0, *, -out=None"),
   F("torch.concatenate", CAT, "tensors, dim:axis=0, *, -out=None"),
   A("aten.cat.default", CAT, "tensors, dim=0"),
+  AP("aten.cat", CAT, "tensors, dim=0"),
   A("aten.concat.default", CAT, "tensors, dim=0"),
   F("torch.stack", STACK, "tensors, dim=0, *, -out=None"),
   A("aten.stack.default", STACK, "tensors, dim=0"),
@@ -233,6 +242,7 @@ static const Src src_table[] = {
   F("torch.select", SELECT, "self:input, dim, index"),
   M("select", SELECT, "self, dim, index"),
   A("aten.select.int", SELECT, "self, dim, index"),
+  AP("aten.select", SELECT, "self, dim, index"),
   A("aten.select_copy.int", SELECT, "self, dim, index"),
   A("aten.slice.Tensor", SLICE, "self, dim=0, start=None, end=None, step=1"),
   A("aten.slice_copy.Tensor", SLICE, "self, dim=0, start=None, end=None, step=1"),
@@ -249,6 +259,7 @@ static const Src src_table[] = {
   F("torch.unsqueeze", UNSQUEEZE, "self:input, dim"),
   M("unsqueeze", UNSQUEEZE, "self, dim"),
   A("aten.unsqueeze.default", UNSQUEEZE, "self, dim"),
+  AP("aten.unsqueeze", UNSQUEEZE, "self, dim"),
   A("aten.unsqueeze_copy.default", UNSQUEEZE, "self, dim"),
   M("view", VIEW, "self, *size"),
   A("aten.view.default", VIEW, "self, size"),
@@ -285,6 +296,7 @@ static const Src src_table[] = {
   A("aten.movedim.intlist", MOVEDIM, "self, source, destination"),
   M("expand", EXPAND, "self, *size"),
   A("aten.expand.default", EXPAND, "self, size, *, ~implicit=False"),
+  A("aten.broadcast_to.default", EXPAND, "self, size"),
   A("aten.expand_copy.default", EXPAND, "self, size, *, ~implicit=False"),
   /* ---------------------------------------------------------------- embeddings */
   F("torch.nn.functional.embedding", EMBEDDING,

@@ -38,6 +38,14 @@ typedef struct OxPassOptions {
   bool require_fbgemm;                   /* false: our grouped_mm needs no fbgemm */
   int threshold_to_cat;          /* 10 (pre), split_cat_aten default 10, select_cat 10 */
   int counter;                   /* repeat the pass N times (pre-grad "counter"), default 1 */
+  /* options one pass reads (a config file shows them for that pass only) */
+  bool match_select_overload;    /* unbind_stack_aten_pass: also the model's aten.select.int; false */
+  int cat_traffic_floor_bytes;   /* cat_linear: M*K*bytes of the cat at least this; 512 MiB */
+  int min_first_dimension_decomposition;     /* decompose_mm_pass, CUDA: 10240 */
+  int max_other_dimension_decomposition;     /* decompose_mm_pass, CUDA: 32 */
+  int cpu_max_first_dimension_decomposition; /* decompose_mm_pass, CPU: 1 */
+  int cpu_max_other_dimension_decomposition; /* decompose_mm_pass, CPU: 2048 */
+  bool skip_dynamic_shape_dim_check;         /* decompose_mm_pass: false */
 } OxPassOptions;
 
 void ox_pass_options_default(OxPassOptions *o);
@@ -61,6 +69,9 @@ typedef struct OxPassInfo {
 /* All built-in passes in the spec's default order (pre-grad then post-grad). */
 const OxPassInfo *ox_passes(size_t *count);
 const OxPassInfo *ox_pass_find(const char *name);
+/* Built-in passes upstream runs only when a config names them and that are therefore not in
+ * the default pipeline (cat_linear, einsum_to_pointwise_pass, decompose_mm_pass). */
+bool ox_pass_opt_in(const OxPassInfo *p);
 
 /* A pipeline: the ordered passes to run, each with its options. */
 typedef struct OxPipelineEntry {
@@ -84,13 +95,19 @@ typedef struct OxPipeline {
 } OxPipeline;
 
 /* Default pipeline for a graph: every pass whose phase fits the graph's level (aten targets
- * → post-grad, else pre-grad), in spec order. */
+ * → post-grad, else pre-grad), in spec order, except the opt-in ones. */
 void ox_pipeline_default(const OxGraph *g, OxPipeline *out);
 /* From a JSON config shaped like PyTorch's options:
  *   {"pre_grad_fusion_options": {"batch_linear": {"min_fuse_set_size": 3}, ...},
  *    "post_grad_fusion_options": {...}}
  * Presence enables a pass; order = execution order within a phase. Errors are located. */
 int ox_pipeline_from_config(const char *text, size_t len, const char *file, OxPipeline *out, OxDiagList *d);
+/* Reorders a pipeline read from a config file the way PyTorch's drivers run
+ * pre_grad_fusion_options / post_grad_fusion_options (the file's order within each group):
+ * pre-grad numpy_compat_normalization, normalization_pass, then the pre-grad batch fusions,
+ * then the other pre-grad passes; post-grad batch fusions without require_fbgemm, then those
+ * with it, then the other post-grad passes. Stable. (--passes keeps its literal order.) */
+void ox_pipeline_order_like_pytorch(OxPipeline *p);
 /* --passes a,b,c (comma list) */
 int ox_pipeline_from_list(const char *list, OxPipeline *out, OxDiagList *d);
 /* --option pass.key=value */

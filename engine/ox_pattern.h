@@ -263,6 +263,12 @@ int ox_splitcat_select_cat_aten_pass(OxPassCtx *c);
 int ox_splitcat_unbind_stack_aten_pass(OxPassCtx *c);
 int ox_splitcat_move_view_after_cat_aten_pass(OxPassCtx *c);
 
+/* ------------------------------------------------------------------ passes of upstream's lists outside split/cat and batch fusion (ox_misc_passes.c) */
+int ox_misc_numpy_compat_normalization(OxPassCtx *c);
+int ox_misc_cat_linear_pass(OxPassCtx *c);
+int ox_misc_einsum_to_pointwise_pass(OxPassCtx *c);
+int ox_misc_decompose_mm_pass(OxPassCtx *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -721,6 +721,128 @@ static int matmul_shape(Ctx *c, const OxTensorMeta *a, const OxTensorMeta *b, Ox
   return 0;
 }
 
+/* ------------------------------------------------------------------ einsum */
+
+bool ox_einsum_parse(const char *eq, uint32_t n_ops, const int *ranks, OxEinsum *e, char *err, size_t cap) {
+  memset(e, 0, sizeof *e);
+  if (!eq) {
+    snprintf(err, cap, "einsum: the equation must be a string");
+    return false;
+  }
+  if (n_ops == 0 || n_ops > OX_EINSUM_MAX_OPS) {
+    snprintf(err, cap, "einsum: %u operands (1 to %d supported)", n_ops, OX_EINSUM_MAX_OPS);
+    return false;
+  }
+  uint32_t op = 0;
+  int len = 0;
+  bool arrow = false;
+  char *cur = e->sub[0];
+  for (const char *p = eq; *p; p++) {
+    char ch = *p;
+    if (ch == ' ') continue;
+    if (ch == '.') {
+      snprintf(err, cap, "einsum: '...' in \"%s\" is not supported", eq);
+      return false;
+    }
+    if (ch == ',' && !arrow) {
+      if (++op >= n_ops) {
+        snprintf(err, cap, "einsum: \"%s\" has more subscript groups than the %u operands", eq, n_ops);
+        return false;
+      }
+      cur = e->sub[op];
+      len = 0;
+      continue;
+    }
+    if (ch == '-' && p[1] == '>' && !arrow) {
+      arrow = true;
+      p++;
+      cur = e->out;
+      len = 0;
+      continue;
+    }
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))) {
+      snprintf(err, cap, "einsum: unexpected '%c' in \"%s\"", ch, eq);
+      return false;
+    }
+    if (len >= OX_EINSUM_MAX_RANK) {
+      snprintf(err, cap, "einsum: more than %d subscripts in one group of \"%s\"", OX_EINSUM_MAX_RANK, eq);
+      return false;
+    }
+    if (memchr(cur, ch, (size_t)len)) {
+      snprintf(err, cap, "einsum: subscript '%c' repeated in one group of \"%s\" is not supported", ch, eq);
+      return false;
+    }
+    cur[len++] = ch;
+    if (arrow) e->out_rank = len;
+    else e->rank[op] = len;
+  }
+  if (op + 1 != n_ops) {
+    snprintf(err, cap, "einsum: \"%s\" has %u subscript groups for %u operands", eq, op + 1, n_ops);
+    return false;
+  }
+  e->n_ops = n_ops;
+  int count[128] = {0};
+  for (uint32_t i = 0; i < n_ops; i++)
+    for (int k = 0; k < e->rank[i]; k++) count[(unsigned char)e->sub[i][k]]++;
+  if (arrow) {
+    for (int k = 0; k < e->out_rank; k++)
+      if (!count[(unsigned char)e->out[k]]) {
+        snprintf(err, cap, "einsum: output subscript '%c' of \"%s\" is in no operand", e->out[k], eq);
+        return false;
+      }
+  } else {
+    for (int ch = 0; ch < 128; ch++)
+      if (count[ch] == 1) e->out[e->out_rank++] = (char)ch;
+  }
+  for (uint32_t i = 0; ranks && i < n_ops; i++)
+    if (ranks[i] != e->rank[i]) {
+      snprintf(err, cap, "einsum: operand %u has %d dims but \"%s\" gives it %d subscripts", i, ranks[i], eq,
+               e->rank[i]);
+      return false;
+    }
+  return true;
+}
+
+static int rule_einsum(Ctx *c, OxMeta *out) {
+  const OxValue *eqv = c->a.slot[0], *ops = c->a.slot[1];
+  char b[96];
+  if (eqv->kind != OX_V_STR) return say(c, -1, "equation must be a string, got %s", ox_value_format(c->g, eqv, b, sizeof b));
+  if (ops->kind != OX_V_LIST && ops->kind != OX_V_TUPLE)
+    return say(c, -1, "operands must be tensors, got %s", ox_value_format(c->g, ops, b, sizeof b));
+  if (ops->n == 0 || ops->n > OX_EINSUM_MAX_OPS) return say(c, -1, "%u operands (1 to %d supported)", ops->n, OX_EINSUM_MAX_OPS);
+  const OxTensorMeta *t[OX_EINSUM_MAX_OPS];
+  int ranks[OX_EINSUM_MAX_OPS];
+  OxDType dt = OX_DT_UNKNOWN;
+  for (uint32_t i = 0; i < ops->n; i++) {
+    int rc = val_tensor(c, &ops->u.items[i], "operands", &t[i]);
+    if (rc) return rc;
+    ranks[i] = t[i]->rank;
+    if (i && t[i]->dtype != t[0]->dtype) return say(c, -1, "operands must have the same dtype");
+    dt = t[i]->dtype;
+  }
+  OxEinsum e;
+  char err[160];
+  if (!ox_einsum_parse(eqv->s, ops->n, ranks, &e, err, sizeof err)) return say(c, -1, "%s", err + 8);
+  OxDim size[128];
+  bool seen[128] = {false};
+  for (uint32_t i = 0; i < ops->n; i++)
+    for (int k = 0; k < e.rank[i]; k++) {
+      unsigned char ch = (unsigned char)e.sub[i][k];
+      OxDim d = t[i]->shape[k];
+      if (!seen[ch]) {
+        seen[ch] = true;
+        size[ch] = d;
+      } else if (!dim_eq(size[ch], d)) {
+        if (d.sym || size[ch].sym) return sym_fail(c, d.sym ? d : size[ch]);
+        return say(c, -1, "subscript '%c' has sizes %lld and %lld", ch, (long long)size[ch].v, (long long)d.v);
+      }
+    }
+  OxTensorMeta *o = new_t(c, dt, e.out_rank, t[0]);
+  for (int k = 0; k < e.out_rank; k++) o->shape[k] = size[(unsigned char)e.out[k]];
+  set_tensor(out, o);
+  return 0;
+}
+
 static int rule_matmul(Ctx *c, OxMeta *out) {
   const OxTensorMeta *a, *b;
   int rc;
@@ -1897,6 +2019,7 @@ static const Rule rules[OX_OPID_COUNT] = {
   [OX_OPID_BMM] = {rule_bmm, "[b, n, m] @ [b, m, p] -> [b, n, p]; same dtype"},
   [OX_OPID_BADDBMM] = {rule_baddbmm, "batch1 [b, n, m] @ batch2 [b, m, p] -> [b, n, p]; self broadcasts to it"},
   [OX_OPID_MATMUL] = {rule_matmul, "torch.matmul: 1-D dot, matrix-vector, batched with broadcast batch dims"},
+  [OX_OPID_EINSUM] = {rule_einsum, "explicit subscripts (\"abc,abcd->abd\"); each subscript's size from the operands that have it"},
   [OX_OPID_GROUPED_MM] = {rule_grouped_mm, "tuple: out[i] = linear(inputs[i], weights[i], biases[i]) per group"},
   [OX_OPID_LAYER_NORM] = {rule_layer_norm, "same shape and dtype; normalized_shape must equal the trailing dims"},
   [OX_OPID_NATIVE_LAYER_NORM] = {rule_native_layer_norm,

@@ -71,6 +71,25 @@ bool ox_shape_meta_equal(const OxMeta *a, const OxMeta *b);
 /* Formats a meta for messages: "f32[8, 16]", "(f32[2], f32[2])", "Sym(s0)", "?". */
 int ox_meta_format(const OxMeta *m, char *buf, size_t cap);
 
+/* ------------------------------------------------ einsum equations */
+
+#define OX_EINSUM_MAX_OPS 8
+#define OX_EINSUM_MAX_RANK 16
+
+/* "abc,abcd->abd": the subscripts of each operand and of the output. Implicit output (no
+ * "->") is every subscript used exactly once, in ASCII order, as torch does. Spaces are
+ * ignored. Not supported (false, err says which): '...', a subscript repeated within one
+ * operand or in the output, an output subscript no operand has, a rank that does not match
+ * the operand's. ranks may be NULL (no rank check). */
+typedef struct OxEinsum {
+  uint32_t n_ops;
+  int rank[OX_EINSUM_MAX_OPS];
+  char sub[OX_EINSUM_MAX_OPS][OX_EINSUM_MAX_RANK + 1];
+  int out_rank;
+  char out[OX_EINSUM_MAX_RANK + 1];
+} OxEinsum;
+bool ox_einsum_parse(const char *eq, uint32_t n_ops, const int *ranks, OxEinsum *e, char *err, size_t cap);
+
 /* ------------------------------------------------ --input-shape NAME=SPEC */
 
 #define OX_SHAPE_MAX_RANK 16

@@ -69,6 +69,14 @@ static void infer(OxGraph *g, OxNodeId id) {
   }
 }
 
+/* torch.ops.aten.cat rather than torch.ops.aten.cat.default: an aten target without an
+ * overload name */
+static bool overload_packet(const OxGraph *g, OxNodeId id) {
+  const OxNode *n = ox_graph_node(g, id);
+  const char *a = n ? strstr(n->target, "aten.") : NULL;
+  return a && !strchr(a + 5, '.');
+}
+
 /* aten targets are spelled like the node they replace ("torch.ops.aten.X" or "aten.X") */
 static const char *aten_target(OxGraph *g, OxNodeId like, const char *overload) {
   char buf[160];
@@ -501,7 +509,10 @@ static int h_norm_split(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) 
   const OxNode *n = &g->nodes[m->anchor];
   const OxSpelling *spl;
   ox_op_of_node(g, n, &spl);
-  bool canon = canonical_kw_dim(n, 2) && spl->level == OX_LEVEL_TORCH && strcmp(n->target, T_SPLIT) == 0 &&
+  /* torch.functional.split is torch.split (the same function; FX prints it that way):
+   * upstream compares arguments, never the spelling */
+  bool canon = canonical_kw_dim(n, 2) && spl->level == OX_LEVEL_TORCH &&
+               (strcmp(n->target, T_SPLIT) == 0 || strcmp(n->target, "torch.functional.split") == 0) &&
                n->args.u.items[1].kind == OX_V_LIST && n->args.u.items[1].n == sp.n &&
                kwarg_of(n, "dim")->u.i == sp.dim;
   for (uint32_t i = 0; canon && i < sp.n; i++)
@@ -521,10 +532,9 @@ static int h_norm_unbind(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m)
     reject_load(c, e, m, why);
     return 0;
   }
-  const OxNode *n = &g->nodes[m->anchor];
-  bool canon = canonical_kw_dim(n, 1) && strcmp(n->target, T_UNBIND) == 0 && kwarg_of(n, "dim")->u.i == sp.dim;
-  int r = 0;
-  if (!canon) r = normalize_to(c, e, m, T_UNBIND, tup(g, 1, V(sp.input)), kw1(g, "dim", I(sp.dim)), true);
+  /* always rewritten and counted, even when already canonical: upstream's
+   * normalize_unbind_default has no early return (only split and cat have one) */
+  int r = normalize_to(c, e, m, T_UNBIND, tup(g, 1, V(sp.input)), kw1(g, "dim", I(sp.dim)), true);
   split_free(&sp);
   return r;
 }
@@ -554,8 +564,10 @@ static int h_norm_cat(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   }
   const OxNode *n = &g->nodes[m->anchor];
   const char *target = ct.stack ? T_STACK : T_CAT;
+  /* a canonical cat is left alone; a stack is always rewritten and counted (upstream's
+   * normalize_stack_default has no early return) */
   bool canon = canonical_kw_dim(n, 1) && strcmp(n->target, target) == 0 && kwarg_of(n, "dim")->u.i == ct.dim;
-  if (canon) return 0;
+  if (canon && !ct.stack) return 0;
   OxValue list = ox_graph_value_copy(g, ct.tensors);
   list.kind = OX_V_LIST;
   return normalize_to(c, e, m, target, tup(g, 1, list), kw1(g, "dim", I(ct.dim)), true);
@@ -1621,8 +1633,44 @@ int ox_splitcat_unbind_stack_to_slices_pass(OxPassCtx *c) {
 
 /* ------------------------------------------------------------------ move_reshape_out_of_split_stack_pass */
 
-/* stack([reshape(p_i, R)...], cs) == movedim(reshape(stack([p_i...], 0), [n] + R), 0, cs)
- * when every input is a reshape to the same R of equally shaped getitem pieces. */
+/* A stack input that is reshape(getitem(S, k), R): its split, index and the two shapes. */
+typedef struct RsIn {
+  OxNodeId split, piece;
+  int64_t k;
+  const OxTensorMeta *R, *P;
+} RsIn;
+
+static bool same_dims(const OxTensorMeta *a, const OxTensorMeta *b) {
+  if (a->rank != b->rank) return false;
+  for (int32_t d = 0; d < a->rank; d++)
+    if (a->shape[d].v != b->shape[d].v) return false;
+  return true;
+}
+
+static bool reshaped_piece(const OxGraph *g, const OxValue *v, RsIn *o) {
+  memset(o, 0, sizeof *o);
+  if (v->kind != OX_V_NODE || opof(g, v->u.node) != OX_OPID_RESHAPE) return false;
+  const OxNode *rs = &g->nodes[v->u.node];
+  if (!rs->args.n || rs->args.u.items[0].kind != OX_V_NODE) return false;
+  OxNodeId pc = rs->args.u.items[0].u.node;
+  if (!getitem_of(g, pc, &o->split, &o->k)) return false;
+  OxOpId sop = opof(g, o->split);
+  if (sop != OX_OPID_SPLIT && sop != OX_OPID_SPLIT_WITH_SIZES) return false;
+  o->piece = pc;
+  o->R = tmeta(g, v->u.node);
+  o->P = tmeta(g, pc);
+  return o->R && o->P;
+}
+
+/* stack over reshape(getitem(split)) inputs. A run of consecutive inputs that reshape
+ * consecutive equal pieces p_k..p_{k+L-1} of one split to the same shape R becomes one view
+ * of the split input when it is the whole split in order or at least threshold_to_cat long
+ * (upstream's construct_cat_args rule):
+ *   movedim(reshape(movedim(unflatten(x[start:end along sd], sd, (L, sec)), sd, 0), [L] + R), 0, cs)
+ * (out[i] = reshape(p_{k+i}, R): the pieces are consecutive blocks of x along sd). The other
+ * inputs, in order, are stacked in groups on cs and everything is joined by one cat on cs, as
+ * upstream does for a mixed stack. Upstream views the split input with permute + view, which
+ * equals the above only for sections of size 1; this form is right for any section size. */
 static int h_move_reshape(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m) {
   OxGraph *g = c->g;
   Cat ct;
@@ -1632,59 +1680,106 @@ static int h_move_reshape(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m
     return 0;
   }
   const OxValue *t = ct.tensors;
-  const OxTensorMeta *R = NULL, *P = NULL;
-  OxNodeId *pieces = ox_xcalloc(t->n, sizeof *pieces);
-  int r = 0;
-  for (uint32_t i = 0; i < t->n; i++) {
-    const OxValue *v = &t->u.items[i];
-    OxNodeId par;
-    int64_t k;
-    if (v->kind != OX_V_NODE || opof(g, v->u.node) != OX_OPID_RESHAPE) {
-      rejectf(c, e, m, OX_REASON_OTHER, "not every stack input is a reshape of a split piece", NULL);
-      goto out;
+  uint32_t n = t->n;
+  RsIn *in = ox_xcalloc(n, sizeof *in);
+  bool *is_rs = ox_xcalloc(n, sizeof *is_rs);
+  uint32_t *run_len = ox_xcalloc(n, sizeof *run_len); /* at the first input of a converting run */
+  Split *sps = ox_xcalloc(n, sizeof *sps);
+  int r = 0, threshold = c->opt ? c->opt->threshold_to_cat : 10;
+  uint32_t converting = 0, longest = 0;
+  for (uint32_t i = 0; i < n; i++) is_rs[i] = reshaped_piece(g, &t->u.items[i], &in[i]);
+  for (uint32_t i = 0; i < n;) {
+    if (!is_rs[i]) {
+      i++;
+      continue;
     }
-    const OxNode *rs = &g->nodes[v->u.node];
-    OxNodeId pc = rs->args.n ? rs->args.u.items[0].u.node : 0;
-    const OxTensorMeta *rm = tmeta(g, v->u.node), *pm = tmeta(g, pc);
-    if (!getitem_of(g, pc, &par, &k) || !rm || !pm) {
-      rejectf(c, e, m, OX_REASON_META_MISSING, nm(g, v->u.node), NULL);
-      goto out;
+    uint32_t j = i + 1;
+    while (j < n && is_rs[j] && in[j].split == in[i].split && in[j].k == in[j - 1].k + 1 &&
+           same_dims(in[j].R, in[i].R) && same_dims(in[j].P, in[i].P))
+      j++;
+    uint32_t L = j - i;
+    if (L > longest) longest = L;
+    if (!split_load(g, in[i].split, &sps[i], why, sizeof why)) {
+      i = j;
+      continue;
     }
-    if (!R) {
-      R = rm;
-      P = pm;
+    bool whole = in[i].k == 0 && L == sps[i].n;
+    if (whole || (int64_t)L >= threshold) {
+      run_len[i] = L;
+      converting++;
+    } else {
+      split_free(&sps[i]);
     }
-    bool same = rm->rank == R->rank && pm->rank == P->rank;
-    for (int32_t d = 0; same && d < rm->rank; d++) same = rm->shape[d].v == R->shape[d].v;
-    for (int32_t d = 0; same && d < pm->rank; d++) same = pm->shape[d].v == P->shape[d].v;
-    if (!same) {
-      rejectf(c, e, m, OX_REASON_SHAPE_DIFFERS, nm(g, t->u.items[0].u.node), nm(g, v->u.node), NULL);
-      goto out;
-    }
-    pieces[i] = pc;
+    i = j;
+  }
+  if (!converting) {
+    char b[16];
+    snprintf(why, sizeof why,
+             "no run of reshaped split pieces is a whole split in order or reaches threshold_to_cat %d (longest run %s)",
+             threshold, itoa_buf(b, sizeof b, longest));
+    rejectf(c, e, m, OX_REASON_OTHER, why, NULL);
+    goto out;
   }
   {
     ox_pat_step_begin(c, e, m);
     OxNodeId a = m->anchor;
-    OxNodeId st = new_cat(g, a, a, pieces, t->n, 0, true);
-    int64_t shape[OX_SHAPE_MAX_RANK + 1];
-    shape[0] = t->n;
-    for (int32_t d = 0; d < R->rank && d < OX_SHAPE_MAX_RANK; d++) shape[d + 1] = R->shape[d].v;
-    OxNodeId rs = new_call(g, a, a, "torch.reshape", NULL, tup(g, 2, V(st), ilist(g, shape, (uint32_t)R->rank + 1)));
-    if (ct.dim != 0) rs = new_call(g, a, a, "torch.movedim", NULL, tup(g, 3, V(rs), I(0), I(ct.dim)));
-    OxNodeId *olds = ox_xcalloc(t->n, sizeof *olds);
-    for (uint32_t i = 0; i < t->n; i++) olds[i] = t->u.items[i].u.node;
-    uint32_t nold = t->n;
-    replace_node(g, a, rs);
-    for (uint32_t i = 0; i < nold; i++) erase_dead(g, olds[i]);
+    int64_t cs = ct.dim;
+    OxNodeId *parts = ox_xcalloc(n, sizeof *parts), *others = ox_xcalloc(n, sizeof *others);
+    uint32_t np = 0, no = 0;
+    for (uint32_t i = 0; i < n;) {
+      if (!run_len[i]) {
+        others[no++] = t->u.items[i].u.node;
+        i++;
+        continue;
+      }
+      if (no) {
+        parts[np++] = new_cat(g, a, a, others, no, cs, true);
+        no = 0;
+      }
+      uint32_t L = run_len[i];
+      Split *sp = &sps[i];
+      int64_t k0 = in[i].k, sec = sp->sec[k0];
+      OxNodeId base = sp->input;
+      if (!(k0 == 0 && L == sp->n)) base = new_slice(g, a, a, base, sp->dim, sp->start[k0], sp->start[k0 + L]);
+      int64_t sizes[2] = {(int64_t)L, sec};
+      OxNodeId u = new_call(g, a, a, "torch.unflatten", NULL, tup(g, 3, V(base), I(sp->dim), ilist(g, sizes, 2)));
+      if (sp->dim != 0) u = new_call(g, a, a, "torch.movedim", NULL, tup(g, 3, V(u), I(sp->dim), I(0)));
+      const OxTensorMeta *R = in[i].R;
+      int64_t shape[OX_SHAPE_MAX_RANK + 1];
+      shape[0] = L;
+      for (int32_t d = 0; d < R->rank && d < OX_SHAPE_MAX_RANK; d++) shape[d + 1] = R->shape[d].v;
+      OxNodeId rs = new_call(g, a, a, "torch.reshape", NULL, tup(g, 2, V(u), ilist(g, shape, (uint32_t)R->rank + 1)));
+      if (cs != 0) rs = new_call(g, a, a, "torch.movedim", NULL, tup(g, 3, V(rs), I(0), I(cs)));
+      parts[np++] = rs;
+      i += L;
+    }
+    if (no) parts[np++] = new_cat(g, a, a, others, no, cs, true);
+    OxNodeId res = np == 1 ? parts[0] : new_cat(g, a, a, parts, np, cs, false);
+    OxNodeId *olds = ox_xcalloc(n, sizeof *olds), *pieces = ox_xcalloc(n, sizeof *pieces);
+    for (uint32_t i = 0; i < n; i++) {
+      olds[i] = t->u.items[i].u.node;
+      pieces[i] = is_rs[i] ? in[i].piece : 0;
+    }
+    replace_node(g, a, res);
+    for (uint32_t i = 0; i < n; i++) {
+      erase_dead(g, olds[i]);
+      if (pieces[i] && erase_dead(g, pieces[i])) erase_dead(g, in[i].split);
+    }
     free(olds);
+    free(pieces);
+    free(parts);
+    free(others);
     if (ox_step_commit(c)) {
       count(c);
       r = 1;
     }
   }
 out:
-  free(pieces);
+  for (uint32_t i = 0; i < n; i++) split_free(&sps[i]);
+  free(sps);
+  free(in);
+  free(is_rs);
+  free(run_len);
   return r;
 }
 
@@ -1735,6 +1830,9 @@ static int h_norm_aten_cat(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *
   OxGraph *g = c->g;
   Cat ct;
   char why[200];
+  /* upstream registers aten.cat.default: the overload packet aten.cat that its (and our)
+   * post-grad batch fusions emit is never matched, so it is neither rewritten nor counted */
+  if (overload_packet(g, m->anchor)) return 0;
   if (!cat_load(g, m->anchor, &ct, why, sizeof why) || ct.stack) {
     if (!ct.stack) reject_load(c, e, m, why);
     return 0;
@@ -1911,7 +2009,10 @@ static int h_select_cat_aten(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch
       return 0;
     }
     if (norm_dim(oa.slot[2]->u.i, xm->shape[d].v) != (int64_t)i) {
-      rejectf(c, e, m, OX_REASON_NOT_CONSECUTIVE, "select indices do not count up from 0", NULL);
+      char why[96];
+      snprintf(why, sizeof why, "select indices do not count up from 0: input %u selects index %lld", i,
+               (long long)oa.slot[2]->u.i);
+      rejectf(c, e, m, OX_REASON_OTHER, why, NULL);
       return 0;
     }
   }
@@ -1991,6 +2092,16 @@ static int h_unbind_stack_aten(OxPassCtx *c, const OxPatEntry *e, const OxPatMat
       rejectf(c, e, m, OX_REASON_OTHER, "an unsqueeze input is not a select", NULL);
       return 0;
     }
+    /* upstream accepts only the generic aten.select its batch fusions create (target ==
+     * torch.ops.aten.select), not a model's own aten.select.int; match_select_overload
+     * takes both */
+    if (!overload_packet(g, s) && !(c->opt && c->opt->match_select_overload)) {
+      rejectf(c, e, m, OX_REASON_TARGET_MISMATCH, nm(g, s), g->nodes[s].target,
+              "torch.ops.aten.select (the overload packet the batch fusions emit; option match_select_overload "
+              "accepts any select overload)",
+              NULL);
+      return 0;
+    }
     const OxTensorMeta *pm = tmeta(g, sa.slot[0]->u.node);
     if (!pm) {
       rejectf(c, e, m, OX_REASON_META_MISSING, nm(g, sa.slot[0]->u.node), NULL);
@@ -2007,7 +2118,20 @@ static int h_unbind_stack_aten(OxPassCtx *c, const OxPatEntry *e, const OxPatMat
       return 0;
     }
     if (norm_dim(sa.slot[2]->u.i, pm->shape[d].v) != (int64_t)i) {
-      rejectf(c, e, m, OX_REASON_NOT_CONSECUTIVE, "select indices do not count up from 0", NULL);
+      /* name the indices as the cat lists them: "[0, 10, 1, 11, ...]" */
+      char list[160];
+      size_t k = 0;
+      list[k++] = '[';
+      for (uint32_t j = 0; j < t->n && k + 24 < sizeof list; j++) {
+        const OxNode *un = &g->nodes[t->u.items[j].u.node];
+        const OxNode *sn = un->args.n && un->args.u.items[0].kind == OX_V_NODE ? &g->nodes[un->args.u.items[0].u.node] : NULL;
+        const OxValue *ix = sn && sn->args.n == 3 ? &sn->args.u.items[2] : NULL;
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "",
+                              ix && ix->kind == OX_V_INT ? itoa_buf(b1, sizeof b1, ix->u.i) : "?");
+        if (j + 1 < t->n && k + 24 >= sizeof list) k += (size_t)snprintf(list + k, sizeof list - k, ", ...");
+      }
+      snprintf(list + k, sizeof list - k, "]");
+      rejectf(c, e, m, OX_REASON_NOT_CONSECUTIVE, list, NULL);
       return 0;
     }
   }

@@ -960,21 +960,353 @@ static void test_move_reshape_out_of_split_stack(void) {
   run_free(&r);
 }
 
-static void test_unbind_stack_aten(void) {
+static const OxValue *kwarg_of_node(const OxGraph *gr, OxNodeId id, const char *key) {
+  const OxNode *n = &gr->nodes[id];
+  for (uint32_t k = 0; n->kwargs.kind == OX_V_DICT && k < n->kwargs.n; k++)
+    if (!strcmp(n->kwargs.keys[k], key)) return &n->kwargs.u.items[k];
+  return NULL;
+}
+
+/* the rejections of pass with a reason containing `what` */
+static uint32_t rejected_with(const Run *r, const char *pass, const char *what) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < r->tr->n_steps; i++) {
+    const OxStep *s = &r->tr->steps[i];
+    if (s->kind != OX_STEP_REJECTED || strcmp(s->pass, pass) != 0) continue;
+    char *why = ox_reason_format(&s->reason);
+    if (strstr(why, what)) n++;
+    g_free(why);
+  }
+  return n;
+}
+
+static void build_unbind_stack_aten(const char *select_target) {
   begin();
   OxNodeId p = ph("p", 2, (int64_t)5, (int64_t)4);
   OxNodeId us[5];
   for (int i = 0; i < 5; i++) {
-    OxNodeId sel = fn("torch.ops.aten.select.int", A(3, N(p), Iv(0), Iv(i)), NONE());
-    us[i] = fn("torch.ops.aten.unsqueeze.default", A(2, N(sel), Iv(0)), NONE());
+    OxNodeId sel = fn(select_target, A(3, N(p), Iv(0), Iv(i)), NONE());
+    us[i] = fn("torch.ops.aten.unsqueeze", A(2, N(sel), Iv(0)), NONE());
   }
-  OxNodeId c = fn("torch.ops.aten.cat.default", A(2, LN(5, us), Iv(0)), NONE());
+  OxNodeId c = fn("torch.ops.aten.cat", A(2, LN(5, us), Iv(0)), NONE());
   OxNodeId rl = fn("torch.ops.aten.relu.default", A(1, N(c)), NONE());
   out(1, &rl);
+}
+
+/* unbind_stack_aten_pass takes the generic aten.select the post-grad batch fusions create (the
+ * overload packet), as upstream's target == torch.ops.aten.select; a model's own
+ * aten.select.int only with match_select_overload. */
+static void test_unbind_stack_aten(void) {
+  build_unbind_stack_aten("torch.ops.aten.select");
+  OxNodeId p = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    if (g->nodes[id].op == OX_OP_PLACEHOLDER) p = id;
+  }
   Run r = run("unbind_stack_aten_pass");
   g_assert_cmpint(ctr(&r, "unbind_stack_aten_pass"), ==, 1);
   g_assert_cmpuint(arg_node(out_arg(0), 0), ==, p);
   run_free(&r);
+
+  build_unbind_stack_aten("torch.ops.aten.select.int");
+  r = run("unbind_stack_aten_pass");
+  g_assert_cmpint(ctr(&r, "unbind_stack_aten_pass"), ==, 0);
+  g_assert_cmpuint(rejected_with(&r, "unbind_stack_aten_pass", "is torch.ops.aten.select.int, pattern wants torch.ops.aten.select"),
+                   ==, 1);
+  run_free(&r);
+
+  build_unbind_stack_aten("torch.ops.aten.select.int");
+  r = run_opts("unbind_stack_aten_pass", WHOLE | STEP, "unbind_stack_aten_pass.match_select_overload=true", NULL);
+  g_assert_cmpint(ctr(&r, "unbind_stack_aten_pass"), ==, 1);
+  run_free(&r);
+}
+
+/* normalization_pass rewrites and counts every unbind and stack, canonical or not (upstream
+ * returns early only for split and cat); torch.functional.split is torch.split. */
+static void test_normalization_counts_unbind_stack(void) {
+  begin();
+  OxNodeId x = ph("x", 3, (int64_t)2, (int64_t)3, (int64_t)4);
+  OxNodeId u = fn("torch.unbind", A(1, N(x)), KW("dim", Iv(1)));
+  OxNodeId it[3] = {gi(u, 0), gi(u, 1), gi(u, 2)};
+  OxNodeId st = fn("torch.stack", A(1, LN(3, it)), KW("dim", Iv(0)));
+  OxNodeId c = fn("torch.cat", A(1, LN(3, it)), KW("dim", Iv(1)));
+  OxNodeId o[2] = {st, c};
+  out(2, o);
+  Run r = run("normalization_pass");
+  /* the canonical unbind and stack count; the canonical cat does not */
+  g_assert_cmpint(ctr(&r, "normalization_pass"), ==, 2);
+  g_assert_cmpuint(count_op(OX_OPID_UNBIND), ==, 1);
+  g_assert_false(ox_graph_find(g, "unbind")); /* replaced by a new node, as upstream does */
+  g_assert_true(ox_graph_find(g, "cat"));
+  run_free(&r);
+
+  begin();
+  x = ph("x", 2, (int64_t)2, (int64_t)32);
+  int64_t sec[] = {16, 16};
+  OxNodeId s1 = fn("torch.functional.split", A(2, N(x), LI(2, sec)), KW("dim", Iv(1)));
+  OxNodeId s2 = fn("torch.functional.split", A(3, N(x), Iv(8), Iv(1)), NONE());
+  OxNodeId o2[6] = {gi(s1, 0), gi(s1, 1), gi(s2, 0), gi(s2, 1), gi(s2, 2), gi(s2, 3)};
+  out(6, o2);
+  r = run("normalization_pass");
+  /* canonical spelled torch.functional.split: left alone; the other one normalized */
+  g_assert_cmpint(ctr(&r, "normalization_pass"), ==, 1);
+  g_assert_true(ox_graph_find(g, "split"));
+  g_assert_false(ox_graph_find(g, "split_1"));
+  run_free(&r);
+}
+
+/* normalization_aten_pass sees aten.cat.default only: the overload packet aten.cat that the
+ * post-grad batch fusions emit is neither rewritten nor counted (upstream's registration). */
+static void test_normalization_aten_ignores_packet_cat(void) {
+  begin();
+  OxNodeId x = ph("x", 2, (int64_t)4, (int64_t)3), y = ph("y", 2, (int64_t)4, (int64_t)3);
+  OxNodeId a = fn("torch.ops.aten.cat", A(2, LN(2, (OxNodeId[]){x, y}), Iv(-1)), NONE());
+  OxNodeId b = fn("torch.ops.aten.cat.default", A(2, LN(2, (OxNodeId[]){x, y}), Iv(-1)), NONE());
+  OxNodeId o[2] = {a, b};
+  out(2, o);
+  Run r = run("normalization_aten_pass");
+  g_assert_cmpint(ctr(&r, "normalization_aten_pass"), ==, 1);
+  g_assert_cmpstr(g->nodes[out_arg(0)].target, ==, "torch.ops.aten.cat");
+  g_assert_cmpint(g->nodes[out_arg(0)].args.u.items[1].u.i, ==, -1);
+  g_assert_cmpint(g->nodes[out_arg(1)].args.u.items[1].u.i, ==, 1);
+  run_free(&r);
+}
+
+/* upstream's test_split_cat_new_patterns/move_reshape_out_of_split_stack at a smaller size:
+ * a stack mixing clones with reshapes of every piece of a split -> stack of the clones, one
+ * view of the split input, a cat */
+static void mixed_reshape_stack(int64_t rows, int64_t sec, int64_t pieces, int64_t used_from, int64_t used_to) {
+  begin();
+  OxNodeId x = ph("x", 2, rows, sec * pieces);
+  int64_t secs[8];
+  for (int64_t i = 0; i < pieces; i++) secs[i] = sec;
+  OxNodeId s = fn("torch.split", A(2, N(x), LI((uint32_t)pieces, secs)), KW("dim", Iv(1)));
+  OxNodeId in[12];
+  uint32_t n = 0;
+  OxNodeId rs[8];
+  for (int64_t i = 0; i < pieces; i++)
+    rs[i] = meth("reshape", A(3, N(gi(s, i)), Iv(-1), Iv(pieces)), NONE());
+  in[n++] = meth("clone", A(1, N(rs[0])), NONE());
+  in[n++] = meth("clone", A(1, N(rs[1])), NONE());
+  for (int64_t i = used_from; i < used_to; i++) in[n++] = rs[i];
+  in[n++] = meth("clone", A(1, N(rs[pieces - 1])), NONE());
+  OxNodeId st = fn("torch.stack", A(1, LN(n, in)), KW("dim", Iv(0)));
+  out(1, &st);
+}
+
+static void test_move_reshape_mixed_stack(void) {
+  /* sections of 1 (upstream's test) */
+  mixed_reshape_stack(20, 1, 5, 0, 5);
+  Run r = run("move_reshape_out_of_split_stack_pass");
+  g_assert_cmpint(ctr(&r, "move_reshape_out_of_split_stack_pass"), ==, 1);
+  g_assert_cmpint(opat(out_arg(0)), ==, OX_OPID_CAT);
+  g_assert_cmpuint(count_op(OX_OPID_STACK), ==, 2); /* the leading clones, the trailing clone */
+  g_assert_cmpuint(count_op(OX_OPID_UNFLATTEN), ==, 1);
+  run_free(&r);
+  /* sections of 2: upstream's permute + view would interleave the pieces; the whole-graph
+   * comparison proves this form right */
+  mixed_reshape_stack(6, 2, 4, 0, 4);
+  r = run("move_reshape_out_of_split_stack_pass");
+  g_assert_cmpint(ctr(&r, "move_reshape_out_of_split_stack_pass"), ==, 1);
+  run_free(&r);
+  /* a run of 2 of 4 pieces is neither the whole split nor threshold_to_cat long: untouched */
+  mixed_reshape_stack(6, 2, 4, 1, 3);
+  r = run("move_reshape_out_of_split_stack_pass");
+  g_assert_cmpint(ctr(&r, "move_reshape_out_of_split_stack_pass"), ==, 0);
+  g_assert_cmpuint(rejected_with(&r, "move_reshape_out_of_split_stack_pass", "reaches threshold_to_cat 10 (longest run 2)"),
+                   ==, 1);
+  run_free(&r);
+  /* ... unless threshold_to_cat allows it: a slice of the input */
+  mixed_reshape_stack(6, 2, 4, 1, 3);
+  r = run_opts("move_reshape_out_of_split_stack_pass", WHOLE | STEP, "move_reshape_out_of_split_stack_pass.threshold_to_cat=2",
+               NULL);
+  g_assert_cmpint(ctr(&r, "move_reshape_out_of_split_stack_pass"), ==, 1);
+  run_free(&r);
+}
+
+/* numpy_compat_normalization: NumPy-style keywords of torch functions renamed where the
+ * function takes torch's name (upstream's misc_patterns; also torch functions the op table
+ * lacks, from their signatures); methods and aten overloads untouched. After it,
+ * normalization_pass sees the stack's dim. */
+static void test_numpy_compat_normalization(void) {
+  begin();
+  OxNodeId x = ph("x", 2, (int64_t)4, (int64_t)4), y = ph("y", 2, (int64_t)4, (int64_t)4);
+  OxNodeId a = fn("torch.stack", A(1, LN(2, (OxNodeId[]){x, y})), KW("axis", Iv(1)));
+  OxNodeId b = fn("torch.mul", A(1, N(x)), KW("x2", N(y)));
+  const char *mk[] = {"dim", "keepdims"};
+  OxValue mv[] = {Iv(1), ox_value_bool(true)};
+  OxNodeId e = fn("torch.max", A(1, N(x)), ox_graph_value_dict(g, mk, mv, 2));
+  const char *dk[] = {"x", "p", "train"};
+  OxValue dv[] = {N(x), ox_value_float(0.5), ox_value_bool(false)};
+  OxNodeId f = fn("torch.dropout", A(0), ox_graph_value_dict(g, dk, dv, 3));
+  OxNodeId m = meth("sum", A(1, N(x)), KW("axis", Iv(1))); /* a method: left alone */
+  OxNodeId o[5] = {a, b, gi(e, 0), f, m};
+  out(5, o);
+  Run r = run_opts("numpy_compat_normalization,normalization_pass", 0, NULL);
+  g_assert_cmpint(ctr(&r, "numpy_compat_normalization"), ==, 4);
+  g_assert_cmpint(ctr(&r, "normalization_pass"), ==, 1); /* the stack, now with dim=1 */
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    if (n->op != OX_OP_CALL_FUNCTION) continue;
+    for (uint32_t k = 0; n->kwargs.kind == OX_V_DICT && k < n->kwargs.n; k++) {
+      const char *key = n->kwargs.keys[k];
+      g_assert_true(strcmp(key, "axis") && strcmp(key, "keepdims") && strcmp(key, "x") && strcmp(key, "x2"));
+    }
+  }
+  g_assert_nonnull(kwarg_of_node(g, out_arg(4), "axis"));
+  run_free(&r);
+}
+
+/* a placeholder with a device */
+static OxNodeId ph_dev(const char *name, const char *device, int64_t d0, int64_t d1, int64_t d2) {
+  OxNodeId id = d2 ? ph(name, 3, d0, d1, d2) : d1 ? ph(name, 2, d0, d1) : ph(name, 1, d0);
+  if (device) {
+    OxMeta m = g->nodes[id].meta;
+    OxTensorMeta t = m.t[0];
+    t.device = ox_graph_intern(g, device);
+    m.t = &t;
+    ox_graph_set_meta(g, id, &m);
+  }
+  return id;
+}
+
+/* einsum_to_pointwise_pass (opt-in): einsum("abc,abcd->abd", x, w) that feeds an add ->
+ * sum(unsqueeze(x, -1) * w, -2); the other einsums are rejected with the guard. */
+static void test_einsum_to_pointwise(void) {
+  for (int k = 0; k < 3; k++) {
+    begin();
+    OxNodeId x = ph("x", 3, (int64_t)2, (int64_t)3, (int64_t)4), w = ph("w", 4, (int64_t)2, (int64_t)3, (int64_t)4,
+                                                                          (int64_t)5);
+    OxNodeId z = k == 2 ? ph("z", 3, (int64_t)2, (int64_t)5, (int64_t)3) : ph("z", 3, (int64_t)2, (int64_t)3, (int64_t)5);
+    const char *eq = k == 2 ? "abc,abcd->adb" : "abc,abcd->abd";
+    OxNodeId e = fn("torch.functional.einsum", A(3, ox_graph_value_str(g, OX_V_STR, eq), N(x), N(w)), NONE());
+    OxNodeId o = k == 1 ? fn("torch.relu", A(1, N(e)), NONE()) : meth("add", A(2, N(e), N(z)), NONE());
+    out(1, &o);
+    Run r = run("einsum_to_pointwise_pass");
+    g_assert_cmpint(ctr(&r, "einsum_to_pointwise_pass"), ==, k == 0 ? 1 : 0);
+    g_assert_cmpuint(count_op(OX_OPID_EINSUM), ==, k == 0 ? 0 : 1);
+    if (k == 0) {
+      g_assert_cmpuint(count_op(OX_OPID_SUM), ==, 1);
+      g_assert_cmpuint(count_op(OX_OPID_UNSQUEEZE), ==, 1);
+    } else {
+      g_assert_cmpuint(rejected_with(&r, "einsum_to_pointwise_pass", k == 1 ? "no user of einsum is an add"
+                                                                            : "is not of the form \"abc,abcd->abd\""),
+                       ==, 1);
+    }
+    run_free(&r);
+  }
+}
+
+/* decompose_mm_pass (opt-in): memory-bound aten matmuls under upstream's per-device
+ * thresholds; counters decompose_mm / decompose_addmm / decompose_bmm */
+static void test_decompose_mm(void) {
+  /* cpu mm, 1 row */
+  begin();
+  OxNodeId a = ph_dev("a", "cpu", 1, 64, 0), b = ph_dev("b", "cpu", 64, 16, 0), bias = ph_dev("bias", "cpu", 16, 0, 0);
+  OxNodeId mm = fn("torch.ops.aten.mm.default", A(2, N(a), N(b)), NONE());
+  OxNodeId am = fn("torch.ops.aten.addmm.default", A(3, N(bias), N(a), N(b)), NONE());
+  OxNodeId o[2] = {mm, am};
+  out(2, o);
+  Run r = run("decompose_mm_pass");
+  g_assert_cmpint(ctr(&r, "decompose_mm"), ==, 1);
+  g_assert_cmpint(ctr(&r, "decompose_addmm"), ==, 1);
+  g_assert_cmpint(ctr(&r, "decompose_mm_pass"), ==, 0);
+  g_assert_cmpuint(count_op(OX_OPID_MM) + count_op(OX_OPID_ADDMM), ==, 0);
+  run_free(&r);
+  /* cpu bmm, batch 1; cuda mm with 10240 rows and narrow mat2 */
+  begin();
+  OxNodeId x = ph_dev("x", "cpu", 1, 8, 16), y = ph_dev("y", "cpu", 1, 16, 4);
+  OxNodeId u = ph_dev("u", "cuda:0", 10240, 16, 0), v = ph_dev("v", "cuda:0", 16, 8, 0);
+  OxNodeId o2[2] = {fn("torch.ops.aten.bmm.default", A(2, N(x), N(y)), NONE()),
+                    fn("torch.ops.aten.mm.default", A(2, N(u), N(v)), NONE())};
+  out(2, o2);
+  r = run("decompose_mm_pass");
+  g_assert_cmpint(ctr(&r, "decompose_bmm"), ==, 1);
+  g_assert_cmpint(ctr(&r, "decompose_mm"), ==, 1);
+  run_free(&r);
+  /* not decomposed, with the threshold or guard named */
+  begin();
+  OxNodeId c4 = ph_dev("c4", "cpu", 4, 64, 0), d = ph_dev("d", "cpu", 64, 16, 0);
+  OxNodeId nd = ph("nd", 2, (int64_t)1, (int64_t)64), nd2 = ph("nd2", 2, (int64_t)64, (int64_t)16);
+  OxNodeId bb = ph_dev("bb", "cpu", 16, 0, 0);
+  OxNodeId o3[3] = {fn("torch.ops.aten.mm.default", A(2, N(c4), N(d)), NONE()),
+                    fn("torch.ops.aten.mm.default", A(2, N(nd), N(nd2)), NONE()),
+                    fn("torch.ops.aten.addmm.default", A(3, N(bb), N(c4), N(d)), KW("beta", Iv(2)))};
+  out(3, o3);
+  r = run("decompose_mm_pass");
+  g_assert_cmpint(ctr(&r, "decompose_mm") + ctr(&r, "decompose_addmm"), ==, 0);
+  g_assert_cmpuint(rejected_with(&r, "decompose_mm_pass", "cpu: needs rows <= 1"), ==, 1);
+  g_assert_cmpuint(rejected_with(&r, "decompose_mm_pass", "an unknown device"), ==, 1);
+  g_assert_cmpuint(rejected_with(&r, "decompose_mm_pass", "not addmm with 3 positional arguments and no keywords"), ==, 1);
+  run_free(&r);
+  /* the options move the thresholds */
+  begin();
+  c4 = ph_dev("c4", "cpu", 4, 64, 0);
+  d = ph_dev("d", "cpu", 64, 16, 0);
+  OxNodeId o4 = fn("torch.ops.aten.mm.default", A(2, N(c4), N(d)), NONE());
+  out(1, &o4);
+  r = run_opts("decompose_mm_pass", WHOLE | STEP, "decompose_mm_pass.cpu_max_first_dimension_decomposition=4", NULL);
+  g_assert_cmpint(ctr(&r, "decompose_mm"), ==, 1);
+  run_free(&r);
+}
+
+/* --config runs in PyTorch's driver order: pre-grad numpy_compat_normalization (always),
+ * normalization_pass, the batch fusions, the other passes (each group in file order); post-grad batch fusions (require_fbgemm ones last),
+ * then the other passes. --passes keeps its literal order. */
+static void test_config_driver_order(void) {
+  const char *cfg =
+    "{\"pre_grad_fusion_options\": {\"split_cat_pass\": {}, \"batch_relu\": {}, \"normalization_pass\": {},"
+    " \"batch_tanh\": {}, \"unbind_stack_pass\": {}},"
+    " \"post_grad_fusion_options\": {\"unbind_stack_aten_pass\": {}, \"group_linear\": {\"require_fbgemm\": true},"
+    " \"batch_aten_add\": {}, \"normalization_aten_pass\": {}}}";
+  /* a pre-grad section also runs numpy_compat_normalization first, as upstream's driver does */
+  const char *want[] = {"numpy_compat_normalization", "normalization_pass", "batch_relu", "batch_tanh", "split_cat_pass", "unbind_stack_pass",
+                        "batch_aten_add", "group_linear", "unbind_stack_aten_pass", "normalization_aten_pass"};
+  OxPipeline p;
+  OxDiagList d;
+  ox_diags_init(&d, "cfg");
+  g_assert_cmpint(ox_pipeline_from_config(cfg, strlen(cfg), "cfg.json", &p, &d), ==, 0);
+  g_assert_cmpuint(p.n, ==, G_N_ELEMENTS(want));
+  for (uint32_t i = 0; i < p.n; i++) g_assert_cmpstr(p.entries[i].pass->name, ==, want[i]);
+  g_assert_true(p.entries[7].opt.require_fbgemm);
+  ox_pipeline_free(&p);
+  g_assert_cmpint(ox_pipeline_from_list("split_cat_pass,normalization_pass", &p, &d), ==, 0);
+  g_assert_cmpstr(p.entries[0].pass->name, ==, "split_cat_pass");
+  ox_pipeline_free(&p);
+  ox_diags_clear(&d);
+
+  /* the order decides: split_cat_pass only sees normalized splits */
+  for (int literal = 0; literal < 2; literal++) {
+    begin();
+    OxNodeId x = ph("x", 2, (int64_t)2, (int64_t)8);
+    OxNodeId sp = fn("torch.split", A(3, N(x), Iv(2), Iv(1)), NONE());
+    OxNodeId it[4] = {gi(sp, 0), gi(sp, 1), gi(sp, 2), gi(sp, 3)};
+    OxNodeId st = fn("torch.stack", A(1, LN(4, it)), KW("dim", Iv(1)));
+    out(1, &st);
+    OxGraph *before = ox_graph_clone(g);
+    const char *c2 = "{\"pre_grad_fusion_options\": {\"split_cat_pass\": {}, \"normalization_pass\": {}}}";
+    OxDiagList d2;
+    ox_diags_init(&d2, "cfg");
+    if (literal)
+      g_assert_cmpint(ox_pipeline_from_list("split_cat_pass,normalization_pass", &p, &d2), ==, 0);
+    else
+      g_assert_cmpint(ox_pipeline_from_config(c2, strlen(c2), "c2.json", &p, &d2), ==, 0);
+    OxCheckConfig checks;
+    ox_check_config_default(&checks);
+    OxTrace *tr = ox_trace_new();
+    OxOptimizeResult res;
+    g_assert_cmpint(ox_optimize(g, &p, &checks, tr, &res, &d2), ==, 0);
+    int64_t sc = 0;
+    for (uint32_t i = 0; i < tr->n_counters; i++)
+      if (!strcmp(tr->counter_names[i], "split_cat_pass")) sc = tr->counter_values[i];
+    g_assert_cmpint(sc, ==, literal ? 0 : 1);
+    numeric_equal(before, g);
+    ox_trace_free(tr);
+    ox_pipeline_free(&p);
+    ox_diags_clear(&d2);
+    ox_graph_free(before);
+    ox_graph_free(g);
+    g = NULL;
+  }
 }
 
 static void test_default_pipeline_registered(void) {
@@ -1020,5 +1352,12 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/splitcat/unbind-stack-to-slices", test_unbind_stack_to_slices);
   g_test_add_func("/engine/splitcat/move-reshape-out-of-split-stack", test_move_reshape_out_of_split_stack);
   g_test_add_func("/engine/splitcat/unbind-stack-aten", test_unbind_stack_aten);
+  g_test_add_func("/engine/splitcat/normalization-counts-unbind-stack", test_normalization_counts_unbind_stack);
+  g_test_add_func("/engine/splitcat/normalization-aten-ignores-packet-cat", test_normalization_aten_ignores_packet_cat);
+  g_test_add_func("/engine/splitcat/move-reshape-mixed-stack", test_move_reshape_mixed_stack);
+  g_test_add_func("/engine/splitcat/config-driver-order", test_config_driver_order);
+  g_test_add_func("/engine/splitcat/einsum-to-pointwise", test_einsum_to_pointwise);
+  g_test_add_func("/engine/splitcat/numpy-compat-normalization", test_numpy_compat_normalization);
+  g_test_add_func("/engine/splitcat/decompose-mm", test_decompose_mm);
   return g_test_run();
 }

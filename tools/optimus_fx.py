@@ -214,6 +214,7 @@ OPTIMUS_OPS = {
     "bmm": torch.bmm,
     "baddbmm": torch.baddbmm,
     "matmul": torch.matmul,
+    "einsum": torch.einsum,
     "grouped_mm": grouped_mm,
     "layer_norm": F.layer_norm,
     "native_layer_norm": torch.native_layer_norm,

@@ -189,7 +189,8 @@ class Pointwise(nn.Module):
 
 
 class MatmulFamily(nn.Module):
-    """mm / bmm / baddbmm / addmm / matmul with broadcasting, on parameters (get_attr)."""
+    """mm / bmm / baddbmm / addmm / matmul with broadcasting, einsum (explicit and implicit
+    output), on parameters (get_attr)."""
 
     def __init__(self):
         super().__init__()
@@ -210,7 +211,8 @@ class MatmulFamily(nn.Module):
         m31 = torch.matmul(x3, self.v)
         m4 = torch.matmul(x4, self.w3)
         mv = x3.matmul(self.w3)
-        return mm, bmm, bad, adm, mt, m3, m1, m31, m4, mv
+        ein = torch.einsum("bij,bjk->bik", x3, self.w3) + torch.einsum("ij,jk", a, self.w)
+        return mm, bmm, bad, adm, mt, m3, m1, m31, m4, mv, ein
 
 
 class DLRM(nn.Module):

@@ -90,8 +90,9 @@ class Run:
         self.trace_path = os.path.join(self.dir, "t.json")
         self.module, self.inputs, self.ref = case.build()
         ox.export(self.module, self.inputs, self.model, record_io=True)
+        opts = [a for o in case.options for a in ("--option", o)]
         self.proc = run_cli("optimize", self.model, "-o", self.opt, "--trace", self.trace_path,
-                            "--json")
+                            "--json", *opts)
         self.error = None
         if self.proc.returncode != 0:
             self.error = "optimus optimize %s exited %d:\n%s%s" % (
@@ -238,7 +239,8 @@ def _unchecked(self, name):
     the outputs still match (the rewrite is right even where the numeric check rejects it)."""
     r = get_run(name)
     out = os.path.join(r.dir, "opt-unchecked.json")
-    p = run_cli("optimize", r.model, "-o", out, "--checks", "structure,shape", "--json")
+    opts = [a for o in r.case.options for a in ("--option", o)]
+    p = run_cli("optimize", r.model, "-o", out, "--checks", "structure,shape", "--json", *opts)
     self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
     counters = json.loads(p.stdout)["counters"]
     missing = [c for c in r.case.expect if not counters.get(c)]
