@@ -1030,10 +1030,76 @@ static void test_big_node_array(void) {
   ox_graph_free(g);
 }
 
+
+/* Issue 21: a node with many users. Users are appended without scanning (a repeated input
+ * is still listed once), rewiring a user to an input it already has adds nothing, rollback
+ * restores the arrays, and the verifier's users checks (missing, duplicate) still fire,
+ * also on a hub. 200k users loaded through the FX text loader. */
+static void test_hub_users(void) {
+  const uint32_t n = 200000;
+  GString *t = g_string_new("graph():\n    %x : [num_users=200000] = placeholder[target=x]\n");
+  for (uint32_t i = 0; i < n; i++)
+    g_string_append_printf(t, "    %%r%u : [num_users=1] = call_function[target=operator.add](args = (%%x, %%x), kwargs = {})\n", i);
+  g_string_append_printf(t, "    return r%u\n", n - 1);
+  OxDiagList d;
+  ox_diags_init(&d, "hub");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(t->str, t->len, OX_FMT_FX_TEXT, NULL, &doc, &d), ==, 0);
+  g_assert_cmpuint(d.n, ==, 0);
+  g_string_free(t, TRUE);
+  OxGraph *g = doc->graphs[0];
+  OxNodeId x = ox_graph_find(g, "x");
+  g_assert_cmpuint(g->nodes[x].n_users, ==, n); /* add(x, x) lists each user once */
+  for (uint32_t i = 0; i < n; i += 9973) g_assert_cmpuint(g->nodes[x].users[i], ==, x + 1 + i);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+
+  /* r1 = add(x, x) -> add(r0, x): r1 joins r0's users once, stays in x's */
+  OxNodeId r0 = ox_graph_find(g, "r0"), r1 = ox_graph_find(g, "r1"), r2 = ox_graph_find(g, "r2");
+  ox_graph_txn_begin(g);
+  OxValue a[2] = {ox_value_node(r0), ox_value_node(x)};
+  ox_graph_set_args(g, r1, ox_graph_value_seq(g, OX_V_TUPLE, a, 2));
+  g_assert_cmpuint(g->nodes[r0].n_users, ==, 1);
+  /* r2 = add(x, x) -> add(x, r0) by rewiring its first x... then the other: r0 once */
+  ox_graph_replace_input(g, r2, x, r0);
+  g_assert_cmpuint(g->nodes[r0].n_users, ==, 2);
+  g_assert_cmpuint(g->nodes[x].n_users, ==, n - 1);
+  /* rewiring r1's x to r0, which r1 already uses: no second entry */
+  ox_graph_replace_input(g, r1, x, r0);
+  g_assert_cmpuint(g->nodes[r0].n_users, ==, 2);
+  g_assert_cmpuint(g->nodes[x].n_users, ==, n - 2);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+  ox_graph_txn_rollback(g);
+  g_assert_cmpuint(g->nodes[r0].n_users, ==, 0);
+  g_assert_cmpuint(g->nodes[x].n_users, ==, n);
+  g_assert_cmpuint(g->nodes[x].users[0], ==, r0);
+  g_assert_cmpuint(g->nodes[x].users[1], ==, r1);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+
+  /* the verifier on a hub: a duplicate entry, then a missing one */
+  OxNode *hx = &g->nodes[x];
+  OxNodeId keep = hx->users[n - 1];
+  hx->users[n - 1] = hx->users[7];
+  ox_diags_clear(&d);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), >, 0);
+  bool twice = false, missing = false;
+  for (uint32_t i = 0; i < d.n; i++) {
+    if (strstr(d.items[i].msg, "list r7 twice")) twice = true;
+    if (strstr(d.items[i].msg, "do not list r199999")) missing = true;
+  }
+  g_assert_true(twice);
+  g_assert_true(missing);
+  hx->users[n - 1] = keep;
+  ox_diags_clear(&d);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+  ox_diags_clear(&d);
+  ox_doc_free(doc);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/graph/build-users", test_build_and_users);
   g_test_add_func("/engine/graph/big-node-array", test_big_node_array);
+  g_test_add_func("/engine/graph/hub-users", test_hub_users);
   g_test_add_func("/engine/graph/unique-names", test_unique_names);
   g_test_add_func("/engine/graph/replace-erase", test_replace_and_erase);
   g_test_add_func("/engine/graph/toposort", test_toposort);
