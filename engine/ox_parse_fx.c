@@ -426,7 +426,7 @@ static bool parse_seq(VCtx *v, const char **pp, OxValueKind kind, char close, ui
     p->nvs = base;
     return false;
   }
-  *out = ox_graph_value_seq(v->c->g, kind, p->vs + base, n);
+  *out = ox_graph_value_seq(v->c->g, kind, n ? p->vs + base : NULL, n);
   p->nvs = base;
   return true;
 }
@@ -482,7 +482,9 @@ static bool parse_dict(VCtx *v, const char **pp, uint32_t depth, OxValue *out) {
     fail(p, q, q >= e ? "unbalanced brackets: missing '}'" : "expected ',' or '}'");
     goto out;
   }
-  *out = ox_graph_value_dict(v->c->g, p->ks + kbase, p->vs + vbase, (uint32_t)(p->nvs - vbase));
+  /* the stacks are NULL until the first push: no offset may be applied to them then */
+  uint32_t nd = (uint32_t)(p->nvs - vbase);
+  *out = ox_graph_value_dict(v->c->g, nd ? p->ks + kbase : NULL, nd ? p->vs + vbase : NULL, nd);
   *pp = q;
 out:
   p->nvs = vbase;
