@@ -5,6 +5,11 @@
  * a topological order (stable toposort before each pass, as upstream does before each batch
  * rule), so passes may insert out of order.
  *
+ * Every pass (an entry with all its repetitions) runs under budgets (OxBudget: applied steps,
+ * growth relative to its input, wall time): ox_step_commit charges them, the pass stops at its
+ * next anchor once one is spent, and the driver records a BUDGET rejection and a warning and
+ * goes on with the next pass. So no pipeline runs without bound, whatever rules it holds.
+ *
  * ox_replay rebuilds the graph after applied step k from the input graph and the trace's edit
  * scripts alone (no matching is re-run), after checking that the trace was recorded on a
  * graph with the same structure hash.
@@ -261,6 +266,20 @@ static void trace_counter_add(OxTrace *t, const char *name, int64_t v) {
   t->n_counters++;
 }
 
+static void budget_init(OxPassBudget *b, const OxBudget *cfg, const OxGraph *g) {
+  memset(b, 0, sizeof *b);
+  b->max_steps = cfg->max_steps ? cfg->max_steps : OX_BUDGET_STEPS;
+  b->growth = cfg->max_growth > 0 ? cfg->max_growth : OX_BUDGET_GROWTH;
+  /* nodes as the CLI counts them: live nodes but the output */
+  b->uncounted = ox_graph_output(g) ? 1 : 0;
+  b->nodes_in = g->n_live - b->uncounted;
+  double cap = b->growth * (double)b->nodes_in;
+  if (cap < (double)b->nodes_in + OX_BUDGET_HEADROOM) cap = (double)b->nodes_in + OX_BUDGET_HEADROOM;
+  b->max_nodes = cap >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+  b->t0 = now_s();
+  b->deadline = b->t0 + (cfg->max_seconds > 0 ? cfg->max_seconds : OX_BUDGET_SECONDS);
+}
+
 int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, OxTrace *trace, OxOptimizeResult *res,
                 OxDiagList *d) {
   double t0 = now_s();
@@ -276,6 +295,8 @@ int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, Ox
   for (uint32_t i = 0; i < p->n && rc == 0; i++) {
     const OxPipelineEntry *e = &p->entries[i];
     int reps = e->opt.counter > 0 ? e->opt.counter : 1;
+    OxPassBudget budget;
+    budget_init(&budget, &p->budget, g);
     for (int r = 0; r < reps; r++) {
       if (!ox_graph_stable_toposort(g)) {
         ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "graph has a cycle before pass %s", e->pass->name);
@@ -290,14 +311,29 @@ int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, Ox
       c.checks = checks;
       c.trace = trace;
       c.record_rejections = own == NULL;
+      c.budget = &budget;
       int n = e->pass->run(&c);
       if (n < 0) {
         ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "pass %s failed", e->pass->name);
         rc = -1;
       }
       for (uint32_t k = 0; k < c.n_counters; k++) trace_counter_add(trace, c.counter_names[k], c.counter_values[k]);
+      bool stopped = c.stop && budget.spent;
+      if (stopped) {
+        /* a rejection of the pass as a whole, after its last step; and a warning */
+        OxStep *s = ox_trace_add_step(trace, OX_STEP_REJECTED);
+        s->pass = ox_trace_intern(trace, e->pass->name);
+        s->phase = e->pass->phase == OX_PHASE_POST ? "post" : "pre";
+        s->rule = ox_trace_intern(trace, "budget");
+        s->reason = ox_reason_nodes(&c, OX_REASON_BUDGET, (const char *const[]){budget.spent, budget.why}, 2,
+                                    NULL);
+        trace->n_rejected++;
+        ox_diag_add(d, OX_SEV_WARNING, 0, 0, NULL, "pass %s stopped after %u applied steps: %s budget: %s",
+                    e->pass->name, budget.steps, budget.spent, budget.why);
+        res->budget_stops++;
+      }
       ox_pass_ctx_clear(&c);
-      if (rc) break;
+      if (rc || stopped) break;
     }
   }
   if (rc == 0 && !ox_graph_stable_toposort(g)) {

@@ -54,7 +54,8 @@ extern "C" {
   X(OTHER, "%0")                                                                                \
   X(NOT_NORMALIZED, "%0 is not in normalized form: %1")                                         \
   X(MUTATION_BARRIER, "match spans a mutation barrier (%0 mutates between %1 and %2)")          \
-  X(PATTERN_DIFFERS, "pattern %0 already bound to %1, now %2")
+  X(PATTERN_DIFFERS, "pattern %0 already bound to %1, now %2")                                 \
+  X(BUDGET, "%0 budget: %1")
 
 typedef enum OxReasonCode {
 #define OX_REASON_ENUM(code, tmpl) OX_REASON_##code,

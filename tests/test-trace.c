@@ -128,6 +128,7 @@ static const OxPassInfo bad_shape = {"bad_shape", OX_PHASE_PRE, OX_ENGINE_PATTER
 static const OxPassInfo cycle = {"cycle", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_cycle, "test"};
 
 static void pipeline_of(OxPipeline *p, const OxPassInfo *pass) {
+  memset(p, 0, sizeof *p); /* default budgets */
   p->n = 1;
   p->entries = g_new0(OxPipelineEntry, 1);
   p->entries[0].pass = pass;

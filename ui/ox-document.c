@@ -1043,7 +1043,7 @@ static gboolean opt_job_run(OptJob *j, GCancellable *cancellable, gboolean repor
       pr->text = g_strdup_printf("optimizing: pass %u/%u %s", i + 1, j->n_entries, j->entries[i].pass->name);
       g_idle_add(opt_progress_main, pr);
     }
-    OxPipeline one = {&j->entries[i], 1};
+    OxPipeline one = {.entries = &j->entries[i], .n = 1};
     OxOptimizeResult res;
     OxDiagList d;
     ox_diags_init(&d, NULL);
