@@ -1712,6 +1712,69 @@ static int fmt_dim(const OxDim *d, char *buf, size_t cap) {
   return snprintf(buf, cap, "%lld", (long long)d->v);
 }
 
+/* A symbolic size that reads as a number: 0 = no, 1 = an integer too large to read (loaders keep
+ * those as text), 2 = another number (a point, an exponent: 1e23). */
+static int looks_numeric(const char *s) {
+  bool digit = false, other = false;
+  const char *p = s;
+  if (*p == '-' || *p == '+') p++;
+  for (; *p; p++) {
+    if (*p >= '0' && *p <= '9')
+      digit = true;
+    else if (*p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E')
+      other = true;
+    else
+      return 0;
+  }
+  return digit ? (other ? 2 : 1) : 0;
+}
+
+bool ox_meta_absurd(const OxTensorMeta *t, char *buf, size_t cap) {
+  if (!t || t->rank <= 0) return false;
+  int64_t numel = 1;
+  bool zero = false;
+  for (int32_t i = 0; i < t->rank; i++) {
+    const OxDim *d = &t->shape[i];
+    if (d->sym) {
+      int k = looks_numeric(d->sym);
+      if (k) {
+        snprintf(buf, cap, "size %.40s (dim %d) is %s", d->sym, (int)i,
+                 k == 1 ? (d->sym[0] == '-' ? "negative" : "more than 2^50 elements") : "not an integer");
+        return true;
+      }
+      continue;
+    }
+    if (d->v < 0) {
+      snprintf(buf, cap, "size %lld (dim %d) is negative", (long long)d->v, (int)i);
+      return true;
+    }
+    if (d->v == 0) {
+      zero = true;
+      continue;
+    }
+    /* the product of the non-zero sizes: a zero elsewhere must not hide an absurd one */
+    if (__builtin_mul_overflow(numel, d->v, &numel) || numel > OX_NUMEL_MAX) {
+      snprintf(buf, cap, "size %lld (dim %d) makes %s than 2^50 elements", (long long)d->v, (int)i,
+               zero ? "a zero-size tensor of more" : "more");
+      return true;
+    }
+  }
+  if (t->has_stride && t->stride)
+    for (int32_t i = 0; i < t->rank; i++) {
+      const OxDim *d = &t->stride[i];
+      if (d->sym && looks_numeric(d->sym)) {
+        snprintf(buf, cap, "stride %.40s (dim %d) is not an integer", d->sym, (int)i);
+        return true;
+      }
+      if (!d->sym && (d->v < 0 || d->v > OX_NUMEL_MAX)) {
+        snprintf(buf, cap, "stride %lld (dim %d) is %s", (long long)d->v, (int)i,
+                 d->v < 0 ? "negative" : "larger than 2^50");
+        return true;
+      }
+    }
+  return false;
+}
+
 int ox_tensor_meta_format(const OxTensorMeta *t, bool with_stride, bool with_device, char *buf, size_t cap) {
   size_t o = 0;
   char tmp[128];

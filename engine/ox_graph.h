@@ -468,6 +468,17 @@ const OxTensorMeta *ox_node_tensor_meta(const OxNode *n); /* t[0] for TENSOR, NU
 /* Formats "f32[8, 16][16, 1]cuda:0" (without quotes) into buf; returns length (snprintf-like). */
 int ox_tensor_meta_format(const OxTensorMeta *t, bool with_stride, bool with_device, char *buf, size_t cap);
 
+/* More elements than any tensor can hold (2^50, a petabyte of bytes): a size past it in a dump is
+ * damage, not a model. Shape arithmetic on sizes within it cannot overflow int64 in a product of
+ * two, and ox_meta_absurd keeps every loaded tensor's element count (and byte count) below it. */
+#define OX_NUMEL_MAX ((int64_t)1 << 50)
+
+/* Whether a tensor meta read from a dump is absurd: a negative size or stride, a symbolic size that
+ * is a number in disguise (1e23, 99999999999999999999: too large to read as an integer), or more
+ * than OX_NUMEL_MAX elements (the product of its known sizes, computed without overflow). Says
+ * why in buf ("size -5 is negative") and returns true; loaders then warn and drop the meta. */
+bool ox_meta_absurd(const OxTensorMeta *t, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

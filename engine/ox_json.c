@@ -866,6 +866,12 @@ static bool read_tensor_meta(Rd *r, OxGraph *g, json_object *o, OxTensorMeta *t)
     }
     path_pop(r);
   }
+  char why[160];
+  if (ok && ox_meta_absurd(t, why, sizeof why)) {
+    /* sizes no tensor can have: a warning (an error under --strict), and no meta */
+    report(r, OX_SEV_WARNING, "tensor meta ignored: %s", why);
+    return false;
+  }
   return ok;
 }
 
@@ -2144,6 +2150,12 @@ static bool shapes_dims(Rd *r, OxShapeList *l, json_object *arr, OxShapeEntry *e
       return false;
     }
     path_pop(r);
+  }
+  OxTensorMeta t = {.rank = e->rank, .shape = e->shape};
+  char why[160];
+  if (ox_meta_absurd(&t, why, sizeof why)) {
+    ERR(r, "%s", why);
+    return false;
   }
   return true;
 }

@@ -95,6 +95,7 @@ typedef struct P {
   /* uninterpreted values kept as text in the current line */
   uint32_t raw_count, raw_col;
   uint32_t ann_col; /* column of a tensor annotation we could not read, 0 if none */
+  char ann_why[120]; /* why, when it read but is absurd (ox_meta_absurd); else empty */
   size_t my_errors;
   bool pending_fragment;
   uint32_t pending_line;
@@ -707,9 +708,11 @@ static bool parse_dims(OxGraph *g, const char **pp, const char *e, OxDim tmp[64]
   return true;
 }
 
-/* "f32[8, 16][16, 1]cuda:0" or "Sym(s0)" -> meta. False if the text has another shape. */
-static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m) {
+/* "f32[8, 16][16, 1]cuda:0" or "Sym(s0)" -> meta. False if the text has another shape, or
+ * (why filled) sizes no tensor can have. */
+static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m, char *why, size_t whycap) {
   memset(m, 0, sizeof *m);
+  if (whycap) why[0] = 0;
   if (starts(s, e, "Sym(") && e[-1] == ')') {
     m->kind = OX_META_SYMINT;
     m->sym = ox_graph_intern_n(g, s + 4, (size_t)(e - 1 - (s + 4)));
@@ -741,6 +744,11 @@ static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m
       if (!(is_ident((unsigned char)*x) || *x == ':')) return false;
     t.device = ox_graph_intern_n(g, q, (size_t)(e - q));
   }
+  char buf[120];
+  if (ox_meta_absurd(&t, buf, sizeof buf)) {
+    if (whycap) snprintf(why, whycap, "%s", buf);
+    return false;
+  }
   m->kind = OX_META_TENSOR;
   m->n = 1;
   m->t = ox_graph_meta_intern(g, &t, 1);
@@ -750,7 +758,7 @@ static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m
 bool ox_parse_tensor_annotation(OxGraph *g, const char *s, size_t n, OxMeta *m) {
   while (n && is_ws((unsigned char)*s)) s++, n--;
   while (n && is_ws((unsigned char)s[n - 1])) n--;
-  return n && parse_annotation(g, s, s + n, m);
+  return n && parse_annotation(g, s, s + n, m, NULL, 0);
 }
 
 /* ------------------------------------------------------------------ contexts */
@@ -1059,7 +1067,7 @@ static bool parse_node_line(P *p, Ctx *c, const char *s, const char *e, Rec *rc)
     const char *as = q + 1, *ae = as;
     while (ae < e && *ae != '"') ae++;
     if (ae >= e) return fail(p, q, "unterminated tensor annotation");
-    if (!parse_annotation(g, as, ae, &rc->meta)) {
+    if (!parse_annotation(g, as, ae, &rc->meta, p->ann_why, sizeof p->ann_why)) {
       memset(&rc->meta, 0, sizeof rc->meta);
       p->ann_col = col_of(p, q);
     }
@@ -1335,7 +1343,9 @@ static void report_line_failure(P *p, const char *content) {
 }
 
 static void report_raw(P *p, const char *content) {
-  if (p->ann_col)
+  if (p->ann_col && p->ann_why[0])
+    diag(p, OX_SEV_WARNING, p->lineno, p->ann_col, content, "tensor annotation ignored: %s", p->ann_why);
+  else if (p->ann_col)
     diag(p, OX_SEV_WARNING, p->lineno, p->ann_col, content, "unrecognized tensor annotation ignored");
   if (p->raw_count)
     diag(p, OX_SEV_WARNING, p->lineno, p->raw_col, content,
@@ -1349,6 +1359,7 @@ static void line_reset(P *p) {
   p->raw_count = 0;
   p->raw_col = 0;
   p->ann_col = 0;
+  p->ann_why[0] = 0;
   p->nvs = 0;
   p->nks = 0;
 }

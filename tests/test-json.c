@@ -802,6 +802,51 @@ static void test_corpus_roundtrip(gconstpointer data) {
   g_free(path);
 }
 
+
+/* Issue 21: a tensor meta with sizes no tensor can have: a located warning (error under
+ * --strict) and no meta on the node. */
+static void test_absurd_dims(void) {
+  static const char fx[] = "graph():\n"
+                           "    %x : Tensor \"f32[4]\" = placeholder[target=x]\n"
+                           "    %relu : Tensor \"f32[3]\" = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+                           "    return relu\n";
+  OxDiagList d;
+  ox_diags_init(&d, "fx");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(fx, strlen(fx), OX_FMT_FX_TEXT, NULL, &doc, &d), ==, 0);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_json(doc, &b);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+  static const struct {
+    const char *shape, *why;
+  } cases[] = {
+      {"[-5]", "tensor meta ignored: size -5 (dim 0) is negative"},
+      {"[\"1e23\"]", "tensor meta ignored: size 1e23 (dim 0) is not an integer"},
+      {"[9223372036854775807]", "tensor meta ignored: size 9223372036854775807 (dim 0) makes more than 2^50 elements"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *at = strstr(b.data, "\"shape\": [4]");
+    g_assert_nonnull(at);
+    GString *t = g_string_new_len(b.data, at - b.data);
+    g_string_append_printf(t, "\"shape\": %s%s", cases[i].shape, at + strlen("\"shape\": [4]"));
+    ox_diags_init(&d, "abs.json");
+    g_assert_cmpint(ox_load_buffer(t->str, t->len, OX_FMT_JSON, NULL, &doc, &d), ==, 0);
+    g_assert_cmpuint(d.n_warnings, ==, 1);
+    g_assert_nonnull(strstr(d.items[0].msg, cases[i].why));
+    g_assert_cmpuint(d.items[0].line, >, 0);
+    g_assert_cmpint(doc->graphs[0]->nodes[ox_graph_find(doc->graphs[0], "x")].meta.kind, ==, OX_META_NONE);
+    ox_doc_free(doc);
+    ox_diags_clear(&d);
+    OxLoadOptions strict = {.strict = true};
+    load_bad(t->str, t->len, &strict, &d);
+    ox_diags_clear(&d);
+    g_string_free(t, TRUE);
+  }
+  ox_buf_free(&b);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/json/exact-output", test_exact_output);
@@ -816,6 +861,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/json/damaged-input", test_damaged_input);
   g_test_add_func("/engine/json/doc-example", test_doc_example);
   g_test_add_func("/engine/json/golden", test_golden);
+  g_test_add_func("/engine/json/absurd-dims", test_absurd_dims);
   for (int nn = 1; nn <= 29; nn++) {
     char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);
     g_test_add_data_func(p, GINT_TO_POINTER(nn), test_corpus_roundtrip);

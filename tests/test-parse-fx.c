@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "ox_graph.h"
+#include "ox_buf.h"
 #include "ox_load.h"
+#include "ox_write.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -1359,6 +1361,60 @@ static void test_corpus_details(void) {
   ox_diags_clear(&d);
 }
 
+
+/* Issue 21: sizes no tensor can have load with a located warning and no meta (an error under
+ * --strict), and are not written back; 2^50 elements is still a tensor. */
+static void test_absurd_dims(void) {
+  static const struct {
+    const char *ann, *why;
+  } cases[] = {
+      {"f32[-5]", "size -5 (dim 0) is negative"},
+      {"f32[9223372036854775807]", "size 9223372036854775807 (dim 0) is more than 2^50 elements"},
+      {"f32[1e23]", "size 1e23 (dim 0) is not an integer"},
+      {"f32[99999999999999999999, 2]", "size 99999999999999999999 (dim 0) is more than 2^50 elements"},
+      {"f32[0, 1073741824, 1073741824]", "size 1073741824 (dim 2) makes a zero-size tensor of more than 2^50 elements"},
+      {"f32[8, 16][-16, 1]", "stride -16 (dim 0) is negative"},
+      {"f32[1048576, 1048576, 2048]", "size 2048 (dim 2) makes more than 2^50 elements"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    char *text = g_strdup_printf("graph():\n"
+                                 "    %%x : Tensor \"%s\" = placeholder[target=x]\n"
+                                 "    %%relu : Tensor \"f32[4]\" = call_function[target=torch.relu](args = (%%x,), kwargs = {})\n"
+                                 "    return relu\n",
+                                 cases[i].ann);
+    Load l;
+    load(&l, text);
+    OxGraph *g = graph0(&l);
+    char *want = g_strdup_printf("tensor annotation ignored: %s", cases[i].why);
+    const OxDiag *w = find_diag(&l.d, OX_SEV_WARNING, want);
+    if (!w) {
+      ox_diags_print(&l.d, stderr);
+      g_error("%s: no warning '%s'", cases[i].ann, want);
+    }
+    g_assert_cmpuint(w->line, ==, 2);
+    g_assert_cmpuint(w->col, ==, 17);
+    g_assert_cmpint(node(g, "x")->meta.kind, ==, OX_META_NONE);
+    g_assert_cmpint(node(g, "relu")->meta.kind, ==, OX_META_TENSOR);
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_write_fx_text(g, &b);
+    g_assert_null(strstr(b.data, cases[i].ann)); /* convert does not write it back */
+    ox_buf_free(&b);
+    unload(&l);
+    load_strict(&l, text);
+    g_assert_cmpint(l.rc, ==, -1);
+    g_assert_nonnull(find_diag(&l.d, OX_SEV_ERROR, want));
+    unload(&l);
+    g_free(want);
+    g_free(text);
+  }
+  Load l;
+  load(&l, "graph():\n    %x : Tensor \"f32[1048576, 1048576, 1024]\" = placeholder[target=x]\n    return x\n");
+  g_assert_cmpint(node(graph0(&l), "x")->meta.kind, ==, OX_META_TENSOR);
+  g_assert_cmpuint(l.d.n, ==, 0);
+  unload(&l);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/parse-fx/basic", test_basic);
@@ -1390,6 +1446,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/parse-fx/pathological-linear", test_pathological_linear);
   g_test_add_func("/engine/parse-fx/data-files", test_data_files);
   g_test_add_func("/engine/parse-fx/corpus", test_corpus);
+  g_test_add_func("/engine/parse-fx/absurd-dims", test_absurd_dims);
   g_test_add_func("/engine/parse-fx/corpus-details", test_corpus_details);
   return g_test_run();
 }
