@@ -530,34 +530,6 @@ static int parse_args(CliOpts *o, unsigned allowed, int argc, char **argv) {
 
 /* ------------------------------------------------------------------ loading */
 
-static char *read_stdin(size_t *len_out) {
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap + 1);
-  if (!buf) return NULL;
-  for (;;) {
-    if (len == cap) {
-      if (cap > ((size_t)1 << 30)) break; /* the loader refuses anything this big anyway */
-      cap *= 2;
-      char *nb = realloc(buf, cap + 1);
-      if (!nb) {
-        free(buf);
-        return NULL;
-      }
-      buf = nb;
-    }
-    size_t n = fread(buf + len, 1, cap - len, stdin);
-    len += n;
-    if (n == 0) break;
-  }
-  if (ferror(stdin)) {
-    free(buf);
-    return NULL;
-  }
-  buf[len] = 0;
-  *len_out = len;
-  return buf;
-}
-
 /* Loads o->file into *doc; every diagnostic (warnings too) is printed to stderr. */
 static int load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags) {
   OxLoadOptions lo = {0};
@@ -567,9 +539,11 @@ static int load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags) {
   int rc;
   if (from_stdin) {
     size_t len = 0;
-    char *text = read_stdin(&len);
+    char err[512];
+    /* the loaders' cap (512 MiB), refused while reading: `optimus info - < /dev/zero` */
+    char *text = ox_read_stream(0, "standard input", &len, (size_t)512 << 20, err, sizeof err);
     if (!text) {
-      ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "cannot read standard input");
+      ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
       rc = -1;
       *doc = NULL;
     } else {
@@ -1529,6 +1503,27 @@ static int cmd_explain(int argc, char **argv) {
       } else if (ox_trace_read_json(text, len, o.trace, &t, &td) != 0) {
         ox_diags_print(&td, stderr);
         status = EXIT_BAD;
+      } else {
+        /* a trace of another graph reads fine but explains nothing true about this one */
+        char h[32];
+        snprintf(h, sizeof h, "%016llx", (unsigned long long)ox_graph_structure_hash(g));
+        if (t->input_hash && strcmp(t->input_hash, h) != 0)
+          ox_diag_add(&td, OX_SEV_WARNING, 0, 0, NULL,
+                      "recorded on another graph (structure hash %s; graph %u of %s has %s)", t->input_hash,
+                      o.graph ? o.graph : 1, o.file, h);
+        const char *unknown[5];
+        uint32_t nu = ox_trace_unknown_names(t, g, unknown, 5);
+        if (nu) {
+          char list[400] = "";
+          for (uint32_t i = 0; i < nu && i < 5; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", unknown[i]);
+          ox_diag_add(&td, OX_SEV_WARNING, 0, 0, NULL, "names %s%u node%s that %s does not have and no step adds: %s%s",
+                      nu >= OX_UNKNOWN_NAMES_MAX ? "at least " : "", nu, nu == 1 ? "" : "s", o.file, list,
+                      nu > 5 ? ", ..." : "");
+        }
+        if (o.strict) ox_diags_promote_warnings(&td);
+        ox_diags_print(&td, stderr);
+        if (td.n_errors) status = EXIT_BAD;
       }
       free(text);
       ox_diags_clear(&td);

@@ -386,24 +386,24 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
   switch ((OxTraceEditKind)e->kind) {
   case OX_TEDIT_ADD: {
     if (id) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: node %s already exists", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: node %s already exists", s->seq, e->name);
       return -1;
     }
     OxValue args, kwargs;
     if (!ox_trace_value_to_graph(t, g, &e->data->args, &args, err, sizeof err) ||
         !ox_trace_value_to_graph(t, g, &e->data->kwargs, &kwargs, err, sizeof err)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: adding %s: %s", s->seq, e->name, err);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: adding %s: %s", s->seq, e->name, err);
       return -1;
     }
     OxNodeId after = e->after ? find(g, e->after) : 0;
     if (e->after && !after) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: position node %s not found", s->seq, e->after);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: position node %s not found", s->seq, e->after);
       return -1;
     }
     OxNodeId nid = after ? ox_graph_insert_after(g, after, (OxOp)e->op, e->name, e->target, args, kwargs)
                          : ox_graph_insert_before(g, g->head, (OxOp)e->op, e->name, e->target, args, kwargs);
     if (strcmp(g->nodes[nid].name, e->name) != 0) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: could not name the new node %s", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: could not name the new node %s", s->seq, e->name);
       return -1;
     }
     if (e->has_meta) ox_graph_set_meta_shared(g, nid, &e->data->meta);
@@ -411,7 +411,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
   }
   case OX_TEDIT_ERASE:
     if (!id || !ox_graph_erase(g, id)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot erase %s (%s)", s->seq, e->name,
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: cannot erase %s (%s)", s->seq, e->name,
                   id ? "still used" : "not found");
       return -1;
     }
@@ -420,7 +420,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
     OxValue args, kwargs;
     if (!id || !ox_trace_value_to_graph(t, g, &e->data->args, &args, err, sizeof err) ||
         !ox_trace_value_to_graph(t, g, &e->data->kwargs, &kwargs, err, sizeof err)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: rewiring %s: %s", s->seq, e->name,
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: rewiring %s: %s", s->seq, e->name,
                   id ? err : "not found");
       return -1;
     }
@@ -429,10 +429,14 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
     return 0;
   }
   case OX_TEDIT_MOVE: {
-    if (!e->name) return ox_graph_stable_toposort(g) ? 0 : -1;
+    if (!e->name) {
+      if (ox_graph_stable_toposort(g)) return 0;
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: the graph has a cycle", s->seq);
+      return -1;
+    }
     OxNodeId after = e->after ? find(g, e->after) : 0;
     if (!id || (e->after && !after)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot move %s", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: cannot move %s", s->seq, e->name);
       return -1;
     }
     if (after)
@@ -443,14 +447,14 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
   }
   case OX_TEDIT_META:
     if (!id) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: %s not found", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: %s not found", s->seq, e->name);
       return -1;
     }
     ox_graph_set_meta_shared(g, id, &e->data->meta);
     return 0;
   case OX_TEDIT_RENAME:
     if (!id || !ox_graph_rename(g, id, e->new_name)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot rename %s", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: cannot rename %s", s->seq, e->name);
       return -1;
     }
     return 0;
@@ -459,7 +463,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
     const char *why = !id ? "node not found" : !from ? "old input not found" : !to ? "new input not found" : NULL;
     if (!why && !ox_graph_has_input(g, id, from)) why = "old input is not an input of the node";
     if (why) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot rewire %s from %s to %s: %s", s->seq,
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: cannot rewire %s from %s to %s: %s", s->seq,
                   e->name ? e->name : "?", e->from ? e->from : "?", e->to ? e->to : "?", why);
       return -1;
     }
@@ -471,7 +475,14 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
 }
 
 int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
-  if (t->input_hash) {
+  /* without the hash nothing says the trace belongs to this graph: its edits would be applied
+   * to whatever nodes happen to have the names they use */
+  if (!t->input_hash) {
+    ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL,
+                "the trace has no input hash, so it cannot be checked against this graph: not replayed");
+    return -1;
+  }
+  {
     char h[32];
     snprintf(h, sizeof h, "%016llx", (unsigned long long)ox_graph_structure_hash(g));
     if (strcmp(h, t->input_hash) != 0) {
@@ -537,4 +548,53 @@ uint32_t ox_trace_steps_for_node(const OxTrace *t, const char *name, uint32_t *o
     c++;
   }
   return c;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static bool in_sorted(const char **v, uint32_t n, const char *s) {
+  return n && bsearch(&s, v, n, sizeof *v, cmp_str) != NULL;
+}
+
+uint32_t ox_trace_unknown_names(const OxTrace *t, const OxGraph *g, const char **out, uint32_t max) {
+  /* the names the steps make, sorted */
+  uint32_t n_made = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    n_made += t->steps[i].n_added;
+    for (uint32_t j = 0; j < t->steps[i].n_edits; j++) n_made += t->steps[i].edits[j].kind == OX_TEDIT_RENAME;
+  }
+  const char **made = ox_xrealloc(NULL, (n_made + 1) * sizeof *made);
+  n_made = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    const OxStep *s = &t->steps[i];
+    for (uint32_t j = 0; j < s->n_added; j++) made[n_made++] = s->added[j];
+    for (uint32_t j = 0; j < s->n_edits; j++)
+      if (s->edits[j].kind == OX_TEDIT_RENAME && s->edits[j].new_name) made[n_made++] = s->edits[j].new_name;
+  }
+  qsort(made, n_made, sizeof *made, cmp_str);
+  /* the unknown ones, each once */
+  const char **seen = NULL;
+  uint32_t n_seen = 0, cap_seen = 0, count = 0;
+  for (uint32_t i = 0; i < t->n_steps && n_seen < OX_UNKNOWN_NAMES_MAX; i++) {
+    const OxStep *s = &t->steps[i];
+    uint32_t n_names = 1 + s->n_matched + s->n_removed + s->reason.n_args;
+    for (uint32_t k = 0; k < n_names; k++) {
+      const char *name = k == 0                                  ? s->anchor
+                         : k <= s->n_matched                     ? s->matched[k - 1]
+                         : k <= s->n_matched + s->n_removed      ? s->removed[k - 1 - s->n_matched]
+                                                                 : s->reason.nodes[k - 1 - s->n_matched - s->n_removed];
+      if (!name || !name[0] || ox_graph_find(g, name) || in_sorted(made, n_made, name)) continue;
+      bool dup = false;
+      for (uint32_t q = 0; q < n_seen && !dup; q++) dup = strcmp(seen[q], name) == 0;
+      if (dup) continue;
+      if (n_seen == cap_seen) seen = ox_xrealloc(seen, (cap_seen = cap_seen ? cap_seen * 2 : 16) * sizeof *seen);
+      seen[n_seen++] = name;
+      if (count < max) out[count] = name;
+      count++;
+      if (n_seen >= OX_UNKNOWN_NAMES_MAX) break; /* enough to say so; the dedup stays cheap */
+    }
+  }
+  free(seen);
+  free(made);
+  return count;
 }

@@ -1810,6 +1810,33 @@ static json_object *stream_parse(Stream *st, size_t s, size_t e) {
   return o;
 }
 
+/* The lines the edits of the step object text[s, e) start on (line = the line of s): the
+ * step was parsed already, so the text is valid JSON; its "edits" member is found among the
+ * top-level members and its elements are walked with skip_value. */
+static void edit_lines(const char *text, size_t s, size_t e, uint32_t line, OxStep *st) {
+  size_t i = skip_ws(text, e, s + 1), at = s;
+  while (i < e && text[i] == '"') {
+    size_t ke = skip_string(text, e, i);
+    bool edits = ke - i == 7 && memcmp(text + i, "\"edits\"", 7) == 0;
+    i = skip_ws(text, e, ke);
+    if (i >= e || text[i] != ':') return;
+    i = skip_ws(text, e, i + 1);
+    if (edits && i < e && text[i] == '[') {
+      i = skip_ws(text, e, i + 1);
+      for (uint32_t k = 0; k < st->n_edits && i < e && text[i] != ']'; k++) {
+        for (; at < i; at++)
+          if (text[at] == '\n') line++;
+        st->edits[k].src_line = line;
+        i = skip_ws(text, e, skip_value(text, e, i));
+        if (i < e && text[i] == ',') i = skip_ws(text, e, i + 1);
+      }
+      return;
+    }
+    i = skip_ws(text, e, skip_value(text, e, i));
+    if (i < e && text[i] == ',') i = skip_ws(text, e, i + 1);
+  }
+}
+
 /* Extent of the value at i (validated later by stream_parse); 0 on a structural error. */
 static size_t stream_value_end(Stream *st, size_t i) {
   if (i >= st->len) {
@@ -1958,6 +1985,12 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       if (t->input_hash && !t->input_hash[0]) t->input_hash = NULL;
       path_pop(r);
     }
+    if (!t->input_hash) {
+      path_push_key(r, "input");
+      report(r, OX_SEV_WARNING, "no input hash: the trace cannot be checked against the graph it is used with "
+                                "(replay refuses it)");
+      path_pop(r);
+    }
     if (json_object_object_get_ex(root, "config", &v) && json_object_is_type(v, json_type_object))
       t->config = ox_trace_intern(t, json_object_to_json_string_ext(v, JSON_C_TO_STRING_SPACED));
     else
@@ -1991,6 +2024,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   } else {
     i = skip_ws(text, len, i + 1);
     size_t idx = 0;
+    size_t line_at = 0; /* lines counted up to here, once over the whole text */
+    uint32_t line = 1;
     if (i < len && text[i] == ']') i++;
     else
       while (r->errors < MAX_ERRORS) {
@@ -1998,8 +2033,15 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
         if (!e) break;
         json_object *o = stream_parse(&st, i, e);
         if (!o) break;
+        for (; line_at < i; line_at++)
+          if (text[line_at] == '\n') line++;
         path_push_idx(r, idx++);
+        uint32_t before = t->n_steps;
         read_step(r, t, o);
+        if (t->n_steps > before) {
+          t->steps[t->n_steps - 1].src_line = line;
+          edit_lines(text, i, e, line, &t->steps[t->n_steps - 1]);
+        }
         path_pop(r);
         json_object_put(o);
         i = skip_ws(text, len, e);

@@ -223,6 +223,13 @@ int ox_replay(OxGraph *g, const OxTrace *trace, uint32_t k, OxDiagList *d);
  * matched node, or reason argument, in trace order. Returns count, fills up to max indices. */
 uint32_t ox_trace_steps_for_node(const OxTrace *t, const char *name, uint32_t *out, uint32_t max);
 
+/* Node names the trace's steps mention (anchor, matched, removed, reason arguments) that are
+ * neither nodes of g nor made by one of its steps (added, renamed to): a trace of another graph.
+ * Returns how many distinct ones (at most OX_UNKNOWN_NAMES_MAX: the scan stops there); fills up
+ * to max of them (in trace order). */
+#define OX_UNKNOWN_NAMES_MAX 4096u
+uint32_t ox_trace_unknown_names(const OxTrace *t, const OxGraph *g, const char **out, uint32_t max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -130,6 +130,7 @@ typedef struct OxTraceEdit {
   uint8_t kind;
   uint8_t op;            /* OxOp, ADD */
   bool has_meta;         /* ADD: data->meta is set (META edits always have it) */
+  uint32_t src_line;     /* read from a file: the line its JSON object starts on; else 0 */
   const char *name;
   const char *after;
   const char *new_name;
@@ -173,6 +174,8 @@ typedef struct OxStep {
   const char *options;     /* options in force, compact JSON text */
   const char **counter_names; int64_t *counter_deltas; uint32_t n_counters;
   double seconds;
+  uint32_t src_line;       /* read from a trace file: the line its JSON object starts on (replay errors
+                              are located there); 0 for a step recorded in this process */
 } OxStep;
 
 typedef struct OxTrace {

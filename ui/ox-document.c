@@ -814,7 +814,7 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
   if (trace_path) {
     char err[512];
     size_t len = 0;
-    char *text = ox_read_file(trace_path, &len, 0, err, sizeof err);
+    char *text = ox_read_file(trace_path, &len, (size_t)1 << 30, err, sizeof err);
     if (!text) {
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
       ox_doc_free(doc);
@@ -880,7 +880,7 @@ static void trace_thread(GTask *task, gpointer src, gpointer data, GCancellable 
   TraceJob *j = data;
   char err[512];
   size_t len = 0;
-  char *text = ox_read_file(j->path, &len, 0, err, sizeof err);
+  char *text = ox_read_file(j->path, &len, (size_t)1 << 30, err, sizeof err);
   if (!text) {
     g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
     return;
