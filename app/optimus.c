@@ -1626,6 +1626,11 @@ static int cmd_replay(int argc, char **argv) {
       fprintf(stderr, "optimus replay: %s\n", err);
       status = EXIT_BAD;
     } else if (ox_trace_read_json(text, len, o.file2, &t, &td) != 0 ||
+               (!t->input_hash && (ox_diag_add(&td, OX_SEV_ERROR, 0, 0, NULL,
+                                               "the trace has no input hash, so nothing checks it was "
+                                               "recorded on %s: not replayed",
+                                               o.file),
+                                   true)) ||
                ox_replay(g, t, o.has_step ? o.step : UINT32_MAX, &td) != 0) {
       ox_diags_print(&td, stderr);
       status = EXIT_BAD;

@@ -641,6 +641,14 @@ gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, Ox
    * second install of the same doc copies the current input */
   gboolean steal = doc->graphs[graph_index] != NULL;
   OxGraph *input = steal ? doc->graphs[graph_index] : ox_graph_clone(self->history->input);
+  if (trace && !trace->input_hash) { /* a trace file with "hash": "": nothing would check it (issue 21) */
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                "the trace has no input hash, so nothing checks it was recorded on %s", path ? path : "this graph");
+    if (!steal) ox_graph_free(input);
+    ox_trace_free(trace);
+    if (doc != self->doc) ox_doc_free(doc);
+    return FALSE;
+  }
   if (trace && trace->input_hash) {
     char hash[32];
     g_snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ox_graph_structure_hash(input));
@@ -906,6 +914,13 @@ static void trace_thread(GTask *task, gpointer src, gpointer data, GCancellable 
     return;
   }
   const OxGraph *input = j->base->input;
+  if (!trace->input_hash) { /* "hash": "" (issue 21) */
+    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            "%s: the trace has no input hash, so nothing checks it was recorded on this graph",
+                            j->path);
+    ox_trace_free(trace);
+    return;
+  }
   if (trace->input_hash) {
     char hash[32];
     g_snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ox_graph_structure_hash(input));
