@@ -1736,6 +1736,10 @@ bool ox_meta_absurd(const OxTensorMeta *t, char *buf, size_t cap) {
   for (int32_t i = 0; i < t->rank; i++) {
     const OxDim *d = &t->shape[i];
     if (d->sym) {
+      if (!d->sym[0]) { /* text that is not a size at all (NUL bytes in a damaged annotation) */
+        snprintf(buf, cap, "dim %d has an empty size", (int)i);
+        return true;
+      }
       int k = looks_numeric(d->sym);
       if (k) {
         snprintf(buf, cap, "size %.40s (dim %d) is %s", d->sym, (int)i,
@@ -1762,7 +1766,7 @@ bool ox_meta_absurd(const OxTensorMeta *t, char *buf, size_t cap) {
   if (t->has_stride && t->stride)
     for (int32_t i = 0; i < t->rank; i++) {
       const OxDim *d = &t->stride[i];
-      if (d->sym && looks_numeric(d->sym)) {
+      if (d->sym && (!d->sym[0] || looks_numeric(d->sym))) {
         snprintf(buf, cap, "stride %.40s (dim %d) is not an integer", d->sym, (int)i);
         return true;
       }

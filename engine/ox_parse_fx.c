@@ -104,7 +104,9 @@ typedef struct P {
 
 /* ------------------------------------------------------------------ small helpers */
 
-static bool is_ident_start(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+/* bytes >= 0x80 are identifier characters, as in Python 3 (and the readable loader): a node named
+ * in UTF-8 (or in bytes a dump mangled) must read back from the FX text we write */
+static bool is_ident_start(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80; }
 static bool is_ident(unsigned char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 static bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 static bool is_ws(unsigned char c) { return c == ' ' || c == '\t'; }

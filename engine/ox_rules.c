@@ -3728,6 +3728,11 @@ static int parse_batch(P *p) {
           ERR_TOK(p, v[i], "at most %d extras", OX_BATCH_MAX_EXTRAS);
           break;
         }
+        if (v[i]->k != TK_ID) { /* a number or punctuation has no name (s is NULL) */
+          char b[64];
+          ERR_TOK(p, v[i], "extras: expected an argument name, found %s", tok_desc(p, v[i], b, sizeof b));
+          continue;
+        }
         extra_toks[n_extras] = v[i];
         extras[n_extras++] = v[i]->s;
       }

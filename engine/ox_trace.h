@@ -229,7 +229,8 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
  * provenance pairs and every rewire as an args edit; both still read and replay). */
 #define OX_TRACE_VERSION 2
 
-/* JSON (docs/trace-format.md). Writes with OxBuf; reading validates and returns located errors. */
+/* JSON (docs/trace-format.md). Writes with OxBuf; reading validates and returns located errors
+ * (text NUL-terminated at len, as for ox_load_buffer). */
 void ox_trace_write_json(const OxTrace *t, OxBuf *out);
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *d);
 

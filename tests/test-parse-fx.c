@@ -1415,6 +1415,36 @@ static void test_absurd_dims(void) {
   unload(&l);
 }
 
+
+/* Found by fuzz-fx-readable (issue 21): names with bytes >= 0x80 (Unicode identifiers, or bytes a
+ * dump mangled), which the readable loader accepts as Python does, must read back from the FX
+ * text we write; before, the FX loader skipped the line and the graph lost its placeholder. */
+static void test_high_byte_names(void) {
+  static const char py[] = "class GraphModule(torch.nn.Module):\n"
+                           "    def forward(self, l_\xd6\xd6" "args_: \"f32[4]\", b\xc3\xa9ta: \"f32[4]\"):\n"
+                           "        add: \"f32[4]\" = l_\xd6\xd6" "args_ + b\xc3\xa9ta\n"
+                           "        return (add,)\n";
+  OxDiagList d;
+  ox_diags_init(&d, "t.py");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(py, strlen(py), OX_FMT_FX_READABLE, NULL, &doc, &d), ==, 0);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(doc->graphs[0], &b);
+  Load l;
+  load(&l, b.data);
+  OxGraph *g = graph0(&l);
+  g_assert_cmpuint(l.d.n, ==, 0);
+  g_assert_cmpint(node(g, "l_\xd6\xd6" "args_")->op, ==, OX_OP_PLACEHOLDER);
+  g_assert_cmpint(node(g, "b\xc3\xa9ta")->op, ==, OX_OP_PLACEHOLDER);
+  g_assert_cmpuint(count_nodes(g), ==, 3);
+  g_assert_cmpint(verify(g), ==, 0);
+  unload(&l);
+  ox_buf_free(&b);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/parse-fx/basic", test_basic);
@@ -1447,6 +1477,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/parse-fx/data-files", test_data_files);
   g_test_add_func("/engine/parse-fx/corpus", test_corpus);
   g_test_add_func("/engine/parse-fx/absurd-dims", test_absurd_dims);
+  g_test_add_func("/engine/parse-fx/high-byte-names", test_high_byte_names);
   g_test_add_func("/engine/parse-fx/corpus-details", test_corpus_details);
   return g_test_run();
 }

@@ -1234,6 +1234,18 @@ static void test_absurd_dims(void) {
   g_assert_cmpint(l.rc, ==, -1);
   g_assert_cmpuint(l.d.n_errors, ==, 3);
   unload(&l);
+  /* found by fuzz-fx-readable: NUL bytes in an annotation made an empty symbolic size, which the
+   * JSON we wrote could not read back */
+  static const char nul[] = "class GraphModule(torch.nn.Module):\n"
+                            "    def forward(self, y: \"f32[4]\"):\n"
+                            "        relu: \"f32[1,\0\0\0 4]\" = torch.relu(y)\n"
+                            "        return (relu,)\n";
+  load_n(&l, nul, sizeof nul - 1, false);
+  g = graph0(&l);
+  g_assert_cmpint(l.d.n_warnings, ==, 1);
+  g_assert_nonnull(strstr(l.d.items[0].msg, "tensor annotation ignored: dim 1 has an empty size"));
+  g_assert_cmpint(node(g, "relu")->meta.kind, ==, OX_META_NONE);
+  unload(&l);
 }
 
 int main(int argc, char **argv) {

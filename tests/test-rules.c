@@ -699,6 +699,8 @@ static void test_errors_inline(void) {
        "3:10: '+' needs numbers, got list and list (use ++ to join lists)"},
       {"rule r {\n  match: r @ relu(x)\n  where: rank(x, 1) == 2\n  replace: r => x\n}\n",
        "3:10: rank() takes 1 argument, got 2"},
+      /* found by fuzz-rules (issue 21): a number among extras passed a NULL name to strcmp */
+      {"batch b {\n  op: gelu\n  extras: approximate 1\n}\n", "3:23: extras: expected an argument name, found '1'"},
       {"rule r {\n  match: r @ relu(x)\n  where: len(3) == 2\n  replace: r => x\n}\n",
        "3:14: argument 1 of len() must be a list or a string, got int"},
       {"rule r {\n  match: r @ relu(x)\n  where: rank(x) == 2\n}\n", "1:6: rule 'r' has no replace: clause"},

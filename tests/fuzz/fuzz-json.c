@@ -7,7 +7,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > FUZZ_MAX_INPUT) return -1;
-  OxDoc *doc = fuzz_load((const char *)data, size, OX_FMT_JSON, "json");
+  char *text = fuzz_text(data, size);
+  OxDoc *doc = fuzz_load(text, size, OX_FMT_JSON, "json");
+  free(text);
   if (!doc) return 0;
   fuzz_json_roundtrip(doc, "json");
   fuzz_fx_roundtrip(doc, "json");
