@@ -1375,12 +1375,17 @@ static int indent_of(const char *s, const char *e) {
   return n;
 }
 
-/* Leaves blocks that the line's indentation shows have ended (a nested block without return). */
+/* Leaves blocks that the line's indentation shows have ended (a nested block without return; a
+ * nested block with no body at all: a line not indented past its header, as the FX writer
+ * prints an empty subgraph). */
 static void pop_dedented(P *p, int indent) {
   while (p->depth && top(p)->nested) {
     Ctx *c = top(p);
-    if (c->body_indent >= 0 && indent < c->body_indent) pop_ctx(p);
-    else break;
+    if ((c->body_indent >= 0 && indent < c->body_indent) ||
+        (c->body_indent < 0 && c->header_indent >= 0 && indent <= c->header_indent))
+      pop_ctx(p);
+    else
+      break;
   }
 }
 

@@ -217,9 +217,11 @@ int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, Ox
 uint64_t ox_graph_structure_hash(const OxGraph *g);
 
 /* Replays the first k applied steps of trace on g (the input graph); k = UINT32_MAX: all.
- * Refused when t->input_hash differs from g's. A NULL input_hash is not checked: for replaying
- * a range of steps from a mid-run graph (the debugger's views). A trace read from a file
- * without a hash must be refused by the caller (ox_trace_read_json warns about it). */
+ * Refused when t->input_hash differs from g's; with a hash, the result is also checked to be in
+ * topological order (a damaged trace fails here instead of leaving a graph with uses before
+ * definitions). A NULL input_hash is not checked: for replaying a range of steps from a mid-run
+ * graph (the debugger's views). A trace read from a file without a hash must be refused by the
+ * caller (ox_trace_read_json warns about it). */
 int ox_replay(OxGraph *g, const OxTrace *trace, uint32_t k, OxDiagList *d);
 
 /* explain: every recorded step (applied or rejected) that mentions node `name` as anchor,

@@ -1445,6 +1445,38 @@ static void test_high_byte_names(void) {
   ox_diags_clear(&d);
 }
 
+
+/* Found by fuzz-json (issue 21): an empty nested graph is written as a bare "lowered graph():"
+ * header; the next line, not indented past the header, belongs to the parent again (it was read
+ * as the nested graph's body, so the FX text of such a graph changed on every round trip). */
+static void test_empty_nested_graph(void) {
+  Load l;
+  load(&l, "graph():\n"
+           "    %w : [num_users=1] = get_attr[target=w]\n"
+           "        lowered graph():\n"
+           "    %relu : [num_users=1] = call_function[target=torch.relu](args = (%w,), kwargs = {})\n"
+           "    return relu\n");
+  OxGraph *g = graph0(&l);
+  g_assert_cmpuint(count_nodes(g), ==, 2);
+  g_assert_cmpuint(ox_graph_output(g), !=, 0);
+  g_assert_cmpuint(g->n_subgraphs, ==, 1);
+  g_assert_cmpuint(g->subgraphs[0]->n_live, ==, 0);
+  g_assert_cmpint(verify(g), ==, 0);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(g, &b);
+  Load l2;
+  load(&l2, b.data);
+  OxBuf b2;
+  ox_buf_init(&b2);
+  ox_write_fx_text(graph0(&l2), &b2);
+  g_assert_cmpstr(b.data, ==, b2.data);
+  ox_buf_free(&b);
+  ox_buf_free(&b2);
+  unload(&l2);
+  unload(&l);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/parse-fx/basic", test_basic);
@@ -1478,6 +1510,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/parse-fx/corpus", test_corpus);
   g_test_add_func("/engine/parse-fx/absurd-dims", test_absurd_dims);
   g_test_add_func("/engine/parse-fx/high-byte-names", test_high_byte_names);
+  g_test_add_func("/engine/parse-fx/empty-nested-graph", test_empty_nested_graph);
   g_test_add_func("/engine/parse-fx/corpus-details", test_corpus_details);
   return g_test_run();
 }

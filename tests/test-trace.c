@@ -920,6 +920,19 @@ static void test_trace_integrity(void) {
   g_assert_cmpint(ox_replay(re, t2, UINT32_MAX, &d), ==, -1);
   g_assert_cmpuint(d.items[d.n - 1].line, ==, line);
   g_assert_nonnull(strstr(d.items[d.n - 1].msg, "replay step 1: position node nosuch"));
+  /* found by fuzz-trace: an add moved to the head (before its inputs) replayed "fine" into a
+   * graph with uses before definitions; a replay from the input now checks the order */
+  ox_trace_free(t2);
+  ox_graph_free(re);
+  ox_diags_clear(&d);
+  g_free(bad);
+  const char *aft = strstr(add, "\"after\": \"");
+  const char *aft_end = strchr(aft + 10, '"');
+  bad = g_strdup_printf("%.*s\"after\": null%s", (int)(aft - b.data), b.data, aft_end + 1);
+  g_assert_cmpint(ox_trace_read_json(bad, strlen(bad), "t.json", &t2, &d), ==, 0);
+  re = ox_graph_clone(input);
+  g_assert_cmpint(ox_replay(re, t2, UINT32_MAX, &d), ==, -1);
+  g_assert_nonnull(strstr(d.items[d.n - 1].msg, "before its definition (the trace is damaged)"));
   /* the same trace against its own graph names nothing unknown; against another, its nodes */
   const char *unknown[4];
   g_assert_cmpuint(ox_trace_unknown_names(t, input, unknown, 4), ==, 0);
