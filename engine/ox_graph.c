@@ -290,10 +290,52 @@ OxValue ox_graph_value_seq(OxGraph *g, OxValueKind kind, const OxValue *items, u
   return v;
 }
 
+typedef struct KeyAt {
+  const char *key; /* interned: equal keys are equal pointers */
+  uint32_t at;
+} KeyAt;
+
+static int cmp_key_at(const void *a, const void *b) {
+  const KeyAt *x = a, *y = b;
+  if (x->key != y->key) return (uintptr_t)x->key < (uintptr_t)y->key ? -1 : 1;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
 OxValue ox_graph_value_dict(OxGraph *g, const char *const *keys, const OxValue *items, uint32_t n) {
   OxValue v = ox_graph_value_seq(g, OX_V_DICT, items, n);
   v.keys = n ? ox_arena_alloc(&g->arena, n * sizeof(char *)) : NULL;
   for (uint32_t i = 0; i < n; i++) v.keys[i] = ox_graph_intern(g, keys[i]);
+  if (n < 2) return v;
+  /* A key given twice keeps its first place and its last value, as a Python dict literal does
+   * (a damaged dump, a hand-made JSON file): a dict never holds a key twice, so every writer and
+   * reader sees the same dict. Sorted copies of (key, index) find repeats in O(n log n). */
+  KeyAt *ka = ox_xrealloc(NULL, n * sizeof *ka);
+  for (uint32_t i = 0; i < n; i++) ka[i] = (KeyAt){v.keys[i], i};
+  qsort(ka, n, sizeof *ka, cmp_key_at);
+  bool dup = false;
+  uint8_t *drop = NULL;
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i;
+    while (j + 1 < n && ka[j + 1].key == ka[i].key) j++;
+    if (j > i) {
+      if (!drop) drop = ox_xcalloc(n, 1);
+      dup = true;
+      v.u.items[ka[i].at] = v.u.items[ka[j].at]; /* first place, last value */
+      for (uint32_t k = i + 1; k <= j; k++) drop[ka[k].at] = 1;
+    }
+    i = j + 1;
+  }
+  if (dup) {
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+      if (!drop[i]) {
+        v.u.items[m] = v.u.items[i];
+        v.keys[m++] = v.keys[i];
+      }
+    v.n = m;
+  }
+  free(drop);
+  free(ka);
   return v;
 }
 

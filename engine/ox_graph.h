@@ -357,6 +357,7 @@ void ox_graph_move_after(OxGraph *g, OxNodeId n, OxNodeId anchor);
 /* Value builders (arena-backed). */
 OxValue ox_graph_value_str(OxGraph *g, OxValueKind kind, const char *s); /* STR, SYM, DEVICE, ENUM, RAW */
 OxValue ox_graph_value_seq(OxGraph *g, OxValueKind kind, const OxValue *items, uint32_t n); /* LIST, TUPLE, SLICE */
+/* A key given twice keeps its first place and its last value (a Python dict literal's rule). */
 OxValue ox_graph_value_dict(OxGraph *g, const char *const *keys, const OxValue *items, uint32_t n);
 OxValue ox_graph_value_copy(OxGraph *g, const OxValue *v); /* deep copy into g's arena */
 

@@ -725,12 +725,7 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
         }
         path_pop(r);
       }
-      if (ok) {
-        out->kind = OX_V_DICT;
-        out->n = (uint32_t)cnt;
-        out->u.items = items;
-        out->keys = keys;
-      }
+      if (ok) *out = ox_graph_value_dict(c->g, keys, items, (uint32_t)cnt); /* a repeated key: the last value */
     }
   } else {
     ERR(r, "unknown value tag '%.40s' (expected tuple, node, sym, dtype, device, enum, ellipsis, dict, "

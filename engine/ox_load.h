@@ -72,6 +72,10 @@ int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *
  * not one. */
 bool ox_parse_tensor_annotation(OxGraph *g, const char *s, size_t n, OxMeta *m);
 
+/* Whether the FX text loader reads device text s back as a device when it is printed bare
+ * ("cuda:0", "cpu"); the FX writer prints any other device as device(type='ipu', index=0). */
+bool ox_fx_device_reads_bare(const char *s);
+
 #ifdef __cplusplus
 }
 #endif

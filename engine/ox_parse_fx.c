@@ -757,6 +757,17 @@ static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m
   return true;
 }
 
+bool ox_fx_device_reads_bare(const char *s) {
+  const char *c = strchr(s, ':');
+  size_t n = c ? (size_t)(c - s) : strlen(s);
+  if (!is_device_word(s, n)) return false;
+  if (!c) return true;
+  if (!c[1]) return false;
+  for (const char *q = c + 1; *q; q++)
+    if (!is_digit((unsigned char)*q)) return false;
+  return true;
+}
+
 bool ox_parse_tensor_annotation(OxGraph *g, const char *s, size_t n, OxMeta *m) {
   while (n && is_ws((unsigned char)*s)) s++, n--;
   while (n && is_ws((unsigned char)s[n - 1])) n--;

@@ -1477,6 +1477,59 @@ static void test_empty_nested_graph(void) {
   unload(&l);
 }
 
+
+/* Found by fuzz-fx-text and fuzz-json (issue 21): a dict with a repeated key keeps the first place
+ * and the last value, as Python does (JSON wrote both, json-c read one: the round trip changed the
+ * graph); a device the loader knows only from device(type=...) is written back in that form (it
+ * was written bare, and read back as a string). */
+static void test_dict_keys_and_devices(void) {
+  Load l;
+  load(&l, "graph():\n"
+           "    %x : [num_users=1] = placeholder[target=x]\n"
+           "    %i : [num_users=1] = call_function[target=torch.ops.prims.iota.default](args = (%x, "
+           "device(type='ipu', index=1), device(type='cuda', index=0), device(type='weird')), "
+           "kwargs = {start: 0, step: 1, dtype: torch.int64, step: 2})\n"
+           "    return i\n");
+  OxGraph *g = graph0(&l);
+  OxNode *n = node(g, "i");
+  g_assert_cmpuint(n->kwargs.n, ==, 3);
+  g_assert_cmpstr(n->kwargs.keys[1], ==, "step");
+  g_assert_cmpint(n->kwargs.u.items[1].u.i, ==, 2);
+  for (uint32_t k = 1; k <= 3; k++) g_assert_cmpint(n->args.u.items[k].kind, ==, OX_V_DEVICE);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(g, &b);
+  g_assert_nonnull(strstr(b.data, "device(type='ipu', index=1), cuda:0, device(type='weird')"));
+  g_assert_nonnull(strstr(b.data, "kwargs = {start: 0, step: 2, dtype: torch.int64}"));
+  Load l2;
+  load(&l2, b.data);
+  OxNode *n2 = node(graph0(&l2), "i");
+  for (uint32_t k = 1; k <= 3; k++) g_assert_cmpint(n2->args.u.items[k].kind, ==, OX_V_DEVICE);
+  OxBuf b2;
+  ox_buf_init(&b2);
+  ox_write_fx_text(graph0(&l2), &b2);
+  g_assert_cmpstr(b.data, ==, b2.data);
+  /* JSON: written once, read, written again: the same bytes */
+  OxBuf j1, j2;
+  ox_buf_init(&j1);
+  ox_buf_init(&j2);
+  ox_write_json(l.doc, &j1);
+  OxDoc *back = NULL;
+  OxDiagList d;
+  ox_diags_init(&d, "j");
+  g_assert_cmpint(ox_load_buffer(j1.data, j1.len, OX_FMT_JSON, NULL, &back, &d), ==, 0);
+  ox_write_json(back, &j2);
+  g_assert_cmpstr(j1.data, ==, j2.data);
+  ox_doc_free(back);
+  ox_diags_clear(&d);
+  ox_buf_free(&j1);
+  ox_buf_free(&j2);
+  ox_buf_free(&b);
+  ox_buf_free(&b2);
+  unload(&l2);
+  unload(&l);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/parse-fx/basic", test_basic);
@@ -1511,6 +1564,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/parse-fx/absurd-dims", test_absurd_dims);
   g_test_add_func("/engine/parse-fx/high-byte-names", test_high_byte_names);
   g_test_add_func("/engine/parse-fx/empty-nested-graph", test_empty_nested_graph);
+  g_test_add_func("/engine/parse-fx/dict-keys-devices", test_dict_keys_and_devices);
   g_test_add_func("/engine/parse-fx/corpus-details", test_corpus_details);
   return g_test_run();
 }
