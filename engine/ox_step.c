@@ -10,6 +10,10 @@
  * replace_all_uses pattern) comes from that node; other added nodes (scaffolding such as a
  * stack) come from every matched node. Provenance ids are transitive to the input graph:
  * a node created by an earlier step passes on its own provenance.
+ *
+ * Budgets: every kept step is charged to the pass's budget (c->budget, set by the driver);
+ * when one is spent, c->stop is set and the pass loops (ox_pass_stopped) return at their next
+ * anchor. The step that crossed the line stays: it passed its checks.
  */
 #include <assert.h>
 #include <stdarg.h>
