@@ -2,7 +2,10 @@
  *
  * Invariants (see ox_graph.h): users[] of every live node lists exactly the live nodes
  * that reference it, once each, in the order the uses were added; names of live nodes are
- * unique and indexed in g->names. Every mutation keeps both.
+ * unique and indexed in g->names. Every mutation keeps both. Adding a user never scans the
+ * list (a node with 1e6 users loads in linear time): callers add a user only where it is not
+ * listed yet, and a repeated input of one node is always the last entry. Dicts hold each key
+ * once (ox_graph_value_dict).
  *
  * Ownership of value trees: a node takes the value trees passed to it as they are (no
  * copy, so loading stays cheap). Containers must not be shared between two nodes, because
