@@ -1088,6 +1088,41 @@ static void fill_node(Rd *r, OxGraph *g, OxNodeId id, json_object *o) {
 
 static const char *const graph_keys[] = {"name", "owner", "src_line", "nodes", "subgraphs", NULL};
 
+typedef struct LaterCtx {
+  const OxGraph *g;
+  uint32_t pos;      /* of the user */
+  OxNodeId later;    /* an input at or after it, 0 if none */
+} LaterCtx;
+
+static void later_cb(OxNodeId id, void *data) {
+  LaterCtx *c = data;
+  if (!c->later && id < c->g->n_nodes && !c->g->nodes[id].erased && c->g->nodes[id].pos >= c->pos) c->later = id;
+}
+
+/* References may point forward (the format allows it), but a graph is kept in an order where
+ * every node follows its inputs: the nodes are then put in topological order (stable: file order
+ * where it already is one); a node that depends on itself (directly or through others) is an
+ * error located at the node. */
+static void check_order(Rd *r, OxGraph *g, const OxNodeId *ids, size_t cnt) {
+  ox_graph_renumber(g);
+  for (size_t i = 0; i < cnt; i++) {
+    if (!ids[i]) continue;
+    const OxNode *n = &g->nodes[ids[i]];
+    LaterCtx c = {g, n->pos, 0};
+    ox_value_foreach_node(&n->args, later_cb, &c);
+    ox_value_foreach_node(&n->kwargs, later_cb, &c);
+    if (!c.later) continue;
+    path_push_idx(r, i);
+    r->node_depth = r->depth;
+    r->node_name = n->name;
+    if (c.later == ids[i] || !ox_graph_stable_toposort(g))
+      ERR(r, "%s depends on itself%s", n->name, c.later == ids[i] ? "" : " through its inputs (a cycle)");
+    r->node_depth = 0;
+    path_pop(r);
+    return;
+  }
+}
+
 static OxGraph *read_graph(Rd *r, json_object *o) {
   if (!expect_type(r, o, json_type_object, "a graph")) return NULL;
   OxGraph *g = ox_graph_new();
@@ -1144,6 +1179,7 @@ static OxGraph *read_graph(Rd *r, json_object *o) {
         r->node_depth = 0;
         path_pop(r);
       }
+      if (r->errors < MAX_ERRORS) check_order(r, g, ids, cnt);
       free(ids);
     }
     path_pop(r);
