@@ -150,6 +150,10 @@ static const char usage_optimize[] =
   "  --option P.K=V        set option K of pass P (repeatable), e.g. batch_linear.min_fuse_set_size=3\n"
   "  --checks LIST         structure,shape,numeric | all | none (default all)\n"
   "  --numeric-budget N    FLOPs per step for the numeric check (default 50000000)\n"
+  "  --budget K=V,...      per-pass budgets: steps=N applied steps (default 1000000),\n"
+  "                        growth=F times the pass's input nodes (default 4, at least +1000),\n"
+  "                        seconds=S wall time (default 300); a pass that spends one stops\n"
+  "                        with a warning and a BUDGET record in the trace\n"
   "  --keep-failed         keep steps whose check failed (for debugging the checks)\n"
   "  --input-shape N=DIMS  placeholder or parameter shape, e.g. x=16,256 or x=f32:16,256\n"
   "                        (repeatable); parameters without one are inferred from their uses\n"
@@ -173,7 +177,7 @@ static const char usage_explain[] =
   "  --node NAME           the node to explain (required)\n"
   "  --pass P              only this pass\n"
   "  --trace T.json        explain a recorded run instead of running one\n"
-  "  --config, --passes, --option, --rules, --checks, --input-shape, --shapes, --graph, --strict,\n"
+  "  --config, --passes, --option, --rules, --checks, --budget, --input-shape, --shapes, --graph, --strict,\n"
   "  --format              as for optimize\n"
   "  --json                print one JSON object\n"
   "  -h, --help            show this help\n";
@@ -239,6 +243,7 @@ enum {
   OPT_LAYOUT = 1 << 27,
   OPT_PARAMS = 1 << 28,
   OPT_SHAPES = 1 << 29, /* accepted wherever OPT_INPUT_SHAPE is */
+  OPT_BUDGET = 1 << 30,
 };
 
 typedef struct OptSpec {
@@ -279,6 +284,7 @@ static const OptSpec opt_specs[] = {
   {"layout", 0, true, OPT_LAYOUT},
   {"params", 0, false, OPT_PARAMS},
   {"shapes", 0, true, OPT_SHAPES},
+  {"budget", 0, true, OPT_BUDGET},
 };
 
 enum { MAX_REPEATS = 64 };
@@ -304,6 +310,7 @@ typedef struct CliOpts {
   bool keep_failed, list_passes, has_step;
   uint32_t step;
   uint64_t numeric_budget;
+  OxBudget budget; /* --budget; zero fields = defaults */
   const char *focus[MAX_REPEATS];
   uint32_t n_focus;
   const char *open[MAX_REPEATS];
@@ -393,6 +400,31 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
       o->has_radius = true;
     } else {
       o->max_nodes = (uint32_t)v;
+    }
+    break;
+  }
+  case OPT_BUDGET: {
+    /* steps=N,growth=F,seconds=S, any subset, any order */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", val);
+    for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+      char *eq = strchr(kv, '=');
+      if (!eq) return usage_error(o, "--budget takes steps=N, growth=F or seconds=S, not '%s'", kv);
+      *eq = 0;
+      char *end = NULL;
+      errno = 0;
+      double v = strtod(eq + 1, &end);
+      bool num = eq[1] && !*end && !errno;
+      if (!strcmp(kv, "steps") && num && v >= 1 && v <= 4e9 && v == (double)(uint32_t)v)
+        o->budget.max_steps = (uint32_t)v;
+      else if (!strcmp(kv, "growth") && num && v >= 1 && v <= 1e6)
+        o->budget.max_growth = v;
+      else if (!strcmp(kv, "seconds") && num && v > 0 && v <= 1e7)
+        o->budget.max_seconds = v;
+      else {
+        *eq = '=';
+        return usage_error(o, "--budget: expected steps=N (a whole number >= 1), growth=F (>= 1) or seconds=S (> 0), not '%s'", kv);
+      }
     }
     break;
   }
@@ -498,34 +530,6 @@ static int parse_args(CliOpts *o, unsigned allowed, int argc, char **argv) {
 
 /* ------------------------------------------------------------------ loading */
 
-static char *read_stdin(size_t *len_out) {
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap + 1);
-  if (!buf) return NULL;
-  for (;;) {
-    if (len == cap) {
-      if (cap > ((size_t)1 << 30)) break; /* the loader refuses anything this big anyway */
-      cap *= 2;
-      char *nb = realloc(buf, cap + 1);
-      if (!nb) {
-        free(buf);
-        return NULL;
-      }
-      buf = nb;
-    }
-    size_t n = fread(buf + len, 1, cap - len, stdin);
-    len += n;
-    if (n == 0) break;
-  }
-  if (ferror(stdin)) {
-    free(buf);
-    return NULL;
-  }
-  buf[len] = 0;
-  *len_out = len;
-  return buf;
-}
-
 /* Loads o->file into *doc; every diagnostic (warnings too) is printed to stderr. */
 static int load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags) {
   OxLoadOptions lo = {0};
@@ -535,9 +539,11 @@ static int load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags) {
   int rc;
   if (from_stdin) {
     size_t len = 0;
-    char *text = read_stdin(&len);
+    char err[512];
+    /* the loaders' cap (512 MiB), refused while reading: `optimus info - < /dev/zero` */
+    char *text = ox_read_stream(0, "standard input", &len, (size_t)512 << 20, err, sizeof err);
     if (!text) {
-      ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "cannot read standard input");
+      ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
       rc = -1;
       *doc = NULL;
     } else {
@@ -1374,6 +1380,7 @@ static int run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
   ox_diags_init(&d, o->file);
   OxPipeline p = {0};
   int status = build_pipeline(o, g, &p, &d);
+  p.budget = o->budget;
   if (status == EXIT_OK) {
     OxTrace *t = ox_trace_new_for(g);
     t->input_file = ox_trace_intern(t, o->file);
@@ -1384,10 +1391,8 @@ static int run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
     ox_pipeline_to_json(&p, &cfg);
     t->config = ox_trace_intern(t, cfg.data);
     ox_buf_free(&cfg);
-    if (ox_optimize(g, &p, &cc, t, res, &d) != 0) {
-      ox_diags_print(&d, stderr);
-      status = EXIT_BAD;
-    }
+    if (ox_optimize(g, &p, &cc, t, res, &d) != 0) status = EXIT_BAD;
+    ox_diags_print(&d, stderr); /* errors, or the warnings of passes stopped by a budget */
     *trace = t;
   }
   ox_pipeline_free(&p);
@@ -1399,7 +1404,7 @@ static int cmd_optimize(int argc, char **argv) {
   CliOpts o = {.cmd = "optimize", .usage = usage_optimize};
   int rc = parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_JSON | OPT_INPUT_SHAPE | OPT_TRACE |
-                          OPT_CONFIG | OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_KEEP_FAILED | OPT_NUMERIC_BUDGET |
+                          OPT_CONFIG | OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_KEEP_FAILED | OPT_NUMERIC_BUDGET | OPT_BUDGET |
                           OPT_LIST_PASSES | OPT_RULES,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
@@ -1427,8 +1432,9 @@ static int cmd_optimize(int argc, char **argv) {
       ox_buf_puts(&b, "{\"file\": ");
       json_str(&b, o.file);
       ox_buf_printf(&b, ", \"nodes_before\": %u, \"nodes_after\": %u, \"applied\": %u, \"rejected\": %u, "
-                        "\"check_failures\": %u, \"seconds\": %.6f, \"counters\": {",
-                    before, count_nodes(g), res.applied, res.rejected, res.check_failures, res.seconds);
+                        "\"check_failures\": %u, \"budget_stops\": %u, \"seconds\": %.6f, \"counters\": {",
+                    before, count_nodes(g), res.applied, res.rejected, res.check_failures, res.budget_stops,
+                    res.seconds);
       for (uint32_t i = 0; i < res.n_counters; i++) {
         if (i) ox_buf_puts(&b, ", ");
         json_str(&b, res.counter_names[i]);
@@ -1472,7 +1478,7 @@ static int cmd_explain(int argc, char **argv) {
   CliOpts o = {.cmd = "explain", .usage = usage_explain};
   int rc = parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_INPUT_SHAPE | OPT_TRACE | OPT_CONFIG |
-                          OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_NODE | OPT_PASS | OPT_RULES,
+                          OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_BUDGET | OPT_NODE | OPT_PASS | OPT_RULES,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (!o.node) return usage_error(&o, "%s", "missing --node NAME");
@@ -1498,6 +1504,27 @@ static int cmd_explain(int argc, char **argv) {
       } else if (ox_trace_read_json(text, len, o.trace, &t, &td) != 0) {
         ox_diags_print(&td, stderr);
         status = EXIT_BAD;
+      } else {
+        /* a trace of another graph reads fine but explains nothing true about this one */
+        char h[32];
+        snprintf(h, sizeof h, "%016llx", (unsigned long long)ox_graph_structure_hash(g));
+        if (t->input_hash && strcmp(t->input_hash, h) != 0)
+          ox_diag_add(&td, OX_SEV_WARNING, 0, 0, NULL,
+                      "recorded on another graph (structure hash %s; graph %u of %s has %s)", t->input_hash,
+                      o.graph ? o.graph : 1, o.file, h);
+        const char *unknown[5];
+        uint32_t nu = ox_trace_unknown_names(t, g, unknown, 5);
+        if (nu) {
+          char list[400] = "";
+          for (uint32_t i = 0; i < nu && i < 5; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", unknown[i]);
+          ox_diag_add(&td, OX_SEV_WARNING, 0, 0, NULL, "names %s%u node%s that %s does not have and no step adds: %s%s",
+                      nu >= OX_UNKNOWN_NAMES_MAX ? "at least " : "", nu, nu == 1 ? "" : "s", o.file, list,
+                      nu > 5 ? ", ..." : "");
+        }
+        if (o.strict) ox_diags_promote_warnings(&td);
+        ox_diags_print(&td, stderr);
+        if (td.n_errors) status = EXIT_BAD;
       }
       free(text);
       ox_diags_clear(&td);
@@ -1600,6 +1627,11 @@ static int cmd_replay(int argc, char **argv) {
       fprintf(stderr, "optimus replay: %s\n", err);
       status = EXIT_BAD;
     } else if (ox_trace_read_json(text, len, o.file2, &t, &td) != 0 ||
+               (!t->input_hash && (ox_diag_add(&td, OX_SEV_ERROR, 0, 0, NULL,
+                                               "the trace has no input hash, so nothing checks it was "
+                                               "recorded on %s: not replayed",
+                                               o.file),
+                                   true)) ||
                ox_replay(g, t, o.has_step ? o.step : UINT32_MAX, &td) != 0) {
       ox_diags_print(&td, stderr);
       status = EXIT_BAD;

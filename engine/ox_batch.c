@@ -1955,7 +1955,7 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   free(has_op);
   int applied = 0;
   OxBatchGreedyHooks hooks = {hook_ancestor, hook_dropped, &e};
-  for (OxNodeId root = g->tail; root; root = g->nodes[root].prev) {
+  for (OxNodeId root = g->tail; root && !ox_pass_stopped(c); root = g->nodes[root].prev) {
     assert(!g->nodes[root].erased); /* the list holds live nodes only */
     if ((prune && e.ns[root].near > depth) || is_getitem_node(g, root)) continue;
     e.root = root;
@@ -1970,7 +1970,7 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
       greedy_init(&gr, g, &e.ord, &e.s, grp->ids, grp->n, min, max, &hooks);
       const OxNodeId *sub;
       uint32_t ns;
-      while (greedy_next(&gr, &sub, &ns)) {
+      while (!c->stop && greedy_next(&gr, &sub, &ns)) {
         OxNodeId *copy = ox_xcalloc(ns, sizeof *copy);
         memcpy(copy, sub, ns * sizeof *copy);
         if (fuse(&e, copy, ns, grp->key)) applied++;

@@ -1,9 +1,15 @@
-/* ox_buf.c - growable buffer, Python-style number formatting, atomic file writes, and text
- * clipped to a fixed-size slot at a word or item boundary (ox_text_clip).
+/* ox_buf.c - growable buffer, Python-style number formatting, atomic file writes, bounded reads,
+ * and text clipped to a fixed-size slot at a word or item boundary (ox_text_clip).
  *
- * ox_write_file_atomic writes to "DEST.tmp.XXXXXX" in the destination directory (so the
- * rename cannot cross file systems), fsyncs, then renames; on any failure the temp file is
- * removed and the destination is untouched.
+ * ox_write_file_atomic writes an unnamed file (O_TMPFILE) in the destination directory (so the
+ * rename cannot cross file systems), fsyncs, links it as "DEST.tmp.XXXXXX" and renames that over
+ * the destination: a kill while writing leaves nothing. Where O_TMPFILE or /proc is missing it
+ * writes a named "DEST.tmp.XXXXXX" locked with flock; every write first removes the unlocked
+ * leftovers of that pattern (a killed writer's). On any failure the temp file is removed and the
+ * destination is untouched.
+ *
+ * ox_read_file / ox_read_stream never hold more than the cap + 1 bytes: an input over it is
+ * refused while reading (a regular file before reading).
  */
 #include "ox_buf.h"
 
@@ -14,7 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <stdint.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ox_mem.h"
@@ -145,87 +155,183 @@ void ox_buf_put_pyfloat(OxBuf *b, double f) {
   ox_buf_puts(b, out);
 }
 
-bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errcap) {
-  size_t pl = strlen(path);
-  char *tmp = ox_xcalloc(pl + 16, 1);
-  snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(errno));
-    free(tmp);
-    return false;
+/* ------------------------------------------------------------------ atomic writes */
+
+void (*ox_write_file_atomic_hook)(void);
+bool ox_write_file_atomic_no_tmpfile;
+
+/* The directory part of path ("." when it has none) and its base name. */
+static void split_path(const char *path, char **dir, const char **base) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) {
+    *dir = ox_xstrdup(".");
+    *base = path;
+  } else {
+    size_t n = (size_t)(slash - path);
+    *dir = ox_xcalloc(n + 2, 1);
+    memcpy(*dir, path, n ? n : 1); /* "/x" -> "/" */
+    *base = slash + 1;
   }
+}
+
+/* Removes temp files a killed writer of `base` left in dir: names "BASE.tmp.XXXXXX" (mkstemp's
+ * six characters), regular files, not locked (every writer holds flock on its temp file until
+ * the rename, and the kernel drops the lock of a dead process), and not modified in the last 5
+ * seconds (the moment between a writer's mkstemp and its flock). */
+static void remove_stale_temps(const char *dir, const char *base) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  size_t bl = strlen(base);
+  time_t now = time(NULL);
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *n = e->d_name;
+    if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".tmp.", 5) != 0 || strlen(n + bl + 5) != 6) continue;
+    int fd = openat(dirfd(d), n, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime + 5 < now && flock(fd, LOCK_EX | LOCK_NB) == 0)
+      unlinkat(dirfd(d), n, 0);
+    close(fd); /* drops the lock */
+  }
+  closedir(d);
+}
+
+static bool write_all(int fd, const void *data, size_t len) {
   const char *p = data;
-  size_t left = len;
-  while (left) {
-    ssize_t w = write(fd, p, left);
+  while (len) {
+    ssize_t w = write(fd, p, len);
     if (w < 0) {
       if (errno == EINTR) continue;
-      if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(errno));
-      close(fd);
-      unlink(tmp);
-      free(tmp);
       return false;
     }
     p += w;
-    left -= (size_t)w;
+    len -= (size_t)w;
   }
-  /* mkstemp creates 0600; give the file the usual permissions (umask applies). */
-  mode_t um = umask(0);
-  umask(um);
-  fchmod(fd, 0666 & ~um);
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return false;
-  }
-  if (rename(tmp, path) != 0) {
-    if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return false;
-  }
-  free(tmp);
   return true;
 }
 
-char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *err, size_t errcap) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (err) snprintf(err, errcap, "cannot open %s: %s", path, strerror(errno));
-    return NULL;
+bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errcap) {
+  char *dir;
+  const char *base;
+  split_path(path, &dir, &base);
+  remove_stale_temps(dir, base);
+  size_t pl = strlen(path);
+  char *tmp = ox_xcalloc(pl + 16, 1);
+  snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
+  mode_t um = umask(0);
+  umask(um);
+  /* First choice: an unnamed file (O_TMPFILE) that gets a name only once it is complete, so a
+   * kill while writing leaves nothing behind. It is linked under a temp name, then renamed over
+   * the destination (linkat cannot replace); the flock covers the moment in between. */
+  bool named = false;
+  int fd = -1;
+#ifdef O_TMPFILE
+  if (!ox_write_file_atomic_no_tmpfile) fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666 & ~um);
+#endif
+  bool ok = fd >= 0 && flock(fd, LOCK_EX) == 0 && write_all(fd, data, len) && fsync(fd) == 0;
+  if (ok && ox_write_file_atomic_hook) ox_write_file_atomic_hook();
+  if (ok) {
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    for (int attempt = 0; attempt < 100 && !named; attempt++) {
+      /* a fresh name from mkstemp's pattern: created, removed, linked (EEXIST: try again) */
+      int t = mkstemp(tmp);
+      if (t < 0) break;
+      close(t);
+      unlink(tmp);
+      if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
+        named = true;
+      else if (errno != EEXIST)
+        break;
+      else
+        snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
+    }
+    if (!named) ok = false; /* no /proc, or a file system without O_TMPFILE links: the fallback */
   }
+  if (!ok) {
+    if (fd >= 0) close(fd);
+    /* Fallback: a named temp file, locked while it is written (a later write removes it if
+     * this process dies first). */
+    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+      if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(errno));
+      free(tmp);
+      free(dir);
+      return false;
+    }
+    named = true;
+    flock(fd, LOCK_EX);
+    fchmod(fd, 0666 & ~um); /* mkstemp creates 0600; give the file the usual permissions */
+    ok = write_all(fd, data, len) && fsync(fd) == 0;
+    if (ok && ox_write_file_atomic_hook) ox_write_file_atomic_hook();
+  }
+  int saved = errno;
+  if (ok && rename(tmp, path) != 0) {
+    saved = errno;
+    ok = false;
+  }
+  if (!ok) {
+    if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(saved));
+    if (named) unlink(tmp);
+  }
+  if (close(fd) != 0 && ok) {
+    /* the data was fsync'ed before the rename; a failing close cannot lose it */
+  }
+  free(tmp);
+  free(dir);
+  return ok;
+}
+
+/* Reads fd to its end, holding at most max_bytes + 1 bytes: a larger input (a huge file,
+ * /dev/zero, an endless pipe) is refused as soon as it passes the cap. A regular file larger
+ * than the cap is refused before reading. */
+static char *read_fd(int fd, const char *name, size_t *len_out, size_t max_bytes, char *err, size_t errcap) {
   struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    if (err) snprintf(err, errcap, "cannot read %s: is a directory", path);
-    fclose(f);
-    return NULL;
+  size_t cap = 65536;
+  if (fstat(fd, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      if (err) snprintf(err, errcap, "cannot read %s: is a directory", name);
+      return NULL;
+    }
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+      if (max_bytes && (uint64_t)st.st_size > max_bytes) {
+        if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused", name, max_bytes);
+        return NULL;
+      }
+      cap = (size_t)st.st_size + 2; /* + 1 to notice a file that grew while read */
+    }
   }
-  size_t cap = 65536, len = 0;
+  if (max_bytes && cap > max_bytes + 2) cap = max_bytes + 2;
+  size_t len = 0;
   char *buf = ox_xrealloc(NULL, cap);
   for (;;) {
     if (len + 1 >= cap) {
-      cap *= 2;
-      buf = ox_xrealloc(buf, cap);
+      size_t next = cap * 2;
+      if (max_bytes && next > max_bytes + 2) next = max_bytes + 2;
+      if (next <= cap) { /* the buffer holds max_bytes + 1: over the cap */
+        if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused", name, max_bytes);
+        free(buf);
+        return NULL;
+      }
+      buf = ox_xrealloc(buf, next);
+      cap = next;
     }
-    size_t r = fread(buf + len, 1, cap - len - 1, f);
-    len += r;
-    if (max_bytes && len > max_bytes) {
-      if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused", path, max_bytes);
+    ssize_t r = read(fd, buf + len, cap - len - 1);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (err) snprintf(err, errcap, "cannot read %s: %s", name, strerror(errno));
       free(buf);
-      fclose(f);
       return NULL;
     }
     if (r == 0) break;
+    len += (size_t)r;
+    if (max_bytes && len > max_bytes) {
+      if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused", name, max_bytes);
+      free(buf);
+      return NULL;
+    }
   }
-  if (ferror(f)) {
-    if (err) snprintf(err, errcap, "cannot read %s: %s", path, strerror(errno));
-    free(buf);
-    fclose(f);
-    return NULL;
-  }
-  fclose(f);
   buf[len] = 0;
   if (len_out) *len_out = len;
   return buf;
@@ -275,4 +381,19 @@ size_t ox_text_clip(char *dst, size_t cap, const char *src, size_t len) {
   memmove(dst, src, have);
   dst[have] = 0;
   return ox_text_clip_cut(dst, cap, have);
+}
+
+char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *err, size_t errcap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (err) snprintf(err, errcap, "cannot open %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  char *buf = read_fd(fd, path, len_out, max_bytes, err, errcap);
+  close(fd);
+  return buf;
+}
+
+char *ox_read_stream(int fd, const char *name, size_t *len_out, size_t max_bytes, char *err, size_t errcap) {
+  return read_fd(fd, name, len_out, max_bytes, err, errcap);
 }

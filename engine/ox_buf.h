@@ -46,11 +46,22 @@ size_t ox_text_clip_cut(char *buf, size_t cap, size_t have);
 
 /* Writes data atomically (temp file + fsync + rename). On failure returns false and
  * fills err (if non-NULL) with a message naming the path; the destination is untouched. */
+/* Writes data atomically (unnamed temp file + fsync + link + rename; a locked named temp file
+ * where that is not available). On failure returns false and fills err (if non-NULL) with a
+ * message naming the path; the destination is untouched. A kill leaves no temp file behind
+ * (or, in the fallback, one that the next write to the same path removes). */
 bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errcap);
+/* Fault injection for tests: called after the data is written and synced, before the file is
+ * renamed into place (NULL in normal use); no_tmpfile forces the named-temp-file fallback. */
+extern void (*ox_write_file_atomic_hook)(void);
+extern bool ox_write_file_atomic_no_tmpfile;
 
 /* Reads a whole file (binary-safe, NUL-terminated). Returns NULL and fills err on failure.
- * max_bytes = 0 means no limit; a larger file is refused with a message. */
+ * max_bytes = 0 means no limit; a larger input is refused with a message as soon as it passes
+ * the cap (never more than max_bytes + 1 bytes held: /dev/zero, endless pipes). */
 char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *err, size_t errcap);
+/* The same for an open descriptor (standard input); name is used in messages. */
+char *ox_read_stream(int fd, const char *name, size_t *len_out, size_t max_bytes, char *err, size_t errcap);
 
 #ifdef __cplusplus
 }

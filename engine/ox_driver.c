@@ -5,6 +5,11 @@
  * a topological order (stable toposort before each pass, as upstream does before each batch
  * rule), so passes may insert out of order.
  *
+ * Every pass (an entry with all its repetitions) runs under budgets (OxBudget: applied steps,
+ * growth relative to its input, wall time): ox_step_commit charges them, the pass stops at its
+ * next anchor once one is spent, and the driver records a BUDGET rejection and a warning and
+ * goes on with the next pass. So no pipeline runs without bound, whatever rules it holds.
+ *
  * ox_replay rebuilds the graph after applied step k from the input graph and the trace's edit
  * scripts alone (no matching is re-run), after checking that the trace was recorded on a
  * graph with the same structure hash.
@@ -308,6 +313,20 @@ static void trace_counter_add(OxTrace *t, const char *name, int64_t v) {
   t->n_counters++;
 }
 
+static void budget_init(OxPassBudget *b, const OxBudget *cfg, const OxGraph *g) {
+  memset(b, 0, sizeof *b);
+  b->max_steps = cfg->max_steps ? cfg->max_steps : OX_BUDGET_STEPS;
+  b->growth = cfg->max_growth > 0 ? cfg->max_growth : OX_BUDGET_GROWTH;
+  /* nodes as the CLI counts them: live nodes but the output */
+  b->uncounted = ox_graph_output(g) ? 1 : 0;
+  b->nodes_in = g->n_live - b->uncounted;
+  double cap = b->growth * (double)b->nodes_in;
+  if (cap < (double)b->nodes_in + OX_BUDGET_HEADROOM) cap = (double)b->nodes_in + OX_BUDGET_HEADROOM;
+  b->max_nodes = cap >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+  b->t0 = now_s();
+  b->deadline = b->t0 + (cfg->max_seconds > 0 ? cfg->max_seconds : OX_BUDGET_SECONDS);
+}
+
 int ox_optimize(OxGraph *g, const OxPipeline *p, const OxCheckConfig *checks, OxTrace *trace, OxOptimizeResult *res,
                 OxDiagList *d) {
   return ox_optimize_vetoed(g, p, NULL, 0, checks, trace, res, d);
@@ -328,6 +347,8 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
   for (uint32_t i = 0; i < p->n && rc == 0; i++) {
     const OxPipelineEntry *e = &p->entries[i];
     int reps = e->opt.counter > 0 ? e->opt.counter : 1;
+    OxPassBudget budget;
+    budget_init(&budget, &p->budget, g);
     for (int r = 0; r < reps; r++) {
       if (!ox_graph_stable_toposort(g)) {
         ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "graph has a cycle before pass %s", e->pass->name);
@@ -344,14 +365,29 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
       c.record_rejections = own == NULL;
       c.vetoes = vetoes;
       c.n_vetoes = n_vetoes;
+      c.budget = &budget;
       int n = e->pass->run(&c);
       if (n < 0) {
         ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "pass %s failed", e->pass->name);
         rc = -1;
       }
       for (uint32_t k = 0; k < c.n_counters; k++) trace_counter_add(trace, c.counter_names[k], c.counter_values[k]);
+      bool stopped = c.stop && budget.spent;
+      if (stopped) {
+        /* a rejection of the pass as a whole, after its last step; and a warning */
+        OxStep *s = ox_trace_add_step(trace, OX_STEP_REJECTED);
+        s->pass = ox_trace_intern(trace, e->pass->name);
+        s->phase = e->pass->phase == OX_PHASE_POST ? "post" : "pre";
+        s->rule = ox_trace_intern(trace, "budget");
+        s->reason = ox_reason_nodes(&c, OX_REASON_BUDGET, (const char *const[]){budget.spent, budget.why}, 2,
+                                    NULL);
+        trace->n_rejected++;
+        ox_diag_add(d, OX_SEV_WARNING, 0, 0, NULL, "pass %s stopped after %u applied steps: %s budget: %s",
+                    e->pass->name, budget.steps, budget.spent, budget.why);
+        res->budget_stops++;
+      }
       ox_pass_ctx_clear(&c);
-      if (rc) break;
+      if (rc || stopped) break;
     }
   }
   if (rc == 0 && !ox_graph_stable_toposort(g)) {
@@ -404,24 +440,24 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
   switch ((OxTraceEditKind)e->kind) {
   case OX_TEDIT_ADD: {
     if (id) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: node %s already exists", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: node %s already exists", s->seq, e->name);
       return -1;
     }
     OxValue args, kwargs;
     if (!ox_trace_value_to_graph(t, g, &e->data->args, &args, err, sizeof err) ||
         !ox_trace_value_to_graph(t, g, &e->data->kwargs, &kwargs, err, sizeof err)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: adding %s: %s", s->seq, e->name, err);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: adding %s: %s", s->seq, e->name, err);
       return -1;
     }
     OxNodeId after = e->after ? find(g, e->after) : 0;
     if (e->after && !after) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: position node %s not found", s->seq, e->after);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: position node %s not found", s->seq, e->after);
       return -1;
     }
     OxNodeId nid = after ? ox_graph_insert_after(g, after, (OxOp)e->op, e->name, e->target, args, kwargs)
                          : ox_graph_insert_before(g, g->head, (OxOp)e->op, e->name, e->target, args, kwargs);
     if (strcmp(g->nodes[nid].name, e->name) != 0) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: could not name the new node %s", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: could not name the new node %s", s->seq, e->name);
       return -1;
     }
     if (e->has_meta) ox_graph_set_meta_shared(g, nid, &e->data->meta);
@@ -429,7 +465,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
   }
   case OX_TEDIT_ERASE:
     if (!id || !ox_graph_erase(g, id)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot erase %s (%s)", s->seq, e->name,
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: cannot erase %s (%s)", s->seq, e->name,
                   id ? "still used" : "not found");
       return -1;
     }
@@ -438,7 +474,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
     OxValue args, kwargs;
     if (!id || !ox_trace_value_to_graph(t, g, &e->data->args, &args, err, sizeof err) ||
         !ox_trace_value_to_graph(t, g, &e->data->kwargs, &kwargs, err, sizeof err)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: rewiring %s: %s", s->seq, e->name,
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: rewiring %s: %s", s->seq, e->name,
                   id ? err : "not found");
       return -1;
     }
@@ -447,10 +483,14 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
     return 0;
   }
   case OX_TEDIT_MOVE: {
-    if (!e->name) return ox_graph_stable_toposort(g) ? 0 : -1;
+    if (!e->name) {
+      if (ox_graph_stable_toposort(g)) return 0;
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: the graph has a cycle", s->seq);
+      return -1;
+    }
     OxNodeId after = e->after ? find(g, e->after) : 0;
     if (!id || (e->after && !after)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot move %s", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: cannot move %s", s->seq, e->name);
       return -1;
     }
     if (after)
@@ -461,14 +501,14 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
   }
   case OX_TEDIT_META:
     if (!id) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: %s not found", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: %s not found", s->seq, e->name);
       return -1;
     }
     ox_graph_set_meta_shared(g, id, &e->data->meta);
     return 0;
   case OX_TEDIT_RENAME:
     if (!id || !ox_graph_rename(g, id, e->new_name)) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot rename %s", s->seq, e->name);
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: cannot rename %s", s->seq, e->name);
       return -1;
     }
     return 0;
@@ -477,7 +517,7 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
     const char *why = !id ? "node not found" : !from ? "old input not found" : !to ? "new input not found" : NULL;
     if (!why && !ox_graph_has_input(g, id, from)) why = "old input is not an input of the node";
     if (why) {
-      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "replay step %u: cannot rewire %s from %s to %s: %s", s->seq,
+      ox_diag_add(d, OX_SEV_ERROR, e->src_line ? e->src_line : s->src_line, 0, NULL, "replay step %u: cannot rewire %s from %s to %s: %s", s->seq,
                   e->name ? e->name : "?", e->from ? e->from : "?", e->to ? e->to : "?", why);
       return -1;
     }
@@ -486,6 +526,35 @@ static int apply_edit(OxGraph *g, const OxTrace *t, const OxStep *s, const OxTra
   }
   }
   return -1;
+}
+
+typedef struct OrderCtx {
+  const OxGraph *g;
+  OxNodeId user, bad;
+} OrderCtx;
+
+static void order_cb(OxNodeId id, void *data) {
+  OrderCtx *c = data;
+  if (!c->bad && id < c->g->n_nodes && c->g->nodes[id].pos >= c->g->nodes[c->user].pos) c->bad = id;
+}
+
+/* After a replay from the input: every node comes after its inputs. The edit scripts keep it so
+ * (toposort edits where a step needed one); a damaged trace can break it, and the graph written
+ * from it would not be a graph any more. */
+static bool replay_order_ok(OxGraph *g, OxDiagList *d) {
+  ox_graph_renumber(g);
+  OX_GRAPH_FOREACH(g, id) {
+    OrderCtx c = {g, id, 0};
+    ox_value_foreach_node(&g->nodes[id].args, order_cb, &c);
+    ox_value_foreach_node(&g->nodes[id].kwargs, order_cb, &c);
+    if (c.bad) {
+      ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL,
+                  "replay: after the trace's edits %s uses %s before its definition (the trace is damaged)",
+                  g->nodes[id].name, g->nodes[c.bad].name);
+      return false;
+    }
+  }
+  return true;
 }
 
 int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
@@ -529,6 +598,9 @@ int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
     ox_provenance_apply(g, po, pn, s->n_prov, added, s->n_added, scaf, s->n_scaffold, src, n_src);
   }
   free(ids);
+  /* a replay from the input (the hash was checked) ends in a graph in order; the debugger's
+   * replays of ranges (no hash) skip this O(nodes + edges) walk on every step */
+  if (t->input_hash && !replay_order_ok(g, d)) return -1;
   return 0;
 }
 
@@ -555,4 +627,53 @@ uint32_t ox_trace_steps_for_node(const OxTrace *t, const char *name, uint32_t *o
     c++;
   }
   return c;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static bool in_sorted(const char **v, uint32_t n, const char *s) {
+  return n && bsearch(&s, v, n, sizeof *v, cmp_str) != NULL;
+}
+
+uint32_t ox_trace_unknown_names(const OxTrace *t, const OxGraph *g, const char **out, uint32_t max) {
+  /* the names the steps make, sorted */
+  uint32_t n_made = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    n_made += t->steps[i].n_added;
+    for (uint32_t j = 0; j < t->steps[i].n_edits; j++) n_made += t->steps[i].edits[j].kind == OX_TEDIT_RENAME;
+  }
+  const char **made = ox_xrealloc(NULL, (n_made + 1) * sizeof *made);
+  n_made = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    const OxStep *s = &t->steps[i];
+    for (uint32_t j = 0; j < s->n_added; j++) made[n_made++] = s->added[j];
+    for (uint32_t j = 0; j < s->n_edits; j++)
+      if (s->edits[j].kind == OX_TEDIT_RENAME && s->edits[j].new_name) made[n_made++] = s->edits[j].new_name;
+  }
+  qsort(made, n_made, sizeof *made, cmp_str);
+  /* the unknown ones, each once */
+  const char **seen = NULL;
+  uint32_t n_seen = 0, cap_seen = 0, count = 0;
+  for (uint32_t i = 0; i < t->n_steps && n_seen < OX_UNKNOWN_NAMES_MAX; i++) {
+    const OxStep *s = &t->steps[i];
+    uint32_t n_names = 1 + s->n_matched + s->n_removed + s->reason.n_args;
+    for (uint32_t k = 0; k < n_names; k++) {
+      const char *name = k == 0                                  ? s->anchor
+                         : k <= s->n_matched                     ? s->matched[k - 1]
+                         : k <= s->n_matched + s->n_removed      ? s->removed[k - 1 - s->n_matched]
+                                                                 : s->reason.nodes[k - 1 - s->n_matched - s->n_removed];
+      if (!name || !name[0] || ox_graph_find(g, name) || in_sorted(made, n_made, name)) continue;
+      bool dup = false;
+      for (uint32_t q = 0; q < n_seen && !dup; q++) dup = strcmp(seen[q], name) == 0;
+      if (dup) continue;
+      if (n_seen == cap_seen) seen = ox_xrealloc(seen, (cap_seen = cap_seen ? cap_seen * 2 : 16) * sizeof *seen);
+      seen[n_seen++] = name;
+      if (count < max) out[count] = name;
+      count++;
+      if (n_seen >= OX_UNKNOWN_NAMES_MAX) break; /* enough to say so; the dedup stays cheap */
+    }
+  }
+  free(seen);
+  free(made);
+  return count;
 }

@@ -2,7 +2,10 @@
  *
  * Invariants (see ox_graph.h): users[] of every live node lists exactly the live nodes
  * that reference it, once each, in the order the uses were added; names of live nodes are
- * unique and indexed in g->names. Every mutation keeps both.
+ * unique and indexed in g->names. Every mutation keeps both. Adding a user never scans the
+ * list (a node with 1e6 users loads in linear time): callers add a user only where it is not
+ * listed yet, and a repeated input of one node is always the last entry. Dicts hold each key
+ * once (ox_graph_value_dict).
  *
  * Ownership of value trees: a node takes the value trees passed to it as they are (no
  * copy, so loading stays cheap). Containers must not be shared between two nodes, because
@@ -290,10 +293,52 @@ OxValue ox_graph_value_seq(OxGraph *g, OxValueKind kind, const OxValue *items, u
   return v;
 }
 
+typedef struct KeyAt {
+  const char *key; /* interned: equal keys are equal pointers */
+  uint32_t at;
+} KeyAt;
+
+static int cmp_key_at(const void *a, const void *b) {
+  const KeyAt *x = a, *y = b;
+  if (x->key != y->key) return (uintptr_t)x->key < (uintptr_t)y->key ? -1 : 1;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
 OxValue ox_graph_value_dict(OxGraph *g, const char *const *keys, const OxValue *items, uint32_t n) {
   OxValue v = ox_graph_value_seq(g, OX_V_DICT, items, n);
   v.keys = n ? ox_arena_alloc(&g->arena, n * sizeof(char *)) : NULL;
   for (uint32_t i = 0; i < n; i++) v.keys[i] = ox_graph_intern(g, keys[i]);
+  if (n < 2) return v;
+  /* A key given twice keeps its first place and its last value, as a Python dict literal does
+   * (a damaged dump, a hand-made JSON file): a dict never holds a key twice, so every writer and
+   * reader sees the same dict. Sorted copies of (key, index) find repeats in O(n log n). */
+  KeyAt *ka = ox_xrealloc(NULL, n * sizeof *ka);
+  for (uint32_t i = 0; i < n; i++) ka[i] = (KeyAt){v.keys[i], i};
+  qsort(ka, n, sizeof *ka, cmp_key_at);
+  bool dup = false;
+  uint8_t *drop = NULL;
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i;
+    while (j + 1 < n && ka[j + 1].key == ka[i].key) j++;
+    if (j > i) {
+      if (!drop) drop = ox_xcalloc(n, 1);
+      dup = true;
+      v.u.items[ka[i].at] = v.u.items[ka[j].at]; /* first place, last value */
+      for (uint32_t k = i + 1; k <= j; k++) drop[ka[k].at] = 1;
+    }
+    i = j + 1;
+  }
+  if (dup) {
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+      if (!drop[i]) {
+        v.u.items[m] = v.u.items[i];
+        v.keys[m++] = v.keys[i];
+      }
+    v.n = m;
+  }
+  free(drop);
+  free(ka);
   return v;
 }
 
@@ -330,14 +375,15 @@ OxValue ox_graph_value_copy(OxGraph *g, const OxValue *src) { return value_copy(
 
 /* ------------------------------------------------------------------ users */
 
+/* Appends user to nid's users in amortized O(1): no scan of the list (a node with 1e6 users
+ * loads in linear time). Callers guarantee user is not already listed, except for a node that
+ * references the same input twice (add(x, x)): node_uses visits x twice in one call, and
+ * since only this user is appended meanwhile, a repeat is always the last entry. */
 static void users_add(OxGraph *g, OxNodeId nid, OxNodeId user) {
   OxNode *n = &g->nodes[nid];
-  for (uint32_t i = 0; i < n->n_users; i++)
-    if (n->users[i] == user) return;
+  if (n->n_users && n->users[n->n_users - 1] == user) return;
   txn_snapshot_users(g, nid);
   n = &g->nodes[nid];
-  for (uint32_t i = 0; i < n->n_users; i++)
-    if (n->users[i] == user) return;
   if (n->n_users == n->cap_users) {
     n->cap_users = n->cap_users ? n->cap_users * 2 : 2;
     n->users = ox_xrealloc(n->users, n->cap_users * sizeof *n->users);
@@ -434,8 +480,10 @@ static void use_cb(OxNodeId id, void *data) {
     users_remove(c->g, id, c->user);
 }
 
-/* users_add dedupes, so visiting an input twice is harmless; users_remove is called for
- * every reference, also harmless since the user is present at most once. */
+/* Precondition for add: id is listed as a user of none of its inputs (a new node, a node
+ * whose uses were just removed, an erased node brought back). A repeated input is then the
+ * last entry of its users (users_add skips it); users_remove is called for every reference,
+ * harmless since the user is present at most once. */
 static void node_uses(OxGraph *g, OxNodeId id, bool add) {
   OxNode *n = &g->nodes[id];
   UseCtx c = {g, id, add};
@@ -853,7 +901,7 @@ void ox_graph_replace_input(OxGraph *g, OxNodeId user, OxNodeId old_id, OxNodeId
   if (at != UINT32_MAX) g->txn[at].to_was_input = had_new;
   if (!c) return;
   users_remove(g, old_id, user);
-  if (new_id) users_add(g, new_id, user);
+  if (new_id && !had_new) users_add(g, new_id, user); /* had_new: already a user of new */
   if (g->topo_known && new_id && new_id < g->n_nodes && !g->nodes[new_id].erased &&
       (!g->olab_on || g->olab[new_id] >= g->olab[user]))
     g->topo_known = false;
@@ -1503,7 +1551,27 @@ typedef struct {
   OxNodeId user;
   OxDiagList *d;
   int errors;
+  const uint64_t *listed; /* (node << 32 | user) for every users entry, sorted */
+  size_t n_listed;
 } VerifyCtx;
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static bool listed_has(const VerifyCtx *c, OxNodeId node, OxNodeId user) {
+  uint64_t key = (uint64_t)node << 32 | user;
+  size_t lo = 0, hi = c->n_listed;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->listed[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < c->n_listed && c->listed[lo] == key;
+}
 
 static void verify_ref(OxNodeId id, void *data) {
   VerifyCtx *c = data;
@@ -1526,10 +1594,7 @@ static void verify_ref(OxNodeId id, void *data) {
                 in->name);
     c->errors++;
   }
-  bool found = false;
-  for (uint32_t i = 0; i < in->n_users; i++)
-    if (in->users[i] == c->user) found = true;
-  if (!found) {
+  if (!listed_has(c, id, c->user)) {
     ox_diag_add(c->d, OX_SEV_ERROR, u->src_line, 0, NULL, "users of %s do not list %s, which uses it",
                 in->name, u->name);
     c->errors++;
@@ -1547,6 +1612,9 @@ int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
   OxNodeId last = 0;
   OxNodeId *inputs = NULL;
   uint32_t inputs_cap = 0;
+  /* seen[u] == id + 1: u is already listed among id's users (duplicates in O(1), so a node
+   * with 1e6 users verifies in linear time) */
+  uint32_t *seen = ox_xcalloc(g->n_nodes ? g->n_nodes : 1, sizeof *seen);
   /* walk the order checking links both ways, so a corrupted list is reported, not looped */
   uint32_t steps = 0;
   OxNodeId prev = 0;
@@ -1554,6 +1622,7 @@ int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
     if (++steps > g->n_nodes) {
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "node order list is cyclic");
       free(inputs);
+      free(seen);
       return errors + 1;
     }
     if (g->nodes[id].prev != prev) {
@@ -1566,6 +1635,17 @@ int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
     ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "order holds %u nodes but %u are live", steps, g->n_live);
     errors++;
   }
+  /* every (node, user) pair the users arrays list, sorted: "does in list u" is a binary
+   * search, not a scan of in's users (a hub with 1e6 users verifies in O(E log E)) */
+  size_t n_listed = 0;
+  OX_GRAPH_FOREACH(g, id) n_listed += g->nodes[id].n_users;
+  uint64_t *listed = ox_xrealloc(NULL, (n_listed ? n_listed : 1) * sizeof *listed);
+  n_listed = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    const OxNode *n = &g->nodes[id];
+    for (uint32_t i = 0; i < n->n_users; i++) listed[n_listed++] = (uint64_t)id << 32 | n->users[i];
+  }
+  qsort(listed, n_listed, sizeof *listed, cmp_u64);
   OX_GRAPH_FOREACH(g, id) {
     OxNode *n = &g->nodes[id];
     last = id;
@@ -1579,7 +1659,7 @@ int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
       errors++;
       continue;
     }
-    VerifyCtx c = {g, id, d, 0};
+    VerifyCtx c = {g, id, d, 0, listed, n_listed};
     ox_value_foreach_node(&n->args, verify_ref, &c);
     ox_value_foreach_node(&n->kwargs, verify_ref, &c);
     errors += c.errors;
@@ -1605,12 +1685,12 @@ int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
                     n->name, g->nodes[u].name);
         errors++;
       }
-      for (uint32_t j = 0; j < i; j++)
-        if (n->users[j] == u) {
-          ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "users of %s list %s twice", n->name,
-                      g->nodes[u].name);
-          errors++;
-        }
+      if (seen[u] == id + 1) {
+        ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "users of %s list %s twice", n->name,
+                    g->nodes[u].name);
+        errors++;
+      }
+      seen[u] = id + 1;
     }
     if (n->op == OX_OP_OUTPUT) {
       n_out++;
@@ -1653,6 +1733,8 @@ int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
     errors++;
   }
   free(inputs);
+  free(seen);
+  free(listed);
   return errors;
 }
 
@@ -1673,6 +1755,73 @@ const OxTensorMeta *ox_node_tensor_meta(const OxNode *n) {
 static int fmt_dim(const OxDim *d, char *buf, size_t cap) {
   if (d->sym) return snprintf(buf, cap, "%s", d->sym);
   return snprintf(buf, cap, "%lld", (long long)d->v);
+}
+
+/* A symbolic size that reads as a number: 0 = no, 1 = an integer too large to read (loaders keep
+ * those as text), 2 = another number (a point, an exponent: 1e23). */
+static int looks_numeric(const char *s) {
+  bool digit = false, other = false;
+  const char *p = s;
+  if (*p == '-' || *p == '+') p++;
+  for (; *p; p++) {
+    if (*p >= '0' && *p <= '9')
+      digit = true;
+    else if (*p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E')
+      other = true;
+    else
+      return 0;
+  }
+  return digit ? (other ? 2 : 1) : 0;
+}
+
+bool ox_meta_absurd(const OxTensorMeta *t, char *buf, size_t cap) {
+  if (!t || t->rank <= 0) return false;
+  int64_t numel = 1;
+  bool zero = false;
+  for (int32_t i = 0; i < t->rank; i++) {
+    const OxDim *d = &t->shape[i];
+    if (d->sym) {
+      if (!d->sym[0]) { /* text that is not a size at all (NUL bytes in a damaged annotation) */
+        snprintf(buf, cap, "dim %d has an empty size", (int)i);
+        return true;
+      }
+      int k = looks_numeric(d->sym);
+      if (k) {
+        snprintf(buf, cap, "size %.40s (dim %d) is %s", d->sym, (int)i,
+                 k == 1 ? (d->sym[0] == '-' ? "negative" : "more than 2^50 elements") : "not an integer");
+        return true;
+      }
+      continue;
+    }
+    if (d->v < 0) {
+      snprintf(buf, cap, "size %lld (dim %d) is negative", (long long)d->v, (int)i);
+      return true;
+    }
+    if (d->v == 0) {
+      zero = true;
+      continue;
+    }
+    /* the product of the non-zero sizes: a zero elsewhere must not hide an absurd one */
+    if (__builtin_mul_overflow(numel, d->v, &numel) || numel > OX_NUMEL_MAX) {
+      snprintf(buf, cap, "size %lld (dim %d) makes %s than 2^50 elements", (long long)d->v, (int)i,
+               zero ? "a zero-size tensor of more" : "more");
+      return true;
+    }
+  }
+  if (t->has_stride && t->stride)
+    for (int32_t i = 0; i < t->rank; i++) {
+      const OxDim *d = &t->stride[i];
+      if (d->sym && (!d->sym[0] || looks_numeric(d->sym))) {
+        snprintf(buf, cap, "stride %.40s (dim %d) is not an integer", d->sym, (int)i);
+        return true;
+      }
+      if (!d->sym && (d->v < 0 || d->v > OX_NUMEL_MAX)) {
+        snprintf(buf, cap, "stride %lld (dim %d) is %s", (long long)d->v, (int)i,
+                 d->v < 0 ? "negative" : "larger than 2^50");
+        return true;
+      }
+    }
+  return false;
 }
 
 int ox_tensor_meta_format(const OxTensorMeta *t, bool with_stride, bool with_device, char *buf, size_t cap) {

@@ -357,6 +357,7 @@ void ox_graph_move_after(OxGraph *g, OxNodeId n, OxNodeId anchor);
 /* Value builders (arena-backed). */
 OxValue ox_graph_value_str(OxGraph *g, OxValueKind kind, const char *s); /* STR, SYM, DEVICE, ENUM, RAW */
 OxValue ox_graph_value_seq(OxGraph *g, OxValueKind kind, const OxValue *items, uint32_t n); /* LIST, TUPLE, SLICE */
+/* A key given twice keeps its first place and its last value (a Python dict literal's rule). */
 OxValue ox_graph_value_dict(OxGraph *g, const char *const *keys, const OxValue *items, uint32_t n);
 OxValue ox_graph_value_copy(OxGraph *g, const OxValue *v); /* deep copy into g's arena */
 
@@ -467,6 +468,17 @@ OxTensorMeta *ox_graph_tensor_meta_new(OxGraph *g, OxDType dt, int32_t rank); /*
 const OxTensorMeta *ox_node_tensor_meta(const OxNode *n); /* t[0] for TENSOR, NULL otherwise */
 /* Formats "f32[8, 16][16, 1]cuda:0" (without quotes) into buf; returns length (snprintf-like). */
 int ox_tensor_meta_format(const OxTensorMeta *t, bool with_stride, bool with_device, char *buf, size_t cap);
+
+/* More elements than any tensor can hold (2^50, a petabyte of bytes): a size past it in a dump is
+ * damage, not a model. Shape arithmetic on sizes within it cannot overflow int64 in a product of
+ * two, and ox_meta_absurd keeps every loaded tensor's element count (and byte count) below it. */
+#define OX_NUMEL_MAX ((int64_t)1 << 50)
+
+/* Whether a tensor meta read from a dump is absurd: a negative size or stride, a symbolic size that
+ * is a number in disguise (1e23, 99999999999999999999: too large to read as an integer), or more
+ * than OX_NUMEL_MAX elements (the product of its known sizes, computed without overflow). Says
+ * why in buf ("size -5 is negative") and returns true; loaders then warn and drop the meta. */
+bool ox_meta_absurd(const OxTensorMeta *t, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

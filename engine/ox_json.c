@@ -725,12 +725,7 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
         }
         path_pop(r);
       }
-      if (ok) {
-        out->kind = OX_V_DICT;
-        out->n = (uint32_t)cnt;
-        out->u.items = items;
-        out->keys = keys;
-      }
+      if (ok) *out = ox_graph_value_dict(c->g, keys, items, (uint32_t)cnt); /* a repeated key: the last value */
     }
   } else {
     ERR(r, "unknown value tag '%.40s' (expected tuple, node, sym, dtype, device, enum, ellipsis, dict, "
@@ -865,6 +860,12 @@ static bool read_tensor_meta(Rd *r, OxGraph *g, json_object *o, OxTensorMeta *t)
       if (!read_dims(r, g, stride, t->stride)) ok = false;
     }
     path_pop(r);
+  }
+  char why[160];
+  if (ok && ox_meta_absurd(t, why, sizeof why)) {
+    /* sizes no tensor can have: a warning (an error under --strict), and no meta */
+    report(r, OX_SEV_WARNING, "tensor meta ignored: %s", why);
+    return false;
   }
   return ok;
 }
@@ -1087,6 +1088,41 @@ static void fill_node(Rd *r, OxGraph *g, OxNodeId id, json_object *o) {
 
 static const char *const graph_keys[] = {"name", "owner", "src_line", "nodes", "subgraphs", NULL};
 
+typedef struct LaterCtx {
+  const OxGraph *g;
+  uint32_t pos;      /* of the user */
+  OxNodeId later;    /* an input at or after it, 0 if none */
+} LaterCtx;
+
+static void later_cb(OxNodeId id, void *data) {
+  LaterCtx *c = data;
+  if (!c->later && id < c->g->n_nodes && !c->g->nodes[id].erased && c->g->nodes[id].pos >= c->pos) c->later = id;
+}
+
+/* References may point forward (the format allows it), but a graph is kept in an order where
+ * every node follows its inputs: the nodes are then put in topological order (stable: file order
+ * where it already is one); a node that depends on itself (directly or through others) is an
+ * error located at the node. */
+static void check_order(Rd *r, OxGraph *g, const OxNodeId *ids, size_t cnt) {
+  ox_graph_renumber(g);
+  for (size_t i = 0; i < cnt; i++) {
+    if (!ids[i]) continue;
+    const OxNode *n = &g->nodes[ids[i]];
+    LaterCtx c = {g, n->pos, 0};
+    ox_value_foreach_node(&n->args, later_cb, &c);
+    ox_value_foreach_node(&n->kwargs, later_cb, &c);
+    if (!c.later) continue;
+    path_push_idx(r, i);
+    r->node_depth = r->depth;
+    r->node_name = n->name;
+    if (c.later == ids[i] || !ox_graph_stable_toposort(g))
+      ERR(r, "%s depends on itself%s", n->name, c.later == ids[i] ? "" : " through its inputs (a cycle)");
+    r->node_depth = 0;
+    path_pop(r);
+    return;
+  }
+}
+
 static OxGraph *read_graph(Rd *r, json_object *o) {
   if (!expect_type(r, o, json_type_object, "a graph")) return NULL;
   OxGraph *g = ox_graph_new();
@@ -1143,6 +1179,7 @@ static OxGraph *read_graph(Rd *r, json_object *o) {
         r->node_depth = 0;
         path_pop(r);
       }
+      if (r->errors < MAX_ERRORS) check_order(r, g, ids, cnt);
       free(ids);
     }
     path_pop(r);
@@ -1804,6 +1841,33 @@ static json_object *stream_parse(Stream *st, size_t s, size_t e) {
   return o;
 }
 
+/* The lines the edits of the step object text[s, e) start on (line = the line of s): the
+ * step was parsed already, so the text is valid JSON; its "edits" member is found among the
+ * top-level members and its elements are walked with skip_value. */
+static void edit_lines(const char *text, size_t s, size_t e, uint32_t line, OxStep *st) {
+  size_t i = skip_ws(text, e, s + 1), at = s;
+  while (i < e && text[i] == '"') {
+    size_t ke = skip_string(text, e, i);
+    bool edits = ke - i == 7 && memcmp(text + i, "\"edits\"", 7) == 0;
+    i = skip_ws(text, e, ke);
+    if (i >= e || text[i] != ':') return;
+    i = skip_ws(text, e, i + 1);
+    if (edits && i < e && text[i] == '[') {
+      i = skip_ws(text, e, i + 1);
+      for (uint32_t k = 0; k < st->n_edits && i < e && text[i] != ']'; k++) {
+        for (; at < i; at++)
+          if (text[at] == '\n') line++;
+        st->edits[k].src_line = line;
+        i = skip_ws(text, e, skip_value(text, e, i));
+        if (i < e && text[i] == ',') i = skip_ws(text, e, i + 1);
+      }
+      return;
+    }
+    i = skip_ws(text, e, skip_value(text, e, i));
+    if (i < e && text[i] == ',') i = skip_ws(text, e, i + 1);
+  }
+}
+
 /* Extent of the value at i (validated later by stream_parse); 0 on a structural error. */
 static size_t stream_value_end(Stream *st, size_t i) {
   if (i >= st->len) {
@@ -1952,6 +2016,12 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       if (t->input_hash && !t->input_hash[0]) t->input_hash = NULL;
       path_pop(r);
     }
+    if (!t->input_hash) {
+      path_push_key(r, "input");
+      report(r, OX_SEV_WARNING, "no input hash: the trace cannot be checked against the graph it is used with "
+                                "(replay refuses it)");
+      path_pop(r);
+    }
     if (json_object_object_get_ex(root, "config", &v) && json_object_is_type(v, json_type_object))
       t->config = ox_trace_intern(t, json_object_to_json_string_ext(v, JSON_C_TO_STRING_SPACED));
     else
@@ -1985,6 +2055,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   } else {
     i = skip_ws(text, len, i + 1);
     size_t idx = 0;
+    size_t line_at = 0; /* lines counted up to here, once over the whole text */
+    uint32_t line = 1;
     if (i < len && text[i] == ']') i++;
     else
       while (r->errors < MAX_ERRORS) {
@@ -1992,8 +2064,15 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
         if (!e) break;
         json_object *o = stream_parse(&st, i, e);
         if (!o) break;
+        for (; line_at < i; line_at++)
+          if (text[line_at] == '\n') line++;
         path_push_idx(r, idx++);
+        uint32_t before = t->n_steps;
         read_step(r, t, o);
+        if (t->n_steps > before) {
+          t->steps[t->n_steps - 1].src_line = line;
+          edit_lines(text, i, e, line, &t->steps[t->n_steps - 1]);
+        }
         path_pop(r);
         json_object_put(o);
         i = skip_ws(text, len, e);
@@ -2167,6 +2246,12 @@ static bool shapes_dims(Rd *r, OxShapeList *l, json_object *arr, OxShapeEntry *e
       return false;
     }
     path_pop(r);
+  }
+  OxTensorMeta t = {.rank = e->rank, .shape = e->shape};
+  char why[160];
+  if (ox_meta_absurd(&t, why, sizeof why)) {
+    ERR(r, "%s", why);
+    return false;
   }
   return true;
 }

@@ -438,8 +438,6 @@ int ox_lsub_build(const OxGraph *g, const OxNodeId *subset, uint32_t n, const Ox
 
 /* ------------------------------------------------------------------ layered layout */
 
-static inline uint32_t MAX_U32(uint32_t a, uint32_t b) { return a > b ? a : b; }
-
 enum { ITER_MAX = 8 };
 #define NODESEP 18.0 /* between boxes in a row */
 #define RANKSEP 34.0 /* between ranks */

@@ -52,7 +52,9 @@ void ox_doc_add_graph(OxDoc *d, OxGraph *g); /* takes ownership */
 OxFormat ox_detect_format(const char *text, size_t len);
 
 /* Load a file / a buffer. Returns 0 and sets *out on success (warnings may have been added),
- * -1 on failure (errors in diags, *out = NULL). fmt OX_FMT_UNKNOWN = detect. */
+ * -1 on failure (errors in diags, *out = NULL). fmt OX_FMT_UNKNOWN = detect. The buffer must be
+ * NUL-terminated at len (text[len] == 0, as ox_read_file's are): diagnostics quote the line
+ * they point at up to its end. */
 int ox_load_file(const char *path, OxFormat fmt, const OxLoadOptions *opt, OxDoc **out, OxDiagList *diags);
 int ox_load_buffer(const char *text, size_t len, OxFormat fmt, const OxLoadOptions *opt,
                    OxDoc **out, OxDiagList *diags);
@@ -69,6 +71,10 @@ int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *
  * "Sym(s0)") into m, its arrays in g (shared, read-only: ox_graph_meta_intern). False if s is
  * not one. */
 bool ox_parse_tensor_annotation(OxGraph *g, const char *s, size_t n, OxMeta *m);
+
+/* Whether the FX text loader reads device text s back as a device when it is printed bare
+ * ("cuda:0", "cpu"); the FX writer prints any other device as device(type='ipu', index=0). */
+bool ox_fx_device_reads_bare(const char *s);
 
 #ifdef __cplusplus
 }

@@ -95,6 +95,7 @@ typedef struct P {
   /* uninterpreted values kept as text in the current line */
   uint32_t raw_count, raw_col;
   uint32_t ann_col; /* column of a tensor annotation we could not read, 0 if none */
+  char ann_why[120]; /* why, when it read but is absurd (ox_meta_absurd); else empty */
   size_t my_errors;
   bool pending_fragment;
   uint32_t pending_line;
@@ -103,7 +104,9 @@ typedef struct P {
 
 /* ------------------------------------------------------------------ small helpers */
 
-static bool is_ident_start(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+/* bytes >= 0x80 are identifier characters, as in Python 3 (and the readable loader): a node named
+ * in UTF-8 (or in bytes a dump mangled) must read back from the FX text we write */
+static bool is_ident_start(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80; }
 static bool is_ident(unsigned char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 static bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 static bool is_ws(unsigned char c) { return c == ' ' || c == '\t'; }
@@ -426,7 +429,7 @@ static bool parse_seq(VCtx *v, const char **pp, OxValueKind kind, char close, ui
     p->nvs = base;
     return false;
   }
-  *out = ox_graph_value_seq(v->c->g, kind, p->vs + base, n);
+  *out = ox_graph_value_seq(v->c->g, kind, n ? p->vs + base : NULL, n);
   p->nvs = base;
   return true;
 }
@@ -482,7 +485,9 @@ static bool parse_dict(VCtx *v, const char **pp, uint32_t depth, OxValue *out) {
     fail(p, q, q >= e ? "unbalanced brackets: missing '}'" : "expected ',' or '}'");
     goto out;
   }
-  *out = ox_graph_value_dict(v->c->g, p->ks + kbase, p->vs + vbase, (uint32_t)(p->nvs - vbase));
+  /* the stacks are NULL until the first push: no offset may be applied to them then */
+  uint32_t nd = (uint32_t)(p->nvs - vbase);
+  *out = ox_graph_value_dict(v->c->g, nd ? p->ks + kbase : NULL, nd ? p->vs + vbase : NULL, nd);
   *pp = q;
 out:
   p->nvs = vbase;
@@ -705,9 +710,11 @@ static bool parse_dims(OxGraph *g, const char **pp, const char *e, OxDim tmp[64]
   return true;
 }
 
-/* "f32[8, 16][16, 1]cuda:0" or "Sym(s0)" -> meta. False if the text has another shape. */
-static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m) {
+/* "f32[8, 16][16, 1]cuda:0" or "Sym(s0)" -> meta. False if the text has another shape, or
+ * (why filled) sizes no tensor can have. */
+static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m, char *why, size_t whycap) {
   memset(m, 0, sizeof *m);
+  if (whycap) why[0] = 0;
   if (starts(s, e, "Sym(") && e[-1] == ')') {
     m->kind = OX_META_SYMINT;
     m->sym = ox_graph_intern_n(g, s + 4, (size_t)(e - 1 - (s + 4)));
@@ -739,16 +746,32 @@ static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m
       if (!(is_ident((unsigned char)*x) || *x == ':')) return false;
     t.device = ox_graph_intern_n(g, q, (size_t)(e - q));
   }
+  char buf[120];
+  if (ox_meta_absurd(&t, buf, sizeof buf)) {
+    if (whycap) snprintf(why, whycap, "%s", buf);
+    return false;
+  }
   m->kind = OX_META_TENSOR;
   m->n = 1;
   m->t = ox_graph_meta_intern(g, &t, 1);
   return true;
 }
 
+bool ox_fx_device_reads_bare(const char *s) {
+  const char *c = strchr(s, ':');
+  size_t n = c ? (size_t)(c - s) : strlen(s);
+  if (!is_device_word(s, n)) return false;
+  if (!c) return true;
+  if (!c[1]) return false;
+  for (const char *q = c + 1; *q; q++)
+    if (!is_digit((unsigned char)*q)) return false;
+  return true;
+}
+
 bool ox_parse_tensor_annotation(OxGraph *g, const char *s, size_t n, OxMeta *m) {
   while (n && is_ws((unsigned char)*s)) s++, n--;
   while (n && is_ws((unsigned char)s[n - 1])) n--;
-  return n && parse_annotation(g, s, s + n, m);
+  return n && parse_annotation(g, s, s + n, m, NULL, 0);
 }
 
 /* ------------------------------------------------------------------ contexts */
@@ -1057,7 +1080,7 @@ static bool parse_node_line(P *p, Ctx *c, const char *s, const char *e, Rec *rc)
     const char *as = q + 1, *ae = as;
     while (ae < e && *ae != '"') ae++;
     if (ae >= e) return fail(p, q, "unterminated tensor annotation");
-    if (!parse_annotation(g, as, ae, &rc->meta)) {
+    if (!parse_annotation(g, as, ae, &rc->meta, p->ann_why, sizeof p->ann_why)) {
       memset(&rc->meta, 0, sizeof rc->meta);
       p->ann_col = col_of(p, q);
     }
@@ -1333,7 +1356,9 @@ static void report_line_failure(P *p, const char *content) {
 }
 
 static void report_raw(P *p, const char *content) {
-  if (p->ann_col)
+  if (p->ann_col && p->ann_why[0])
+    diag(p, OX_SEV_WARNING, p->lineno, p->ann_col, content, "tensor annotation ignored: %s", p->ann_why);
+  else if (p->ann_col)
     diag(p, OX_SEV_WARNING, p->lineno, p->ann_col, content, "unrecognized tensor annotation ignored");
   if (p->raw_count)
     diag(p, OX_SEV_WARNING, p->lineno, p->raw_col, content,
@@ -1347,6 +1372,7 @@ static void line_reset(P *p) {
   p->raw_count = 0;
   p->raw_col = 0;
   p->ann_col = 0;
+  p->ann_why[0] = 0;
   p->nvs = 0;
   p->nks = 0;
 }
@@ -1360,12 +1386,17 @@ static int indent_of(const char *s, const char *e) {
   return n;
 }
 
-/* Leaves blocks that the line's indentation shows have ended (a nested block without return). */
+/* Leaves blocks that the line's indentation shows have ended (a nested block without return; a
+ * nested block with no body at all: a line not indented past its header, as the FX writer
+ * prints an empty subgraph). */
 static void pop_dedented(P *p, int indent) {
   while (p->depth && top(p)->nested) {
     Ctx *c = top(p);
-    if (c->body_indent >= 0 && indent < c->body_indent) pop_ctx(p);
-    else break;
+    if ((c->body_indent >= 0 && indent < c->body_indent) ||
+        (c->body_indent < 0 && c->header_indent >= 0 && indent <= c->header_indent))
+      pop_ctx(p);
+    else
+      break;
   }
 }
 

@@ -933,7 +933,7 @@ static int parse_dims(OxGraph *g, const char **ps, const char *e, OxDim **dims, 
 /* Annotation text (without quotes) -> meta of node id. Returns false if it is not one we
  * read (the text is still kept as type_ann by the caller). Grammar:
  *   Sym(EXPR) | DTYPE "[" dims "]" ["[" strides "]"] [DEVICE] | Wrapper(ANN, ...) */
-static bool apply_annotation(OxGraph *g, OxNodeId id, const char *s, size_t n, int depth) {
+static bool apply_annotation(OxGraph *g, OxNodeId id, const char *s, size_t n, int depth, char *why, size_t whycap) {
   const char *e = s + n;
   while (s < e && is_sp((unsigned char)*s)) s++;
   while (e > s && is_sp((unsigned char)e[-1])) e--;
@@ -959,7 +959,7 @@ static bool apply_annotation(OxGraph *g, OxNodeId id, const char *s, size_t n, i
         else if (*ie == ']' || *ie == ')') d--;
         ie++;
       }
-      return apply_annotation(g, id, in, (size_t)(ie - in), depth + 1);
+      return apply_annotation(g, id, in, (size_t)(ie - in), depth + 1, why, whycap);
     }
     return false;
   }
@@ -983,10 +983,14 @@ static bool apply_annotation(OxGraph *g, OxNodeId id, const char *s, size_t n, i
     t.has_stride = srank >= 0 && srank == rank;
     t.stride = t.has_stride ? stride : NULL;
     t.device = q < e ? ox_graph_intern_n(g, q, (size_t)(e - q)) : NULL;
-    m.kind = OX_META_TENSOR;
-    m.n = 1;
-    m.t = &t;
-    ox_graph_set_meta(g, id, &m); /* deep copy: shape/stride here are scratch */
+    if (ox_meta_absurd(&t, why, whycap)) {
+      ok = false; /* sizes no tensor can have: the caller warns, the node keeps no meta */
+    } else {
+      m.kind = OX_META_TENSOR;
+      m.n = 1;
+      m.t = &t;
+      ox_graph_set_meta(g, id, &m); /* deep copy: shape/stride here are scratch */
+    }
   }
   free(shape);
   free(stride);
@@ -1819,7 +1823,7 @@ static void handle_statement(P *p, Frame *f, uint32_t *li, size_t first, int ind
   const char *name = id;
   size_t nlen = n;
   const char *ann = NULL;
-  size_t alen = 0;
+  size_t alen = 0, ann_off = 0;
   bool ann_quoted = false;
   if (accept(p, ':')) {
     int c = peekc(p);
@@ -1829,6 +1833,7 @@ static void handle_statement(P *p, Frame *f, uint32_t *li, size_t first, int ind
         report_parse_error(p, "cannot parse type annotation");
         return;
       }
+      ann_off = s->off;
       ann = s->s;
       alen = s->slen;
       ann_quoted = true;
@@ -1896,7 +1901,9 @@ static void handle_statement(P *p, Frame *f, uint32_t *li, size_t first, int ind
   OxNode *node = ox_graph_node(f->g, nid);
   if (ann) {
     node->type_ann = ox_graph_intern_n(f->g, ann, alen);
-    if (ann_quoted) apply_annotation(f->g, nid, ann, alen, 0);
+    char why[160] = "";
+    if (ann_quoted && !apply_annotation(f->g, nid, ann, alen, 0, why, sizeof why) && why[0])
+      diag_src(p, OX_SEV_WARNING, ann_off, "tensor annotation ignored: %s", why);
   }
   local_set(f, name, nlen, nid);
 }
@@ -1958,13 +1965,14 @@ static void handle_def(P *p, Frame *f, uint32_t *li, size_t first, int indent) {
       break;
     }
     const char *ann = NULL, *dflt = NULL;
-    size_t alen = 0, dlen = 0;
+    size_t alen = 0, dlen = 0, ann_off = 0;
     bool quoted = false;
     if (accept(p, ':')) {
       int c = peekc(p);
       if (c == '\'' || c == '"') {
         Ast *a = parse_string(p, false);
         if (!a) break;
+        ann_off = a->off;
         ann = a->s;
         alen = a->slen;
         quoted = true;
@@ -2009,7 +2017,9 @@ static void handle_def(P *p, Frame *f, uint32_t *li, size_t first, int indent) {
     if (dflt) node->default_value = ox_graph_intern_n(f->g, dflt, dlen);
     if (ann) {
       node->type_ann = ox_graph_intern_n(f->g, ann, alen);
-      if (quoted) apply_annotation(f->g, ph, ann, alen, 0);
+      char why[160] = "";
+      if (quoted && !apply_annotation(f->g, ph, ann, alen, 0, why, sizeof why) && why[0])
+        diag_src(p, OX_SEV_WARNING, ann_off, "tensor annotation ignored: %s", why);
     }
   }
   if (p->perr) report_parse_error(p, "cannot parse forward signature");

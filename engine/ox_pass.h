@@ -88,10 +88,28 @@ typedef struct OxStepVeto {
   const char *anchor;
   const char *why;      /* the rejection's text ("what-if: skip step #12"); NULL: a default */
 } OxStepVeto;
+/* Budgets of one pass (a pipeline entry with all its repetitions), so that no pass runs without
+ * bound: a rule that grows its own matches (m => relu(relu(x)), repeated) doubles the graph on
+ * every repetition. A pass that spends one stops at its next anchor; the driver records a
+ * rejection with code BUDGET ("growth budget: graph grew 501x ...") and a warning, and goes
+ * on with the next pass. Zero fields take the defaults, generous enough that no real pass
+ * comes near them (docs/cli.md). */
+typedef struct OxBudget {
+  uint32_t max_steps;  /* applied steps; 0 = OX_BUDGET_STEPS */
+  double max_growth;   /* live nodes at most max(max_growth x the pass's input, input +
+                          OX_BUDGET_HEADROOM); 0 = OX_BUDGET_GROWTH */
+  double max_seconds;  /* wall time; 0 = OX_BUDGET_SECONDS */
+} OxBudget;
+
+#define OX_BUDGET_STEPS 1000000u
+#define OX_BUDGET_GROWTH 4.0
+#define OX_BUDGET_HEADROOM 1000u
+#define OX_BUDGET_SECONDS 300.0
 
 typedef struct OxPipeline {
   OxPipelineEntry *entries;
   uint32_t n;
+  OxBudget budget; /* per pass; zero = defaults */
 } OxPipeline;
 
 /* Default pipeline for a graph: every pass whose phase fits the graph's level (aten targets
@@ -131,6 +149,17 @@ int ox_check_config_parse(const char *list, OxCheckConfig *c, char *err, size_t 
 
 /* ------------------------------------------------------------------ pass context & step protocol */
 
+/* A pass's budget while it runs (ox_optimize fills it; ox_step_commit charges it). */
+typedef struct OxPassBudget {
+  uint32_t steps, max_steps;
+  uint32_t nodes_in, max_nodes, uncounted;
+  double growth; /* the factor max_nodes came from */
+  double t0, deadline;
+  uint32_t polls;
+  const char *spent; /* "step", "growth" or "time" once a budget ran out, else NULL */
+  char why[200];     /* what happened: "graph grew 501x (2 -> 1002 nodes; ...)" */
+} OxPassBudget;
+
 struct OxPassCtx {
   OxGraph *g;
   const OxPassInfo *pass;
@@ -157,7 +186,14 @@ struct OxPassCtx {
   const OxStepVeto *vetoes;
   uint32_t n_vetoes;
   const OxStepVeto *vetoed;
+  /* the pass's budget (NULL = none). When it is spent, stop is set and the pass returns at
+   * its next anchor or root (loops ask ox_pass_stopped). */
+  OxPassBudget *budget;
+  bool stop;
 };
+
+/* Whether the pass must return now (a budget ran out; the wall clock is read every 64 calls). */
+bool ox_pass_stopped(OxPassCtx *c);
 
 /* Runs the configured checks on the open step (ox_check.c). Fills step->checks; returns false
  * if any check FAILED (skipped checks do not fail a step). */
@@ -198,6 +234,7 @@ void ox_counter_add(OxPassCtx *c, const char *name, int64_t delta);
 
 typedef struct OxOptimizeResult {
   uint32_t applied, rejected, check_failures;
+  uint32_t budget_stops; /* passes stopped by a budget (each also a warning in d and a BUDGET record) */
   double seconds;
   const char **counter_names; int64_t *counter_values; uint32_t n_counters; /* owned by the trace */
 } OxOptimizeResult;
@@ -213,12 +250,24 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
  * a graph with another hash. */
 uint64_t ox_graph_structure_hash(const OxGraph *g);
 
-/* Replays the first k applied steps of trace on g (the input graph); k = UINT32_MAX: all. */
+/* Replays the first k applied steps of trace on g (the input graph); k = UINT32_MAX: all.
+ * Refused when t->input_hash differs from g's; with a hash, the result is also checked to be in
+ * topological order (a damaged trace fails here instead of leaving a graph with uses before
+ * definitions). A NULL input_hash is not checked: for replaying a range of steps from a mid-run
+ * graph (the debugger's views). A trace read from a file without a hash must be refused by the
+ * caller (ox_trace_read_json warns about it). */
 int ox_replay(OxGraph *g, const OxTrace *trace, uint32_t k, OxDiagList *d);
 
 /* explain: every recorded step (applied or rejected) that mentions node `name` as anchor,
  * matched node, or reason argument, in trace order. Returns count, fills up to max indices. */
 uint32_t ox_trace_steps_for_node(const OxTrace *t, const char *name, uint32_t *out, uint32_t max);
+
+/* Node names the trace's steps mention (anchor, matched, removed, reason arguments) that are
+ * neither nodes of g nor made by one of its steps (added, renamed to): a trace of another graph.
+ * Returns how many distinct ones (at most OX_UNKNOWN_NAMES_MAX: the scan stops there); fills up
+ * to max of them (in trace order). */
+#define OX_UNKNOWN_NAMES_MAX 4096u
+uint32_t ox_trace_unknown_names(const OxTrace *t, const OxGraph *g, const char **out, uint32_t max);
 
 #ifdef __cplusplus
 }

@@ -1062,9 +1062,9 @@ int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
   sort_by_position_desc(g, anchors, na);
   Seen seen = {0};
   int applied = 0;
-  for (uint32_t a = 0; a < na; a++) {
+  for (uint32_t a = 0; a < na && !ox_pass_stopped(c); a++) {
     OxNodeId x = anchors[a];
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && !c->stop; i++) {
       const OxPatEntry *e = &entries[i];
       if (g->nodes[x].erased) break;
       if (!ox_pat_anchor_accepts(g, e->pattern, x)) continue;

@@ -84,6 +84,7 @@ typedef struct Expr Expr;
 struct Expr {
   uint8_t k, op;
   uint8_t ty, ety; /* static type; element type of lists */
+  uint16_t h;      /* height of the tree below (a leaf is 1), at most RULE_MAX_DEPTH */
   uint32_t line, col;
   uint32_t off, end; /* source text [off, end) */
   int64_t i;
@@ -209,7 +210,16 @@ typedef struct P {
   OxPatPool *pool;
   Rule *cur;      /* the rule being parsed */
   int list_depth; /* inside each()/some()/repeat() */
+  uint32_t depth; /* recursive descent: parse_pat / parse_const / parse_expr levels entered */
+  uint32_t ph;    /* height of the pattern (or constant) parse_pat / parse_const just returned */
 } P;
+
+/* Nesting bound of the rule language, like the graph loaders' (256): patterns, constants and
+ * expression trees are at most this high, so the parser, checker, compiler, matcher and
+ * evaluator, which all recurse over them, recurse at most this deep; deeper input is a located
+ * error. Chains that need no recursion to parse (not not ..., - - ..., x[0][0]..., a + b + ...)
+ * are parsed in loops and refused by the height of the tree they build. */
+#define RULE_MAX_DEPTH 256
 
 static void snippet_at(const P *p, uint32_t off, char *buf, size_t cap) {
   size_t a = off > p->len ? p->len : off, b = a;
@@ -219,9 +229,16 @@ static void snippet_at(const P *p, uint32_t off, char *buf, size_t cap) {
     b++;
   while (a < b && (p->src[a] == ' ' || p->src[a] == '\t'))
     a++;
+  /* a long line: show the text around the offset (the column says where), not its start */
+  const char *pre = "";
+  size_t at = off > p->len ? p->len : off;
+  if (at > a + 120) {
+    a = at - 60;
+    pre = "...";
+  }
   size_t n = b - a;
   if (n > 160) n = 160;
-  snprintf(buf, cap, "%.*s", (int)n, p->src + a);
+  snprintf(buf, cap, "%s%.*s", pre, (int)n, p->src + a);
 }
 
 #if defined(__GNUC__)
@@ -241,6 +258,18 @@ err_at(P *p, uint32_t line, uint32_t col, uint32_t off, const char *fmt, ...) {
 
 #define ERR_TOK(p, tk, ...) err_at((p), (tk)->line, (tk)->col, (tk)->off, __VA_ARGS__)
 #define ERR_EXPR(p, x, ...) err_at((p), (x)->line, (x)->col, (x)->off, __VA_ARGS__)
+
+/* Enters one level of recursive descent at token t; false (a located error) past the bound.
+ * Every successful enter is paired with a leave. */
+static bool enter(P *p, const Tok *t, const char *what) {
+  if (p->depth >= RULE_MAX_DEPTH) {
+    ERR_TOK(p, t, "%s nested deeper than %u levels", what, RULE_MAX_DEPTH);
+    return false;
+  }
+  p->depth++;
+  return true;
+}
+static void leave(P *p) { p->depth--; }
 
 static void push_tok(P *p, Tok t) {
   if (p->n == p->cap) {
@@ -576,8 +605,26 @@ static void add_capture(P *p, const Tok *t, const char *name, bool is_node) {
 
 static OxPat *parse_pat(P *p);
 
+/* Sets the height of what was just parsed (p->ph); false (a located error at t) past the bound. */
+static bool set_ph(P *p, const Tok *t, uint32_t h, const char *what) {
+  p->ph = h;
+  if (h <= RULE_MAX_DEPTH) return true;
+  ERR_TOK(p, t, "%s nested deeper than %u levels", what, RULE_MAX_DEPTH);
+  return false;
+}
+
+static bool parse_const_in(P *p, OxValue *out);
+
 /* constant values in patterns: numbers, strings, True/False/None, torch dtypes, lists */
 static bool parse_const(P *p, OxValue *out) {
+  if (!enter(p, pk(p), "constant")) return false;
+  p->ph = 1;
+  bool ok = parse_const_in(p, out);
+  leave(p);
+  return ok;
+}
+
+static bool parse_const_in(P *p, OxValue *out) {
   Tok *t = pk(p);
   bool neg = false;
   if (is_p(t, "-")) {
@@ -624,7 +671,7 @@ static bool parse_const(P *p, OxValue *out) {
   if (is_p(t, "[")) {
     adv(p);
     OxValue items[64];
-    uint32_t n = 0;
+    uint32_t n = 0, h = 0;
     while (!is_p(pk(p), "]")) {
       if (n == 64) {
         ERR_TOK(p, pk(p), "a constant list in a pattern holds at most 64 items");
@@ -638,11 +685,13 @@ static bool parse_const(P *p, OxValue *out) {
               "a list in a pattern holds constants only; match list arguments with each(...) or some(...)");
         return false;
       }
+      if (p->ph > h) h = p->ph;
       n++;
       if (!is_p(pk(p), ",")) break;
       adv(p);
     }
     if (!expect_p(p, "]", "to close the constant list")) return false;
+    if (!set_ph(p, t, h + 1, "constant")) return false;
     *out = ox_graph_value_seq(p->ag, OX_V_LIST, items, n);
     return true;
   }
@@ -726,7 +775,7 @@ static OxPat *parse_call(P *p) {
   OxPat *args[OX_MAX_SLOTS + 8];
   const char *kwn[OX_MAX_SLOTS + 8];
   OxPat *kwv[OX_MAX_SLOTS + 8];
-  uint32_t na = 0, nk = 0;
+  uint32_t na = 0, nk = 0, ht = 0;
   bool varargs = false;
   if (is_p(pk(p), "*") && is_p(pk_at(p, 1), ")")) {
     adv(p);
@@ -743,6 +792,7 @@ static OxPat *parse_call(P *p) {
         adv(p);
         OxPat *v = parse_pat(p);
         if (!v) return NULL;
+        if (p->ph > ht) ht = p->ph;
         for (uint32_t i = 0; i < nk; i++)
           if (strcmp(kwn[i], t->s) == 0) ERR_TOK(p, t, "keyword argument '%s' given twice", t->s);
         kwn[nk] = t->s;
@@ -751,6 +801,7 @@ static OxPat *parse_call(P *p) {
         if (nk) ERR_TOK(p, t, "positional argument after keyword arguments");
         OxPat *v = parse_pat(p);
         if (!v) return NULL;
+        if (p->ph > ht) ht = p->ph;
         args[na++] = v;
       }
       if (!is_p(pk(p), ",")) break;
@@ -758,6 +809,7 @@ static OxPat *parse_call(P *p) {
     }
   }
   if (!expect_p(p, ")", "to close the call pattern")) return NULL;
+  if (!set_ph(p, head, ht + 1, "pattern")) return NULL;
   (void)ok; /* an unknown op was reported; the call is still built so parsing goes on */
   pat_loc(p, head);
   OxPat *x = varargs ? ox_pat_call_varargs(p->pool, kinds ? kinds : h.kinds, h.ops, h.n_ops)
@@ -781,6 +833,7 @@ static OxPat *parse_pat_prim(P *p) {
   if (is_id(t, "_")) {
     adv(p);
     pat_loc(p, t);
+    p->ph = 1;
     return ox_pat_ignored(p->pool);
   }
   if ((is_id(t, "each") || is_id(t, "some") || is_id(t, "repeat")) && is_p(pk_at(p, 1), "(")) {
@@ -790,6 +843,7 @@ static OxPat *parse_pat_prim(P *p) {
     OxPat *inner = parse_pat(p);
     p->list_depth--;
     if (!inner || !expect_p(p, ")", "to close the list pattern")) return NULL;
+    if (!set_ph(p, t, p->ph + 1, "pattern")) return NULL;
     pat_loc(p, t);
     if (is_id(t, "repeat")) {
       if (inner->kind != OX_PAT_CALL) ERR_TOK(p, t, "repeat(...) takes a call pattern");
@@ -821,6 +875,7 @@ static OxPat *parse_pat_prim(P *p) {
     adv(p);
     add_capture(p, t, t->s, false);
     pat_loc(p, t);
+    p->ph = 1;
     return ox_pat_kwarg(p->pool, t->s);
   }
   ERR_TOK(p, t, "expected a pattern, found %s", tok_desc(p, t, b, sizeof b));
@@ -840,9 +895,11 @@ static OxPat *parse_pat_post(P *p) {
   for (;;) {
     Tok *t = pk(p);
     if (is_p(t, "[")) { /* x[k]: getitem sugar */
+      uint32_t hx = p->ph;
       adv(p);
       OxPat *idx = parse_pat(p);
       if (!idx || !expect_p(p, "]", "to close the getitem pattern")) return NULL;
+      if (!set_ph(p, t, (hx > p->ph ? hx : p->ph) + 1, "pattern")) return NULL;
       pat_loc(p, t);
       x = ox_pat_getitem(p->pool, x, idx, 1);
       continue;
@@ -881,7 +938,16 @@ static OxPat *parse_pat_post(P *p) {
   }
 }
 
+static OxPat *parse_pat_in(P *p);
+
 static OxPat *parse_pat(P *p) {
+  if (!enter(p, pk(p), "pattern")) return NULL;
+  OxPat *x = parse_pat_in(p);
+  leave(p);
+  return x;
+}
+
+static OxPat *parse_pat_in(P *p) {
   Tok *t = pk(p);
   Tok *bind = NULL;
   if (t->k == TK_ID && is_p(pk_at(p, 1), "@")) {
@@ -917,16 +983,32 @@ static Expr *ex_new(P *p, uint8_t k, const Tok *t) {
   x->end = t->off + t->len;
   x->slot = -1;
   x->builtin = -1;
+  x->h = 1;
   return x;
 }
 
+/* Attaches the children (NULL entries allowed: optional slice bounds); NULL with an error at
+ * x's location when the tree would be higher than RULE_MAX_DEPTH. */
 static Expr *ex_kids(P *p, Expr *x, Expr *const *kids, uint32_t n) {
+  uint32_t h = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (kids[i] && kids[i]->h > h) h = kids[i]->h;
+  if (h + 1 > RULE_MAX_DEPTH) {
+    ERR_EXPR(p, x, "expression nested deeper than %u levels", RULE_MAX_DEPTH);
+    return NULL;
+  }
+  x->h = (uint16_t)(h + 1);
   x->a = arena_copy(p, kids, n * sizeof *kids);
   x->n = n;
   return x;
 }
 
-static Expr *ex_bin(P *p, uint8_t op, Expr *l, Expr *r) {
+/* l op r; t is the operator (where a too-high tree is reported) */
+static Expr *ex_bin(P *p, uint8_t op, Expr *l, Expr *r, const Tok *t) {
+  if ((l->h > r->h ? l->h : r->h) + 1 > RULE_MAX_DEPTH) {
+    ERR_TOK(p, t, "expression nested deeper than %u levels", RULE_MAX_DEPTH);
+    return NULL;
+  }
   Expr *x = ox_graph_alloc(p->ag, sizeof *x);
   x->k = X_BIN;
   x->op = op;
@@ -1005,7 +1087,7 @@ static Expr *parse_primary(P *p) {
         Expr *x = ex_new(p, X_COMP, t);
         x->s = v->s;
         Expr *k[3] = {first, list, cond};
-        ex_kids(p, x, k, cond ? 3 : 2);
+        if (!ex_kids(p, x, k, cond ? 3 : 2)) return NULL;
         x->end = prev_end(p);
         return x;
       }
@@ -1022,6 +1104,7 @@ static Expr *parse_primary(P *p) {
     }
     if (!expect_p(p, "]", "to close the list")) return NULL;
     Expr *x = ex_kids(p, ex_new(p, X_LIST, t), items, n);
+    if (!x) return NULL;
     x->end = prev_end(p);
     return x;
   }
@@ -1051,7 +1134,13 @@ static Expr *parse_primary(P *p) {
         adv(p);
       }
       if (!expect_p(p, ")", "to close the call")) return NULL;
-      Expr *x = ex_kids(p, ex_new(p, X_CALL, t), args, na);
+      Expr *kids[48];
+      memcpy(kids, args, na * sizeof *args);
+      memcpy(kids + na, kv, nk * sizeof *kv);
+      Expr *x = ex_new(p, X_CALL, t);
+      if (!ex_kids(p, x, kids, na + nk)) return NULL; /* the height counts keyword values too */
+      x->n = na;
+      x->a = arena_copy(p, args, na * sizeof *args);
       x->s = t->s;
       x->kw = arena_copy(p, kw, nk * sizeof *kw);
       x->kv = arena_copy(p, kv, nk * sizeof *kv);
@@ -1086,35 +1175,41 @@ static Expr *parse_postfix(P *p) {
     }
     if (!expect_p(p, "]", "to close the index")) return NULL;
     Expr *y = ex_new(p, slice ? X_SLICE : X_INDEX, t);
+    Expr *k[3] = {x, lo, hi};
+    if (!ex_kids(p, y, k, slice ? 3 : 2)) return NULL; /* reported at the '[' */
     y->line = x->line;
     y->col = x->col;
     y->off = x->off;
-    Expr *k[3] = {x, lo, hi};
-    ex_kids(p, y, k, slice ? 3 : 2);
     y->end = prev_end(p);
     x = y;
   }
   return x;
 }
 
+/* "-" unary: a chain of minus signs is read in a loop (no recursion), then applied from the
+ * innermost out; a literal absorbs its signs. */
 static Expr *parse_unary(P *p) {
-  Tok *t = pk(p);
-  if (is_p(t, "-")) {
+  uint32_t first = p->i, n = 0;
+  while (is_p(pk(p), "-")) {
     adv(p);
-    Expr *a = parse_unary(p);
-    if (!a) return NULL;
-    if (a->k == X_INT || a->k == X_FLOAT) { /* a literal */
+    n++;
+  }
+  Expr *a = parse_postfix(p);
+  for (uint32_t k = n; a && k-- > 0;) {
+    const Tok *t = &p->t[first + k];
+    if ((a->k == X_INT && a->i != INT64_MIN) || a->k == X_FLOAT) { /* a literal */
       a->i = -a->i;
       a->f = -a->f;
       a->off = t->off;
       a->col = t->col;
-      return a;
+      continue;
     }
     Expr *x = ex_kids(p, ex_new(p, X_NEG, t), &a, 1);
+    if (!x) return NULL;
     x->end = a->end;
-    return x;
+    a = x;
   }
-  return parse_postfix(p);
+  return a;
 }
 
 static Expr *parse_mul(P *p) {
@@ -1130,7 +1225,7 @@ static Expr *parse_mul(P *p) {
     adv(p);
     Expr *r = parse_unary(p);
     if (!r) return NULL;
-    x = ex_bin(p, op, x, r);
+    x = ex_bin(p, op, x, r, t);
   }
   return x;
 }
@@ -1144,7 +1239,7 @@ static Expr *parse_add(P *p) {
     adv(p);
     Expr *r = parse_mul(p);
     if (!r) return NULL;
-    x = ex_bin(p, op, x, r);
+    x = ex_bin(p, op, x, r, t);
   }
   return x;
 }
@@ -1152,10 +1247,10 @@ static Expr *parse_add(P *p) {
 static Expr *parse_concat(P *p) {
   Expr *x = parse_add(p);
   while (x && (is_p(pk(p), "++") || continues(p, "++"))) {
-    adv(p);
+    Tok *t = adv(p);
     Expr *r = parse_add(p);
     if (!r) return NULL;
-    x = ex_bin(p, B_CAT, x, r);
+    x = ex_bin(p, B_CAT, x, r, t);
   }
   return x;
 }
@@ -1176,29 +1271,33 @@ static Expr *parse_cmp(P *p) {
   adv(p);
   Expr *r = parse_concat(p);
   if (!r) return NULL;
-  return ex_bin(p, op, x, r);
+  return ex_bin(p, op, x, r, t);
 }
 
+/* "not" not: read in a loop like unary minus */
 static Expr *parse_not(P *p) {
-  Tok *t = pk(p);
-  if (is_id(t, "not")) {
+  uint32_t first = p->i, n = 0;
+  while (is_id(pk(p), "not")) {
     adv(p);
-    Expr *a = parse_not(p);
-    if (!a) return NULL;
-    Expr *x = ex_kids(p, ex_new(p, X_NOT, t), &a, 1);
-    x->end = a->end;
-    return x;
+    n++;
   }
-  return parse_cmp(p);
+  Expr *a = parse_cmp(p);
+  for (uint32_t k = n; a && k-- > 0;) {
+    Expr *x = ex_kids(p, ex_new(p, X_NOT, &p->t[first + k]), &a, 1);
+    if (!x) return NULL;
+    x->end = a->end;
+    a = x;
+  }
+  return a;
 }
 
 static Expr *parse_and(P *p) {
   Expr *x = parse_not(p);
   while (x && (is_id(pk(p), "and") || continues(p, "and"))) {
-    adv(p);
+    Tok *t = adv(p);
     Expr *r = parse_not(p);
     if (!r) return NULL;
-    x = ex_bin(p, B_AND, x, r);
+    x = ex_bin(p, B_AND, x, r, t);
   }
   return x;
 }
@@ -1206,15 +1305,24 @@ static Expr *parse_and(P *p) {
 static Expr *parse_or(P *p) {
   Expr *x = parse_and(p);
   while (x && (is_id(pk(p), "or") || continues(p, "or"))) {
-    adv(p);
+    Tok *t = adv(p);
     Expr *r = parse_and(p);
     if (!r) return NULL;
-    x = ex_bin(p, B_OR, x, r);
+    x = ex_bin(p, B_OR, x, r, t);
   }
   return x;
 }
 
+static Expr *parse_expr_in(P *p);
+
 static Expr *parse_expr(P *p) {
+  if (!enter(p, pk(p), "expression")) return NULL;
+  Expr *x = parse_expr_in(p);
+  leave(p);
+  return x;
+}
+
+static Expr *parse_expr_in(P *p) {
   Tok *t = pk(p);
   if (is_id(t, "if")) {
     adv(p);
@@ -1228,6 +1336,7 @@ static Expr *parse_expr(P *p) {
     if (!b) return NULL;
     Expr *k[3] = {c, a, b};
     Expr *x = ex_kids(p, ex_new(p, X_IF, t), k, 3);
+    if (!x) return NULL;
     x->end = b->end;
     return x;
   }
@@ -1716,7 +1825,26 @@ static bool check_created(Ev *ev, OxNodeId id) {
   return true;
 }
 
+/* Values a replacement puts into a node are at most this deep, well within what every loader
+ * reads back (256 levels, JSON counting its own structure too): a rule applied again and again
+ * to its own output (m => f([args(m)])) cannot grow a tree the writers, the trace and the
+ * loaders would have to recurse through without bound. */
+#define EV_MAX_VALUE_DEPTH 128
+
+/* Whether v is nested deeper than `left` levels; recurses at most left + 1 deep. */
+static bool value_too_deep(const OxValue *v, uint32_t left) {
+  if (v->kind != OX_V_LIST && v->kind != OX_V_TUPLE && v->kind != OX_V_DICT) return false;
+  if (!left) return true;
+  for (uint32_t i = 0; i < v->n; i++)
+    if (value_too_deep(&v->u.items[i], left - 1)) return true;
+  return false;
+}
+
 static OxNodeId create(Ev *ev, OxOp kind, const char *target, OxValue args, OxValue kwargs) {
+  if (value_too_deep(&args, EV_MAX_VALUE_DEPTH) || value_too_deep(&kwargs, EV_MAX_VALUE_DEPTH)) {
+    everr(ev, "the arguments of a new %s are nested deeper than %u levels", target, EV_MAX_VALUE_DEPTH);
+    return 0;
+  }
   OxNodeId id = ev->before ? ox_graph_insert_before(ev->g, ev->before, kind, NULL, target, args, kwargs)
                            : ox_graph_add_node(ev->g, kind, NULL, target, args, kwargs);
   infer_meta(ev->g, id);
@@ -3599,6 +3727,11 @@ static int parse_batch(P *p) {
         if (n_extras == OX_BATCH_MAX_EXTRAS) {
           ERR_TOK(p, v[i], "at most %d extras", OX_BATCH_MAX_EXTRAS);
           break;
+        }
+        if (v[i]->k != TK_ID) { /* a number or punctuation has no name (s is NULL) */
+          char b[64];
+          ERR_TOK(p, v[i], "extras: expected an argument name, found %s", tok_desc(p, v[i], b, sizeof b));
+          continue;
         }
         extra_toks[n_extras] = v[i];
         extras[n_extras++] = v[i]->s;

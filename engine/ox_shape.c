@@ -64,6 +64,13 @@ static bool dim_eq(OxDim a, OxDim b) {
 
 static OxDim cdim(int64_t v) { return (OxDim){v, NULL}; }
 
+/* Size arithmetic is checked: sizes and arguments come from dumps and are not trusted (a
+ * product that overflows int64 is refused, never undefined). */
+static bool mul_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+static bool add_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
+/* ceil(a / b) for a >= 0, b > 0, without the a + b - 1 that overflows */
+static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
 static const OxTensorMeta *node_tensor(const OxNode *n) {
   if (!n || n->meta.kind != OX_META_TENSOR || n->meta.n < 1 || n->meta.t[0].rank < 0) return NULL;
   return &n->meta.t[0];
@@ -159,6 +166,7 @@ static bool int_of_node(Ctx *c, const OxNode *n, int depth, int64_t *out) {
   int64_t a = 0, b = 0;
   if (n->args.n < 1 || !int_of_value(c, &n->args.u.items[0], depth + 1, &a)) return false;
   if (op == 'n') {
+    if (a == INT64_MIN) return false;
     *out = -a;
     return n->args.n == 1;
   }
@@ -168,16 +176,21 @@ static bool int_of_node(Ctx *c, const OxNode *n, int depth, int64_t *out) {
   }
   if (n->args.n != 2 || !int_of_value(c, &n->args.u.items[1], depth + 1, &b)) return false;
   switch (op) {
-  case '*': *out = a * b; return true;
-  case '+': *out = a + b; return true;
-  case '-': *out = a - b; return true;
+  case '*': return mul_ok(a, b, out);
+  case '+': return add_ok(a, b, out);
+  case '-': return !__builtin_sub_overflow(a, b, out);
   case '/':
-    if (!b) return false;
+    if (!b || (a == INT64_MIN && b == -1)) return false;
     *out = a / b - ((a % b != 0) && ((a < 0) != (b < 0))); /* Python floors */
     return true;
   case '%':
     if (!b) return false;
-    *out = ((a % b) + b) % b;
+    if (b == -1) { /* INT64_MIN % -1 is undefined in C; the answer is 0 */
+      *out = 0;
+      return true;
+    }
+    *out = a % b;
+    if (*out != 0 && ((*out < 0) != (b < 0))) *out += b; /* Python's sign */
     return true;
   }
   return false;
@@ -1103,7 +1116,7 @@ static int rule_split(Ctx *c, OxMeta *out) {
     for (uint32_t i = 0; i < sv->n; i++) {
       if ((rc = val_int(c, &sv->u.items[i], "split_sizes", &sizes[i]))) return rc;
       if (sizes[i] < 0) return say(c, -1, "split size %lld is negative", (long long)sizes[i]);
-      sum += sizes[i];
+      if (!add_ok(sum, sizes[i], &sum)) return say(c, -1, "split sizes overflow");
     }
     char b[96];
     if (sum != size)
@@ -1115,7 +1128,7 @@ static int rule_split(Ctx *c, OxMeta *out) {
   if ((rc = slot_int(c, 1, &ss))) return rc;
   if (ss < 0 || (ss == 0 && size != 0))
     return say(c, -1, "split_size %lld is invalid for dim %d of size %lld", (long long)ss, d, (long long)size);
-  int64_t n = size == 0 ? 1 : (size + ss - 1) / ss;
+  int64_t n = size == 0 ? 1 : ceil_div(size, ss);
   if (n > 65536) return say(c, 1, "%lld outputs is too many", (long long)n);
   int64_t *sizes = salloc(c, (size_t)n * sizeof(int64_t));
   for (int64_t k = 0; k < n; k++) sizes[k] = k < n - 1 ? ss : size - ss * (n - 1);
@@ -1131,14 +1144,14 @@ static int rule_chunk(Ctx *c, OxMeta *out) {
   if ((rc = split_setup(c, &x, 2, &d))) return rc;
   int64_t size = x->shape[d].v;
   if (chunks > 65536) return say(c, 1, "%lld outputs is too many", (long long)chunks);
-  int64_t cs = (size + chunks - 1) / chunks;
+  int64_t cs = ceil_div(size, chunks);
   int64_t n;
   int64_t *sizes;
   if (cs == 0) { /* empty dim: `chunks` empty pieces, as torch does */
     n = chunks;
     sizes = salloc(c, (size_t)n * sizeof(int64_t));
   } else {
-    n = (size + cs - 1) / cs;
+    n = ceil_div(size, cs);
     sizes = salloc(c, (size_t)n * sizeof(int64_t));
     for (int64_t k = 0; k < n; k++) sizes[k] = k < n - 1 ? cs : size - cs * (n - 1);
   }
@@ -1209,7 +1222,7 @@ static int rule_cat(Ctx *c, OxMeta *out) {
       }
     }
     if (x->shape[d].sym) sym = x->shape[d].sym;
-    else total += x->shape[d].v;
+    else if (!add_ok(total, x->shape[d].v, &total)) return say(c, -1, "cat sizes overflow");
   }
   if (sym) return say(c, 1, "symbolic size %s in %s", sym, c->op);
   t->shape[d] = cdim(total);
@@ -1252,7 +1265,7 @@ static int64_t slice_len(int64_t size, bool has_start, int64_t start, bool has_s
   if (stop < 0) stop = 0;
   if (start > size) start = size;
   if (stop <= start) return 0;
-  return (stop - start + step - 1) / step;
+  return ceil_div(stop - start, step);
 }
 
 /* One slice on dim size d: start/stop/step values (NONE allowed). */
@@ -1431,7 +1444,7 @@ static int rule_narrow(Ctx *c, OxMeta *out) {
   if (rc == 0 && !sz.sym) {
     if (start < -sz.v || start > sz.v) return say(c, -1, "start %lld out of range for size %lld", (long long)start, (long long)sz.v);
     if (start < 0) start += sz.v;
-    if (start + len > sz.v)
+    if (len > sz.v - start)
       return say(c, -1, "start (%lld) + length (%lld) exceeds dim %d of size %lld", (long long)start,
                  (long long)len, d, (long long)sz.v);
   }
@@ -1493,6 +1506,7 @@ static int rule_view(Ctx *c, OxMeta *out) {
   if ((rc = val_dims(c, sv, "size", d, &n, MAXR))) return rc;
   int infer = -1;
   int64_t known = 1;
+  char b0[96];
   const char *tsyms[MAXR];
   int nts = 0;
   for (int i = 0; i < n; i++) {
@@ -1502,8 +1516,8 @@ static int rule_view(Ctx *c, OxMeta *out) {
       infer = i;
     } else if (d[i].v < 0) {
       return say(c, -1, "invalid shape dimension %lld", (long long)d[i].v);
-    } else {
-      known *= d[i].v;
+    } else if (!mul_ok(known, d[i].v, &known)) {
+      return say(c, -1, "shape %s overflows", ox_value_format(c->g, sv, b0, sizeof b0));
     }
   }
   int64_t numel = 1;
@@ -1511,7 +1525,7 @@ static int rule_view(Ctx *c, OxMeta *out) {
   int nis = 0;
   for (int i = 0; i < x->rank; i++) {
     if (x->shape[i].sym) isyms[nis++] = x->shape[i].sym;
-    else numel *= x->shape[i].v;
+    else if (!mul_ok(numel, x->shape[i].v, &numel)) return say(c, -1, "the input's sizes overflow");
   }
   char b[96], e[96];
   if (nis || nts) {
@@ -1568,7 +1582,7 @@ static int rule_flatten(Ctx *c, OxMeta *out) {
     int64_t p = 1;
     for (int i = s; i <= e; i++) {
       if (x->shape[i].sym) return sym_fail(c, x->shape[i]);
-      p *= x->shape[i].v;
+      if (!mul_ok(p, x->shape[i].v, &p)) return say(c, -1, "the flattened size overflows");
     }
     d[r++] = cdim(p);
   }
@@ -1597,7 +1611,9 @@ static int rule_unflatten(Ctx *c, OxMeta *out) {
       if (sz[i].v == -1) {
         if (infer >= 0) return say(c, -1, "only one dimension can be inferred");
         infer = i;
-      } else p *= sz[i].v;
+      } else if (!mul_ok(p, sz[i].v, &p)) {
+        return say(c, -1, "sizes overflow");
+      }
     }
     char b[96];
     if (infer >= 0) {
@@ -1812,7 +1828,11 @@ static int rule_embedding_bag(Ctx *c, OxMeta *out) {
     OxDim nidx = ix->shape[0];
     if (ix->rank == 2) {
       if (ix->shape[0].sym || ix->shape[1].sym) nidx = (OxDim){0, ix->shape[0].sym ? ix->shape[0].sym : ix->shape[1].sym};
-      else nidx = cdim(ix->shape[0].v * ix->shape[1].v);
+      else {
+        int64_t k;
+        if (!mul_ok(ix->shape[0].v, ix->shape[1].v, &k)) return say(c, -1, "indices sizes overflow");
+        nidx = cdim(k);
+      }
     }
     OxTensorMeta *o2b = tuple_at(c, out, 1, ix->dtype, 1, ix);
     o2b->shape[0] = (is_sum && psw->kind == OX_V_NONE) ? cdim(0) : nidx;
@@ -1880,9 +1900,11 @@ static int rule_conv(Ctx *c, OxMeta *out) {
   int ch = batched ? 1 : 0;
   OxDim cin = x->shape[ch];
   if (cin.sym) return sym_fail(c, cin);
-  if (cin.v != cin_w * groups)
+  int64_t cin_all;
+  if (!mul_ok(cin_w, groups, &cin_all)) return say(c, -1, "groups=%lld overflows the channel count", (long long)groups);
+  if (cin.v != cin_all)
     return say(c, -1, "input %s has %lld channels, weight expects %lld (groups=%lld)", tfmt(x, e, sizeof e),
-               (long long)cin.v, (long long)(cin_w * groups), (long long)groups);
+               (long long)cin.v, (long long)cin_all, (long long)groups);
   if (!cout.sym && cout.v % groups)
     return say(c, -1, "%lld output channels are not divisible by groups=%lld", (long long)cout.v, (long long)groups);
   int64_t st[MAXR], pd[MAXR], dl[MAXR];
@@ -1905,11 +1927,13 @@ static int rule_conv(Ctx *c, OxMeta *out) {
     if (same) { t->shape[ch + 1 + i] = in; continue; }
     if (in.sym) return sym_fail(c, in);
     if (st[i] <= 0) return say(c, -1, "stride must be positive");
-    int64_t eff = dl[i] * (kern[i] - 1) + 1;
-    int64_t num = in.v + 2 * pd[i] - eff;
+    int64_t eff, padded, num;
+    if (!mul_ok(dl[i], kern[i] - 1, &eff) || !add_ok(eff, 1, &eff) || !mul_ok(pd[i], 2, &padded) ||
+        !add_ok(in.v, padded, &padded) || __builtin_sub_overflow(padded, eff, &num))
+      return say(c, -1, "kernel, dilation or padding sizes overflow");
     if (num < 0)
       return say(c, -1, "kernel size %lld (dilated %lld) is larger than padded input %lld", (long long)kern[i],
-                 (long long)eff, (long long)(in.v + 2 * pd[i]));
+                 (long long)eff, (long long)padded);
     t->shape[ch + 1 + i] = cdim(num / st[i] + 1);
   }
   set_tensor(out, t);
@@ -1938,11 +1962,16 @@ static int rule_max_pool(Ctx *c, OxMeta *out) {
     OxDim in = x->shape[x->rank - 2 + i];
     if (in.sym) return sym_fail(c, in);
     if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0) return say(c, -1, "kernel_size, stride and dilation must be positive");
-    if (p[i] < 0 || p[i] * 2 > k[i]) return say(c, -1, "padding %lld should be at most half of kernel size %lld", (long long)p[i], (long long)k[i]);
-    int64_t num = in.v + 2 * p[i] - d[i] * (k[i] - 1) - 1;
+    if (p[i] < 0 || p[i] > k[i] / 2) return say(c, -1, "padding %lld should be at most half of kernel size %lld", (long long)p[i], (long long)k[i]);
+    int64_t span, num; /* in + 2p - d(k - 1) - 1, checked: p <= k/2 keeps 2p below k */
+    if (!mul_ok(d[i], k[i] - 1, &span) || !add_ok(in.v, 2 * p[i], &num) || __builtin_sub_overflow(num, span, &num) ||
+        __builtin_sub_overflow(num, 1, &num))
+      return say(c, -1, "kernel, dilation or padding sizes overflow");
     if (num < 0) return say(c, -1, "output size is too small for input %s", tfmt(x, b, sizeof b));
-    int64_t o = (num + (ceil_mode ? s[i] - 1 : 0)) / s[i] + 1;
-    if (ceil_mode && (o - 1) * s[i] >= in.v + p[i]) o--; /* last window must start inside the input */
+    int64_t o = (ceil_mode ? ceil_div(num, s[i]) : num / s[i]) + 1;
+    /* last window must start inside the input: (o - 1) * s >= in + p, with o - 1 <= num / s + 1 */
+    int64_t last;
+    if (ceil_mode && (!mul_ok(o - 1, s[i], &last) || last >= in.v + p[i])) o--;
     t->shape[x->rank - 2 + i] = cdim(o);
   }
   if (ox_spelling_outputs(c->a.spelling) == 2) {
@@ -2121,6 +2150,12 @@ int ox_shape_infer_node(OxGraph *g, OxNodeId id, OxMeta *out, char *err, size_t 
   }
   c.op = ox_op_info(c.a.op)->name;
   int rc = rules[c.a.op].fn(&c, out);
+  /* arguments can ask for sizes no tensor has (expand(x, 2**62, ...), arange(1e18)): refused
+   * here, so no inferred meta is absurd either (loaded ones are checked by the loaders) */
+  for (uint32_t i = 0; rc == 0 && (out->kind == OX_META_TENSOR || out->kind == OX_META_TUPLE) && i < out->n; i++) {
+    char why[160];
+    if (ox_meta_absurd(&out->t[i], why, sizeof why)) rc = say(&c, -1, "inferred %s", why);
+  }
   if (rc != 0) memset(out, 0, sizeof *out);
   return rc;
 }
@@ -2262,6 +2297,8 @@ int ox_input_shape_parse(const char *spec, OxInputSpec *out, char *err, size_t e
           return spec_fail(err, errcap, spec, "bad size '%.*s'", (int)len, p);
         v = v * 10 + (p[i] - '0');
       }
+      if (v > OX_NUMEL_MAX)
+        return spec_fail(err, errcap, spec, "size %.*s is more than 2^50 elements", (int)len, p);
       out->dims[out->rank] = v;
     } else {
       bool ok = len < sizeof out->syms[0] && (p[0] == 's' || p[0] == 'u') && len > 1;
@@ -2273,6 +2310,10 @@ int ox_input_shape_parse(const char *spec, OxInputSpec *out, char *err, size_t e
     if (!*q) break;
     p = q + 1;
   }
+  int64_t numel = 1;
+  for (int i = 0; i < out->rank; i++)
+    if (!out->syms[i][0] && out->dims[i] && (__builtin_mul_overflow(numel, out->dims[i], &numel) || numel > OX_NUMEL_MAX))
+      return spec_fail(err, errcap, spec, "the sizes make more than 2^50 elements");
   return 0;
 }
 

@@ -10,6 +10,10 @@
  * replace_all_uses pattern) comes from that node; other added nodes (scaffolding such as a
  * stack) come from every matched node. Provenance ids are transitive to the input graph:
  * a node created by an earlier step passes on its own provenance.
+ *
+ * Budgets: every kept step is charged to the pass's budget (c->budget, set by the driver);
+ * when one is spent, c->stop is set and the pass loops (ox_pass_stopped) return at their next
+ * anchor. The step that crossed the line stays: it passed its checks.
  */
 #include <assert.h>
 #include <stdarg.h>
@@ -64,6 +68,44 @@ static const char **names_of(OxPassCtx *c, const OxGraph *g, const OxNodeId *ids
     r[i] = x ? ox_trace_intern_from(c->trace, g, x->name) : ox_trace_intern(c->trace, "?");
   }
   return r;
+}
+
+/* ---------------------------------------------------------------- budgets */
+
+static bool budget_time(OxPassCtx *c, double now) {
+  OxPassBudget *b = c->budget;
+  if (now <= b->deadline) return false;
+  b->spent = "time";
+  snprintf(b->why, sizeof b->why, "the pass ran %.1f s (at most %.0f s per pass)", now - b->t0, b->deadline - b->t0);
+  c->stop = true;
+  return true;
+}
+
+/* After a kept step: counts it, and stops the pass when a budget is spent. */
+static void budget_charge(OxPassCtx *c) {
+  OxPassBudget *b = c->budget;
+  if (!b || c->stop) return;
+  b->steps++;
+  uint32_t live = c->g->n_live - b->uncounted;
+  if (live > b->max_nodes) {
+    double f = b->nodes_in ? (double)live / b->nodes_in : (double)live;
+    b->spent = "growth";
+    snprintf(b->why, sizeof b->why, "graph grew %.*fx (%u -> %u nodes; at most %u per pass: %gx its input or %u more)",
+             f < 10 ? 1 : 0, f, b->nodes_in, live, b->max_nodes, b->growth, OX_BUDGET_HEADROOM);
+    c->stop = true;
+  } else if (b->steps >= b->max_steps) {
+    b->spent = "step";
+    snprintf(b->why, sizeof b->why, "%u applied steps (at most %u per pass)", b->steps, b->max_steps);
+    c->stop = true;
+  } else {
+    budget_time(c, now_s());
+  }
+}
+
+bool ox_pass_stopped(OxPassCtx *c) {
+  if (c->stop) return true;
+  if (!c->budget || (++c->budget->polls & 63)) return false;
+  return budget_time(c, now_s());
 }
 
 void ox_step_begin(OxPassCtx *c, const char *rule, OxNodeId anchor) {
@@ -752,6 +794,7 @@ bool ox_step_commit(OxPassCtx *c) {
     ox_graph_txn_commit(g);
   else
     ox_graph_txn_rollback(g);
+  if (keep) budget_charge(c);
   s->seconds = now_s() - c->t_start;
   if (c->trace) {
     OxStep *dst = ox_trace_add_step(c->trace, ok ? OX_STEP_APPLIED : OX_STEP_CHECK_FAILED);

@@ -106,13 +106,20 @@ double ox_dtype_max(OxDType dt) {
 /* ------------------------------------------------------------------ tensors */
 
 int64_t ox_shape_numel(int32_t rank, const int64_t *shape) {
+  /* the product of the non-zero sizes must fit too: kernels multiply sub-shapes of a tensor
+   * with a zero size ([0, 2^40, 2^40]: 0 elements, but 2^80 in its inner dims) */
   int64_t n = 1;
+  bool zero = false;
   for (int32_t i = 0; i < rank; i++) {
     if (shape[i] < 0) return -1;
-    if (shape[i] != 0 && n > INT64_MAX / shape[i]) return -1;
+    if (shape[i] == 0) {
+      zero = true;
+      continue;
+    }
+    if (n > INT64_MAX / shape[i]) return -1;
     n *= shape[i];
   }
-  return n;
+  return zero ? 0 : n;
 }
 
 OxTensor *ox_tensor_new(OxDType dt, int32_t rank, const int64_t *shape) {

@@ -54,7 +54,8 @@ extern "C" {
   X(OTHER, "%0")                                                                                \
   X(NOT_NORMALIZED, "%0 is not in normalized form: %1")                                         \
   X(MUTATION_BARRIER, "match spans a mutation barrier (%0 mutates between %1 and %2)")          \
-  X(PATTERN_DIFFERS, "pattern %0 already bound to %1, now %2")
+  X(PATTERN_DIFFERS, "pattern %0 already bound to %1, now %2")                                 \
+  X(BUDGET, "%0 budget: %1")
 
 typedef enum OxReasonCode {
 #define OX_REASON_ENUM(code, tmpl) OX_REASON_##code,
@@ -129,6 +130,7 @@ typedef struct OxTraceEdit {
   uint8_t kind;
   uint8_t op;            /* OxOp, ADD */
   bool has_meta;         /* ADD: data->meta is set (META edits always have it) */
+  uint32_t src_line;     /* read from a file: the line its JSON object starts on; else 0 */
   const char *name;
   const char *after;
   const char *new_name;
@@ -172,6 +174,8 @@ typedef struct OxStep {
   const char *options;     /* options in force, compact JSON text */
   const char **counter_names; int64_t *counter_deltas; uint32_t n_counters;
   double seconds;
+  uint32_t src_line;       /* read from a trace file: the line its JSON object starts on (replay errors
+                              are located there); 0 for a step recorded in this process */
 } OxStep;
 
 typedef struct OxTrace {
@@ -225,7 +229,8 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
  * provenance pairs and every rewire as an args edit; both still read and replay). */
 #define OX_TRACE_VERSION 2
 
-/* JSON (docs/trace-format.md). Writes with OxBuf; reading validates and returns located errors. */
+/* JSON (docs/trace-format.md). Writes with OxBuf; reading validates and returns located errors
+ * (text NUL-terminated at len, as for ox_load_buffer). */
 void ox_trace_write_json(const OxTrace *t, OxBuf *out);
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *d);
 

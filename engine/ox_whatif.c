@@ -334,7 +334,7 @@ static int run_entries(OxGraph *g, const OxPipeline *p, uint32_t from, const OxS
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "cancelled");
       return -1;
     }
-    OxPipeline one = {.entries = &p->entries[i], .n = 1};
+    OxPipeline one = {.entries = &p->entries[i], .n = 1, .budget = p->budget};
     OxOptimizeResult res;
     if (ox_optimize_vetoed(g, &one, vetoes, n_vetoes, checks, t, &res, d) != 0) return -1;
   }

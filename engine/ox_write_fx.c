@@ -124,8 +124,28 @@ static void put_value(const OxGraph *g, const OxValue *v, NodeStyle ns, OxBuf *b
     else
       ox_buf_puts(b, ox_dtype_torch_name((OxDType)v->u.dtype));
     return;
-  case OX_V_SYM:
   case OX_V_DEVICE:
+    if (v->s && !ox_fx_device_reads_bare(v->s)) {
+      /* a device the loader does not know by name (device(type='ipu') in a dump): torch's own
+       * spelling, which reads back as a device; text of another shape stays as it is */
+      const char *c = strchr(v->s, ':');
+      size_t tn = c ? (size_t)(c - v->s) : strlen(v->s);
+      bool ok = tn > 0 && tn <= 40 && (!c || (c[1] && strlen(c + 1) <= 6));
+      for (size_t i = 0; ok && i < tn; i++) {
+        unsigned char ch = (unsigned char)v->s[i];
+        ok = ch == '_' || ch >= 0x80 || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+      }
+      for (const char *q = c ? c + 1 : ""; ok && *q; q++) ok = *q >= '0' && *q <= '9';
+      if (ok) {
+        ox_buf_printf(b, "device(type='%.*s'", (int)tn, v->s);
+        if (c) ox_buf_printf(b, ", index=%s", c + 1);
+        ox_buf_putc(b, ')');
+        return;
+      }
+    }
+    ox_buf_puts(b, v->s ? v->s : "");
+    return;
+  case OX_V_SYM:
   case OX_V_ENUM:
   case OX_V_RAW: ox_buf_puts(b, v->s ? v->s : ""); return;
   case OX_V_ELLIPSIS: ox_buf_puts(b, "Ellipsis"); return;

@@ -1880,6 +1880,64 @@ static void test_cli_bundled_example(void) {
   g_free(dir);
 }
 
+
+/* Issue 21: explain with a trace of another graph warns (exit 0; 1 with --strict), replay of
+ * a trace with "hash": "" is refused, /dev/zero as a file or on stdin is refused at the cap. */
+static void test_cli_integrity(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *in = write_tmp(dir, "towers.txt", towers_fx);
+  char *small = write_tmp(dir, "small.txt", small_fx);
+  char *out = g_build_filename(dir, "out.txt", NULL);
+  char *trace = g_build_filename(dir, "trace.json", NULL);
+  Run r;
+  run_cli(&r, "optimize", in, "-o", out, "--trace", trace);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "explain", small, "--trace", trace, "--node", "x");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.err, "warning: recorded on another graph (structure hash"));
+  g_assert_nonnull(strstr(r.err, "does not have and no step adds: "));
+  run_clear(&r);
+  run_cli(&r, "explain", small, "--trace", trace, "--node", "x", "--strict");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "error: recorded on another graph"));
+  run_clear(&r);
+  run_cli(&r, "explain", in, "--trace", trace, "--node", "x"); /* its own trace: no warning */
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_null(strstr(r.err, "warning"));
+  run_clear(&r);
+  gsize len;
+  char *text = read_all(trace, &len);
+  GRegex *re = g_regex_new("\"hash\": \"[0-9a-f]+\"", 0, 0, NULL);
+  char *nohash = g_regex_replace_literal(re, text, -1, 0, "\"hash\": \"\"", 0, NULL);
+  g_regex_unref(re);
+  char *trace0 = write_tmp(dir, "nohash.json", nohash);
+  run_cli(&r, "replay", in, trace0, "-o", out);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "no input hash"));
+  g_assert_nonnull(strstr(r.err, "not replayed"));
+  run_clear(&r);
+  run_cli(&r, "info", "/dev/zero");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "/dev/zero: input larger than 536870912 bytes, refused"));
+  run_clear(&r);
+  ChildSetup zero = {.stdin_path = "/dev/zero"};
+  run_cli_setup(&r, &zero, "info", "-", NULL);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "standard input: input larger than 536870912 bytes, refused"));
+  run_clear(&r);
+  g_free(text);
+  g_free(nohash);
+  g_free(trace0);
+  g_free(in);
+  g_free(small);
+  g_free(out);
+  g_free(trace);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/dot/structure", test_dot_structure);
@@ -1910,6 +1968,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/corpus-convert", test_cli_corpus_convert);
   g_test_add_func("/cli/verify", test_cli_verify);
   g_test_add_func("/cli/optimize-replay-explain", test_cli_optimize_replay_explain);
+  g_test_add_func("/cli/integrity", test_cli_integrity);
   g_test_add_func("/cli/input-shape", test_cli_input_shape);
   g_test_add_func("/cli/paste-batches", test_cli_paste_batches);
   g_test_add_func("/cli/numeric-scalar-input", test_cli_numeric_scalar_input);

@@ -4,6 +4,13 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <utime.h>
 
 #include "ox_buf.h"
 #include "ox_graph.h"
@@ -1030,10 +1037,200 @@ static void test_big_node_array(void) {
   ox_graph_free(g);
 }
 
+
+/* Issue 21: a node with many users. Users are appended without scanning (a repeated input
+ * is still listed once), rewiring a user to an input it already has adds nothing, rollback
+ * restores the arrays, and the verifier's users checks (missing, duplicate) still fire,
+ * also on a hub. 200k users loaded through the FX text loader. */
+static void test_hub_users(void) {
+  const uint32_t n = 200000;
+  GString *t = g_string_new("graph():\n    %x : [num_users=200000] = placeholder[target=x]\n");
+  for (uint32_t i = 0; i < n; i++)
+    g_string_append_printf(t, "    %%r%u : [num_users=1] = call_function[target=operator.add](args = (%%x, %%x), kwargs = {})\n", i);
+  g_string_append_printf(t, "    return r%u\n", n - 1);
+  OxDiagList d;
+  ox_diags_init(&d, "hub");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(t->str, t->len, OX_FMT_FX_TEXT, NULL, &doc, &d), ==, 0);
+  g_assert_cmpuint(d.n, ==, 0);
+  g_string_free(t, TRUE);
+  OxGraph *g = doc->graphs[0];
+  OxNodeId x = ox_graph_find(g, "x");
+  g_assert_cmpuint(g->nodes[x].n_users, ==, n); /* add(x, x) lists each user once */
+  for (uint32_t i = 0; i < n; i += 9973) g_assert_cmpuint(g->nodes[x].users[i], ==, x + 1 + i);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+
+  /* r1 = add(x, x) -> add(r0, x): r1 joins r0's users once, stays in x's */
+  OxNodeId r0 = ox_graph_find(g, "r0"), r1 = ox_graph_find(g, "r1"), r2 = ox_graph_find(g, "r2");
+  ox_graph_txn_begin(g);
+  OxValue a[2] = {ox_value_node(r0), ox_value_node(x)};
+  ox_graph_set_args(g, r1, ox_graph_value_seq(g, OX_V_TUPLE, a, 2));
+  g_assert_cmpuint(g->nodes[r0].n_users, ==, 1);
+  /* r2 = add(x, x) -> add(x, r0) by rewiring its first x... then the other: r0 once */
+  ox_graph_replace_input(g, r2, x, r0);
+  g_assert_cmpuint(g->nodes[r0].n_users, ==, 2);
+  g_assert_cmpuint(g->nodes[x].n_users, ==, n - 1);
+  /* rewiring r1's x to r0, which r1 already uses: no second entry */
+  ox_graph_replace_input(g, r1, x, r0);
+  g_assert_cmpuint(g->nodes[r0].n_users, ==, 2);
+  g_assert_cmpuint(g->nodes[x].n_users, ==, n - 2);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+  ox_graph_txn_rollback(g);
+  g_assert_cmpuint(g->nodes[r0].n_users, ==, 0);
+  g_assert_cmpuint(g->nodes[x].n_users, ==, n);
+  g_assert_cmpuint(g->nodes[x].users[0], ==, r0);
+  g_assert_cmpuint(g->nodes[x].users[1], ==, r1);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+
+  /* the verifier on a hub: a duplicate entry, then a missing one */
+  OxNode *hx = &g->nodes[x];
+  OxNodeId keep = hx->users[n - 1];
+  hx->users[n - 1] = hx->users[7];
+  ox_diags_clear(&d);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), >, 0);
+  bool twice = false, missing = false;
+  for (uint32_t i = 0; i < d.n; i++) {
+    if (strstr(d.items[i].msg, "list r7 twice")) twice = true;
+    if (strstr(d.items[i].msg, "do not list r199999")) missing = true;
+  }
+  g_assert_true(twice);
+  g_assert_true(missing);
+  hx->users[n - 1] = keep;
+  ox_diags_clear(&d);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+  ox_diags_clear(&d);
+  ox_doc_free(doc);
+}
+
+
+static void kill_self(void) { raise(SIGKILL); }
+
+/* names in dir other than `keep` */
+static int other_files(const char *dir, const char *keep, char **first) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  int n = 0;
+  for (const char *e; (e = g_dir_read_name(d));)
+    if (strcmp(e, keep) != 0) {
+      if (first && !*first) *first = g_strdup(e);
+      n++;
+    }
+  g_dir_close(d);
+  return n;
+}
+
+/* Writes 4 MiB to path in a child that is killed after writing, before the rename. */
+static void write_killed(const char *path, bool no_tmpfile) {
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    ox_write_file_atomic_no_tmpfile = no_tmpfile;
+    ox_write_file_atomic_hook = kill_self;
+    size_t n = 4u << 20;
+    char *big = malloc(n);
+    memset(big, 'x', n);
+    ox_write_file_atomic(path, big, n, NULL, 0);
+    _exit(0); /* not reached */
+  }
+  int status = 0;
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  g_assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+/* Issue 21: a kill in the middle of an atomic write leaves the destination as it was and no
+ * 4 MiB OUT.tmp.XXXXXX behind (O_TMPFILE); where the fallback (a named temp file) had to be
+ * used, the next write to the same path removes the dead writer's temp file, but never one a
+ * live writer holds. */
+static void test_atomic_write_kill(void) {
+  g_autofree char *dir = g_dir_make_tmp("oxtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "out.txt", NULL);
+  char err[256];
+  g_assert_true(ox_write_file_atomic(path, "old", 3, err, sizeof err));
+  write_killed(path, false);
+  char *left = NULL;
+  g_assert_cmpint(other_files(dir, "out.txt", &left), ==, 0);
+  size_t len;
+  char *back = ox_read_file(path, &len, 0, err, sizeof err);
+  g_assert_cmpstr(back, ==, "old");
+  free(back);
+  /* the fallback leaves one, as before this issue... */
+  write_killed(path, true);
+  g_assert_cmpint(other_files(dir, "out.txt", &left), ==, 1);
+  g_assert_true(g_str_has_prefix(left, "out.txt.tmp."));
+  g_autofree char *stale = g_build_filename(dir, left, NULL);
+  g_free(left);
+  left = NULL;
+  GStatBuf st;
+  g_assert_cmpint(g_stat(stale, &st), ==, 0);
+  g_assert_cmpint(st.st_size, ==, 4 << 20);
+  /* ... a live writer's temp file (locked) of the same pattern, and an unrelated file */
+  g_autofree char *live = g_build_filename(dir, "out.txt.tmp.LIVE00", NULL);
+  g_autofree char *other = g_build_filename(dir, "out.txt.tmp.keep", NULL);
+  g_assert_true(g_file_set_contents(live, "live", -1, NULL));
+  g_assert_true(g_file_set_contents(other, "other", -1, NULL));
+  int lfd = open(live, O_RDONLY);
+  g_assert_cmpint(flock(lfd, LOCK_EX), ==, 0);
+  struct utimbuf old = {time(NULL) - 60, time(NULL) - 60};
+  g_assert_cmpint(utime(stale, &old), ==, 0);
+  g_assert_cmpint(utime(live, &old), ==, 0);
+  /* the next write (either way) removes the dead writer's file only */
+  for (int k = 0; k < 2; k++) {
+    ox_write_file_atomic_no_tmpfile = k == 1;
+    g_assert_true(ox_write_file_atomic(path, "new", 3, err, sizeof err));
+    g_assert_false(g_file_test(stale, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(live, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(other, G_FILE_TEST_EXISTS));
+    g_assert_cmpint(other_files(dir, "out.txt", NULL), ==, 2);
+  }
+  ox_write_file_atomic_no_tmpfile = false;
+  back = ox_read_file(path, &len, 0, err, sizeof err);
+  g_assert_cmpstr(back, ==, "new");
+  free(back);
+  close(lfd);
+  g_unlink(live);
+  g_unlink(other);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+/* Issue 21: reads are refused at the cap while reading, holding at most cap + 1 bytes: an
+ * endless device, a pipe, a regular file (before reading). */
+static void test_read_cap(void) {
+  char err[256];
+  size_t len;
+  g_assert_null(ox_read_file("/dev/zero", &len, 1u << 20, err, sizeof err));
+  g_assert_nonnull(strstr(err, "/dev/zero: input larger than 1048576 bytes, refused"));
+  int p[2];
+  g_assert_cmpint(pipe(p), ==, 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    char block[4096];
+    memset(block, 'a', sizeof block);
+    for (int i = 0; i < 1024; i++) /* 4 MiB, or until the reader gives up */
+      if (write(p[1], block, sizeof block) < 0) _exit(0);
+    _exit(0);
+  }
+  close(p[1]);
+  g_assert_null(ox_read_stream(p[0], "a pipe", &len, 100000, err, sizeof err));
+  g_assert_nonnull(strstr(err, "a pipe: input larger than 100000 bytes, refused"));
+  close(p[0]);
+  waitpid(pid, NULL, 0);
+  g_autofree char *dir = g_dir_make_tmp("oxtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "f.txt", NULL);
+  g_assert_true(g_file_set_contents(path, "0123456789", 10, NULL));
+  g_assert_null(ox_read_file(path, &len, 9, err, sizeof err));
+  char *all = ox_read_file(path, &len, 10, err, sizeof err); /* exactly the cap is fine */
+  g_assert_cmpuint(len, ==, 10);
+  free(all);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/graph/build-users", test_build_and_users);
   g_test_add_func("/engine/graph/big-node-array", test_big_node_array);
+  g_test_add_func("/engine/graph/hub-users", test_hub_users);
   g_test_add_func("/engine/graph/unique-names", test_unique_names);
   g_test_add_func("/engine/graph/replace-erase", test_replace_and_erase);
   g_test_add_func("/engine/graph/toposort", test_toposort);
@@ -1053,6 +1250,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/util/pyfloat", test_pyfloat);
   g_test_add_func("/engine/util/buf", test_buf_quoted_and_printf);
   g_test_add_func("/engine/util/atomic-write", test_atomic_write);
+  g_test_add_func("/engine/util/atomic-write-kill", test_atomic_write_kill);
+  g_test_add_func("/engine/util/read-cap", test_read_cap);
   g_test_add_func("/engine/util/diags", test_diags);
   g_test_add_func("/engine/util/arena", test_arena);
   g_test_add_func("/engine/util/namemap-model", test_namemap_model);

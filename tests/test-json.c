@@ -802,6 +802,86 @@ static void test_corpus_roundtrip(gconstpointer data) {
   g_free(path);
 }
 
+
+/* Issue 21: a tensor meta with sizes no tensor can have: a located warning (error under
+ * --strict) and no meta on the node. */
+static void test_absurd_dims(void) {
+  static const char fx[] = "graph():\n"
+                           "    %x : Tensor \"f32[4]\" = placeholder[target=x]\n"
+                           "    %relu : Tensor \"f32[3]\" = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+                           "    return relu\n";
+  OxDiagList d;
+  ox_diags_init(&d, "fx");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(fx, strlen(fx), OX_FMT_FX_TEXT, NULL, &doc, &d), ==, 0);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_json(doc, &b);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+  static const struct {
+    const char *shape, *why;
+  } cases[] = {
+      {"[-5]", "tensor meta ignored: size -5 (dim 0) is negative"},
+      {"[\"1e23\"]", "tensor meta ignored: size 1e23 (dim 0) is not an integer"},
+      {"[9223372036854775807]", "tensor meta ignored: size 9223372036854775807 (dim 0) makes more than 2^50 elements"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *at = strstr(b.data, "\"shape\": [4]");
+    g_assert_nonnull(at);
+    GString *t = g_string_new_len(b.data, at - b.data);
+    g_string_append_printf(t, "\"shape\": %s%s", cases[i].shape, at + strlen("\"shape\": [4]"));
+    ox_diags_init(&d, "abs.json");
+    g_assert_cmpint(ox_load_buffer(t->str, t->len, OX_FMT_JSON, NULL, &doc, &d), ==, 0);
+    g_assert_cmpuint(d.n_warnings, ==, 1);
+    g_assert_nonnull(strstr(d.items[0].msg, cases[i].why));
+    g_assert_cmpuint(d.items[0].line, >, 0);
+    g_assert_cmpint(doc->graphs[0]->nodes[ox_graph_find(doc->graphs[0], "x")].meta.kind, ==, OX_META_NONE);
+    ox_doc_free(doc);
+    ox_diags_clear(&d);
+    OxLoadOptions strict = {.strict = true};
+    load_bad(t->str, t->len, &strict, &d);
+    ox_diags_clear(&d);
+    g_string_free(t, TRUE);
+  }
+  ox_buf_free(&b);
+}
+
+
+/* Found by fuzz-json (issue 21): references may point forward, but the graph comes out in
+ * topological order, and a node that depends on itself is an error: the reader kept file order,
+ * so a loaded graph could use a node before its definition, or itself. */
+static void test_forward_order_cycles(void) {
+#define NODE_X "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"args\": [], \"kwargs\": {}}"
+#define NODE_OUT "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"r\"}], \"kwargs\": {}}"
+#define DOC(nodes) "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"g\", \"nodes\": [\n" nodes "\n]}]}"
+  static const char fwd[] = DOC("{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"torch.relu\", \"args\": [{\"node\": \"x\"}], \"kwargs\": {}},\n" NODE_X ",\n" NODE_OUT);
+  static const char self[] = DOC(NODE_X ",\n{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"operator.add\", \"args\": [{\"node\": \"x\"}, {\"node\": \"r\"}], \"kwargs\": {}},\n" NODE_OUT);
+  static const char cycle[] = DOC(NODE_X ",\n{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"operator.add\", \"args\": [{\"node\": \"x\"}, {\"node\": \"s\"}], \"kwargs\": {}},\n"
+                                  "{\"name\": \"s\", \"op\": \"call_function\", \"target\": \"torch.relu\", \"args\": [{\"node\": \"r\"}], \"kwargs\": {}},\n" NODE_OUT);
+  OxDiagList d;
+  ox_diags_init(&d, "fwd.json");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(fwd, strlen(fwd), OX_FMT_JSON, NULL, &doc, &d), ==, 0);
+  g_assert_cmpuint(d.n, ==, 0); /* the format allows it */
+  OxGraph *g = doc->graphs[0];
+  g_assert_cmpuint(ox_graph_find(g, "r"), ==, 1); /* ids stay in array order */
+  g_assert_cmpstr(g->nodes[g->head].name, ==, "x");
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+  load_bad(self, strlen(self), NULL, &d);
+  g_assert_nonnull(strstr(first_error(&d)->msg, "r depends on itself"));
+  g_assert_cmpuint(first_error(&d)->line, ==, 3);
+  ox_diags_clear(&d);
+  load_bad(cycle, strlen(cycle), NULL, &d);
+  g_assert_nonnull(strstr(first_error(&d)->msg, "depends on itself through its inputs (a cycle)"));
+  ox_diags_clear(&d);
+#undef NODE_X
+#undef NODE_OUT
+#undef DOC
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/json/exact-output", test_exact_output);
@@ -816,6 +896,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/json/damaged-input", test_damaged_input);
   g_test_add_func("/engine/json/doc-example", test_doc_example);
   g_test_add_func("/engine/json/golden", test_golden);
+  g_test_add_func("/engine/json/absurd-dims", test_absurd_dims);
+  g_test_add_func("/engine/json/forward-order-cycles", test_forward_order_cycles);
   for (int nn = 1; nn <= 29; nn++) {
     char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);
     g_test_add_data_func(p, GINT_TO_POINTER(nn), test_corpus_roundtrip);

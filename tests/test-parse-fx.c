@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "ox_graph.h"
+#include "ox_buf.h"
 #include "ox_load.h"
+#include "ox_write.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -1359,6 +1361,175 @@ static void test_corpus_details(void) {
   ox_diags_clear(&d);
 }
 
+
+/* Issue 21: sizes no tensor can have load with a located warning and no meta (an error under
+ * --strict), and are not written back; 2^50 elements is still a tensor. */
+static void test_absurd_dims(void) {
+  static const struct {
+    const char *ann, *why;
+  } cases[] = {
+      {"f32[-5]", "size -5 (dim 0) is negative"},
+      {"f32[9223372036854775807]", "size 9223372036854775807 (dim 0) is more than 2^50 elements"},
+      {"f32[1e23]", "size 1e23 (dim 0) is not an integer"},
+      {"f32[99999999999999999999, 2]", "size 99999999999999999999 (dim 0) is more than 2^50 elements"},
+      {"f32[0, 1073741824, 1073741824]", "size 1073741824 (dim 2) makes a zero-size tensor of more than 2^50 elements"},
+      {"f32[8, 16][-16, 1]", "stride -16 (dim 0) is negative"},
+      {"f32[1048576, 1048576, 2048]", "size 2048 (dim 2) makes more than 2^50 elements"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    char *text = g_strdup_printf("graph():\n"
+                                 "    %%x : Tensor \"%s\" = placeholder[target=x]\n"
+                                 "    %%relu : Tensor \"f32[4]\" = call_function[target=torch.relu](args = (%%x,), kwargs = {})\n"
+                                 "    return relu\n",
+                                 cases[i].ann);
+    Load l;
+    load(&l, text);
+    OxGraph *g = graph0(&l);
+    char *want = g_strdup_printf("tensor annotation ignored: %s", cases[i].why);
+    const OxDiag *w = find_diag(&l.d, OX_SEV_WARNING, want);
+    if (!w) {
+      ox_diags_print(&l.d, stderr);
+      g_error("%s: no warning '%s'", cases[i].ann, want);
+    }
+    g_assert_cmpuint(w->line, ==, 2);
+    g_assert_cmpuint(w->col, ==, 17);
+    g_assert_cmpint(node(g, "x")->meta.kind, ==, OX_META_NONE);
+    g_assert_cmpint(node(g, "relu")->meta.kind, ==, OX_META_TENSOR);
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_write_fx_text(g, &b);
+    g_assert_null(strstr(b.data, cases[i].ann)); /* convert does not write it back */
+    ox_buf_free(&b);
+    unload(&l);
+    load_strict(&l, text);
+    g_assert_cmpint(l.rc, ==, -1);
+    g_assert_nonnull(find_diag(&l.d, OX_SEV_ERROR, want));
+    unload(&l);
+    g_free(want);
+    g_free(text);
+  }
+  Load l;
+  load(&l, "graph():\n    %x : Tensor \"f32[1048576, 1048576, 1024]\" = placeholder[target=x]\n    return x\n");
+  g_assert_cmpint(node(graph0(&l), "x")->meta.kind, ==, OX_META_TENSOR);
+  g_assert_cmpuint(l.d.n, ==, 0);
+  unload(&l);
+}
+
+
+/* Found by fuzz-fx-readable (issue 21): names with bytes >= 0x80 (Unicode identifiers, or bytes a
+ * dump mangled), which the readable loader accepts as Python does, must read back from the FX
+ * text we write; before, the FX loader skipped the line and the graph lost its placeholder. */
+static void test_high_byte_names(void) {
+  static const char py[] = "class GraphModule(torch.nn.Module):\n"
+                           "    def forward(self, l_\xd6\xd6" "args_: \"f32[4]\", b\xc3\xa9ta: \"f32[4]\"):\n"
+                           "        add: \"f32[4]\" = l_\xd6\xd6" "args_ + b\xc3\xa9ta\n"
+                           "        return (add,)\n";
+  OxDiagList d;
+  ox_diags_init(&d, "t.py");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(py, strlen(py), OX_FMT_FX_READABLE, NULL, &doc, &d), ==, 0);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(doc->graphs[0], &b);
+  Load l;
+  load(&l, b.data);
+  OxGraph *g = graph0(&l);
+  g_assert_cmpuint(l.d.n, ==, 0);
+  g_assert_cmpint(node(g, "l_\xd6\xd6" "args_")->op, ==, OX_OP_PLACEHOLDER);
+  g_assert_cmpint(node(g, "b\xc3\xa9ta")->op, ==, OX_OP_PLACEHOLDER);
+  g_assert_cmpuint(count_nodes(g), ==, 3);
+  g_assert_cmpint(verify(g), ==, 0);
+  unload(&l);
+  ox_buf_free(&b);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+}
+
+
+/* Found by fuzz-json (issue 21): an empty nested graph is written as a bare "lowered graph():"
+ * header; the next line, not indented past the header, belongs to the parent again (it was read
+ * as the nested graph's body, so the FX text of such a graph changed on every round trip). */
+static void test_empty_nested_graph(void) {
+  Load l;
+  load(&l, "graph():\n"
+           "    %w : [num_users=1] = get_attr[target=w]\n"
+           "        lowered graph():\n"
+           "    %relu : [num_users=1] = call_function[target=torch.relu](args = (%w,), kwargs = {})\n"
+           "    return relu\n");
+  OxGraph *g = graph0(&l);
+  g_assert_cmpuint(count_nodes(g), ==, 2);
+  g_assert_cmpuint(ox_graph_output(g), !=, 0);
+  g_assert_cmpuint(g->n_subgraphs, ==, 1);
+  g_assert_cmpuint(g->subgraphs[0]->n_live, ==, 0);
+  g_assert_cmpint(verify(g), ==, 0);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(g, &b);
+  Load l2;
+  load(&l2, b.data);
+  OxBuf b2;
+  ox_buf_init(&b2);
+  ox_write_fx_text(graph0(&l2), &b2);
+  g_assert_cmpstr(b.data, ==, b2.data);
+  ox_buf_free(&b);
+  ox_buf_free(&b2);
+  unload(&l2);
+  unload(&l);
+}
+
+
+/* Found by fuzz-fx-text and fuzz-json (issue 21): a dict with a repeated key keeps the first place
+ * and the last value, as Python does (JSON wrote both, json-c read one: the round trip changed the
+ * graph); a device the loader knows only from device(type=...) is written back in that form (it
+ * was written bare, and read back as a string). */
+static void test_dict_keys_and_devices(void) {
+  Load l;
+  load(&l, "graph():\n"
+           "    %x : [num_users=1] = placeholder[target=x]\n"
+           "    %i : [num_users=1] = call_function[target=torch.ops.prims.iota.default](args = (%x, "
+           "device(type='ipu', index=1), device(type='cuda', index=0), device(type='weird')), "
+           "kwargs = {start: 0, step: 1, dtype: torch.int64, step: 2})\n"
+           "    return i\n");
+  OxGraph *g = graph0(&l);
+  OxNode *n = node(g, "i");
+  g_assert_cmpuint(n->kwargs.n, ==, 3);
+  g_assert_cmpstr(n->kwargs.keys[1], ==, "step");
+  g_assert_cmpint(n->kwargs.u.items[1].u.i, ==, 2);
+  for (uint32_t k = 1; k <= 3; k++) g_assert_cmpint(n->args.u.items[k].kind, ==, OX_V_DEVICE);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(g, &b);
+  g_assert_nonnull(strstr(b.data, "device(type='ipu', index=1), cuda:0, device(type='weird')"));
+  g_assert_nonnull(strstr(b.data, "kwargs = {start: 0, step: 2, dtype: torch.int64}"));
+  Load l2;
+  load(&l2, b.data);
+  OxNode *n2 = node(graph0(&l2), "i");
+  for (uint32_t k = 1; k <= 3; k++) g_assert_cmpint(n2->args.u.items[k].kind, ==, OX_V_DEVICE);
+  OxBuf b2;
+  ox_buf_init(&b2);
+  ox_write_fx_text(graph0(&l2), &b2);
+  g_assert_cmpstr(b.data, ==, b2.data);
+  /* JSON: written once, read, written again: the same bytes */
+  OxBuf j1, j2;
+  ox_buf_init(&j1);
+  ox_buf_init(&j2);
+  ox_write_json(l.doc, &j1);
+  OxDoc *back = NULL;
+  OxDiagList d;
+  ox_diags_init(&d, "j");
+  g_assert_cmpint(ox_load_buffer(j1.data, j1.len, OX_FMT_JSON, NULL, &back, &d), ==, 0);
+  ox_write_json(back, &j2);
+  g_assert_cmpstr(j1.data, ==, j2.data);
+  ox_doc_free(back);
+  ox_diags_clear(&d);
+  ox_buf_free(&j1);
+  ox_buf_free(&j2);
+  ox_buf_free(&b);
+  ox_buf_free(&b2);
+  unload(&l2);
+  unload(&l);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/parse-fx/basic", test_basic);
@@ -1390,6 +1561,10 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/parse-fx/pathological-linear", test_pathological_linear);
   g_test_add_func("/engine/parse-fx/data-files", test_data_files);
   g_test_add_func("/engine/parse-fx/corpus", test_corpus);
+  g_test_add_func("/engine/parse-fx/absurd-dims", test_absurd_dims);
+  g_test_add_func("/engine/parse-fx/high-byte-names", test_high_byte_names);
+  g_test_add_func("/engine/parse-fx/empty-nested-graph", test_empty_nested_graph);
+  g_test_add_func("/engine/parse-fx/dict-keys-devices", test_dict_keys_and_devices);
   g_test_add_func("/engine/parse-fx/corpus-details", test_corpus_details);
   return g_test_run();
 }

@@ -1196,6 +1196,58 @@ static void test_corpus(void) {
   g_free(dir);
 }
 
+
+/* Issue 21: absurd sizes in annotations of the readable code: a located warning (error under
+ * --strict) at the annotation, and no meta. */
+static void test_absurd_dims(void) {
+  static const char text[] = "class GraphModule(torch.nn.Module):\n"
+                             "    def forward(self, x: \"f32[-5, 4]\", y: \"f32[4]\"):\n"
+                             "        relu: \"f32[1e23]\" = torch.relu(y)\n"
+                             "        add: \"f32[9223372036854775807]\" = torch.add(relu, y)\n"
+                             "        return (add, x)\n";
+  Load l;
+  load(&l, text);
+  OxGraph *g = graph0(&l);
+  static const struct {
+    uint32_t line, col;
+    const char *msg, *node;
+  } want[] = {
+      {2, 26, "tensor annotation ignored: size -5 (dim 0) is negative", "x"},
+      {3, 15, "tensor annotation ignored: size 1e23 (dim 0) is not an integer", "relu"},
+      {4, 14, "tensor annotation ignored: size 9223372036854775807 (dim 0) is more than 2^50 elements", "add"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+    bool found = false;
+    for (size_t k = 0; k < l.d.n; k++)
+      if (l.d.items[k].sev == OX_SEV_WARNING && l.d.items[k].line == want[i].line && l.d.items[k].col == want[i].col &&
+          !strcmp(l.d.items[k].msg, want[i].msg))
+        found = true;
+    if (!found) {
+      ox_diags_print(&l.d, stderr);
+      g_error("no warning %u:%u: %s", want[i].line, want[i].col, want[i].msg);
+    }
+    g_assert_cmpint(node(g, want[i].node)->meta.kind, ==, OX_META_NONE);
+  }
+  g_assert_cmpint(node(g, "y")->meta.kind, ==, OX_META_TENSOR);
+  unload(&l);
+  load_strict(&l, text);
+  g_assert_cmpint(l.rc, ==, -1);
+  g_assert_cmpuint(l.d.n_errors, ==, 3);
+  unload(&l);
+  /* found by fuzz-fx-readable: NUL bytes in an annotation made an empty symbolic size, which the
+   * JSON we wrote could not read back */
+  static const char nul[] = "class GraphModule(torch.nn.Module):\n"
+                            "    def forward(self, y: \"f32[4]\"):\n"
+                            "        relu: \"f32[1,\0\0\0 4]\" = torch.relu(y)\n"
+                            "        return (relu,)\n";
+  load_n(&l, nul, sizeof nul - 1, false);
+  g = graph0(&l);
+  g_assert_cmpint(l.d.n_warnings, ==, 1);
+  g_assert_nonnull(strstr(l.d.items[0].msg, "tensor annotation ignored: dim 1 has an empty size"));
+  g_assert_cmpint(node(g, "relu")->meta.kind, ==, OX_META_NONE);
+  unload(&l);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/parse-py/basic", test_basic);
@@ -1224,5 +1276,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/parse-py/after-return", test_after_return);
   g_test_add_func("/engine/parse-py/data-files", test_data_files);
   g_test_add_func("/engine/parse-py/corpus", test_corpus);
+  g_test_add_func("/engine/parse-py/absurd-dims", test_absurd_dims);
   return g_test_run();
 }

@@ -45,6 +45,9 @@ static char *run_seed(uint64_t seed, uint32_t *applied) {
   char *fail = NULL;
   if (ox_optimize(g, &p, &checks, t, &res, &d) != 0) {
     fail = g_strdup_printf("seed %" G_GUINT64_FORMAT ": optimize failed: %s", seed, d.n ? d.items[0].msg : "?");
+  } else if (res.budget_stops) {
+    fail = g_strdup_printf("seed %" G_GUINT64_FORMAT ": a pass was stopped by a default budget: %s", seed,
+                           d.n ? d.items[0].msg : "?");
   } else if (res.check_failures) {
     for (uint32_t i = 0; i < t->n_steps && !fail; i++)
       if (t->steps[i].kind == OX_STEP_CHECK_FAILED) {

@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 
 #include "ox_batch.h"
+#include "ox_buf.h"
+#include "ox_write.h"
 #include "ox_interp.h"
 #include "ox_load.h"
 #include "ox_pass.h"
@@ -697,6 +699,8 @@ static void test_errors_inline(void) {
        "3:10: '+' needs numbers, got list and list (use ++ to join lists)"},
       {"rule r {\n  match: r @ relu(x)\n  where: rank(x, 1) == 2\n  replace: r => x\n}\n",
        "3:10: rank() takes 1 argument, got 2"},
+      /* found by fuzz-rules (issue 21): a number among extras passed a NULL name to strcmp */
+      {"batch b {\n  op: gelu\n  extras: approximate 1\n}\n", "3:23: extras: expected an argument name, found '1'"},
       {"rule r {\n  match: r @ relu(x)\n  where: len(3) == 2\n  replace: r => x\n}\n",
        "3:14: argument 1 of len() must be a list or a string, got int"},
       {"rule r {\n  match: r @ relu(x)\n  where: rank(x) == 2\n}\n", "1:6: rule 'r' has no replace: clause"},
@@ -933,6 +937,311 @@ static void test_cli(void) {
   g_free(dir);
 }
 
+
+/* ------------------------------------------------------------------ nesting bounds (issue 21) */
+
+static char *repeat_str(const char *unit, uint32_t n) {
+  GString *s = g_string_new(NULL);
+  for (uint32_t i = 0; i < n; i++) g_string_append(s, unit);
+  return g_string_free(s, FALSE);
+}
+
+/* One rule "rule deep {" / LINE2 / LINE3 / "}" where some line nests a construct n levels deep. */
+typedef struct DeepCase {
+  const char *name;
+  const char *pre, *open, *mid, *close, *post; /* the deep line: pre open^n mid close^n post */
+  uint32_t line;                               /* of the deep line */
+  const char *what;                            /* "pattern", "expression", "constant" */
+} DeepCase;
+
+static const DeepCase deep_cases[] = {
+    {"pattern-calls", "rule deep {\n  match: m @ ", "relu(", "x", ")", "\n  replace:\n    m => x\n}\n", 2, "pattern"},
+    {"pattern-parens", "rule deep {\n  match: m @ relu(", "(", "x", ")", ")\n  replace:\n    m => x\n}\n", 2, "pattern"},
+    {"pattern-each", "rule deep {\n  match: m @ cat(", "each(", "x", ")", ")\n  replace:\n    m => m\n}\n", 2, "pattern"},
+    {"pattern-getitems", "rule deep {\n  match: m @ relu(x", "", "", "[0]", ")\n  replace:\n    m => x\n}\n", 2, "pattern"},
+    {"pattern-constant", "rule deep {\n  match: m @ relu(", "[", "1", "]", ")\n  replace:\n    m => m\n}\n", 2, "constant"},
+    {"where-parens", "rule deep {\n  match: m @ relu(x)\n  where: ", "(", "True", ")", "\n  replace:\n    m => x\n}\n", 3, "expression"},
+    {"where-lists", "rule deep {\n  match: m @ relu(x)\n  where: len(", "[", "1", "]", ") == 1\n  replace:\n    m => x\n}\n", 3, "expression"},
+    {"where-if-chain", "rule deep {\n  match: m @ relu(x)\n  where: ", "if True then True else ", "True", "", "\n  replace:\n    m => x\n}\n", 3, "expression"},
+    {"where-nots", "rule deep {\n  match: m @ relu(x)\n  where: ", "not ", "True", "", "\n  replace:\n    m => x\n}\n", 3, "expression"},
+    {"where-negations", "rule deep {\n  match: m @ relu(x)\n  where: ", "-(", "rank(x)", ")", " == 1\n  replace:\n    m => x\n}\n", 3, "expression"},
+    {"where-index-chain", "rule deep {\n  match: m @ relu(x)\n  where: x", "", "", "[0]", " == 1\n  replace:\n    m => x\n}\n", 3, "expression"},
+    {"where-sum-chain", "rule deep {\n  match: m @ relu(x)\n  where: 1", "", "", " + 1", " == 1\n  replace:\n    m => x\n}\n", 3, "expression"},
+    {"replace-calls", "rule deep {\n  match: m @ relu(x)\n  replace:\n    m => ", "relu(", "x", ")", "\n}\n", 4, "expression"},
+};
+
+static char *deep_text(const DeepCase *c, uint32_t n) {
+  char *o = repeat_str(c->open, n), *cl = repeat_str(c->close, n);
+  char *t = g_strconcat(c->pre, o, c->mid, cl, c->post, NULL);
+  g_free(o);
+  g_free(cl);
+  return t;
+}
+
+/* Every recursive construct of the rule language, nested 257, 5,000 and 100,000 levels: a
+ * located error ("... nested deeper than 256 levels" on the deep line), never a stack
+ * overflow; 200 levels load (the bound is not in the way of real rules) and, where the rule
+ * can run, run on a graph without trouble. */
+static void test_errors_depth(void) {
+  static const uint32_t depths[] = {257, 5000, 100000};
+  for (size_t i = 0; i < G_N_ELEMENTS(deep_cases); i++) {
+    const DeepCase *c = &deep_cases[i];
+    for (size_t k = 0; k < G_N_ELEMENTS(depths); k++) {
+      char *text = deep_text(c, depths[k]);
+      OxDiagList d;
+      ox_diags_init(&d, "deep.rules");
+      OxRuleSet *rs = NULL;
+      g_assert_cmpint(ox_rules_load_buffer(text, strlen(text), "deep.rules", &rs, &d), ==, -1);
+      g_assert_null(rs);
+      char *want = g_strdup_printf("%s nested deeper than 256 levels", c->what);
+      bool found = false;
+      for (size_t j = 0; j < d.n; j++)
+        if (d.items[j].sev == OX_SEV_ERROR && d.items[j].line == c->line && d.items[j].col > 0 &&
+            strstr(d.items[j].msg, want))
+          found = true;
+      if (!found) {
+        g_printerr("%s at %u levels: no '%s' on line %u\n", c->name, depths[k], want, c->line);
+        ox_diags_print(&d, stderr);
+        g_test_fail();
+      }
+      g_assert_cmpuint(d.n_errors, <=, 3); /* one error, not one per level */
+      g_free(want);
+      ox_diags_clear(&d);
+      g_free(text);
+    }
+    char *text = deep_text(c, 200);
+    OxDiagList d;
+    ox_diags_init(&d, "deep.rules");
+    OxRuleSet *rs = NULL;
+    int rc = ox_rules_load_buffer(text, strlen(text), "deep.rules", &rs, &d);
+    if (rc != 0) {
+      g_printerr("%s at 200 levels does not load\n", c->name);
+      ox_diags_print(&d, stderr);
+      g_test_fail();
+    } else {
+      /* run it: guards and templates 200 deep evaluate (or reject) without trouble */
+      static const char graph[] = "graph():\n"
+                                  "    %x : [num_users=1] = placeholder[target=x]\n"
+                                  "    %relu : [num_users=1] = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+                                  "    return relu\n";
+      OxDoc *doc = NULL;
+      OxDiagList gd;
+      ox_diags_init(&gd, "g");
+      g_assert_cmpint(ox_load_buffer(graph, strlen(graph), OX_FMT_UNKNOWN, NULL, &doc, &gd), ==, 0);
+      OxGraph *g = ox_graph_clone(doc->graphs[0]);
+      ox_shape_infer_graph(g, NULL, NULL);
+      OxTrace *t = run_rules(rs, g);
+      OxDiagList vd;
+      ox_diags_init(&vd, "v");
+      g_assert_cmpint(ox_graph_verify(g, true, &vd), ==, 0);
+      ox_diags_clear(&vd);
+      ox_trace_free(t);
+      ox_graph_free(g);
+      ox_doc_free(doc);
+      ox_diags_clear(&gd);
+      ox_rules_free(rs);
+    }
+    ox_diags_clear(&d);
+    g_free(text);
+  }
+}
+
+/* A replacement that nests its own arguments one level deeper each time it applies stops at
+ * 128 levels with a recorded rejection; the graph still verifies and writes text that loads. */
+static void test_deep_values(void) {
+  static const char rules[] = "rule deepen {\n  match: m @ cat(xs, d)\n  replace:\n    m => cat([xs], d)\n}\n";
+  static const char graph[] = "graph():\n"
+                              "    %x : [num_users=1] = placeholder[target=x]\n"
+                              "    %cat : [num_users=1] = call_function[target=torch.cat](args = ([%x, %x],), kwargs = {dim: 0})\n"
+                              "    return cat\n";
+  OxDiagList d;
+  ox_diags_init(&d, "deepen.rules");
+  OxRuleSet *rs = NULL;
+  g_assert_cmpint(ox_rules_load_buffer(rules, strlen(rules), "deepen.rules", &rs, &d), ==, 0);
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(graph, strlen(graph), OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  OxGraph *g = ox_graph_clone(doc->graphs[0]);
+  OxPipeline p = {0};
+  ox_rules_append(rs, &p);
+  p.entries[0].opt.counter = 300;
+  OxCheckConfig checks;
+  ox_check_config_parse("none", &checks, NULL, 0);
+  OxTrace *t = ox_trace_new();
+  OxOptimizeResult res;
+  g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
+  g_assert_cmpuint(res.applied, ==, 126);
+  bool said = false;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    char *why = ox_reason_format(&t->steps[i].reason);
+    if (why && strstr(why, "nested deeper than 128 levels")) said = true;
+    free(why);
+  }
+  g_assert_true(said);
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_write_fx_text(g, &b);
+  OxDoc *back = NULL;
+  g_assert_cmpint(ox_load_buffer(b.data, b.len, OX_FMT_UNKNOWN, NULL, &back, &d), ==, 0);
+  g_assert_cmpuint(d.n_errors, ==, 0);
+  ox_doc_free(back);
+  ox_buf_free(&b);
+  ox_trace_free(t);
+  ox_pipeline_free(&p);
+  ox_graph_free(g);
+  ox_doc_free(doc);
+  ox_rules_free(rs);
+  ox_diags_clear(&d);
+}
+
+
+/* ------------------------------------------------------------------ budgets (issue 21) */
+
+static const char budget_graph[] = "graph():\n"
+                                   "    %x : [num_users=1] = placeholder[target=x]\n"
+                                   "    %relu : [num_users=1] = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+                                   "    return relu\n";
+
+/* Runs rule text (one pass, repeated `counter` times) on budget_graph under budget b; returns the
+ * optimized graph, its trace and the result. */
+static OxGraph *run_budget(const char *rules, int counter, const OxBudget *b, OxTrace **t, OxOptimizeResult *res,
+                           OxDiagList *d) {
+  OxRuleSet *rs = NULL;
+  g_assert_cmpint(ox_rules_load_buffer(rules, strlen(rules), "budget.rules", &rs, d), ==, 0);
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(budget_graph, strlen(budget_graph), OX_FMT_UNKNOWN, NULL, &doc, d), ==, 0);
+  OxGraph *g = ox_graph_clone(doc->graphs[0]);
+  ox_doc_free(doc);
+  OxPipeline p = {0};
+  ox_rules_append(rs, &p);
+  p.entries[0].opt.counter = counter;
+  if (b) p.budget = *b;
+  OxCheckConfig checks;
+  ox_check_config_default(&checks);
+  *t = ox_trace_new();
+  g_assert_cmpint(ox_optimize(g, &p, &checks, *t, res, d), ==, 0);
+  ox_pipeline_free(&p);
+  ox_rules_free(rs);
+  return g;
+}
+
+/* the last record must be the pass's BUDGET rejection naming `what` */
+static void assert_budget_record(const OxTrace *t, const char *what, const char *text) {
+  const OxStep *s = &t->steps[t->n_steps - 1];
+  g_assert_cmpint(s->kind, ==, OX_STEP_REJECTED);
+  g_assert_cmpint(s->reason.code, ==, OX_REASON_BUDGET);
+  g_assert_cmpstr(s->rule, ==, "budget");
+  g_assert_cmpstr(s->reason.args[0], ==, what);
+  char *why = ox_reason_format(&s->reason);
+  if (!strstr(why, text)) g_error("budget record '%s' does not say '%s'", why, text);
+  free(why);
+}
+
+/* The issue's rule: every repetition doubles the relus, 2^40 with counter=40. The growth budget
+ * (4x the pass's input or 1000 more nodes) stops it after 1001 steps with a warning and a BUDGET
+ * record; the graph verifies, and the trace reads back and replays to the same graph. A rule that
+ * does not grow stops at the step budget or the time budget. */
+static void test_budgets(void) {
+  static const char grow[] = "rule grow {\n  match: m @ relu(x)\n  replace: m => relu(relu(x))\n}\n";
+  static const char same[] = "rule same {\n  match: m @ relu(x)\n  replace: m => relu(x)\n}\n";
+  OxDiagList d;
+  ox_diags_init(&d, "budget");
+  OxTrace *t = NULL;
+  OxOptimizeResult res;
+  OxGraph *g = run_budget(grow, 40, NULL, &t, &res, &d);
+  g_assert_cmpuint(res.budget_stops, ==, 1);
+  g_assert_cmpuint(res.applied, ==, 1001);
+  g_assert_cmpuint(g->n_live, ==, 1004); /* 1003 nodes and the output */
+  assert_budget_record(t, "growth", "growth budget: graph grew 502x (2 -> 1003 nodes");
+  g_assert_cmpuint(d.n_warnings, ==, 1);
+  g_assert_nonnull(strstr(d.items[0].msg, "pass grow stopped after 1001 applied steps: growth budget"));
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_trace_write_json(t, &b);
+  OxTrace *back = NULL;
+  g_assert_cmpint(ox_trace_read_json(b.data, b.len, "t.json", &back, &d), ==, 0);
+  assert_budget_record(back, "growth", "graph grew 502x");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(budget_graph, strlen(budget_graph), OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  g_assert_cmpint(ox_replay(doc->graphs[0], back, UINT32_MAX, &d), ==, 0);
+  g_assert_cmpuint(ox_graph_structure_hash(doc->graphs[0]), ==, ox_graph_structure_hash(g));
+  ox_doc_free(doc);
+  ox_trace_free(back);
+  ox_buf_free(&b);
+  ox_trace_free(t);
+  ox_graph_free(g);
+  ox_diags_clear(&d);
+
+  /* a budget of growth 2 on the same rule: 1002 nodes is still the floor (input + 1000) */
+  OxBudget tight = {.max_growth = 2};
+  g = run_budget(grow, 40, &tight, &t, &res, &d);
+  g_assert_cmpuint(res.applied, ==, 1001);
+  ox_trace_free(t);
+  ox_graph_free(g);
+  ox_diags_clear(&d);
+
+  /* no growth: the step budget */
+  OxBudget steps = {.max_steps = 500};
+  g = run_budget(same, 100000, &steps, &t, &res, &d);
+  g_assert_cmpuint(res.budget_stops, ==, 1);
+  g_assert_cmpuint(res.applied, ==, 500);
+  assert_budget_record(t, "step", "step budget: 500 applied steps (at most 500 per pass)");
+  ox_trace_free(t);
+  ox_graph_free(g);
+  ox_diags_clear(&d);
+
+  /* no growth, steps unbounded for this test's purpose: the time budget */
+  OxBudget time = {.max_seconds = 0.2, .max_steps = 4000000000u};
+  g = run_budget(same, 1000000000, &time, &t, &res, &d);
+  g_assert_cmpuint(res.budget_stops, ==, 1);
+  assert_budget_record(t, "time", "time budget: the pass ran");
+  g_assert_cmpint(ox_graph_verify(g, true, &d), ==, 0);
+  ox_trace_free(t);
+  ox_graph_free(g);
+  ox_diags_clear(&d);
+
+  /* the CLI: the issue's command ends with a warning, exit 0, budget_stops in --json; --budget */
+  if (!g_getenv("OPTIMUS_CLI")) {
+    g_test_skip("OPTIMUS_CLI is not set (meson test sets it)");
+    return;
+  }
+  char *dir = g_dir_make_tmp("budget-XXXXXX", NULL);
+  char *gp = g_build_filename(dir, "g.txt", NULL), *rp = g_build_filename(dir, "grow.rules", NULL),
+       *op = g_build_filename(dir, "out.txt", NULL), *tp = g_build_filename(dir, "t.json", NULL);
+  g_assert_true(g_file_set_contents(gp, budget_graph, -1, NULL));
+  g_assert_true(g_file_set_contents(rp, grow, -1, NULL));
+  char *out = NULL, *err = NULL;
+  int rc = run_cli(&out, &err, "optimize", gp, "-o", op, "--trace", tp, "--rules", rp, "--option", "grow.counter=40",
+                   "--json", NULL);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_nonnull(strstr(err, "warning: pass grow stopped after 1001 applied steps: growth budget: graph grew 502x"));
+  g_assert_nonnull(strstr(out, "\"budget_stops\": 1"));
+  g_free(out);
+  g_free(err);
+  rc = run_cli(&out, &err, "optimize", gp, "-o", op, "--rules", rp, "--option", "grow.counter=40", "--budget",
+               "growth=1,steps=10", NULL);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_nonnull(strstr(err, "step budget: 10 applied steps"));
+  g_free(out);
+  g_free(err);
+  rc = run_cli(&out, &err, "optimize", gp, "-o", op, "--budget", "growth=0.5", NULL);
+  g_assert_cmpint(rc, ==, 2);
+  g_assert_nonnull(strstr(err, "--budget: expected steps=N"));
+  g_free(out);
+  g_free(err);
+  g_remove(gp);
+  g_remove(rp);
+  g_remove(op);
+  g_remove(tp);
+  g_rmdir(dir);
+  g_free(gp);
+  g_free(rp);
+  g_free(op);
+  g_free(tp);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/rules/dogfood/batch-rows", test_dogfood_batch_rows);
@@ -944,6 +1253,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/rules/errors/files", test_error_files);
   g_test_add_func("/engine/rules/errors/inline", test_errors_inline);
   g_test_add_func("/engine/rules/errors/all-or-nothing", test_error_all_or_nothing);
+  g_test_add_func("/engine/rules/errors/depth", test_errors_depth);
+  g_test_add_func("/engine/rules/deep-values", test_deep_values);
+  g_test_add_func("/engine/rules/budgets", test_budgets);
   for (size_t i = 0; i < G_N_ELEMENTS(examples); i++) {
     char *path = g_strdup_printf("/engine/rules/example/%s", examples[i].name);
     g_test_add_data_func(path, &examples[i], test_example);

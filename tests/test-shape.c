@@ -752,6 +752,59 @@ static void test_size_arithmetic(void) {
   ox_doc_free(doc);
 }
 
+
+/* Issue 21: shape arithmetic on sizes and arguments from a dump never overflows: each case is
+ * refused with a reason (the clang UBSan build checks that no overflow happens on the way). */
+static void test_overflow(void) {
+  const char *text =
+    "graph():\n"
+    "    %x : Tensor \"f32[1048576, 1024]\"[num_users=9] = placeholder[target=x]\n"
+    "    %e : [num_users=0] = call_method[target=expand](args = (%x, 1073741824, 1048576, 1024), kwargs = {})\n"
+    "    %v : [num_users=0] = call_method[target=view](args = (%x, 9223372036854775807, 2), kwargs = {})\n"
+    "    %v2 : [num_users=0] = call_method[target=view](args = (%x, -1, 4611686018427387904, 4), kwargs = {})\n"
+    "    %s : [num_users=0] = call_function[target=torch.split](args = (%x, [9223372036854775807, 9223372036854775807]), kwargs = {})\n"
+    "    %s2 : [num_users=0] = call_function[target=torch.split](args = (%x, 9223372036854775807), kwargs = {})\n"
+    "    %n : [num_users=0] = call_method[target=narrow](args = (%x, 0, 1, 9223372036854775807), kwargs = {})\n"
+    "    %sz : [num_users=1] = call_method[target=size](args = (%x, 0), kwargs = {})\n"
+    "    %big : [num_users=1] = call_function[target=operator.mul](args = (%sz, 9223372036854775807), kwargs = {})\n"
+    "    %v3 : [num_users=0] = call_method[target=view](args = (%x, %big), kwargs = {})\n"
+    "    %sl : [num_users=0] = call_function[target=operator.getitem](args = (%x, slice(0, None, 9223372036854775807)), kwargs = {})\n"
+    "    %uf : [num_users=0] = call_function[target=torch.unflatten](args = (%x, 1, (4611686018427387904, 4)), kwargs = {})\n"
+    "    return (x,)\n";
+  OxDiagList d;
+  ox_diags_init(&d, "t");
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(text, strlen(text), OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  OxGraph *g = doc->graphs[0];
+  static const struct {
+    const char *node, *err; /* NULL err: inferred (a valid shape) */
+  } want[] = {
+      {"e", "expand: inferred size 1024 (dim 2) makes more than 2^50 elements"},
+      {"v", "view: shape (9223372036854775807, 2) overflows"},
+      {"v2", "view: shape (-1, 4611686018427387904, 4) overflows"},
+      {"s", "split_with_sizes: split sizes overflow"},
+      {"s2", NULL},
+      {"n", "narrow: start (1) + length (9223372036854775807) exceeds dim 0 of size 1048576"},
+      {"v3", NULL}, /* the product is not an int: no size, not a wrong one */
+      {"sl", NULL},
+      {"uf", "unflatten: sizes overflow"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+    OxMeta m;
+    char err[512];
+    int rc = ox_shape_infer_node(g, ox_graph_find(g, want[i].node), &m, err, sizeof err);
+    if (want[i].err) {
+      if (rc == 0 || !strstr(err, want[i].err)) g_error("%s: rc %d, '%s', want '%s'", want[i].node, rc, err, want[i].err);
+      g_assert_cmpint(m.kind, ==, OX_META_NONE);
+    } else if (rc == 0) {
+      char why[160];
+      for (uint32_t k = 0; k < m.n; k++) g_assert_false(ox_meta_absurd(&m.t[k], why, sizeof why));
+    }
+  }
+  ox_diags_clear(&d);
+  ox_doc_free(doc);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/shape/pointwise/promotion", test_pointwise);
@@ -769,6 +822,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/shape/input-specs", test_input_specs);
   g_test_add_func("/engine/shape/fixtures", check_fixtures);
   g_test_add_func("/engine/shape/size-arithmetic", test_size_arithmetic);
+  g_test_add_func("/engine/shape/overflow", test_overflow);
   for (size_t i = 0; i < G_N_ELEMENTS(corpus); i++) {
     char *p = g_strdup_printf("/engine/shape/corpus/%.2s", corpus[i].file);
     g_test_add_data_func(p, &corpus[i], check_corpus_file);

@@ -128,6 +128,7 @@ static const OxPassInfo bad_shape = {"bad_shape", OX_PHASE_PRE, OX_ENGINE_PATTER
 static const OxPassInfo cycle = {"cycle", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_cycle, "test"};
 
 static void pipeline_of(OxPipeline *p, const OxPassInfo *pass) {
+  memset(p, 0, sizeof *p); /* default budgets */
   p->n = 1;
   p->entries = g_new0(OxPipelineEntry, 1);
   p->entries[0].pass = pass;
@@ -874,11 +875,91 @@ static void test_numeric_uniform_shrink(void) {
   ox_graph_free(g);
 }
 
+
+/* text with the first occurrence of `from` replaced by `to` */
+static char *replaced(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  g_assert_nonnull(at);
+  return g_strdup_printf("%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+}
+
+/* Issue 21: a trace without a hash is read with a warning (and the CLI and the debugger refuse
+ * to replay it: nothing would check it belongs to the graph); replay errors are located at the JSON line of the edit that
+ * does not fit; a trace of another graph names nodes the graph lacks (what explain warns about). */
+static void test_trace_integrity(void) {
+  OxGraph *g = sample();
+  OxGraph *input = ox_graph_clone(g);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, &good, false, &res);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_trace_write_json(t, &b);
+  OxDiagList d;
+  ox_diags_init(&d, "t.json");
+  /* "hash": "" */
+  char *hash = g_strdup_printf("\"hash\": \"%s\"", t->input_hash);
+  char *nohash = replaced(b.data, hash, "\"hash\": \"\"");
+  OxTrace *t2 = NULL;
+  g_assert_cmpint(ox_trace_read_json(nohash, strlen(nohash), "t.json", &t2, &d), ==, 0);
+  g_assert_cmpuint(d.n_warnings, ==, 1);
+  g_assert_nonnull(strstr(d.items[0].msg, "no input hash"));
+  g_assert_cmpuint(d.items[0].line, >, 0);
+  g_assert_null(t2->input_hash); /* what replay (the CLI, the debugger) refuses; /cli/integrity */
+  ox_trace_free(t2);
+  OxGraph *re = NULL;
+  ox_diags_clear(&d);
+  /* an edit that does not fit: the error names its line */
+  const char *add = strstr(b.data, "{\"kind\": \"add\"");
+  g_assert_nonnull(add);
+  uint32_t line = 1;
+  for (const char *q = b.data; q < add; q++) line += *q == '\n';
+  g_assert_true(strstr(add, "\"after\": \"") < strchr(add, '\n')); /* the add's own position */
+  char *bad = replaced(b.data, "\"after\": \"", "\"after\": \"nosuch");
+  g_assert_cmpint(ox_trace_read_json(bad, strlen(bad), "t.json", &t2, &d), ==, 0);
+  re = ox_graph_clone(input);
+  g_assert_cmpint(ox_replay(re, t2, UINT32_MAX, &d), ==, -1);
+  g_assert_cmpuint(d.items[d.n - 1].line, ==, line);
+  g_assert_nonnull(strstr(d.items[d.n - 1].msg, "replay step 1: position node nosuch"));
+  /* found by fuzz-trace: an add moved to the head (before its inputs) replayed "fine" into a
+   * graph with uses before definitions; a replay from the input now checks the order */
+  ox_trace_free(t2);
+  ox_graph_free(re);
+  ox_diags_clear(&d);
+  g_free(bad);
+  const char *aft = strstr(add, "\"after\": \"");
+  const char *aft_end = strchr(aft + 10, '"');
+  bad = g_strdup_printf("%.*s\"after\": null%s", (int)(aft - b.data), b.data, aft_end + 1);
+  g_assert_cmpint(ox_trace_read_json(bad, strlen(bad), "t.json", &t2, &d), ==, 0);
+  re = ox_graph_clone(input);
+  g_assert_cmpint(ox_replay(re, t2, UINT32_MAX, &d), ==, -1);
+  g_assert_nonnull(strstr(d.items[d.n - 1].msg, "before its definition (the trace is damaged)"));
+  /* the same trace against its own graph names nothing unknown; against another, its nodes */
+  const char *unknown[4];
+  g_assert_cmpuint(ox_trace_unknown_names(t, input, unknown, 4), ==, 0);
+  OxGraph *other = ox_graph_new();
+  ph(other, "x", 4, 8);
+  uint32_t nu = ox_trace_unknown_names(t, other, unknown, 4);
+  g_assert_cmpuint(nu, >, 0);
+  for (uint32_t i = 0; i < nu && i < 4; i++) g_assert_cmpuint(ox_graph_find(input, unknown[i]), !=, 0);
+  ox_graph_free(other);
+  ox_graph_free(re);
+  ox_trace_free(t2);
+  ox_diags_clear(&d);
+  g_free(bad);
+  g_free(nohash);
+  g_free(hash);
+  ox_buf_free(&b);
+  ox_trace_free(t);
+  ox_graph_free(input);
+  ox_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/trace/applied-step", test_applied_step);
   g_test_add_func("/engine/trace/json-roundtrip", test_trace_json_roundtrip);
   g_test_add_func("/engine/trace/reader-damaged", test_trace_reader_damaged);
+  g_test_add_func("/engine/trace/integrity", test_trace_integrity);
   g_test_add_func("/engine/trace/numeric-check-rolls-back", test_numeric_check_rolls_back);
   g_test_add_func("/engine/trace/shape-check-rolls-back", test_shape_check_rolls_back);
   g_test_add_func("/engine/trace/structure-check-cycle", test_structure_check_catches_cycle);

@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
     long flt0 = minor_faults();
     double sys0 = sys_seconds();
     for (uint32_t i = 0; i < p.n; i++) {
-      OxPipeline one = {&p.entries[i], 1};
+      OxPipeline one = {.entries = &p.entries[i], .n = 1};
       OxOptimizeResult res;
       passes[i].name = p.entries[i].pass->name;
       t = timer_start();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Optimus developer entry point. Two commands (see README):
 #   bash tools/dev.sh run    install what is missing, build, run the main job on the bundled example
-#   bash tools/dev.sh test   install what is missing, build (plain + ASan/UBSan), run every test,
-#                            print one line "N passed, N failed, N skipped"
+#   bash tools/dev.sh test   install what is missing, build (plain + ASan/UBSan + fuzz), run every
+#                            test and a short run of each fuzz harness, print one line
+#                            "N passed, N failed, N skipped"
 # Works on a fresh Debian 12 machine as root or with sudo.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,7 +16,11 @@ PKGS=(
   xvfb xauth x11-utils dbus at-spi2-core librsvg2-common libgl1-mesa-dri fonts-dejavu-core
   imagemagick xdotool
   python3 python3-torch python3-torchvision python3-networkx
+  clang libclang-rt-14-dev llvm-14
 )
+# clang: the sanitizer build (its UBSan also checks pointer arithmetic on NULL, which gcc's does
+# not) and the libFuzzer harnesses (docs/fuzzing.md); libclang-rt-14-dev has the sanitizer and
+# fuzzer runtimes, llvm-14 the symbolizer that puts file:line into their reports.
 
 install_deps() {
   local missing=()
@@ -31,13 +36,20 @@ install_deps() {
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# build DIR [MESON OPTIONS...]; CC in the environment picks the compiler of a new DIR (an
+# existing DIR made with another compiler is set up again).
 build() {
   local dir=$1; shift
+  if [[ -n ${CC:-} && -f $dir/meson-logs/meson-log.txt ]] &&
+     ! grep -q "^C compiler for the host machine: $CC " "$dir/meson-logs/meson-log.txt"; then
+    rm -rf "$dir"
+  fi
   if [[ ! -f $dir/build.ninja ]]; then
     meson setup "$dir" "$@" >/dev/null
   fi
-  ninja -C "$dir" >/dev/null
+  ninja -C "$dir" "${TARGETS[@]}" >/dev/null
 }
+TARGETS=()
 
 cmd_run() {
   install_deps
@@ -55,17 +67,26 @@ cmd_run() {
   fi
 }
 
+FUZZ_TARGETS=(tests/fuzz/fuzz-fx-text tests/fuzz/fuzz-fx-readable tests/fuzz/fuzz-json
+              tests/fuzz/fuzz-rules tests/fuzz/fuzz-trace tests/fuzz/fuzz-optimize)
+
 cmd_test() {
   install_deps
   build build
-  build build-asan -Db_sanitize=address,undefined -Dbuildtype=debug
+  CC=clang build build-asan -Db_sanitize=address,undefined -Dbuildtype=debug
+  TARGETS=("${FUZZ_TARGETS[@]}") # only the harnesses: the fuzz build instruments everything
+  CC=clang build build-fuzz -Dfuzz=true -Db_sanitize=address,undefined
+  TARGETS=()
   local rc=0
   # Every suite, with a virtual display for the UI tests.
   xvfb-run -a -s "-screen 0 1600x1000x24" meson test -C build --print-errorlogs --num-processes 2 || rc=1
-  # The engine suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+  # The engine suite again under AddressSanitizer + UndefinedBehaviorSanitizer (clang).
   meson test -C build-asan --suite engine --print-errorlogs --num-processes 2 \
     --timeout-multiplier 3 || rc=1
-  ./build/tests/tap-summary build/meson-logs/testlog.json build-asan/meson-logs/testlog.json || rc=1
+  # Each fuzz harness for fuzz_seconds (25 s) on its seeds (docs/fuzzing.md).
+  meson test -C build-fuzz --suite fuzz --no-rebuild --print-errorlogs --num-processes 2 || rc=1
+  ./build/tests/tap-summary build/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
+    build-fuzz/meson-logs/testlog.json || rc=1
   return $rc
 }
 

@@ -651,6 +651,14 @@ gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, Ox
    * second install of the same doc copies the current input */
   gboolean steal = doc->graphs[graph_index] != NULL;
   OxGraph *input = steal ? doc->graphs[graph_index] : ox_graph_clone(self->history->input);
+  if (trace && !trace->input_hash) { /* a trace file with "hash": "": nothing would check it (issue 21) */
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                "the trace has no input hash, so nothing checks it was recorded on %s", path ? path : "this graph");
+    if (!steal) ox_graph_free(input);
+    ox_trace_free(trace);
+    if (doc != self->doc) ox_doc_free(doc);
+    return FALSE;
+  }
   if (trace && trace->input_hash) {
     char hash[32];
     g_snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ox_graph_structure_hash(input));
@@ -838,7 +846,7 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
   if (trace_path) {
     char err[512];
     size_t len = 0;
-    char *text = ox_read_file(trace_path, &len, 0, err, sizeof err);
+    char *text = ox_read_file(trace_path, &len, (size_t)1 << 30, err, sizeof err);
     if (!text) {
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
       ox_doc_free(doc);
@@ -912,7 +920,7 @@ static void trace_thread(GTask *task, gpointer src, gpointer data, GCancellable 
   TraceJob *j = data;
   char err[512];
   size_t len = 0;
-  char *text = ox_read_file(j->path, &len, 0, err, sizeof err);
+  char *text = ox_read_file(j->path, &len, (size_t)1 << 30, err, sizeof err);
   if (!text) {
     g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
     return;
@@ -938,6 +946,13 @@ static void trace_thread(GTask *task, gpointer src, gpointer data, GCancellable 
     return;
   }
   const OxGraph *input = j->base->input;
+  if (!trace->input_hash) { /* "hash": "" (issue 21) */
+    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            "%s: the trace has no input hash, so nothing checks it was recorded on this graph",
+                            j->path);
+    ox_trace_free(trace);
+    return;
+  }
   if (trace->input_hash) {
     char hash[32];
     g_snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ox_graph_structure_hash(input));
@@ -1079,7 +1094,7 @@ static char *checks_text(const OxCheckConfig *c) {
 static gboolean opt_job_run(OptJob *j, GCancellable *cancellable, gboolean report, GError **error) {
   j->trace = ox_trace_new_for(j->g);
   /* the configuration in force, as the CLI records it: exports and what-ifs re-run from it */
-  OxPipeline whole = {j->entries, j->n_entries};
+  OxPipeline whole = {.entries = j->entries, .n = j->n_entries};
   OxBuf cfg;
   ox_buf_init(&cfg);
   ox_pipeline_to_json(&whole, &cfg);
@@ -1098,7 +1113,7 @@ static gboolean opt_job_run(OptJob *j, GCancellable *cancellable, gboolean repor
       pr->text = g_strdup_printf("optimizing: pass %u/%u %s", i + 1, j->n_entries, j->entries[i].pass->name);
       g_idle_add(opt_progress_main, pr);
     }
-    OxPipeline one = {&j->entries[i], 1};
+    OxPipeline one = {.entries = &j->entries[i], .n = 1};
     OxOptimizeResult res;
     OxDiagList d;
     ox_diags_init(&d, NULL);

@@ -1,0 +1,81 @@
+/* fuzz-trace.c - libFuzzer harness: the trace reader (engine/ox_json.c) and replay. The graph is
+ * the bundled example (data/examples/recsys-towers.txt, found through OPTIMUS_SOURCE_ROOT),
+ * whose trace is the seed. Any input: fails with a located error, or reads a trace that writes
+ * back and reads again to the same bytes; explain's queries run on it; and when its hash is the
+ * example's, replay either fails with an error or leaves a graph that passes the verifier's
+ * structural checks (fuzz_verify_graph). */
+#include "fuzz-common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static OxGraph *graph;
+
+static void load_graph(void) {
+  const char *root = getenv("OPTIMUS_SOURCE_ROOT");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/data/examples/recsys-towers.txt", root && *root ? root : ".");
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxDoc *doc = NULL;
+  if (ox_load_file(path, OX_FMT_UNKNOWN, NULL, &doc, &d) != 0)
+    fuzz_fail("trace: cannot load %s (set OPTIMUS_SOURCE_ROOT to the project's root)", path);
+  ox_diags_clear(&d);
+  graph = ox_graph_clone(doc->graphs[0]);
+  ox_doc_free(doc);
+  ox_shape_infer_graph(graph, NULL, NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > FUZZ_MAX_INPUT) return -1;
+  if (!graph) load_graph();
+  OxDiagList d;
+  ox_diags_init(&d, "trace.json");
+  d.max_items = 64;
+  OxTrace *t = NULL;
+  char *text = fuzz_text(data, size);
+  int rc = ox_trace_read_json(text, size, "trace.json", &t, &d);
+  free(text);
+  if (rc != 0) {
+    if (t) fuzz_fail("trace: a failed read returned a trace");
+    if (!d.n_errors) fuzz_fail("trace: a failed read reported no error");
+    ox_diags_clear(&d);
+    return 0;
+  }
+  ox_diags_clear(&d);
+  OxBuf b1, b2;
+  ox_buf_init(&b1);
+  ox_buf_init(&b2);
+  ox_trace_write_json(t, &b1);
+  OxTrace *back = NULL;
+  if (ox_trace_read_json(b1.data, b1.len, "written.json", &back, &d) != 0) {
+    fuzz_print_diags(&d);
+    fuzz_fail("trace: a trace that read does not read again once written");
+  }
+  ox_diags_clear(&d);
+  ox_trace_write_json(back, &b2);
+  if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0) fuzz_fail("trace: does not round-trip");
+  /* explain's queries */
+  const char *unknown[4];
+  ox_trace_unknown_names(t, graph, unknown, 4);
+  uint32_t idx[8];
+  ox_trace_steps_for_node(t, "relu", idx, 8);
+  for (uint32_t i = 0; i < t->n_steps && i < 64; i++) free(ox_reason_format(&t->steps[i].reason));
+  /* replay: a located error, or a graph that verifies */
+  if (t->input_hash) {
+    OxGraph *g = ox_graph_clone(graph);
+    if (ox_replay(g, t, UINT32_MAX, &d) == 0) {
+      /* structure as for a loaded graph: a damaged edit may make a malformed getitem, which is
+       * content (optimus check reports it), not a broken graph */
+      fuzz_verify_graph(g, "trace: the replayed graph");
+    } else if (!d.n_errors) {
+      fuzz_fail("trace: replay failed without an error");
+    }
+    ox_diags_clear(&d);
+    ox_graph_free(g);
+  }
+  ox_buf_free(&b1);
+  ox_buf_free(&b2);
+  ox_trace_free(back);
+  ox_trace_free(t);
+  return 0;
+}
