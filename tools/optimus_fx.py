@@ -1631,6 +1631,8 @@ def bench(original, optimized, module=None, seed=0, int_high=10, allow_namespace
         "recorded_outputs": rec_diffs,
     })
     res.update(per_clock)
+    res["samples_ms"] = {c: {"original": a.samples[c], "optimized": b.samples[c] if b.samples
+                             else None} for c in CLOCKS}
     if per_pass:
         res["per_pass"] = []
         for g in graphs:
@@ -1641,7 +1643,8 @@ def bench(original, optimized, module=None, seed=0, int_high=10, allow_namespace
             if g.samples:
                 v = _versus(a.samples[clock], g.samples[clock])
                 entry.update({"ms": v["ms"], "speedup": v["speedup"], "stats": v["stats"],
-                              "speedup_rounds": v["speedup_rounds"], "verdict": v["verdict"]})
+                              "speedup_rounds": v["speedup_rounds"], "verdict": v["verdict"],
+                              "samples_ms": g.samples[clock]})
                 other = [c for c in CLOCKS if c != clock][0]
                 vo = _versus(a.samples[other], g.samples[other])
                 entry[other] = {"ms": vo["ms"], "speedup": vo["speedup"]}
