@@ -11,6 +11,7 @@ two can be compared numerically against real PyTorch.
     load(path, root=None, allow_namespaces=()) -> torch.fx.GraphModule
     own_namespaces(root=None, spec=None)       # the model's own packages, for allow_namespaces
     restore_params(root, path_or_doc)          # copy record.params into a module
+    bench(original, optimized, module=None, ...) -> dict   # interleaved eager timing
 
 Loading is data-driven and safe: call_function targets are resolved from their qualified name
 through a whitelist of torch namespaces, plus functions defined in the namespaces the caller
@@ -24,6 +25,8 @@ CLI (see docs/bridge.md):
     /usr/bin/python3 tools/optimus_fx.py compare ORIGINAL.json OPTIMIZED.json [--module MODULE_SPEC]
                                          [--allow-namespace PKG ...]
     /usr/bin/python3 tools/optimus_fx.py roundtrip MODULE_SPEC --input-shape 8,16 [--allow-namespace PKG]
+    /usr/bin/python3 tools/optimus_fx.py bench ORIGINAL.json OPTIMIZED.json [--module MODULE_SPEC]
+                                         [--runs N] [--threads N] [--per-pass] [--trace T.json] [--json]
 MODULE_SPEC is "package.module:Name" or "path/to/file.py:Name"; it IMPORTS AND RUNS that code.
 
 Runs under Debian's /usr/bin/python3 with python3-torch 1.13; stdlib + torch only.
@@ -32,6 +35,7 @@ Runs under Debian's /usr/bin/python3 with python3-torch 1.13; stdlib + torch onl
 import argparse
 import array
 import dis
+import gc
 import heapq
 import importlib
 import importlib.util
@@ -41,9 +45,13 @@ import keyword
 import math
 import operator
 import os
+import shutil
+import statistics
 import struct
+import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 import torch.fx
@@ -1156,6 +1164,681 @@ def run(gm, inputs):
         return _flatten_outputs(gm(*inputs), [])
 
 
+# ----------------------------------------------------------------------------- bench
+
+BENCH_RUNS, BENCH_WARMUP, BENCH_MIN_TIME, BENCH_THREADS = 31, 5, 0.01, 1
+
+
+def find_optimus(path=None):
+    """The optimus binary: `path` when given, else $OPTIMUS_CLI (what meson gives the tests),
+    else build/app/optimus of this source tree, else `optimus` on PATH."""
+    def ok(p):
+        return os.path.isfile(p) and os.access(p, os.X_OK)
+    if path:
+        if not ok(path):
+            raise ValueError("--optimus %s: not an executable file" % path)
+        return path
+    env = os.environ.get("OPTIMUS_CLI")
+    if env:
+        if not ok(env):
+            raise ValueError("OPTIMUS_CLI=%s: not an executable file" % env)
+        return env
+    tree = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "build", "app", "optimus")
+    if ok(tree):
+        return tree
+    found = shutil.which("optimus")
+    if found:
+        return found
+    raise ValueError("cannot find the optimus binary (no --optimus, no $OPTIMUS_CLI, no %s, "
+                     "none on PATH): build it (meson setup build && ninja -C build) or pass "
+                     "--optimus PATH" % tree)
+
+
+def _run_optimus(optimus, args, what):
+    cmd = [optimus, *args]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        raise ValueError("%s: `%s` did not finish in 900 s" % (what, " ".join(cmd))) from None
+    if p.returncode != 0:
+        raise ValueError("%s: `%s` exited %d: %s" % (what, " ".join(cmd), p.returncode,
+                                                     (p.stderr or p.stdout).strip()))
+    return p.stdout
+
+
+def _concrete_shape(spec):
+    shape = spec.get("shape") if isinstance(spec, dict) else None
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        return None
+    return shape
+
+
+def random_tensor(spec, gen, int_high=10, weight=False):
+    """A random tensor for a tensor meta {"dtype", "shape"} (concrete dims only): floats are
+    standard normal (scaled by 1/sqrt(fan_in) when `weight` and rank >= 2), integers uniform
+    in [0, int_high), bools fair coins. Returns None when the meta has no concrete shape or
+    a dtype that cannot be drawn."""
+    shape = _concrete_shape(spec)
+    dtype = ABBR_TO_DTYPE.get(spec.get("dtype", "f32")) if isinstance(spec, dict) else None
+    if shape is None or dtype is None or dtype.is_complex:
+        return None
+    if dtype.is_floating_point:
+        t = torch.randn(shape, generator=gen)
+        if weight and len(shape) >= 2:
+            t = t / math.sqrt(max(1, math.prod(shape[1:])))
+        return t.to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    return torch.randint(0, int_high, shape, generator=gen).to(dtype)
+
+
+def random_inputs(doc, seed=0, int_high=10):
+    """One random tensor per placeholder of the main graph, in order, from its tensor meta
+    (a generator seeded with `seed`); a placeholder without a concrete tensor meta raises
+    ValueError naming it."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for n in doc["graphs"][0]["nodes"]:
+        if n["op"] != "placeholder":
+            continue
+        spec = (n.get("meta") or {}).get("tensor")
+        t = random_tensor(spec, gen, int_high) if spec else None
+        if t is None:
+            raise ValueError("placeholder %s: no recorded input and no concrete tensor shape in "
+                             "its meta (%s) to draw one from; export with --record or set its "
+                             "shape (optimus convert --input-shape)" %
+                             (n["name"], json.dumps((n.get("meta") or {}).get("tensor"))))
+        out.append(t)
+    return out
+
+
+def _set_path(root, path, tensor):
+    """Registers `tensor` as a buffer at dotted `path` under root, creating empty submodules
+    for the missing segments."""
+    parts = _check_attr_path(path)
+    obj = root
+    for p in parts[:-1]:
+        nxt = getattr(obj, p, None)
+        if nxt is None:
+            nxt = nn.Module()
+            obj.add_module(p, nxt)
+        elif not isinstance(nxt, nn.Module):
+            raise ValueError("get_attr %r: %r is not a module" % (path, p))
+        obj = nxt
+    obj.register_buffer(parts[-1], tensor)
+
+
+def random_params(docs, root=None, seed=0, int_high=10):
+    """get_attr targets that neither `root` nor the document's own record.params provides
+    (a dump of a model nobody has at hand, such as gen-recsys's), drawn at random from the
+    get_attr node's meta (seeded generator; weights of rank >= 2 scaled by 1/sqrt(fan_in)) and
+    registered as buffers under root (an empty nn.Module when root is None), so every graph
+    loaded on root reads the same tensors. Returns (root, list of the targets drawn)."""
+    wanted = {}
+    for doc in docs:
+        params = (doc.get("record") or {}).get("params") or {}
+        for n in doc["graphs"][0]["nodes"]:
+            if n["op"] != "get_attr" or n.get("target") in params or n.get("target") in wanted:
+                continue
+            if root is not None:
+                try:
+                    _get_path(root, n["target"])
+                    continue
+                except AttributeError:
+                    pass
+            wanted[n["target"]] = n
+    if not wanted:
+        return root, []
+    if root is None:
+        root = nn.Module()
+    gen = torch.Generator().manual_seed(seed + 1)
+    for target in sorted(wanted):
+        n = wanted[target]
+        spec = (n.get("meta") or {}).get("tensor")
+        t = random_tensor(spec, gen, int_high, weight=True) if spec else None
+        if t is None:
+            raise ValueError("get_attr %s: %r is neither in the module nor in record.params, and "
+                             "its meta has no concrete tensor shape to draw it from; give "
+                             "--module" % (n["name"], target))
+        _set_path(root, target, t)
+    return root, sorted(wanted)
+
+
+def _describe_tensor(t):
+    return "%s %s" % (DTYPE_TO_ABBR.get(t.dtype, str(t.dtype)), list(t.shape))
+
+
+def output_diffs(refs, gots):
+    """Per output of `refs` (the original's) against `gots`: a dict with the max absolute and
+    relative error and whether it is within compare's tolerance (TOLERANCES). A different
+    number of outputs is one failing entry."""
+    if len(refs) != len(gots):
+        return [{"index": None, "ok": False,
+                 "detail": "%d outputs vs %d" % (len(refs), len(gots))}]
+    out = []
+    for i, (r, g) in enumerate(zip(refs, gots)):
+        if isinstance(r, torch.Tensor) and isinstance(g, torch.Tensor):
+            a, rel, good = diff(r, g)
+            if r.shape != g.shape or r.dtype != g.dtype:
+                detail = "%s vs %s" % (_describe_tensor(r), _describe_tensor(g))
+            else:
+                detail = "%s max abs %.3g max rel %.3g" % (_describe_tensor(r), a, rel)
+            out.append({"index": i, "ok": good, "max_abs": a, "max_rel": rel,
+                        "tol": TOLERANCES.get(r.dtype, 1e-5) if r.is_floating_point() else 0,
+                        "detail": detail})
+        else:
+            same = type(r) is type(g) and (r is None or r == g)
+            out.append({"index": i, "ok": bool(same),
+                        "detail": "%r vs %r" % (r, g) if not same else "equal (%r)" % (r,)})
+    return out
+
+
+def _quartiles(xs):
+    xs = sorted(xs)
+    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    return {"min": xs[0], "q1": q1, "median": statistics.median(xs), "q3": q3, "max": xs[-1]}
+
+
+CLOCKS = ("wall", "cpu")
+
+
+def time_interleaved(fns, inputs, runs, warmup, min_time):
+    """Times callables fns[i](*inputs) interleaved: `warmup` rounds of one call each, then
+    `runs` rounds where every fn gives one sample of `number` calls; the order rotates by one
+    each round (A B, B A, A B ... for two), so each fn runs at every position equally often and
+    the fns of one round share the machine's state. `number` is the smallest count for which
+    the fastest fn's sample lasts min_time seconds (from the warm-up's median call time; 1 when
+    min_time is 0). The garbage collector is off while timing. Each sample is taken on two
+    clocks: wall (time.perf_counter) and the process's CPU time (time.process_time: every
+    thread, nothing while the process waits for a core). Returns ({"wall": samples, "cpu":
+    samples}, number): samples[i][r] is fn i's time per call, in ms, in round r."""
+    n = len(fns)
+    if warmup < 1 or runs < 3:
+        raise ValueError("need at least 1 warm-up round and 3 runs")
+    wall, cpu = time.perf_counter, time.process_time
+    gc_was = gc.isenabled()
+    with torch.no_grad():
+        warm = [[] for _ in fns]
+        for w in range(warmup):
+            for k in range(n):
+                i = (w + k) % n
+                t0 = wall()
+                fns[i](*inputs)
+                warm[i].append(wall() - t0)
+        per_call = max(min(statistics.median(x) for x in warm), 1e-9)
+        number = max(1, math.ceil(min_time / per_call)) if min_time > 0 else 1
+        out = {"wall": [[] for _ in fns], "cpu": [[] for _ in fns]}
+        gc.collect()
+        gc.disable()
+        try:
+            for r in range(runs):
+                for k in range(n):
+                    i = (r + k) % n
+                    f = fns[i]
+                    c0, t0 = cpu(), wall()
+                    for _ in range(number):
+                        f(*inputs)
+                    t1, c1 = wall(), cpu()
+                    out["wall"][i].append((t1 - t0) * 1e3 / number)
+                    out["cpu"][i].append((c1 - c0) * 1e3 / number)
+        finally:
+            if gc_was:
+                gc.enable()
+    return out, number
+
+
+def _verdict(rounds):
+    """From the quartiles of the per-round ratios original/other."""
+    if rounds["q1"] > 1.0:
+        return "faster"
+    if rounds["q3"] < 1.0:
+        return "slower"
+    return "within noise"
+
+
+def _versus(base, other):
+    """other's samples against base's (same rounds): medians, quartiles, the speedup (ratio of
+    medians) and the quartiles of the per-round ratios."""
+    stats = _quartiles(other)
+    rounds = _quartiles([x / y for x, y in zip(base, other)])
+    return {"ms": stats["median"], "stats": stats, "speedup": statistics.median(base) / stats["median"],
+            "speedup_rounds": rounds, "verdict": _verdict(rounds)}
+
+
+class _BenchGraph:
+    """One graph of a bench session: its label, document, GraphModule, and once run, its
+    outputs against the original's and its samples per clock."""
+
+    def __init__(self, label, doc, gm, kind, extra=None):
+        self.label, self.doc, self.gm, self.kind = label, doc, gm, kind
+        self.extra = dict(extra or {})
+        self.outputs = None
+        self.diffs = []
+        self.ok = True
+        self.error = None
+        self.samples = None  # {"wall": [...], "cpu": [...]}
+
+
+def _nodes_signature(doc):
+    return [(n["name"], n["op"], n.get("target"), json.dumps(n.get("args", []), sort_keys=True),
+             json.dumps(n.get("kwargs") or {}, sort_keys=True)) for n in doc["graphs"][0]["nodes"]]
+
+
+def _placeholders(doc):
+    return [n["name"] for n in doc["graphs"][0]["nodes"] if n["op"] == "placeholder"]
+
+
+def read_trace(path):
+    """An optimus trace (docs/trace-format.md) as a dict; ValueError when it is not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tr = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError("%s:%d:%d: not JSON: %s" % (path, e.lineno, e.colno, e.msg)) from None
+    if not isinstance(tr, dict) or tr.get("format") != "optimus-trace":
+        raise ValueError("%s: not an optimus trace (format=%r)" %
+                         (path, tr.get("format") if isinstance(tr, dict) else None))
+    return tr
+
+
+def trace_groups(trace, by="pass"):
+    """The applied steps of a trace (those with an applied_index), as groups: consecutive
+    steps of the same pass (by="pass"; rejected attempts in between do not split a group) or
+    one group per step (by="step"). Each group: {"pass", "first", "last", "count", "rules"}."""
+    groups = []
+    for s in trace.get("steps") or []:
+        k = s.get("applied_index")
+        if not k:
+            continue
+        if by == "pass" and groups and groups[-1]["pass"] == s.get("pass"):
+            g = groups[-1]
+            g["last"] = k
+            g["count"] += 1
+        else:
+            g = {"pass": s.get("pass"), "first": k, "last": k, "count": 1, "rules": {}}
+            groups.append(g)
+        g["rules"][s.get("rule")] = g["rules"].get(s.get("rule"), 0) + 1
+    return groups
+
+
+def _per_pass_docs(exe, original, passes, opts, workdir):
+    """[(pass, doc, summary)] for every pass with an applied step when run alone on the
+    original (`optimus optimize ORIGINAL --passes P`), and the passes without one."""
+    if not passes:
+        tpath = os.path.join(workdir, "pipeline.trace.json")
+        _run_optimus(exe, ["optimize", str(original), "-o", os.path.join(workdir, "pipeline.json"),
+                           "--trace", tpath, "--checks", "none", *opts],
+                     "listing the pipeline's passes")
+        cfg = read_trace(tpath).get("config") or {}
+        passes = [p for key in ("pre_grad_fusion_options", "post_grad_fusion_options")
+                  for p in (cfg.get(key) or {})]
+    done, skipped = [], []
+    for p in passes:
+        out = os.path.join(workdir, "pass-%d.json" % len(done + skipped))
+        summary = json.loads(_run_optimus(
+            exe, ["optimize", str(original), "--passes", p, "-o", out, "--json", *opts],
+            "optimizing with pass %s alone" % p))
+        if summary.get("applied"):
+            done.append((p, read_doc(out), summary))
+        else:
+            skipped.append(p)
+    return done, skipped
+
+
+def _prefix_docs(exe, original, trace, by, workdir):
+    """The trace's groups, each with the graph after its last step (`optimus replay ORIGINAL
+    TRACE --step K`)."""
+    groups = trace_groups(read_trace(trace), by)
+    for grp in groups:
+        out = os.path.join(workdir, "step-%d.json" % grp["last"])
+        _run_optimus(exe, ["replay", str(original), str(trace), "--step", str(grp["last"]),
+                           "-o", out], "replaying %s to step %d" % (trace, grp["last"]))
+        grp["doc"] = read_doc(out)
+    return groups
+
+
+def bench(original, optimized, module=None, seed=0, int_high=10, allow_namespaces=(),
+          runs=BENCH_RUNS, warmup=BENCH_WARMUP, min_time=BENCH_MIN_TIME, threads=BENCH_THREADS,
+          clock="wall", per_pass=False, passes=None, trace=None, trace_by="pass", options=(),
+          optimus=None):
+    """Checks that the optimized graph computes the original's outputs, then times both in
+    eager PyTorch, interleaved (docs/bridge.md, `bench`). original/optimized are paths of
+    optimus-fx JSON dumps (or their dicts); `module` a MODULE_SPEC or an nn.Module, the root
+    for get_attr/call_module. Inputs are the original's recorded ones, else random from the
+    placeholders' meta; get_attr tensors neither the module nor the record has are random from
+    their meta. per_pass adds the original optimized by each pass alone (the pipeline's
+    passes, or `passes`); trace (the optimize run's trace) adds the graph after each pass's
+    steps (trace_by="step": after each step), replayed, and attributes the time to them. All
+    graphs are timed in one interleaved session. `clock` ("wall" or "cpu") is the clock of the
+    headline numbers; both are recorded. Returns the result dict (what --json prints); its
+    "outputs_equal" is False when any graph disagrees with the original."""
+    if clock not in CLOCKS:
+        raise ValueError("clock must be one of %s" % ", ".join(CLOCKS))
+    doc_a, doc_b = read_doc(original), read_doc(optimized)
+    namespaces = [check_namespace(ns) for ns in allow_namespaces or ()]
+    root, params_from = None, []
+    if module is not None:
+        torch.manual_seed(seed)
+        root = instantiate(module) if isinstance(module, str) else module
+        params_from.append("module %s (seed %d)" % (module, seed) if isinstance(module, str)
+                           else "module %s" % type(module).__name__)
+        if isinstance(module, str):
+            namespaces += [ns for ns in own_namespaces(root, module) if ns not in namespaces]
+    if (doc_a.get("record") or {}).get("params"):
+        if root is not None:
+            restore_params(root, doc_a)
+        params_from.append("record.params of the original")
+
+    if (doc_a.get("record") or {}).get("inputs"):
+        inputs, inputs_from = record_inputs(doc_a), "recorded"
+    else:
+        inputs, inputs_from = random_inputs(doc_a, seed, int_high), "random (seed %d)" % seed
+    if _placeholders(doc_b) != _placeholders(doc_a):
+        raise ValueError("%s and %s have different placeholders (%s vs %s): not the same "
+                         "graph's inputs" % (original, optimized, ", ".join(_placeholders(doc_a)),
+                                             ", ".join(_placeholders(doc_b))))
+
+    pass_docs, skipped, groups = [], [], []
+    if per_pass or trace:
+        exe = find_optimus(optimus)
+        opts = [x for o in options or () for x in ("--option", o)]
+        workdir = tempfile.mkdtemp(prefix="optimus-bench-")
+        try:
+            if per_pass:
+                pass_docs, skipped = _per_pass_docs(exe, original, passes, opts, workdir)
+            if trace:
+                groups = _prefix_docs(exe, original, trace, trace_by, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    # the trace replayed to its end is normally the optimized graph: time it once
+    final_same = bool(groups) and _nodes_signature(groups[-1]["doc"]) == _nodes_signature(doc_b)
+
+    extra = [("pass", p, d, {"applied": s.get("applied"), "nodes": s.get("nodes_after")})
+             for p, d, s in pass_docs]
+    for gi, grp in enumerate(groups):
+        if not (final_same and gi == len(groups) - 1):
+            extra.append(("prefix", "after step %d" % grp["last"], grp["doc"], {"group": gi}))
+    docs = [doc_a, doc_b] + [d for _, _, d, _ in extra]
+    root, drawn = random_params(docs, root, seed, int_high)
+    if drawn:
+        params_from.append("%d get_attr tensors random from their meta (seed %d)" %
+                           (len(drawn), seed + 1))
+
+    def make(label, doc, kind, more=None):
+        return _BenchGraph(label, doc, load(doc, root, allow_namespaces=namespaces), kind, more)
+    graphs = [make("original", doc_a, "original"), make("optimized", doc_b, "optimized")]
+    graphs += [make(label, d, kind, more) for kind, label, d, more in extra]
+
+    # correctness first: every graph against the original, on the same inputs
+    ref = None
+    for g in graphs:
+        try:
+            g.outputs = run(g.gm, inputs)
+        except Exception as e:  # a graph torch cannot run fails the bench, it is not a crash
+            g.ok, g.error = False, "%s: %s" % (type(e).__name__, e)
+            if g.kind == "original":
+                raise ValueError("the original graph does not run: %s" % g.error) from None
+            continue
+        if ref is None:
+            ref = g.outputs
+        else:
+            g.diffs = output_diffs(ref, g.outputs)
+            g.ok = all(x["ok"] for x in g.diffs)
+    recorded = record_outputs(doc_a) if inputs_from == "recorded" else []
+    rec_diffs = output_diffs(recorded, ref) if recorded else []
+
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        used_threads = torch.get_num_threads()
+        load_before = os.getloadavg()
+        runnable = [g for g in graphs if g.error is None]
+        samples, number = time_interleaved([g.gm for g in runnable], inputs, runs, warmup,
+                                           min_time)
+        load_after = os.getloadavg()
+    finally:
+        torch.set_num_threads(prev_threads)
+    for i, g in enumerate(runnable):
+        g.samples = {c: samples[c][i] for c in CLOCKS}
+
+    a, b = graphs[0], graphs[1]
+    res = {"original": str(original), "optimized": str(optimized), "clock": clock}
+    per_clock = {}
+    for c in CLOCKS:
+        e = {"original_ms": statistics.median(a.samples[c]), "original_stats":
+             _quartiles(a.samples[c])}
+        if b.samples:
+            v = _versus(a.samples[c], b.samples[c])
+            e.update({"optimized_ms": v["ms"], "speedup": v["speedup"], "optimized_stats":
+                      v["stats"], "speedup_rounds": v["speedup_rounds"], "verdict": v["verdict"]})
+        else:
+            e.update({"optimized_ms": None, "speedup": None, "optimized_stats": None,
+                      "speedup_rounds": None, "verdict": None})
+        per_clock[c] = e
+    res.update(per_clock[clock])
+    res.update({
+        "runs": runs, "warmup": warmup, "number": number, "min_time": min_time,
+        "threads": used_threads, "cpu_count": os.cpu_count(), "torch": torch.__version__,
+        "device": "cpu", "mode": "eager",
+        "loadavg": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in load_after],
+        "inputs": inputs_from,
+        "input_shapes": [_describe_tensor(t) for t in inputs if isinstance(t, torch.Tensor)],
+        "params": params_from, "seed": seed,
+        "outputs_equal": all(g.ok for g in graphs) and all(x["ok"] for x in rec_diffs),
+        "optimized_outputs_equal": b.ok, "outputs": b.diffs, "optimized_error": b.error,
+        "recorded_outputs": rec_diffs,
+    })
+    res.update(per_clock)
+    res["samples_ms"] = {c: {"original": a.samples[c], "optimized": b.samples[c] if b.samples
+                             else None} for c in CLOCKS}
+    if per_pass:
+        res["per_pass"] = []
+        for g in graphs:
+            if g.kind != "pass":
+                continue
+            entry = {"pass": g.label, "applied": g.extra["applied"], "nodes": g.extra["nodes"],
+                     "outputs_equal": g.ok, "outputs": g.diffs, "error": g.error}
+            if g.samples:
+                v = _versus(a.samples[clock], g.samples[clock])
+                entry.update({"ms": v["ms"], "speedup": v["speedup"], "stats": v["stats"],
+                              "speedup_rounds": v["speedup_rounds"], "verdict": v["verdict"],
+                              "samples_ms": g.samples[clock]})
+                other = [c for c in CLOCKS if c != clock][0]
+                vo = _versus(a.samples[other], g.samples[other])
+                entry[other] = {"ms": vo["ms"], "speedup": vo["speedup"]}
+            res["per_pass"].append(entry)
+        res["per_pass_skipped"] = skipped
+    if trace:
+        res["attribution"] = _attribution(graphs, groups, final_same, trace, trace_by, clock)
+    return res
+
+
+def _attribution(graphs, groups, final_same, trace, by, clock):
+    """Each group of steps' share of the time: the median after the group minus the median
+    before it (medians of the same interleaved session, so the rows telescope: they sum to the
+    original's median minus the last graph's), and the quartiles of the per-round differences
+    as its noise."""
+    a, b = graphs[0], graphs[1]
+    prefix = {g.extra["group"]: g for g in graphs if g.kind == "prefix"}
+    rows = []
+    prev = a
+    ok = True
+    for gi, grp in enumerate(groups):
+        g = b if final_same and gi == len(groups) - 1 else prefix[gi]
+        row = {"pass": grp["pass"], "steps": [grp["first"], grp["last"]], "count": grp["count"],
+               "rules": grp["rules"], "graph": g.label, "outputs_equal": g.ok, "error": g.error}
+        ok &= g.ok
+        if g.samples and prev is not None:
+            before = statistics.median(prev.samples[clock])
+            after = statistics.median(g.samples[clock])
+            row.update({"ms_before": before, "ms_after": after, "gain_ms": before - after,
+                        "gain_rounds": _quartiles([x - y for x, y in
+                                                   zip(prev.samples[clock], g.samples[clock])])})
+            prev = g
+        else:
+            prev = None  # a graph that does not run breaks the chain of differences
+        rows.append(row)
+    orig = statistics.median(a.samples[clock])
+    final = statistics.median(prev.samples[clock]) if prev is not None else None
+    total = None if final is None else orig - final
+    for r in rows:
+        if "gain_ms" in r and total:
+            r["share"] = r["gain_ms"] / total
+    return {"trace": str(trace), "by": by, "clock": clock, "groups": rows,
+            "original_ms": orig, "final_ms": final, "gain_ms": total,
+            "sum_of_gains_ms": sum(r.get("gain_ms", 0.0) for r in rows) if total is not None
+            else None, "replay_equals_optimized": final_same, "outputs_equal": ok}
+
+
+def _fmt_ms(x):
+    return "-" if x is None else "%.4g" % x
+
+
+_VERDICT_TEXT = {"faster": "optimized faster", "slower": "optimized slower",
+                 "within noise": "the difference is within the noise"}
+
+
+def print_bench(res, out=None):
+    """The human-readable bench report."""
+    out = out or sys.stdout
+
+    def w(s=""):
+        print(s, file=out)
+    clock = res["clock"]
+    other = [c for c in CLOCKS if c != clock][0]
+    w("bench: %s (original) vs %s (optimized)" % (res["original"], res["optimized"]))
+    shapes = res["input_shapes"]
+    w("inputs: %s, %d tensor%s (%s%s); parameters: %s" % (
+        res["inputs"], len(shapes), "" if len(shapes) == 1 else "s", ", ".join(shapes[:3]),
+        ", ..." if len(shapes) > 3 else "", "; ".join(res["params"]) or "none"))
+    if res["optimized_error"]:
+        w("outputs: MISMATCH: the optimized graph fails to run: %s" % res["optimized_error"])
+    else:
+        w("outputs: %s (optimized vs original, compare's tolerances)" %
+          ("equal" if res["optimized_outputs_equal"] else "MISMATCH"))
+        for d in res["outputs"]:
+            w("  output %s: %s %s" % (d["index"], d["detail"], "ok" if d["ok"] else "MISMATCH"))
+    for d in res["recorded_outputs"]:
+        if not d["ok"]:
+            w("  original vs its recorded output %s: %s MISMATCH (not the module the dump was "
+              "recorded from?)" % (d["index"], d["detail"]))
+    w("setup: torch %s eager (GraphModule forward, no_grad) on cpu (no GPU used), %d thread%s "
+      "(torch.set_num_threads), %d cores; load average %s before, %s after" %
+      (res["torch"], res["threads"], "" if res["threads"] == 1 else "s", res["cpu_count"],
+       " ".join("%.2f" % x for x in res["loadavg"]),
+       " ".join("%.2f" % x for x in res["loadavg_after"])))
+    w("timing: %d warm-up rounds, then %d rounds with every graph interleaved (the order "
+      "rotates each round), %d call%s per sample (min time %g s); %s clock" %
+      (res["warmup"], res["runs"], res["number"], "" if res["number"] == 1 else "s",
+       res["min_time"], {"wall": "wall", "cpu": "process CPU time"}[clock]))
+    w()
+    rows = [("original", res["original_stats"])]
+    if res["optimized_stats"]:
+        rows.append(("optimized", res["optimized_stats"]))
+    w("%-12s %10s %10s %10s %10s %10s %8s" % ("graph", "median ms", "min", "q1", "q3", "max",
+                                               "IQR/med"))
+    for name, s in rows:
+        w("%-12s %10s %10s %10s %10s %10s %7.1f%%" %
+          (name, _fmt_ms(s["median"]), _fmt_ms(s["min"]), _fmt_ms(s["q1"]), _fmt_ms(s["q3"]),
+           _fmt_ms(s["max"]), 100 * (s["q3"] - s["q1"]) / s["median"]))
+    if res["speedup"] is not None:
+        r = res["speedup_rounds"]
+        o = res[other]
+        w("speedup %.3fx (median original / median optimized); per-round ratio median %.3f, "
+          "middle half %.3f-%.3f: %s%s" %
+          (res["speedup"], r["median"], r["q1"], r["q3"], _VERDICT_TEXT[res["verdict"]],
+           "" if res["optimized_outputs_equal"] else "  [NOT VALID: the outputs differ]"))
+        w("%s clock: original %s ms, optimized %s ms, speedup %.3fx (per-round middle half "
+          "%.3f-%.3f)" % (other, _fmt_ms(o["original_ms"]), _fmt_ms(o["optimized_ms"]),
+                          o["speedup"], o["speedup_rounds"]["q1"], o["speedup_rounds"]["q3"]))
+    if "per_pass" in res:
+        w()
+        w("per pass (optimus optimize ORIGINAL --passes P: each pass alone on the original)")
+        w("%-38s %6s %10s %9s %15s  %s" % ("pass", "steps", "median ms", "speedup",
+                                            "round ratios", "outputs"))
+        for e in res["per_pass"]:
+            if "ms" in e:
+                rr = e["speedup_rounds"]
+                w("%-38s %6d %10s %8.3fx %7.3f-%-7.3f  %s" %
+                  (e["pass"], e["applied"], _fmt_ms(e["ms"]), e["speedup"], rr["q1"], rr["q3"],
+                   "equal" if e["outputs_equal"] else "MISMATCH"))
+            else:
+                w("%-38s %6d %10s %9s %15s  MISMATCH: %s" % (e["pass"], e["applied"], "-", "-",
+                                                            "-", e["error"]))
+        if res["per_pass_skipped"]:
+            w("no applied step alone (not timed): %s" % ", ".join(res["per_pass_skipped"]))
+    if "attribution" in res:
+        at = res["attribution"]
+        w()
+        w("attribution (%s, by %s; the graph after each group replayed with optimus replay "
+          "--step K)" % (at["trace"], at["by"]))
+        w("%-9s %-38s %10s %10s %8s %21s  %s" % ("steps", "pass", "ms after", "gain ms", "share",
+                                                 "round gains q1..q3", "outputs"))
+        w("(gain = median before - median after; share = gain / total change, so the shares "
+          "sum to 100 %; a row against the total's sign has a negative share)")
+        for r in at["groups"]:
+            steps = ("%d" % r["steps"][0] if r["steps"][0] == r["steps"][1]
+                     else "%d-%d" % tuple(r["steps"]))
+            if "ms_after" not in r:
+                w("%-9s %-38s %10s %10s %8s %21s  %s" % (
+                    steps, r["pass"], "-", "-", "-", "-",
+                    "MISMATCH: " + r["error"] if r["error"] else "not timed (an earlier graph "
+                    "does not run)"))
+                continue
+            g = r["gain_rounds"]
+            share = "%7.1f%%" % (100 * r["share"]) if "share" in r else "%8s" % "-"
+            w("%-9s %-38s %10s %+10.4f %s %+10.4f..%+-9.4f  %s" %
+              (steps, r["pass"], _fmt_ms(r["ms_after"]), r["gain_ms"], share, g["q1"], g["q3"],
+               "equal" if r["outputs_equal"] else "MISMATCH"))
+        if at["gain_ms"] is not None:
+            w("total gain %.4f ms = %s ms (original) - %s ms (after the last step); the rows sum "
+              "to %.4f ms" % (at["gain_ms"], _fmt_ms(at["original_ms"]), _fmt_ms(at["final_ms"]),
+                              at["sum_of_gains_ms"]))
+        if at["groups"]:
+            w("the trace replayed to its last step %s" %
+              ("is OPTIMIZED (same nodes): its row is the optimized graph's time"
+               if at["replay_equals_optimized"] else
+               "is NOT the optimized graph given (another run's trace?); it was timed on its own"))
+        else:
+            w("the trace has no applied step: nothing to attribute")
+
+
+def _mismatches(res):
+    bad = []
+    if not res["optimized_outputs_equal"]:
+        bad.append("the optimized graph")
+    bad += ["pass %s alone" % e["pass"] for e in res.get("per_pass", ()) if not e["outputs_equal"]]
+    bad += ["the graph after step %d" % r["steps"][1]
+            for r in (res.get("attribution") or {}).get("groups", ()) if not r["outputs_equal"]]
+    if any(not d["ok"] for d in res["recorded_outputs"]):
+        bad.append("the original (against its own recorded outputs)")
+    return bad
+
+
+def cmd_bench(a):
+    res = bench(a.original, a.optimized, module=a.module, seed=a.seed, int_high=a.int_high,
+                allow_namespaces=a.allow_namespace, runs=a.runs, warmup=a.warmup,
+                min_time=a.min_time, threads=a.threads, clock=a.clock, per_pass=a.per_pass,
+                passes=[p for p in a.passes.split(",") if p] if a.passes else None,
+                trace=a.trace, trace_by=a.trace_by, options=a.option, optimus=a.optimus)
+    bad = _mismatches(res)
+    if a.json:
+        print(json.dumps(res))
+    else:
+        print_bench(res)
+        print()
+        print("MISMATCH: %s" % ", ".join(bad) if bad else
+              "OK: every graph timed computes the original's outputs")
+    if bad:
+        print("optimus_fx.py bench: MISMATCH: %s computes other outputs than the original; the "
+              "timings compare graphs that do not compute the same thing" % ", ".join(bad),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 # ----------------------------------------------------------------------------- CLI
 
 def _file_module_name(path):
@@ -1358,6 +2041,62 @@ def main(argv=None):
     model_args(r)
     allow_arg(r)
     r.set_defaults(fn=cmd_roundtrip)
+
+    def positive_int(minimum):
+        def parse(text):
+            v = int(text)
+            if v < minimum:
+                raise argparse.ArgumentTypeError("must be at least %d" % minimum)
+            return v
+        return parse
+
+    def non_negative_float(text):
+        v = float(text)
+        if not v >= 0 or math.isinf(v):
+            raise argparse.ArgumentTypeError("must be a finite number >= 0")
+        return v
+
+    b = sub.add_parser("bench", help="time the original and the optimized graph in eager "
+                                     "PyTorch, interleaved, after checking their outputs agree")
+    b.add_argument("original")
+    b.add_argument("optimized")
+    b.add_argument("--module", metavar="MODULE_SPEC",
+                   help="root module for call_module/get_attr (as for compare)")
+    b.add_argument("--seed", type=int, default=0,
+                   help="seeds the module's construction, random inputs (SEED) and random "
+                        "get_attr tensors (SEED+1)")
+    b.add_argument("--int-high", type=int, default=10,
+                   help="random integer inputs are drawn from [0, INT_HIGH)")
+    b.add_argument("--runs", type=positive_int(3), default=BENCH_RUNS,
+                   help="timed samples per graph (default %d)" % BENCH_RUNS)
+    b.add_argument("--warmup", type=positive_int(1), default=BENCH_WARMUP,
+                   help="untimed warm-up rounds (default %d)" % BENCH_WARMUP)
+    b.add_argument("--min-time", type=non_negative_float, default=BENCH_MIN_TIME, metavar="S",
+                   help="repeat calls within a sample until the fastest graph's sample lasts S "
+                        "seconds (default %g; 0 = one call per sample)" % BENCH_MIN_TIME)
+    b.add_argument("--threads", type=positive_int(1), default=BENCH_THREADS,
+                   help="torch.set_num_threads while timing (default %d)" % BENCH_THREADS)
+    b.add_argument("--clock", choices=CLOCKS, default="wall",
+                   help="the clock of the headline numbers (both are measured): wall, or the "
+                        "process's CPU time (not counting waits for a core on a busy machine)")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.add_argument("--per-pass", action="store_true",
+                   help="also time the original optimized by each pass alone (optimus optimize "
+                        "--passes P); passes without an applied step are listed, not timed")
+    b.add_argument("--passes", metavar="P1,P2",
+                   help="--per-pass: these passes (default: the pipeline of the original's "
+                        "level, as optimus optimize runs it)")
+    b.add_argument("--option", action="append", default=[], metavar="P.K=V",
+                   help="forwarded to every optimus optimize run of --per-pass (repeatable)")
+    b.add_argument("--trace", metavar="T.json",
+                   help="the trace of the optimize run: time the graph after each pass's steps "
+                        "(optimus replay --step K) and attribute the gain to them")
+    b.add_argument("--trace-by", choices=["pass", "step"], default="pass",
+                   help="--trace: one replayed graph per pass (consecutive steps) or per step")
+    b.add_argument("--optimus", metavar="PATH",
+                   help="the optimus binary (default: $OPTIMUS_CLI, build/app/optimus, PATH)")
+    allow_arg(b)
+    b.set_defaults(fn=cmd_bench)
 
     a = p.parse_args(argv)
     try:
