@@ -256,6 +256,11 @@ static void vstk_push(P *p, OxValue v, const char *key) {
   p->vstk[p->nvstk++] = v;
 }
 
+/* The values (keys) pushed since base; NULL when there are none (the stacks may not be
+ * allocated yet: no pointer arithmetic on NULL). */
+static OxValue *vstk_from(P *p, uint32_t base) { return p->nvstk > base ? p->vstk + base : NULL; }
+static const char **kstk_from(P *p, uint32_t base) { return p->nvstk > base ? p->kstk + base : NULL; }
+
 /* ------------------------------------------------------------------ tokenizer-level parsing */
 
 static void perr(P *p, size_t off, const char *msg) {
@@ -1386,7 +1391,7 @@ static bool lower_value_in(P *p, Frame *f, const Ast *a, OxValue *out, uint32_t 
       }
       vstk_push(p, v, key);
     }
-    *out = ox_graph_value_dict(g, p->kstk + base, p->vstk + base, a->n);
+    *out = ox_graph_value_dict(g, kstk_from(p, base), vstk_from(p, base), a->n);
     p->nvstk = base;
     return true;
   }
@@ -1446,7 +1451,7 @@ static bool lower_value_in(P *p, Frame *f, const Ast *a, OxValue *out, uint32_t 
     uint32_t base = p->nvstk;
     vstk_push(p, x, NULL);
     if (a->kind == A_BINOP) vstk_push(p, y, NULL);
-    OxValue args = ox_graph_value_seq(g, OX_V_TUPLE, p->vstk + base, p->nvstk - base);
+    OxValue args = ox_graph_value_seq(g, OX_V_TUPLE, vstk_from(p, base), p->nvstk - base);
     p->nvstk = base;
     OxNodeId id = add_node(p, f, OX_OP_CALL_FUNCTION, NULL, op_target[a->op], args, ox_value_none(), line);
     *out = ox_value_node(id);
@@ -1473,7 +1478,7 @@ static bool lower_call_args(P *p, Frame *f, const Ast *a, const OxValue *first, 
     }
     vstk_push(p, v, NULL);
   }
-  *args = ox_graph_value_seq(f->g, OX_V_TUPLE, p->vstk + base, p->nvstk - base);
+  *args = ox_graph_value_seq(f->g, OX_V_TUPLE, vstk_from(p, base), p->nvstk - base);
   p->nvstk = base;
   for (uint32_t i = a->npos; i < a->n; i++) {
     OxValue v;
@@ -1483,7 +1488,7 @@ static bool lower_call_args(P *p, Frame *f, const Ast *a, const OxValue *first, 
     }
     vstk_push(p, v, ox_graph_intern_n(f->g, a->keys[i]->s, a->keys[i]->slen));
   }
-  *kwargs = ox_graph_value_dict(f->g, p->kstk + base, p->vstk + base, p->nvstk - base);
+  *kwargs = ox_graph_value_dict(f->g, kstk_from(p, base), vstk_from(p, base), p->nvstk - base);
   p->nvstk = base;
   return true;
 }

@@ -197,6 +197,28 @@ static void test_crlf_same(void) {
   g_string_free(crlf, TRUE);
 }
 
+/* Fuzz finding (fuzz-optimize in CI): a call without arguments before any other call built its
+ * argument tuple from the value stack's NULL base pointer plus zero (UB caught by UBSan's
+ * pointer-overflow check in the sanitizer build, which runs this suite). */
+static void test_first_call_without_args(void) {
+  Load l;
+  load(&l,
+       "class GraphModule(torch.nn.Module):\n"
+       "    def forward(self, x: \"f32[2, 3]\"):\n"
+       "        e = torch.ops.aten.sym_size()\n"
+       "        k = torch.ops.aten.zeros.default(dtype = torch.float32)\n"
+       "        add = torch.ops.aten.add.Tensor(x, x);  x = None\n"
+       "        return (add,)\n");
+  OxGraph *g = graph0(&l);
+  g_assert_cmpuint(l.d.n, ==, 0);
+  OxNode *e = node(g, "e");
+  g_assert_cmpint(e->op, ==, OX_OP_CALL_FUNCTION);
+  g_assert_cmpuint(e->args.n, ==, 0);
+  g_assert_cmpuint(e->kwargs.n, ==, 0);
+  g_assert_cmpuint(node(g, "k")->kwargs.n, ==, 1);
+  unload(&l);
+}
+
 static void test_call_forms(void) {
   Load l;
   load(&l,
@@ -1253,6 +1275,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/parse-py/basic", test_basic);
   g_test_add_func("/engine/parse-py/crlf", test_crlf_same);
   g_test_add_func("/engine/parse-py/call-forms", test_call_forms);
+  g_test_add_func("/engine/parse-py/first-call-without-args", test_first_call_without_args);
   g_test_add_func("/engine/parse-py/subscripts", test_subscripts);
   g_test_add_func("/engine/parse-py/operators", test_operators);
   g_test_add_func("/engine/parse-py/literals", test_literals);
