@@ -52,14 +52,29 @@ void ox_record_add_input(OxRecord *r, const char *name, OxTensor *t) { push(&r->
 void ox_record_add_param(OxRecord *r, const char *path, OxTensor *t) { push(&r->params, &r->n_params, path, t); }
 void ox_record_add_output(OxRecord *r, OxTensor *t) { push(&r->outputs, &r->n_outputs, NULL, t); }
 
-static const OxTensor *find(const OxRecordTensor *e, uint32_t n, const char *name) {
+static const OxRecordTensor *find(const OxRecordTensor *e, uint32_t n, const char *name) {
   for (uint32_t i = 0; i < n; i++)
-    if (e[i].name && strcmp(e[i].name, name) == 0) return e[i].t;
+    if (e[i].name && strcmp(e[i].name, name) == 0) return &e[i];
   return NULL;
 }
 
-const OxTensor *ox_record_input(const OxRecord *r, const char *name) { return find(r->inputs, r->n_inputs, name); }
-const OxTensor *ox_record_param(const OxRecord *r, const char *path) { return find(r->params, r->n_params, path); }
+bool ox_record_has_tensor(const OxRecordTensor *e) { return e && (e->t || e->fill.present); }
+
+OxTensor *ox_record_tensor_new(const OxRecordTensor *e) {
+  if (!e) return NULL;
+  if (e->t) return ox_tensor_clone(e->t);
+  if (!e->fill.present) return NULL;
+  OxTensor *t = ox_tensor_new(e->fill.dtype, e->fill.rank, e->fill.shape);
+  if (t) ox_tensor_fill_sin(t, e->fill.scale, e->fill.freq, e->fill.phase);
+  return t;
+}
+
+OxTensor *ox_record_input_new(const OxRecord *r, const char *name) {
+  return ox_record_tensor_new(find(r->inputs, r->n_inputs, name));
+}
+OxTensor *ox_record_param_new(const OxRecord *r, const char *path) {
+  return ox_record_tensor_new(find(r->params, r->n_params, path));
+}
 
 /* ------------------------------------------------------------------ reading */
 
@@ -129,12 +144,12 @@ static int read_tensor(json_object *o, const char *where, OxTensor **out, OxReco
     RERR(d, "record: %s: needs exactly one of \"data\" and \"fill\"", where);
     return -1;
   }
-  OxTensor *t = ox_tensor_new(dt, (int32_t)rank, shape);
-  if (!t) {
-    RERR(d, "record: %s: out of memory for %lld elements", where, (long long)numel);
-    return -1;
-  }
   if (has_data) {
+    OxTensor *t = ox_tensor_new(dt, (int32_t)rank, shape);
+    if (!t) {
+      RERR(d, "record: %s: out of memory for %lld elements", where, (long long)numel);
+      return -1;
+    }
     if (json_object_get_type(jdata) != json_type_array) {
       RERR(d, "record: %s: \"data\" must be an array", where);
       ox_tensor_free(t);
@@ -161,29 +176,30 @@ static int read_tensor(json_object *o, const char *where, OxTensor **out, OxReco
       }
       ox_tensor_set(t, (int64_t)i, v);
     }
+    *out = t;
   } else {
     json_object *jk, *js, *jf, *jp;
     double sc = 0, fr = 0, ph = 0;
     if (json_object_get_type(jfill) != json_type_object || !json_object_object_get_ex(jfill, "kind", &jk) ||
         json_object_get_type(jk) != json_type_string || strcmp(json_object_get_string(jk), "sin") != 0) {
       RERR(d, "record: %s: fill must be {\"kind\": \"sin\", ...}", where);
-      ox_tensor_free(t);
       return -1;
     }
     if (!json_object_object_get_ex(jfill, "scale", &js) || !num_of(js, &sc) ||
         !json_object_object_get_ex(jfill, "freq", &jf) || !num_of(jf, &fr) ||
         !json_object_object_get_ex(jfill, "phase", &jp) || !num_of(jp, &ph)) {
       RERR(d, "record: %s: fill needs numeric scale, freq and phase", where);
-      ox_tensor_free(t);
       return -1;
     }
-    ox_tensor_fill_sin(t, sc, fr, ph);
+    /* kept as the recipe: materialized by ox_record_tensor_new when needed */
     fill->present = true;
     fill->scale = sc;
     fill->freq = fr;
     fill->phase = ph;
+    fill->dtype = dt;
+    fill->rank = (int32_t)rank;
+    for (size_t i = 0; i < rank; i++) fill->shape[i] = shape[i];
   }
-  *out = t;
   return 0;
 }
 
@@ -278,10 +294,13 @@ static json_object *num_json(double v) {
 
 static json_object *tensor_json(const OxRecordTensor *e) {
   const OxTensor *t = e->t;
+  OxDType dt = t ? t->dtype : e->fill.dtype;
+  int32_t rank = t ? t->rank : e->fill.rank;
+  const int64_t *shape = t ? t->shape : e->fill.shape;
   json_object *o = json_object_new_object();
-  json_object_object_add(o, "dtype", json_object_new_string(ox_dtype_abbr(t->dtype)));
+  json_object_object_add(o, "dtype", json_object_new_string(ox_dtype_abbr(dt)));
   json_object *sh = json_object_new_array();
-  for (int32_t i = 0; i < t->rank; i++) json_object_array_add(sh, json_object_new_int64(t->shape[i]));
+  for (int32_t i = 0; i < rank; i++) json_object_array_add(sh, json_object_new_int64(shape[i]));
   json_object_object_add(o, "shape", sh);
   if (e->fill.present) {
     json_object *f = json_object_new_object();
@@ -310,11 +329,11 @@ struct json_object *ox_record_to_json(const OxRecord *r) {
   json_object *o = json_object_new_object();
   json_object *in = json_object_new_object(), *pa = json_object_new_object(), *outs = json_object_new_array();
   for (uint32_t i = 0; i < r->n_inputs; i++)
-    if (r->inputs[i].t) json_object_object_add(in, r->inputs[i].name, tensor_json(&r->inputs[i]));
+    if (ox_record_has_tensor(&r->inputs[i])) json_object_object_add(in, r->inputs[i].name, tensor_json(&r->inputs[i]));
   for (uint32_t i = 0; i < r->n_params; i++)
-    if (r->params[i].t) json_object_object_add(pa, r->params[i].name, tensor_json(&r->params[i]));
+    if (ox_record_has_tensor(&r->params[i])) json_object_object_add(pa, r->params[i].name, tensor_json(&r->params[i]));
   for (uint32_t i = 0; i < r->n_outputs; i++)
-    json_object_array_add(outs, r->outputs[i].t ? tensor_json(&r->outputs[i]) : NULL);
+    json_object_array_add(outs, ox_record_has_tensor(&r->outputs[i]) ? tensor_json(&r->outputs[i]) : NULL);
   json_object_object_add(o, "inputs", in);
   json_object_object_add(o, "params", pa);
   json_object_object_add(o, "outputs", outs);
@@ -325,8 +344,15 @@ struct json_object *ox_record_to_json(const OxRecord *r) {
 /* ------------------------------------------------------------------ verification */
 
 int ox_record_apply(const OxRecord *r, const OxGraph *g, struct OxInterp *in, char *err, size_t errcap) {
-  for (uint32_t i = 0; i < r->n_params; i++)
-    if (r->params[i].t) ox_interp_set_param(in, r->params[i].name, ox_tensor_clone(r->params[i].t));
+  for (uint32_t i = 0; i < r->n_params; i++) {
+    if (!ox_record_has_tensor(&r->params[i])) continue;
+    OxTensor *t = ox_record_tensor_new(&r->params[i]);
+    if (!t) {
+      if (errcap) snprintf(err, errcap, "record parameter '%s': out of memory", r->params[i].name);
+      return -1;
+    }
+    ox_interp_set_param(in, r->params[i].name, t);
+  }
   for (uint32_t i = 0; i < r->n_inputs; i++) {
     OxNodeId id = ox_graph_find(g, r->inputs[i].name);
     const OxNode *n = ox_graph_node(g, id);
@@ -334,7 +360,13 @@ int ox_record_apply(const OxRecord *r, const OxGraph *g, struct OxInterp *in, ch
       if (errcap) snprintf(err, errcap, "record input '%s' is not a placeholder of the graph", r->inputs[i].name);
       return -1;
     }
-    if (r->inputs[i].t) ox_interp_set_value(in, id, ox_rt_tensor(ox_tensor_clone(r->inputs[i].t)));
+    if (!ox_record_has_tensor(&r->inputs[i])) continue;
+    OxTensor *t = ox_record_tensor_new(&r->inputs[i]);
+    if (!t) {
+      if (errcap) snprintf(err, errcap, "record input '%s': out of memory", r->inputs[i].name);
+      return -1;
+    }
+    ox_interp_set_value(in, id, ox_rt_tensor(t));
   }
   return 0;
 }
@@ -440,7 +472,14 @@ int ox_verify_record(const OxDoc *doc, uint32_t graph_index, OxVerifyReport *rep
       rep->pass = false;
       continue;
     }
-    compare_one(f.v[i], r->outputs[i].t, o);
+    OxTensor *own = r->outputs[i].t ? NULL : ox_record_tensor_new(&r->outputs[i]);
+    if (!own && !r->outputs[i].t && ox_record_has_tensor(&r->outputs[i])) {
+      snprintf(o->note, sizeof o->note, "out of memory for the recorded output");
+      rep->pass = false;
+      continue;
+    }
+    compare_one(f.v[i], r->outputs[i].t ? r->outputs[i].t : own, o);
+    ox_tensor_free(own);
     if (!o->pass) rep->pass = false;
   }
   free(f.v);
