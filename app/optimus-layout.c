@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ox_buf.h"
-#include "ox_layout.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "layout/ox_layout.h"
+#include "write/ox_write.h"
 
 enum { MAX_REQUEST = 512 << 20 };
 

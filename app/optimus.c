@@ -18,19 +18,19 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ox_buf.h"
-#include "ox_diag.h"
-#include "ox_graph.h"
-#include "ox_layout.h"
-#include "ox_load.h"
-#include "ox_mem.h"
-#include "ox_pass.h"
-#include "ox_record.h"
-#include "ox_rules.h"
-#include "ox_shape.h"
-#include "ox_trace.h"
-#include "ox_view.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_diag.h"
+#include "ir/ox_graph.h"
+#include "ir/ox_mem.h"
+#include "layout/ox_layout.h"
+#include "layout/ox_view.h"
+#include "load/ox_load.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_pass.h"
+#include "rules/ox_rules.h"
+#include "run/ox_record.h"
+#include "run/ox_trace.h"
+#include "write/ox_write.h"
 
 #ifndef OPTIMUS_VERSION
 #define OPTIMUS_VERSION "0.1.0"

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_batch.h"
-#include "ox_pass.h"
-#include "ox_shape.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_batch.h"
+#include "passes/ox_pass.h"
 
 /* ------------------------------------------------------------------ graph building */
 

@@ -13,10 +13,10 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "ox_interp.h"
-#include "ox_kernels.h"
-#include "ox_load.h"
-#include "ox_record.h"
+#include "load/ox_load.h"
+#include "ops/ox_interp.h"
+#include "ops/ox_kernels.h"
+#include "run/ox_record.h"
 
 /* ------------------------------------------------------------------ graph building */
 

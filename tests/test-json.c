@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ox_buf.h"
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "write/ox_write.h"
 
 /* ------------------------------------------------------------------ deep compare */
 

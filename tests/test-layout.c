@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "gen-graphs.h"
-#include "ox_layout.h"
-#include "ox_view.h"
+#include "layout/ox_layout.h"
+#include "layout/ox_view.h"
 #include "test-common.h"
 
 static OxValue tup(OxGraph *g, const OxNodeId *ids, uint32_t n) {

@@ -5,9 +5,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "ox_graph.h"
-#include "ox_ops.h"
-#include "ox_shape.h"
+#include "ir/ox_graph.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
 
 /* ------------------------------------------------------------------ builders */
 

@@ -7,8 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "ox_graph.h"
-#include "ox_load.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
 
 /* ------------------------------------------------------------------ helpers */
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_ops.h"
-#include "ox_shape.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
 
 /* ------------------------------------------------------------------ builders */
 

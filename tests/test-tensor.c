@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ox_tensor.h"
+#include "ops/ox_tensor.h"
 
 static OxTensor *vec(OxDType dt, int64_t n, const double *v) {
   OxTensor *t = ox_tensor_new(dt, 1, &n);

@@ -5,10 +5,10 @@
 #include <glib.h>
 #include <string.h>
 
-#include "ox_load.h"
-#include "ox_pass.h"
-#include "ox_shape.h"
-#include "ox_whatif.h"
+#include "load/ox_load.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_pass.h"
+#include "run/ox_whatif.h"
 
 typedef struct Fixture {
   OxDoc *doc;

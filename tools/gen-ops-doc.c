@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ox_ops.h"
-#include "ox_shape.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
 
 static const char *level_names[] = {"Pre-grad / Dynamo functions (call_function)", "Tensor methods (call_method)",
                                     "aten overloads (post-grad call_function)", "Module types (call_module)"};

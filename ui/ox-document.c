@@ -18,10 +18,10 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "ox_layout.h"
-#include "ox_ops.h"
-#include "ox_shape.h"
-#include "ox_write.h"
+#include "layout/ox_layout.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
+#include "write/ox_write.h"
 
 /* ------------------------------------------------------------------ op families */
 

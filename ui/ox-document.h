@@ -13,9 +13,9 @@
 #include <gio/gio.h>
 
 #include "ox-history.h"
-#include "ox_load.h"
-#include "ox_pass.h"
-#include "ox_whatif.h"
+#include "load/ox_load.h"
+#include "passes/ox_pass.h"
+#include "run/ox_whatif.h"
 
 G_BEGIN_DECLS
 

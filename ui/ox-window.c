@@ -9,14 +9,14 @@
  */
 #include "ox-window.h"
 
-#include "ox_rules.h"
+#include "rules/ox_rules.h"
 
 #include <string.h>
 
 #include "ox-minimap.h"
 #include "ox-step-row.h"
 
-#include "ox_write.h"
+#include "write/ox_write.h"
 
 struct _OxWindow {
   GtkApplicationWindow parent_instance;

@@ -3,7 +3,7 @@
  * graph of common ops (split, getitem, linear, layer_norm, relu, sigmoid, mul, add, cat, view)
  * with every check and budgets, followed by fuzz_optimize_check's invariants. */
 #include "fuzz-common.h"
-#include "ox_rules.h"
+#include "rules/ox_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
