@@ -19,7 +19,8 @@
 static bool want_node(Ev *ev, const RV *v, const char *fn, OxNodeId *out) {
   if (v->k != V_NODE) {
     char b[96];
-    return ox_rules_everr(ev, "%s() needs a node, got %s %s", fn, ox_rules_rv_kind_name(v), ox_rules_rv_text(ev, v, b, sizeof b));
+    return ox_rules_everr(ev, "%s() needs a node, got %s %s", fn, ox_rules_rv_kind_name(v),
+                          ox_rules_rv_text(ev, v, b, sizeof b));
   }
   const OxNode *n = ox_graph_node(ev->g, v->u.node);
   if (!n || n->erased) return ox_rules_everr(ev, "%s(): node %s no longer exists", fn, n ? n->name : "?");
@@ -30,7 +31,8 @@ static bool want_node(Ev *ev, const RV *v, const char *fn, OxNodeId *out) {
 bool ox_rules_want_int(Ev *ev, const RV *v, const char *what, int64_t *out) {
   if (v->k != V_INT) {
     char b[96];
-    return ox_rules_everr(ev, "%s needs an int, got %s %s", what, ox_rules_rv_kind_name(v), ox_rules_rv_text(ev, v, b, sizeof b));
+    return ox_rules_everr(ev, "%s needs an int, got %s %s", what, ox_rules_rv_kind_name(v),
+                          ox_rules_rv_text(ev, v, b, sizeof b));
   }
   *out = v->u.i;
   return true;
@@ -39,7 +41,8 @@ bool ox_rules_want_int(Ev *ev, const RV *v, const char *what, int64_t *out) {
 bool ox_rules_want_list(Ev *ev, const RV *v, const char *what) {
   if (v->k == V_LIST) return true;
   char b[96];
-  return ox_rules_everr(ev, "%s needs a list, got %s %s", what, ox_rules_rv_kind_name(v), ox_rules_rv_text(ev, v, b, sizeof b));
+  return ox_rules_everr(ev, "%s needs a list, got %s %s", what, ox_rules_rv_kind_name(v),
+                        ox_rules_rv_text(ev, v, b, sizeof b));
 }
 
 /* tensor meta of a node; with static = every dim concrete */
@@ -90,7 +93,8 @@ static bool split_info(Ev *ev, OxNodeId s, SplitInfo *si, const char *fn) {
   OxOpArgs oa;
   char err[160];
   if (ox_op_normalize(g, n, &oa, err, sizeof err) != 0) return ox_rules_everr(ev, "%s(): %s", fn, err);
-  if (oa.slot[0]->kind != OX_V_NODE) return ox_rules_everr(ev, "%s(): the input of %s is not a node", fn, n->name);
+  if (oa.slot[0]->kind != OX_V_NODE)
+    return ox_rules_everr(ev, "%s(): the input of %s is not a node", fn, n->name);
   si->input = oa.slot[0]->u.node;
   const OxTensorMeta *in = meta_of(ev, si->input, true);
   if (!in) return false;
@@ -135,7 +139,8 @@ static bool split_info(Ev *ev, OxNodeId s, SplitInfo *si, const char *fn) {
     si->n = sz->n;
     si->sec = ox_arena_alloc(&ev->arena, (si->n + 1) * sizeof *si->sec);
     for (uint32_t i = 0; i < si->n; i++) {
-      if (sz->u.items[i].kind != OX_V_INT) return ox_rules_everr(ev, "%s(): symbolic sections on %s", fn, n->name);
+      if (sz->u.items[i].kind != OX_V_INT)
+        return ox_rules_everr(ev, "%s(): symbolic sections on %s", fn, n->name);
       si->sec[i] = sz->u.items[i].u.i;
     }
     return true;
@@ -227,7 +232,8 @@ static bool value_too_deep(const OxValue *v, uint32_t left) {
 
 OxNodeId ox_rules_create(Ev *ev, OxOp kind, const char *target, OxValue args, OxValue kwargs) {
   if (value_too_deep(&args, EV_MAX_VALUE_DEPTH) || value_too_deep(&kwargs, EV_MAX_VALUE_DEPTH)) {
-    ox_rules_everr(ev, "the arguments of a new %s are nested deeper than %u levels", target, EV_MAX_VALUE_DEPTH);
+    ox_rules_everr(ev, "the arguments of a new %s are nested deeper than %u levels", target,
+                   EV_MAX_VALUE_DEPTH);
     return 0;
   }
   OxNodeId id = ev->before ? ox_graph_insert_before(ev->g, ev->before, kind, NULL, target, args, kwargs)
@@ -324,7 +330,8 @@ static bool fold(Ev *ev, const RV *l, bool prod, RV *out, const char *fn) {
   double af = prod ? 1 : 0;
   for (uint32_t i = 0; i < l->n; i++) {
     const RV *v = &l->u.items[i];
-    if (!ox_rules_is_num(v)) return ox_rules_everr(ev, "%s needs numbers, item %u is %s", fn, i, ox_rules_rv_kind_name(v));
+    if (!ox_rules_is_num(v))
+      return ox_rules_everr(ev, "%s needs numbers, item %u is %s", fn, i, ox_rules_rv_kind_name(v));
     if (v->k == V_FLOAT) flt = true;
     af = prod ? af * ox_rules_num(v) : af + ox_rules_num(v);
     if (v->k == V_INT &&
@@ -355,8 +362,11 @@ static bool minmax(Ev *ev, RV *a, uint32_t n, bool mx, RV *out, const char *fn) 
   if (!cnt) return ox_rules_everr(ev, "%s of an empty list", fn);
   const RV *best = NULL;
   for (uint32_t i = 0; i < cnt; i++) {
-    if (!ox_rules_is_num(&items[i])) return ox_rules_everr(ev, "%s needs numbers, got %s", fn, ox_rules_rv_kind_name(&items[i]));
-    if (!best || (mx ? ox_rules_num(&items[i]) > ox_rules_num(best) : ox_rules_num(&items[i]) < ox_rules_num(best))) best = &items[i];
+    if (!ox_rules_is_num(&items[i]))
+      return ox_rules_everr(ev, "%s needs numbers, got %s", fn, ox_rules_rv_kind_name(&items[i]));
+    if (!best ||
+        (mx ? ox_rules_num(&items[i]) > ox_rules_num(best) : ox_rules_num(&items[i]) < ox_rules_num(best)))
+      best = &items[i];
   }
   *out = *best;
   out->src = NULL;
@@ -383,7 +393,8 @@ BI(range) {
   (void)x;
   int64_t lo = 0, hi = 0;
   if (n == 2) {
-    if (!ox_rules_want_int(ev, &a[0], "range()", &lo) || !ox_rules_want_int(ev, &a[1], "range()", &hi)) return false;
+    if (!ox_rules_want_int(ev, &a[0], "range()", &lo) || !ox_rules_want_int(ev, &a[1], "range()", &hi))
+      return false;
   } else if (!ox_rules_want_int(ev, &a[0], "range()", &hi)) {
     return false;
   }
@@ -400,7 +411,8 @@ static bool allany(Ev *ev, const RV *l, bool all, RV *out, const char *fn) {
   if (!ox_rules_want_list(ev, l, fn)) return false;
   for (uint32_t i = 0; i < l->n; i++) {
     if (l->u.items[i].k != V_BOOL)
-      return ox_rules_everr(ev, "%s needs booleans, item %u is %s", fn, i, ox_rules_rv_kind_name(&l->u.items[i]));
+      return ox_rules_everr(ev, "%s needs booleans, item %u is %s", fn, i,
+                            ox_rules_rv_kind_name(&l->u.items[i]));
     if (l->u.items[i].u.b != all) {
       if (all) snprintf(ev->evidence, sizeof ev->evidence, "item %u is False", i);
       *out = ox_rules_rv_bool(!all);
@@ -428,7 +440,8 @@ BI(all_equal) {
     if (!ox_rules_rv_eq(&a[0].u.items[0], &a[0].u.items[i])) {
       char b1[96], b2[96];
       snprintf(ev->evidence, sizeof ev->evidence, "item 0 is %s, item %u is %s",
-               ox_rules_rv_text(ev, &a[0].u.items[0], b1, sizeof b1), i, ox_rules_rv_text(ev, &a[0].u.items[i], b2, sizeof b2));
+               ox_rules_rv_text(ev, &a[0].u.items[0], b1, sizeof b1), i,
+               ox_rules_rv_text(ev, &a[0].u.items[i], b2, sizeof b2));
       return *out = ox_rules_rv_bool(false), true;
     }
   *out = ox_rules_rv_bool(true);
@@ -497,7 +510,8 @@ BI(list) {
 BI(norm_dim) {
   UNUSED_BI;
   int64_t d = 0, r = 0;
-  if (!ox_rules_want_int(ev, &a[0], "norm_dim()", &d) || !ox_rules_want_int(ev, &a[1], "norm_dim()", &r)) return false;
+  if (!ox_rules_want_int(ev, &a[0], "norm_dim()", &d) || !ox_rules_want_int(ev, &a[1], "norm_dim()", &r))
+    return false;
   int64_t v = d < 0 ? d + r : d;
   if (v < 0 || v >= (r ? r : 1))
     return ox_rules_everr(ev, "dim %lld is out of range for rank %lld", (long long)d, (long long)r);
@@ -522,10 +536,12 @@ BI(stride) {
   OxNodeId id;
   const OxTensorMeta *t;
   if (!want_node(ev, &a[0], "stride", &id) || !(t = meta_of(ev, id, false))) return false;
-  if (!t->has_stride) return ox_rules_everr(ev, "stride(): %s has no strides in its meta", ox_rules_node_name(ev, id));
+  if (!t->has_stride)
+    return ox_rules_everr(ev, "stride(): %s has no strides in its meta", ox_rules_node_name(ev, id));
   RV *it = ox_rules_rv_alloc(ev, (uint32_t)t->rank);
   for (int32_t i = 0; i < t->rank; i++) {
-    if (t->stride[i].sym) return ox_rules_evfail(ev, OX_REASON_SYMBOLIC, "nx", ox_rules_node_name(ev, id), t->stride[i].sym);
+    if (t->stride[i].sym)
+      return ox_rules_evfail(ev, OX_REASON_SYMBOLIC, "nx", ox_rules_node_name(ev, id), t->stride[i].sym);
     it[i] = ox_rules_rv_int(t->stride[i].v);
   }
   *out = ox_rules_rv_list(it, (uint32_t)t->rank);
@@ -551,9 +567,10 @@ BI(size) {
     return false;
   int64_t k = d < 0 ? d + t->rank : d;
   if (k < 0 || k >= t->rank)
-    return ox_rules_everr(ev, "size(): dim %lld out of range for %s of rank %d", (long long)d, ox_rules_node_name(ev, id),
-                 t->rank);
-  if (t->shape[k].sym) return ox_rules_evfail(ev, OX_REASON_SYMBOLIC, "nx", ox_rules_node_name(ev, id), t->shape[k].sym);
+    return ox_rules_everr(ev, "size(): dim %lld out of range for %s of rank %d", (long long)d,
+                          ox_rules_node_name(ev, id), t->rank);
+  if (t->shape[k].sym)
+    return ox_rules_evfail(ev, OX_REASON_SYMBOLIC, "nx", ox_rules_node_name(ev, id), t->shape[k].sym);
   *out = ox_rules_rv_int(t->shape[k].v);
   return true;
 }
@@ -603,7 +620,8 @@ BI(has_meta) {
 
 BI(is_float) {
   UNUSED_BI;
-  if (a[0].k != V_DTYPE) return ox_rules_everr(ev, "is_float() needs a dtype, got %s", ox_rules_rv_kind_name(&a[0]));
+  if (a[0].k != V_DTYPE)
+    return ox_rules_everr(ev, "is_float() needs a dtype, got %s", ox_rules_rv_kind_name(&a[0]));
   *out = ox_rules_rv_bool(ox_dtype_is_float(a[0].u.dt));
   return true;
 }
@@ -729,7 +747,8 @@ BI(kwarg) {
   if (a[1].k != V_STR) return ox_rules_everr(ev, "kwarg() needs a keyword name");
   const OxValue *kw = &ev->g->nodes[id].kwargs;
   for (uint32_t i = 0; kw->kind == OX_V_DICT && i < kw->n; i++)
-    if (strcmp(kw->keys[i], a[1].u.s) == 0) return *out = ox_rules_rv_from_value(ev, &kw->u.items[i], true), true;
+    if (strcmp(kw->keys[i], a[1].u.s) == 0)
+      return *out = ox_rules_rv_from_value(ev, &kw->u.items[i], true), true;
   *out = (RV){.k = V_NONE};
   return true;
 }
@@ -750,7 +769,8 @@ BI(arg) {
     for (uint32_t s = 0; info && s < info->n_slots; s++)
       if (strcmp(info->slot_names[s], a[1].u.s) == 0) k = s;
     if (k < 0)
-      return ox_rules_everr(ev, "arg(): %s has no argument '%s' (op %s)", nd->name, a[1].u.s, info ? info->name : "?");
+      return ox_rules_everr(ev, "arg(): %s has no argument '%s' (op %s)", nd->name, a[1].u.s,
+                            info ? info->name : "?");
   } else {
     return ox_rules_everr(ev, "arg() takes an argument name or position");
   }
@@ -883,14 +903,16 @@ BI(slice_dim) {
   OxNodeId src;
   int64_t d = 0, s0 = 0, s1 = 0;
   if (!want_node(ev, &a[0], "slice_dim", &src) || !ox_rules_want_int(ev, &a[1], "slice_dim() dim", &d) ||
-      !ox_rules_want_int(ev, &a[2], "slice_dim() start", &s0) || !ox_rules_want_int(ev, &a[3], "slice_dim() end", &s1))
+      !ox_rules_want_int(ev, &a[2], "slice_dim() start", &s0) ||
+      !ox_rules_want_int(ev, &a[3], "slice_dim() end", &s1))
     return false;
-  if (d < 0 || d > 64) return ox_rules_everr(ev, "slice_dim(): dim %lld must be a normalized dim", (long long)d);
+  if (d < 0 || d > 64)
+    return ox_rules_everr(ev, "slice_dim(): dim %lld must be a normalized dim", (long long)d);
   OxNodeId id;
   if (ev->aten) {
     OxValue v[4] = {ox_value_node(src), ox_value_int(d), ox_value_int(s0), ox_value_int(s1)};
     id = ox_rules_create(ev, OX_OP_CALL_FUNCTION, ox_rules_aten_spelled(ev, "aten.slice.Tensor"),
-                ox_graph_value_seq(ev->g, OX_V_TUPLE, v, 4), ox_value_none());
+                         ox_graph_value_seq(ev->g, OX_V_TUPLE, v, 4), ox_value_none());
   } else {
     OxValue sl[65];
     for (int64_t i = 0; i <= d; i++) {
@@ -902,14 +924,13 @@ BI(slice_dim) {
       sl[i] = ox_graph_value_seq(ev->g, OX_V_SLICE, t, 3);
     }
     OxValue v[2] = {ox_value_node(src), ox_graph_value_seq(ev->g, OX_V_TUPLE, sl, (uint32_t)d + 1)};
-    id = ox_rules_create(ev, OX_OP_CALL_FUNCTION, "operator.getitem", ox_graph_value_seq(ev->g, OX_V_TUPLE, v, 2),
-                ox_value_none());
+    id = ox_rules_create(ev, OX_OP_CALL_FUNCTION, "operator.getitem",
+                         ox_graph_value_seq(ev->g, OX_V_TUPLE, v, 2), ox_value_none());
   }
   if (!id) return false;
   *out = ox_rules_rv_node(id);
   return true;
 }
-
 
 const Builtin ox_rules_builtins[] = {
     {"len", 1, 1, "q", TY_INT, 0, false, false, bi_len},

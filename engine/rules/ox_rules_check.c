@@ -15,7 +15,7 @@
 #include "rules/ox_rules_private.h"
 
 const char *const ox_rules_ty_names[] = {"value", "int",  "float", "bool", "string",
-                                       "dtype", "None", "node",  "list"};
+                                         "dtype", "None", "node",  "list"};
 
 const char *const ox_rules_bin_names[] = {
     "+", "-", "*", "/", "//", "%", "++", "==", "!=", "<", "<=", ">", ">=", "in", "and", "or"};
@@ -107,7 +107,6 @@ static bool resolve_ctor(P *p, Expr *x) {
   }
   return true;
 }
-
 
 static void check_call(P *p, Rule *r, Expr *x, bool tmpl) {
   for (uint32_t i = 0; i < x->n; i++)
@@ -250,16 +249,19 @@ void ox_rules_check_expr(P *p, Rule *r, Expr *x, bool tmpl) {
     case B_GT:
     case B_GE:
       if (!((numeric_ty(a) && numeric_ty(b)) || (ox_rules_ty_fits(a, 's') && ox_rules_ty_fits(b, 's'))))
-        ERR_EXPR(p, x, "'%s' compares numbers, got %s and %s", op, ox_rules_ty_names[a], ox_rules_ty_names[b]);
+        ERR_EXPR(p, x, "'%s' compares numbers, got %s and %s", op, ox_rules_ty_names[a],
+                 ox_rules_ty_names[b]);
       x->ty = TY_BOOL;
       return;
     case B_IN:
-      if (!ox_rules_ty_fits(b, 'q')) ERR_EXPR(p, x, "'in' needs a list on its right, got %s", ox_rules_ty_names[b]);
+      if (!ox_rules_ty_fits(b, 'q'))
+        ERR_EXPR(p, x, "'in' needs a list on its right, got %s", ox_rules_ty_names[b]);
       x->ty = TY_BOOL;
       return;
     case B_CAT:
       if (!ox_rules_ty_fits(a, 'q') || !ox_rules_ty_fits(b, 'q') || (a != TY_ANY && b != TY_ANY && a != b))
-        ERR_EXPR(p, x, "'++' joins two lists (or two strings), got %s and %s", ox_rules_ty_names[a], ox_rules_ty_names[b]);
+        ERR_EXPR(p, x, "'++' joins two lists (or two strings), got %s and %s", ox_rules_ty_names[a],
+                 ox_rules_ty_names[b]);
       x->ty = a == TY_ANY ? b : a;
       x->ety = join_ty(x->a[0]->ety, x->a[1]->ety);
       return;
@@ -304,7 +306,8 @@ void ox_rules_check_expr(P *p, Rule *r, Expr *x, bool tmpl) {
         if (!ox_rules_ty_fits(x->a[i]->ty, 'i'))
           ERR_EXPR(p, x->a[i], "a slice bound must be an int, got %s", ox_rules_ty_names[x->a[i]->ty]);
       }
-    if (!ox_rules_ty_fits(x->a[0]->ty, 'l')) ERR_EXPR(p, x, "only lists can be sliced, got %s", ox_rules_ty_names[x->a[0]->ty]);
+    if (!ox_rules_ty_fits(x->a[0]->ty, 'l'))
+      ERR_EXPR(p, x, "only lists can be sliced, got %s", ox_rules_ty_names[x->a[0]->ty]);
     x->ty = TY_LIST;
     x->ety = x->a[0]->ety;
     return;

@@ -76,10 +76,11 @@ static bool clause_start(P *p) {
   Tok *t = ox_rules_pk(p);
   if (ox_rules_is_p(t, "}") || t->k == TK_EOF) return true;
   if (t->k == TK_ID && ox_rules_is_p(ox_rules_pk_at(p, 1), ":") &&
-      (ox_rules_is_id(t, "match") || ox_rules_is_id(t, "where") || ox_rules_is_id(t, "when") || ox_rules_is_id(t, "replace") ||
-       ox_rules_is_id(t, "phase") || ox_rules_is_id(t, "counter")))
+      (ox_rules_is_id(t, "match") || ox_rules_is_id(t, "where") || ox_rules_is_id(t, "when") ||
+       ox_rules_is_id(t, "replace") || ox_rules_is_id(t, "phase") || ox_rules_is_id(t, "counter")))
     return true;
-  return ox_rules_is_id(t, "let") && ox_rules_pk_at(p, 1)->k == TK_ID && ox_rules_is_p(ox_rules_pk_at(p, 2), "=");
+  return ox_rules_is_id(t, "let") && ox_rules_pk_at(p, 1)->k == TK_ID &&
+         ox_rules_is_p(ox_rules_pk_at(p, 2), "=");
 }
 
 static const char *src_text(P *p, uint32_t off, uint32_t end) {
@@ -146,13 +147,14 @@ static bool parse_stmt(P *p, Rule *r) {
     if (!ox_rules_expect_id(p, "in", "in 'for ... in ...:'")) return false;
     s.k = ST_FOR;
     s.var = v->s;
-    if (!(s.list = ox_rules_parse_expr(p)) || !ox_rules_expect_p(p, ":", "after 'for ... in LIST'")) return false;
+    if (!(s.list = ox_rules_parse_expr(p)) || !ox_rules_expect_p(p, ":", "after 'for ... in LIST'"))
+      return false;
     Tok *tt = ox_rules_pk(p);
     if (!(s.tgt = ox_rules_parse_postfix(p))) return false;
     s.name = tt->k == TK_ID ? tt->s : "?";
     if (!ox_rules_expect_p(p, "=>", "after the target of the replacement")) return false;
-  } else if (t->k == TK_ID && ox_rules_is_p(ox_rules_pk_at(p, 1), "[") && ox_rules_pk_at(p, 2)->k == TK_ID && ox_rules_is_p(ox_rules_pk_at(p, 3), "]") &&
-             ox_rules_is_p(ox_rules_pk_at(p, 4), "=>")) {
+  } else if (t->k == TK_ID && ox_rules_is_p(ox_rules_pk_at(p, 1), "[") && ox_rules_pk_at(p, 2)->k == TK_ID &&
+             ox_rules_is_p(ox_rules_pk_at(p, 3), "]") && ox_rules_is_p(ox_rules_pk_at(p, 4), "=>")) {
     s.k = ST_EACH;
     s.name = t->s;
     s.var = ox_rules_pk_at(p, 2)->s;
@@ -213,12 +215,14 @@ static bool parse_rule_body(P *p, uint32_t ri) {
       ox_rules_adv(p);
       Tok *v = ox_rules_adv(p);
       if (v->k != TK_ID) {
-        ERR_TOK(p, v, "counter: takes a counter name or none, found %s", ox_rules_tok_desc(p, v, b, sizeof b));
+        ERR_TOK(p, v, "counter: takes a counter name or none, found %s",
+                ox_rules_tok_desc(p, v, b, sizeof b));
         return false;
       }
       r->count = !ox_rules_is_id(v, "none");
       r->counter = r->count ? v->s : NULL;
-    } else if ((ox_rules_is_id(t, "when") || ox_rules_is_id(t, "where")) && ox_rules_is_p(ox_rules_pk_at(p, 1), ":")) {
+    } else if ((ox_rules_is_id(t, "when") || ox_rules_is_id(t, "where")) &&
+               ox_rules_is_p(ox_rules_pk_at(p, 1), ":")) {
       ox_rules_adv(p);
       ox_rules_adv(p);
       if (!r->has_match) ERR_TOK(p, t, "%s: must come after match:", t->s);
@@ -233,7 +237,8 @@ static bool parse_rule_body(P *p, uint32_t ri) {
         if (clause_start(p)) break;
       }
       continue;
-    } else if (ox_rules_is_id(t, "let") && ox_rules_pk_at(p, 1)->k == TK_ID && ox_rules_is_p(ox_rules_pk_at(p, 2), "=")) {
+    } else if (ox_rules_is_id(t, "let") && ox_rules_pk_at(p, 1)->k == TK_ID &&
+               ox_rules_is_p(ox_rules_pk_at(p, 2), "=")) {
       ox_rules_adv(p);
       Tok *nt = ox_rules_adv(p);
       ox_rules_adv(p);
@@ -393,7 +398,8 @@ static int parse_batch(P *p) {
   Tok *name = ox_rules_adv(p);
   char b[64];
   if (name->k != TK_ID || ox_rules_is_reserved(name->s) || strchr(name->s, '.')) {
-    ERR_TOK(p, name, "expected a batch rule name after 'batch', found %s", ox_rules_tok_desc(p, name, b, sizeof b));
+    ERR_TOK(p, name, "expected a batch rule name after 'batch', found %s",
+            ox_rules_tok_desc(p, name, b, sizeof b));
     return -1;
   }
   name_taken(p, name);
@@ -425,7 +431,8 @@ static int parse_batch(P *p) {
       return -1;
     }
     if (k->k != TK_ID || !ox_rules_is_p(ox_rules_pk(p), ":")) {
-      ERR_TOK(p, k, "expected KEY: VALUE in batch rule '%s', found %s", r->name, ox_rules_tok_desc(p, k, b, sizeof b));
+      ERR_TOK(p, k, "expected KEY: VALUE in batch rule '%s', found %s", r->name,
+              ox_rules_tok_desc(p, k, b, sizeof b));
       return -1;
     }
     ox_rules_adv(p);
@@ -489,7 +496,8 @@ static int parse_batch(P *p) {
         }
         if (v[i]->k != TK_ID) { /* a number or punctuation has no name (s is NULL) */
           char b[64];
-          ERR_TOK(p, v[i], "extras: expected an argument name, found %s", ox_rules_tok_desc(p, v[i], b, sizeof b));
+          ERR_TOK(p, v[i], "extras: expected an argument name, found %s",
+                  ox_rules_tok_desc(p, v[i], b, sizeof b));
           continue;
         }
         extra_toks[n_extras] = v[i];
@@ -650,7 +658,8 @@ void ox_rules_parse_file(P *p) {
       ox_rules_adv(p);
       Tok *name = ox_rules_adv(p);
       if (name->k != TK_ID || ox_rules_is_reserved(name->s) || strchr(name->s, '.')) {
-        ERR_TOK(p, name, "expected a pass name after 'pass', found %s", ox_rules_tok_desc(p, name, b, sizeof b));
+        ERR_TOK(p, name, "expected a pass name after 'pass', found %s",
+                ox_rules_tok_desc(p, name, b, sizeof b));
         skip_block(p, start);
         continue;
       }
@@ -703,7 +712,9 @@ void ox_rules_parse_file(P *p) {
       /* resynchronize at the next top-level keyword */
       ox_rules_adv(p);
       while (ox_rules_pk(p)->k != TK_EOF &&
-             !(ox_rules_pk(p)->col == 1 && (ox_rules_is_id(ox_rules_pk(p), "rule") || ox_rules_is_id(ox_rules_pk(p), "batch") || ox_rules_is_id(ox_rules_pk(p), "pass"))))
+             !(ox_rules_pk(p)->col == 1 &&
+               (ox_rules_is_id(ox_rules_pk(p), "rule") || ox_rules_is_id(ox_rules_pk(p), "batch") ||
+                ox_rules_is_id(ox_rules_pk(p), "pass"))))
         ox_rules_adv(p);
     }
     ox_rules_skip_nl(p);

@@ -142,7 +142,8 @@ static bool rv_to_value(Ev *ev, const RV *r, OxValue *out) {
     return true;
   case V_NODE: {
     const OxNode *n = ox_graph_node(ev->g, r->u.node);
-    if (!n || n->erased) return ox_rules_everr(ev, "node %s was erased by an earlier statement", n ? n->name : "?");
+    if (!n || n->erased)
+      return ox_rules_everr(ev, "node %s was erased by an earlier statement", n ? n->name : "?");
     *out = ox_value_node(r->u.node);
     return true;
   }
@@ -253,12 +254,11 @@ bool ox_rules_rv_eq(const RV *a, const RV *b) {
 
 /* ------------------------------------------------------------------ evaluation */
 
-
 bool ox_rules_want_bool(Ev *ev, const Expr *x, const RV *v, bool *b) {
   if (v->k != V_BOOL) {
     char buf[96];
-    return ox_rules_everr(ev, "%.*s needs a boolean, got %s %s", 60, x->s ? x->s : "a condition", ox_rules_rv_kind_name(v),
-                 ox_rules_rv_text(ev, v, buf, sizeof buf));
+    return ox_rules_everr(ev, "%.*s needs a boolean, got %s %s", 60, x->s ? x->s : "a condition",
+                          ox_rules_rv_kind_name(v), ox_rules_rv_text(ev, v, buf, sizeof buf));
   }
   *b = v->u.b;
   return true;
@@ -277,7 +277,7 @@ static bool eval_call(Ev *ev, const Expr *x, RV *out) {
   bool aten_spelling = (x->i >> (ev->aten ? 1 : 0)) & 1;
   if (!target)
     return ox_rules_everr(ev, "op %s has no %s spelling to create", x->s,
-                 ev->aten ? "aten (post-grad)" : "torch (pre-grad)");
+                          ev->aten ? "aten (post-grad)" : "torch (pre-grad)");
   if (aten_spelling) target = ox_rules_aten_spelled(ev, target);
   OxValue vals[32], kvals[16];
   for (uint32_t i = 0; i < x->n; i++)
@@ -293,7 +293,8 @@ static bool eval_call(Ev *ev, const Expr *x, RV *out) {
 
 static bool arith(Ev *ev, uint8_t op, const RV *a, const RV *b, RV *out) {
   if (!ox_rules_is_num(a) || !ox_rules_is_num(b))
-    return ox_rules_everr(ev, "'%s' needs numbers, got %s and %s", ox_rules_bin_names[op], ox_rules_rv_kind_name(a), ox_rules_rv_kind_name(b));
+    return ox_rules_everr(ev, "'%s' needs numbers, got %s and %s", ox_rules_bin_names[op],
+                          ox_rules_rv_kind_name(a), ox_rules_rv_kind_name(b));
   if (op == B_DIV) {
     if (ox_rules_num(b) == 0) return ox_rules_everr(ev, "division by zero");
     *out = (RV){.k = V_FLOAT, .u.f = ox_rules_num(a) / ox_rules_num(b)};
@@ -380,8 +381,8 @@ static bool eval_bin(Ev *ev, const Expr *x, RV *out) {
     else if (a.k == V_STR && b.k == V_STR)
       c = strcmp(a.u.s, b.u.s);
     else
-      return ox_rules_everr(ev, "'%s' needs numbers, got %s and %s", ox_rules_bin_names[x->op], ox_rules_rv_kind_name(&a),
-                   ox_rules_rv_kind_name(&b));
+      return ox_rules_everr(ev, "'%s' needs numbers, got %s and %s", ox_rules_bin_names[x->op],
+                            ox_rules_rv_kind_name(&a), ox_rules_rv_kind_name(&b));
     bool r = x->op == B_LT ? c < 0 : x->op == B_LE ? c <= 0 : x->op == B_GT ? c > 0 : c >= 0;
     *out = ox_rules_rv_bool(r);
     return true;
@@ -481,12 +482,14 @@ bool ox_rules_eval(Ev *ev, const Expr *x, RV *out) {
   case X_INDEX: {
     RV base, idx;
     int64_t k = 0;
-    if (!ox_rules_eval(ev, x->a[0], &base) || !ox_rules_eval(ev, x->a[1], &idx) || !ox_rules_want_int(ev, &idx, "an index", &k))
+    if (!ox_rules_eval(ev, x->a[0], &base) || !ox_rules_eval(ev, x->a[1], &idx) ||
+        !ox_rules_want_int(ev, &idx, "an index", &k))
       return false;
     if (base.k == V_LIST) return list_index(ev, &base, k, out);
     if (base.k == V_NODE) {
       if (!ev->tmpl)
-        return ox_rules_everr(ev, "indexing node %s creates a getitem: only in replace:", ox_rules_node_name(ev, base.u.node));
+        return ox_rules_everr(
+            ev, "indexing node %s creates a getitem: only in replace:", ox_rules_node_name(ev, base.u.node));
       OxNodeId id = ox_rules_project(ev, base.u.node, k);
       if (!id) return false;
       *out = ox_rules_rv_node(id);
@@ -499,8 +502,10 @@ bool ox_rules_eval(Ev *ev, const Expr *x, RV *out) {
     int64_t a = 0, b = 0;
     if (!ox_rules_eval(ev, x->a[0], &base) || !ox_rules_want_list(ev, &base, "slicing")) return false;
     b = base.n;
-    if (x->a[1] && (!ox_rules_eval(ev, x->a[1], &lo) || !ox_rules_want_int(ev, &lo, "a slice bound", &a))) return false;
-    if (x->a[2] && (!ox_rules_eval(ev, x->a[2], &hi) || !ox_rules_want_int(ev, &hi, "a slice bound", &b))) return false;
+    if (x->a[1] && (!ox_rules_eval(ev, x->a[1], &lo) || !ox_rules_want_int(ev, &lo, "a slice bound", &a)))
+      return false;
+    if (x->a[2] && (!ox_rules_eval(ev, x->a[2], &hi) || !ox_rules_want_int(ev, &hi, "a slice bound", &b)))
+      return false;
     int64_t n = base.n;
     if (a < 0) a = a + n < 0 ? 0 : a + n;
     if (b < 0) b = b + n < 0 ? 0 : b + n;

@@ -41,7 +41,8 @@ bool ox_rules_expect_p(P *p, const char *s, const char *what) {
     return true;
   }
   char b[64];
-  ERR_TOK(p, ox_rules_pk(p), "expected '%s' %s, found %s", s, what, ox_rules_tok_desc(p, ox_rules_pk(p), b, sizeof b));
+  ERR_TOK(p, ox_rules_pk(p), "expected '%s' %s, found %s", s, what,
+          ox_rules_tok_desc(p, ox_rules_pk(p), b, sizeof b));
   return false;
 }
 
@@ -51,7 +52,8 @@ bool ox_rules_expect_id(P *p, const char *s, const char *what) {
     return true;
   }
   char b[64];
-  ERR_TOK(p, ox_rules_pk(p), "expected '%s' %s, found %s", s, what, ox_rules_tok_desc(p, ox_rules_pk(p), b, sizeof b));
+  ERR_TOK(p, ox_rules_pk(p), "expected '%s' %s, found %s", s, what,
+          ox_rules_tok_desc(p, ox_rules_pk(p), b, sizeof b));
   return false;
 }
 
@@ -187,10 +189,9 @@ static void add_capture(P *p, const Tok *t, const char *name, bool is_node) {
     return;
   }
   k = ox_rules_sym_add(r, name, SYM_CAPTURE, in_list ? TY_LIST : (is_node ? TY_NODE : TY_ANY),
-              is_node ? TY_NODE : TY_ANY, t);
+                       is_node ? TY_NODE : TY_ANY, t);
   r->syms[k].in_list = in_list;
 }
-
 
 /* Sets the height of what was just parsed (p->ph); false (a located error at t) past the bound. */
 static bool set_ph(P *p, const Tok *t, uint32_t h, const char *what) {
@@ -337,7 +338,9 @@ static OxPat *parse_call(P *p) {
   if (is_kind_word(ox_rules_pk(p))) {
     for (;;) {
       Tok *k = ox_rules_adv(p);
-      kinds |= ox_rules_is_id(k, "function") ? OX_PAT_FUNCTION : ox_rules_is_id(k, "method") ? OX_PAT_METHOD : OX_PAT_MODULE;
+      kinds |= ox_rules_is_id(k, "function") ? OX_PAT_FUNCTION
+               : ox_rules_is_id(k, "method") ? OX_PAT_METHOD
+                                             : OX_PAT_MODULE;
       if (ox_rules_is_p(ox_rules_pk(p), "|") && is_kind_word(ox_rules_pk_at(p, 1))) {
         ox_rules_adv(p);
         continue;
@@ -423,7 +426,8 @@ static OxPat *parse_pat_prim(P *p) {
     p->ph = 1;
     return ox_pat_ignored(p->pool);
   }
-  if ((ox_rules_is_id(t, "each") || ox_rules_is_id(t, "some") || ox_rules_is_id(t, "repeat")) && ox_rules_is_p(ox_rules_pk_at(p, 1), "(")) {
+  if ((ox_rules_is_id(t, "each") || ox_rules_is_id(t, "some") || ox_rules_is_id(t, "repeat")) &&
+      ox_rules_is_p(ox_rules_pk_at(p, 1), "(")) {
     ox_rules_adv(p);
     ox_rules_adv(p);
     p->list_depth++;
@@ -438,19 +442,22 @@ static OxPat *parse_pat_prim(P *p) {
     }
     return ox_pat_list(p->pool, inner, ox_rules_is_id(t, "some"));
   }
-  if (t->k == TK_INT || t->k == TK_FLOAT || t->k == TK_STR || ox_rules_is_p(t, "-") || ox_rules_is_p(t, "[") ||
-      ox_rules_is_id(t, "True") || ox_rules_is_id(t, "False") || ox_rules_is_id(t, "None") ||
+  if (t->k == TK_INT || t->k == TK_FLOAT || t->k == TK_STR || ox_rules_is_p(t, "-") ||
+      ox_rules_is_p(t, "[") || ox_rules_is_id(t, "True") || ox_rules_is_id(t, "False") ||
+      ox_rules_is_id(t, "None") ||
       (t->k == TK_ID && starts(t->s, "torch.") &&
        ox_dtype_from_torch_name(t->s, strlen(t->s)) != OX_DT_UNKNOWN)) {
     OxValue v;
     if (!parse_const(p, &v)) {
-      if (ox_rules_pk(p) == t) ERR_TOK(p, t, "expected a constant, found %s", ox_rules_tok_desc(p, t, b, sizeof b));
+      if (ox_rules_pk(p) == t)
+        ERR_TOK(p, t, "expected a constant, found %s", ox_rules_tok_desc(p, t, b, sizeof b));
       return NULL;
     }
     ox_rules_pat_loc(p, t);
     return ox_pat_const(p->pool, &v);
   }
-  if (t->k == TK_ID && (is_kind_word(t) || ox_rules_is_p(ox_rules_pk_at(p, 1), "(") || ox_rules_is_p(ox_rules_pk_at(p, 1), "|")))
+  if (t->k == TK_ID && (is_kind_word(t) || ox_rules_is_p(ox_rules_pk_at(p, 1), "(") ||
+                        ox_rules_is_p(ox_rules_pk_at(p, 1), "|")))
     return parse_call(p);
   if (t->k == TK_ID) {
     if (ox_rules_is_reserved(t->s) || strchr(t->s, '.')) {
@@ -559,7 +566,6 @@ static OxPat *parse_pat_in(P *p) {
 
 /* ------------------------------------------------------------------ expressions */
 
-
 static Expr *ex_new(P *p, uint8_t k, const Tok *t) {
   Expr *x = ox_graph_alloc(p->ag, sizeof *x);
   x->k = k;
@@ -607,7 +613,6 @@ static Expr *ex_bin(P *p, uint8_t op, Expr *l, Expr *r, const Tok *t) {
   Expr *k[2] = {l, r};
   return ex_kids(p, x, k, 2);
 }
-
 
 static Expr *parse_primary(P *p) {
   Tok *t = ox_rules_pk(p);
@@ -657,7 +662,8 @@ static Expr *parse_primary(P *p) {
         ox_rules_adv(p);
         Tok *v = ox_rules_adv(p);
         if (v->k != TK_ID || ox_rules_is_reserved(v->s) || strchr(v->s, '.')) {
-          ERR_TOK(p, v, "expected a variable name after 'for', found %s", ox_rules_tok_desc(p, v, b, sizeof b));
+          ERR_TOK(p, v, "expected a variable name after 'for', found %s",
+                  ox_rules_tok_desc(p, v, b, sizeof b));
           return NULL;
         }
         if (!ox_rules_expect_id(p, "in", "in the comprehension")) return NULL;
@@ -693,7 +699,8 @@ static Expr *parse_primary(P *p) {
     x->end = prev_end(p);
     return x;
   }
-  if (t->k == TK_ID && (!ox_rules_is_reserved(t->s) || (ox_rules_is_p(ox_rules_pk_at(p, 1), "(") && ox_rules_builtin_find(t->s) >= 0))) {
+  if (t->k == TK_ID && (!ox_rules_is_reserved(t->s) ||
+                        (ox_rules_is_p(ox_rules_pk_at(p, 1), "(") && ox_rules_builtin_find(t->s) >= 0))) {
     ox_rules_adv(p);
     if (ox_rules_is_p(ox_rules_pk(p), "(")) {
       ox_rules_adv(p);
@@ -805,7 +812,7 @@ static Expr *parse_mul(P *p) {
                  : ox_rules_is_p(t, "/")  ? B_DIV
                  : ox_rules_is_p(t, "//") ? B_FDIV
                  : ox_rules_is_p(t, "%")  ? B_MOD
-                                 : 255;
+                                          : 255;
     if (op == 255) break;
     ox_rules_adv(p);
     Expr *r = parse_unary(p);
@@ -851,7 +858,7 @@ static Expr *parse_cmp(P *p) {
                : ox_rules_is_p(t, ">")   ? B_GT
                : ox_rules_is_p(t, ">=")  ? B_GE
                : ox_rules_is_id(t, "in") ? B_IN
-                                : 255;
+                                         : 255;
   if (op == 255) return x;
   ox_rules_adv(p);
   Expr *r = parse_concat(p);

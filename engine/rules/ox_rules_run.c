@@ -78,7 +78,8 @@ static void ev_free(Ev *ev) {
 
 static bool target_node(Ev *ev, const Stmt *st, OxNodeId *out) {
   const RV *t = &ev->env[st->target];
-  if (t->k != V_NODE) return ox_rules_everr(ev, "replace: %s is not a node (%s)", st->name, ox_rules_rv_kind_name(t));
+  if (t->k != V_NODE)
+    return ox_rules_everr(ev, "replace: %s is not a node (%s)", st->name, ox_rules_rv_kind_name(t));
   const OxNode *n = ox_graph_node(ev->g, t->u.node);
   if (!n || n->erased) return ox_rules_everr(ev, "replace: %s was already replaced", st->name);
   *out = t->u.node;
@@ -89,7 +90,7 @@ static bool want_result(Ev *ev, const Stmt *st, const RV *v, OxNodeId *out) {
   if (v->k != V_NODE) {
     char b[96];
     return ox_rules_everr(ev, "replace: %s needs a node, got %s %s", st->name, ox_rules_rv_kind_name(v),
-                 ox_rules_rv_text(ev, v, b, sizeof b));
+                          ox_rules_rv_text(ev, v, b, sizeof b));
   }
   const OxNode *n = ox_graph_node(ev->g, v->u.node);
   if (!n || n->erased) return ox_rules_everr(ev, "replace: the replacement of %s no longer exists", st->name);
@@ -107,7 +108,8 @@ static bool run_stmt(Ev *ev, const Stmt *st) {
     ev->env[st->slot] = v;
     return true;
   case ST_REPLACE:
-    if (!target_node(ev, st, &t) || !ox_rules_eval(ev, st->e, &v) || !want_result(ev, st, &v, &nv)) return false;
+    if (!target_node(ev, st, &t) || !ox_rules_eval(ev, st->e, &v) || !want_result(ev, st, &v, &nv))
+      return false;
     ox_rules_replace_uses(ev, t, nv);
     return true;
   case ST_EACH: {
