@@ -1,4 +1,4 @@
-/* test-interp.c - reference kernels and the interpreter (engine/ox_kernels.c, ox_interp.c,
+/* test-interp.c - reference kernels and the interpreter (engine/ops/ox_kernels.c, ox_interp.c,
  * ox_record.c).
  *
  * Each op test builds a tiny graph with the spelling a dump would use, runs it, and

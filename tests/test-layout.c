@@ -1,4 +1,4 @@
-/* Tests for layouts of any shape (engine/ox_layout.h, ox_layered.c, ox_layout.c): the layered
+/* Tests for layouts of any shape (engine/layout/ox_layout.h, ox_layered.c, ox_layout.c): the layered
  * layout's invariants (every node, no two boxes overlapping, edges leaving their producer and
  * arriving at their consumer, hubs as stubs, cycles survived, the window's aspect reached by
  * strips and columns, deterministic), the helper process (a layout through it equals the

@@ -1,4 +1,4 @@
-/* The op table (engine/ox_ops.c): every spelling resolves to its op, every op has a shape
+/* The op table (engine/ops/ox_ops.c): every spelling resolves to its op, every op has a shape
  * rule and a spelling, and ox_op_normalize maps positional / keyword / default / method /
  * module forms onto canonical slots with the exact values, or fails with a clear message. */
 #include <glib.h>

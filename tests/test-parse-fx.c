@@ -1,4 +1,4 @@
-/* Tests for the print(graph) text loader (engine/ox_parse_fx.c, docs/format-fx-text.md):
+/* Tests for the print(graph) text loader (engine/load/ox_parse_fx.c, docs/format-fx-text.md):
  * every dialect feature as a small inline dump with exact assertions, the real corpus
  * files 01-19 with exact node counts, and damaged input in lenient and strict mode. */
 #include <glib.h>

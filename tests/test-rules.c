@@ -1,4 +1,4 @@
-/* test-rules.c - rule files (engine/ox_rules.c, docs/rules.md).
+/* test-rules.c - rule files (engine/rules/, docs/rules.md).
  *
  *  - Dogfood: the built-in split/cat passes and two batch rules written as rules
  *    (data/rules/builtin-*.rules) against their C versions on hand-made graphs, the

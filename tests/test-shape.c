@@ -1,4 +1,4 @@
-/* Shape/dtype inference (engine/ox_shape.c): golden cases per op family (negative dims,
+/* Shape/dtype inference (engine/ops/ox_shape.c): golden cases per op family (negative dims,
  * broadcasting, promotion, symbolic dims, errors), whole-graph inference on hand-built
  * graphs, --input-shape specs, and agreement with the annotations of real dumps.
  *

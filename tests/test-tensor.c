@@ -1,5 +1,5 @@
 /* test-tensor.c - tensors, dtype rounding, the seeded RNG, tolerance comparison and runtime
- * values (engine/ox_tensor.c). Expected rounding results were taken from torch 1.13
+ * values (engine/ops/ox_tensor.c). Expected rounding results were taken from torch 1.13
  * (torch.tensor(v).half().item() / .bfloat16().item()). */
 #include <glib.h>
 #include <math.h>

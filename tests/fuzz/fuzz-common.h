@@ -32,7 +32,7 @@
  * only slow the search down. */
 #define FUZZ_MAX_INPUT (1u << 20)
 
-/* libFuzzer's data is not NUL-terminated; every loader wants text[len] == 0 (ox_load.h). */
+/* libFuzzer's data is not NUL-terminated; every loader wants text[len] == 0 (load/ox_load.h). */
 static inline char *fuzz_text(const uint8_t *data, size_t size) {
   char *t = malloc(size + 1);
   if (!t) abort();
