@@ -1,4 +1,4 @@
-/* optimus-layout - the Graphviz helper process (engine/ox_layout.h).
+/* optimus-layout - the Graphviz helper process (engine/layout/ox_layout.h).
  *
  * Graphviz is not thread-safe, cannot be interrupted and can take minutes on some shapes, so
  * the CLI and the debugger never run it in their own process: they start this helper with a
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ox_buf.h"
-#include "ox_layout.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "layout/ox_layout.h"
+#include "write/ox_write.h"
 
 enum { MAX_REQUEST = 512 << 20 };
 

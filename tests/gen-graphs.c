@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "ox_shape.h"
+#include "ops/ox_shape.h"
 
 typedef struct {
   OxGraph *g;

@@ -4,7 +4,7 @@
 
 #include <glib.h>
 
-#include "ox_graph.h"
+#include "ir/ox_graph.h"
 
 /* Builds one graph for a seed: input x [B, T*D] -> a family (towers, split/cat network,
  * chain + towers) -> output, with meta inferred everywhere. *post_out tells whether it uses

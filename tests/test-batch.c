@@ -1,4 +1,4 @@
-/* test-batch.c - the batch-fusion engine (engine/ox_batch.c).
+/* test-batch.c - the batch-fusion engine (engine/passes/ox_batch.c).
  *
  * The greedy-subset unit tests G1-G4 of the spec exactly; the golden cases G5-G11 built with
  * the ox_graph API (meta inferred from placeholder shapes, so the shapes are the spec's),
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_batch.h"
-#include "ox_pass.h"
-#include "ox_shape.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_batch.h"
+#include "passes/ox_pass.h"
 
 /* ------------------------------------------------------------------ graph building */
 

@@ -14,10 +14,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "ox_buf.h"
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "write/ox_write.h"
 #include "test-common.h"
 
 /* ------------------------------------------------------------------ graph helpers */

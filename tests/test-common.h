@@ -4,7 +4,7 @@
 
 #include <glib.h>
 
-#include "ox_load.h"
+#include "load/ox_load.h"
 
 /* ../shared/corpus/fx-real (OPTIMUS_SHARED, else beside OPTIMUS_SOURCE_ROOT); caller frees. */
 char *test_corpus_dir(void);

@@ -10,13 +10,13 @@
 #include <glib.h>
 #include <string.h>
 
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_ops.h"
-#include "ox_pass.h"
-#include "ox_shape.h"
-#include "ox_trace.h"
-#include "ox_write.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_pass.h"
+#include "run/ox_trace.h"
+#include "write/ox_write.h"
 
 typedef enum { STRICT_LOADS, STRICT_FAILS } StrictOutcome;
 

@@ -12,10 +12,10 @@
 #include <unistd.h>
 #include <utime.h>
 
-#include "ox_buf.h"
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_mem.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_graph.h"
+#include "ir/ox_mem.h"
+#include "load/ox_load.h"
 
 static OxValue tup(OxGraph *g, int n, ...) {
   OxValue items[16];

@@ -1,4 +1,4 @@
-/* test-interp.c - reference kernels and the interpreter (engine/ox_kernels.c, ox_interp.c,
+/* test-interp.c - reference kernels and the interpreter (engine/ops/ox_kernels.c, ox_interp.c,
  * ox_record.c).
  *
  * Each op test builds a tiny graph with the spelling a dump would use, runs it, and
@@ -13,10 +13,10 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "ox_interp.h"
-#include "ox_kernels.h"
-#include "ox_load.h"
-#include "ox_record.h"
+#include "load/ox_load.h"
+#include "ops/ox_interp.h"
+#include "ops/ox_kernels.h"
+#include "run/ox_record.h"
 
 /* ------------------------------------------------------------------ graph building */
 

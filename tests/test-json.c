@@ -1,4 +1,4 @@
-/* Tests for our JSON format (engine/ox_json.c, docs/format-json.md): exact output for a
+/* Tests for our JSON format (engine/json/ox_json.c, docs/format-json.md): exact output for a
  * small graph, lossless load -> save -> load on hand-built documents holding every value
  * kind, meta kind and optional field, located errors for every class of bad input, no
  * crash on truncated or damaged input, and the round trip over the real corpus.
@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ox_buf.h"
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "write/ox_write.h"
 
 /* ------------------------------------------------------------------ deep compare */
 

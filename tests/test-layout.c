@@ -1,4 +1,4 @@
-/* Tests for layouts of any shape (engine/ox_layout.h, ox_layered.c, ox_layout.c): the layered
+/* Tests for layouts of any shape (engine/layout/ox_layout.h, ox_layered.c, ox_layout.c): the layered
  * layout's invariants (every node, no two boxes overlapping, edges leaving their producer and
  * arriving at their consumer, hubs as stubs, cycles survived, the window's aspect reached by
  * strips and columns, deterministic), the helper process (a layout through it equals the
@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "gen-graphs.h"
-#include "ox_layout.h"
-#include "ox_view.h"
+#include "layout/ox_layout.h"
+#include "layout/ox_view.h"
 #include "test-common.h"
 
 static OxValue tup(OxGraph *g, const OxNodeId *ids, uint32_t n) {

@@ -1,13 +1,13 @@
-/* The op table (engine/ox_ops.c): every spelling resolves to its op, every op has a shape
+/* The op table (engine/ops/ox_ops.c): every spelling resolves to its op, every op has a shape
  * rule and a spelling, and ox_op_normalize maps positional / keyword / default / method /
  * module forms onto canonical slots with the exact values, or fails with a clear message. */
 #include <glib.h>
 #include <stdarg.h>
 #include <string.h>
 
-#include "ox_graph.h"
-#include "ox_ops.h"
-#include "ox_shape.h"
+#include "ir/ox_graph.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
 
 /* ------------------------------------------------------------------ builders */
 

@@ -1,14 +1,15 @@
-/* Tests for the print(graph) text loader (engine/ox_parse_fx.c, docs/format-fx-text.md):
+/* Tests for the print(graph) text loader (engine/load/ox_parse_fx.c, docs/format-fx-text.md):
  * every dialect feature as a small inline dump with exact assertions, the real corpus
  * files 01-19 with exact node counts, and damaged input in lenient and strict mode. */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
 
-#include "ox_graph.h"
-#include "ox_buf.h"
-#include "ox_load.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "load/ox_parse.h"
+#include "write/ox_write.h"
 
 /* ------------------------------------------------------------------ helpers */
 

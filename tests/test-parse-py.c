@@ -1,5 +1,5 @@
 /* Tests for the print_readable / fx_graph_readable.py / TORCH_LOGS graph_code loader
- * (engine/ox_parse_py.c, docs/format-fx-readable.md): every construct as a small inline
+ * (engine/load/ox_parse_py.c, docs/format-fx-readable.md): every construct as a small inline
  * dump with exact assertions, the real corpus files 20-29 with exact node counts, and
  * damaged input (truncated, unbalanced, deep, huge, random, empty, CRLF, NUL) in lenient
  * and strict mode. */
@@ -7,8 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "ox_graph.h"
-#include "ox_load.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
 
 /* ------------------------------------------------------------------ helpers */
 

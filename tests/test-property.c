@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_batch.h"
-#include "ox_interp.h"
-#include "ox_ops.h"
-#include "ox_pass.h"
-#include "ox_trace.h"
-#include "ox_shape.h"
-#include "ox_write.h"
+#include "ops/ox_interp.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_batch.h"
+#include "passes/ox_pass.h"
+#include "run/ox_trace.h"
+#include "write/ox_write.h"
 
 #include "gen-graphs.h"
 

@@ -1,4 +1,4 @@
-/* test-rules.c - rule files (engine/ox_rules.c, docs/rules.md).
+/* test-rules.c - rule files (engine/rules/, docs/rules.md).
  *
  *  - Dogfood: the built-in split/cat passes and two batch rules written as rules
  *    (data/rules/builtin-*.rules) against their C versions on hand-made graphs, the
@@ -23,14 +23,14 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "ox_batch.h"
-#include "ox_buf.h"
-#include "ox_write.h"
-#include "ox_interp.h"
-#include "ox_load.h"
-#include "ox_pass.h"
-#include "ox_rules.h"
-#include "ox_shape.h"
+#include "ir/ox_buf.h"
+#include "load/ox_load.h"
+#include "ops/ox_interp.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_batch.h"
+#include "passes/ox_pass.h"
+#include "rules/ox_rules.h"
+#include "write/ox_write.h"
 
 #include "gen-graphs.h"
 

@@ -9,9 +9,10 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "ox_load.h"
-#include "ox_ops.h"
-#include "ox_shape.h"
+#include "load/ox_load.h"
+#include "load/ox_parse.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
 #include "test-common.h"
 
 static OxValue tup(OxGraph *g, int n, ...) {

@@ -1,4 +1,4 @@
-/* Shape/dtype inference (engine/ox_shape.c): golden cases per op family (negative dims,
+/* Shape/dtype inference (engine/ops/ox_shape.c): golden cases per op family (negative dims,
  * broadcasting, promotion, symbolic dims, errors), whole-graph inference on hand-built
  * graphs, --input-shape specs, and agreement with the annotations of real dumps.
  *
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_ops.h"
-#include "ox_shape.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "ops/ox_ops.h"
+#include "ops/ox_shape.h"
 
 /* ------------------------------------------------------------------ builders */
 

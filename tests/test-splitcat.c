@@ -11,10 +11,10 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "ox_interp.h"
-#include "ox_pass.h"
-#include "ox_pattern.h"
-#include "ox_shape.h"
+#include "ops/ox_interp.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_pass.h"
+#include "passes/ox_pattern.h"
 
 static OxGraph *g;
 

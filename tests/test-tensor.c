@@ -1,11 +1,11 @@
 /* test-tensor.c - tensors, dtype rounding, the seeded RNG, tolerance comparison and runtime
- * values (engine/ox_tensor.c). Expected rounding results were taken from torch 1.13
+ * values (engine/ops/ox_tensor.c). Expected rounding results were taken from torch 1.13
  * (torch.tensor(v).half().item() / .bfloat16().item()). */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
 
-#include "ox_tensor.h"
+#include "ops/ox_tensor.h"
 
 static OxTensor *vec(OxDType dt, int64_t n, const double *v) {
   OxTensor *t = ox_tensor_new(dt, 1, &n);

@@ -6,9 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "ox_pass.h"
-#include "ox_shape.h"
-#include "ox_write.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_pass.h"
+#include "write/ox_write.h"
 
 static OxValue tup(OxGraph *g, uint32_t n, const OxValue *items) { return ox_graph_value_seq(g, OX_V_TUPLE, items, n); }
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ox-scene.h"
-#include "ox_write.h"
+#include "write/ox_write.h"
 
 #define BUDGET 300
 

@@ -11,8 +11,8 @@
 
 #include "ox-document.h"
 #include "ui-test-pass.h"
-#include "ox_shape.h"
-#include "ox_write.h"
+#include "ops/ox_shape.h"
+#include "write/ox_write.h"
 
 /* ------------------------------------------------------------------ the test pass */
 

@@ -3,8 +3,8 @@
 #include <glib.h>
 #include <string.h>
 
-#include "ox_layout.h"
-#include "ox_view.h"
+#include "layout/ox_layout.h"
+#include "layout/ox_view.h"
 
 static OxValue tup1(OxGraph *g, OxNodeId a) {
   OxValue v = ox_value_node(a);

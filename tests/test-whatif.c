@@ -1,14 +1,14 @@
-/* Tests for what-if re-runs (engine/ox_whatif.h) on the bundled example
+/* Tests for what-if re-runs (engine/run/ox_whatif.h) on the bundled example
  * (data/examples/recsys-towers.txt: parallel towers whose batch fusions are rejected with sets
  * of 1 to 4 below min_fuse_set_size 5), checked against plain ox_optimize runs with the same
  * change, and for the bounded text of reasons (ox_text_clip). */
 #include <glib.h>
 #include <string.h>
 
-#include "ox_load.h"
-#include "ox_pass.h"
-#include "ox_shape.h"
-#include "ox_whatif.h"
+#include "load/ox_load.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_pass.h"
+#include "run/ox_whatif.h"
 
 typedef struct Fixture {
   OxDoc *doc;

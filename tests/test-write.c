@@ -1,9 +1,9 @@
-/* Tests for the print(graph) writer (engine/ox_write_fx.c): exact text for hand-built
+/* Tests for the print(graph) writer (engine/write/ox_write_fx.c): exact text for hand-built
  * graphs (no parser involved), value formatting, nested "lowered graph():" blocks, and the
  * write -> ox_parse_fx_text round trip on hand-built graphs and on the real corpus.
  *
  * The round trip compares names, ops, targets, args/kwargs and tensor meta. Intentional
- * normalisations (see the header of engine/ox_write_fx.c): only tensor meta is printed
+ * normalisations (see the header of engine/write/ox_write_fx.c): only tensor meta is printed
  * (tuple/SymInt/scalar meta is not part of print(graph)), a known dtype prints its
  * canonical torch name, node flags, declared user counts, stack traces and graph titles
  * are not printed, and a subgraph's owner survives the parser only when the owner is a
@@ -20,10 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_buf.h"
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "load/ox_parse.h"
+#include "write/ox_write.h"
 
 /* ------------------------------------------------------------------ building */
 

@@ -4,7 +4,7 @@
 
 #include <glib.h>
 
-#include "ox_pass.h"
+#include "passes/ox_pass.h"
 
 /* A one-pass pipeline running the test pass (g_new0'd; the caller frees it as the UI does). */
 OxPipeline *ui_test_pipeline(void);

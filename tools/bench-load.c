@@ -25,9 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_mem.h"
+#include "ir/ox_graph.h"
+#include "ir/ox_mem.h"
+#include "load/ox_load.h"
 
 typedef struct Sizes {
   uint64_t nodes;        /* live nodes, all graphs and subgraphs */

@@ -24,13 +24,13 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "ox_buf.h"
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_mem.h"
-#include "ox_pass.h"
-#include "ox_shape.h"
-#include "ox_trace.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_graph.h"
+#include "ir/ox_mem.h"
+#include "load/ox_load.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_pass.h"
+#include "run/ox_trace.h"
 
 enum { MAX_PASSES = 64, MAX_REPEAT = 99 };
 

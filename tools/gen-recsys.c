@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_buf.h"
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "write/ox_write.h"
 
 enum { BATCH = 64 };
 enum { MAX_TOWERS = 128 };

@@ -16,7 +16,7 @@ two can be compared numerically against real PyTorch.
 Loading is data-driven and safe: call_function targets are resolved from their qualified name
 through a whitelist of torch namespaces, plus functions defined in the namespaces the caller
 allows (the model's own package with --module, --allow-namespace PKG), by import and attribute
-lookup (never eval/exec); the canonical op names of the engine's op table (engine/ox_ops.def,
+lookup (never eval/exec); the canonical op names of the engine's op table (engine/ops/ox_ops.def,
 e.g. "grouped_mm") map to the functions in OPTIMUS_OPS. Module paths are looked up segment by
 segment, so any submodule name PyTorch accepts ("block1-0") works.
 
@@ -213,7 +213,7 @@ def grouped_mm(inputs, weights, biases=None):
     return tuple(outs)
 
 
-# Canonical op name (engine/ox_ops.def) -> torch callable taking the canonical slots
+# Canonical op name (engine/ops/ox_ops.def) -> torch callable taking the canonical slots
 # (positional in slot order, or by slot name). The engine may emit these bare names.
 OPTIMUS_OPS = {
     "linear": F.linear,
@@ -666,7 +666,7 @@ def module_type_name(m):
 
 
 # Constructor hyper-parameters written as kwargs of call_module nodes (agreed with the op
-# table, engine/ox_ops.c): the engine's module spellings read them (shape rules need the
+# table, engine/ops/ox_ops.c): the engine's module spellings read them (shape rules need the
 # sizes: a module's parameters are not graph values), load() compares them with root's
 # module and strips them again. Arguments the engine only accepts at their neutral value
 # (padding_mode, track_running_stats, max_norm) are written too, so a module that uses

@@ -13,9 +13,9 @@
 #include <gio/gio.h>
 
 #include "ox-history.h"
-#include "ox_load.h"
-#include "ox_pass.h"
-#include "ox_whatif.h"
+#include "load/ox_load.h"
+#include "passes/ox_pass.h"
+#include "run/ox_whatif.h"
 
 G_BEGIN_DECLS
 
@@ -182,7 +182,7 @@ gboolean ox_document_get_busy(OxDocument *self);
 double ox_document_get_progress(OxDocument *self);
 const char *ox_document_get_status(OxDocument *self);
 
-/* What-if re-runs (engine/ox_whatif.h) of the shown graph against its trace. The pipeline and
+/* What-if re-runs (engine/run/ox_whatif.h) of the shown graph against its trace. The pipeline and
  * checks they re-run: the document's pipeline when it ran the optimization (set_pipeline), else
  * the configuration the trace recorded (a trace written by `optimus optimize`), else the
  * default; FALSE with *why (caller frees) when the trace's configuration cannot be rebuilt (it

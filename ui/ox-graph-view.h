@@ -14,7 +14,7 @@
 
 #include "ox-document.h"
 #include "ox-scene.h"
-#include "ox_layout.h"
+#include "layout/ox_layout.h"
 
 G_BEGIN_DECLS
 

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "ox_pass.h"
+#include "passes/ox_pass.h"
 
 static guint32 history_current(const OxHistory *h, const char *name) {
   for (guint32 e = ox_history_named(h, name); e; e = h->named[e].next)

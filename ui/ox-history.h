@@ -24,8 +24,8 @@
 
 #include <gio/gio.h>
 
-#include "ox_graph.h"
-#include "ox_trace.h"
+#include "ir/ox_graph.h"
+#include "run/ox_trace.h"
 
 G_BEGIN_DECLS
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_write.h"
+#include "write/ox_write.h"
 
 #define FOCUS_LOOKAHEAD 24   /* following steps a focus scene tries to include */
 #define PLACE_MAX 48         /* missing step nodes placed next to neighbours before re-laying out */

@@ -39,8 +39,8 @@
 #include <gio/gio.h>
 
 #include "ox-document.h"
-#include "ox_layout.h"
-#include "ox_view.h"
+#include "layout/ox_layout.h"
+#include "layout/ox_view.h"
 
 G_BEGIN_DECLS
 

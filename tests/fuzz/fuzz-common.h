@@ -19,20 +19,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ox_buf.h"
-#include "ox_diag.h"
-#include "ox_graph.h"
-#include "ox_load.h"
-#include "ox_pass.h"
-#include "ox_shape.h"
-#include "ox_trace.h"
-#include "ox_write.h"
+#include "ir/ox_buf.h"
+#include "ir/ox_diag.h"
+#include "ir/ox_graph.h"
+#include "load/ox_load.h"
+#include "ops/ox_shape.h"
+#include "passes/ox_pass.h"
+#include "run/ox_trace.h"
+#include "write/ox_write.h"
 
 /* Inputs above this are not interesting (the loaders' size limits have their own tests) and
  * only slow the search down. */
 #define FUZZ_MAX_INPUT (1u << 20)
 
-/* libFuzzer's data is not NUL-terminated; every loader wants text[len] == 0 (ox_load.h). */
+/* libFuzzer's data is not NUL-terminated; every loader wants text[len] == 0 (load/ox_load.h). */
 static inline char *fuzz_text(const uint8_t *data, size_t size) {
   char *t = malloc(size + 1);
   if (!t) abort();

@@ -1,5 +1,5 @@
 /* fuzz-fx-readable.c - libFuzzer harness: the print_readable() / graph_code loader
- * (engine/ox_parse_py.c), which parses Python and must never execute it. Any input: fails with
+ * (engine/load/ox_parse_py.c), which parses Python and must never execute it. Any input: fails with
  * a located error, or loads graphs that verify and round-trip through FX text and JSON. */
 #include "fuzz-common.h"
 

@@ -1,4 +1,4 @@
-/* fuzz-fx-text.c - libFuzzer harness: the print(graph) text loader (engine/ox_parse_fx.c).
+/* fuzz-fx-text.c - libFuzzer harness: the print(graph) text loader (engine/load/ox_parse_fx.c).
  * Any input: fails with a located error, or loads graphs that verify, whose FX text reloads
  * and is stable after one round, and whose JSON round-trips (fuzz-common.h). */
 #include "fuzz-common.h"

@@ -1,4 +1,4 @@
-/* fuzz-json.c - libFuzzer harness: our JSON loader (engine/ox_json.c). Any input: fails with a
+/* fuzz-json.c - libFuzzer harness: our JSON loader (engine/json/ox_json.c). Any input: fails with a
  * located error, or loads graphs that verify, whose JSON round-trips byte for byte and whose FX
  * text reloads and is stable after one round. */
 #include "fuzz-common.h"

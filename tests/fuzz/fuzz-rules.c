@@ -1,9 +1,9 @@
-/* fuzz-rules.c - libFuzzer harness: the rule language (engine/ox_rules.c). Any input: loads
+/* fuzz-rules.c - libFuzzer harness: the rule language (engine/rules/). Any input: loads
  * nothing with at least one located error, or loads a rule set whose passes then run on a small
  * graph of common ops (split, getitem, linear, layer_norm, relu, sigmoid, mul, add, cat, view)
  * with every check and budgets, followed by fuzz_optimize_check's invariants. */
 #include "fuzz-common.h"
-#include "ox_rules.h"
+#include "rules/ox_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* fuzz-trace.c - libFuzzer harness: the trace reader (engine/ox_json.c) and replay. The graph is
+/* fuzz-trace.c - libFuzzer harness: the trace reader (engine/json/ox_json.c) and replay. The graph is
  * the bundled example (data/examples/recsys-towers.txt, found through OPTIMUS_SOURCE_ROOT),
  * whose trace is the seed. Any input: fails with a located error, or reads a trace that writes
  * back and reads again to the same bytes; explain's queries run on it; and when its hash is the

@@ -3,7 +3,7 @@
 Shared by make_fixtures.py (which writes the fixtures) and test_bridge.py (which re-exports
 them and checks the committed files are current). Every model is built under
 torch.manual_seed(seed) and fed deterministic inputs, so a fresh export reproduces the
-committed fixture. Together the models use every op of engine/ox_ops.def, in the spellings
+committed fixture. Together the models use every op of engine/ops/ox_ops.def, in the spellings
 PyTorch really produces (torch.*, Tensor methods, nn modules, aten overloads via make_fx).
 
 Only ops of the engine's op table appear (plus nn modules whose type the op table knows), so

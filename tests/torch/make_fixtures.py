@@ -6,7 +6,7 @@
 Each fixture is exported by tools/optimus_fx.py with record_io=True (inputs, the parameters
 the graph reads, outputs); resnet18 uses param_fill="sin" so its 11.7M parameters are stored
 as closed-form fills. Prints each file's size and node count, and the ops of
-engine/ox_ops.def that no fixture uses (there should be none).
+engine/ops/ox_ops.def that no fixture uses (there should be none).
 """
 
 import os

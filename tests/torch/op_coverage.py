@@ -1,4 +1,4 @@
-"""Which canonical ops of engine/ox_ops.def the committed fixtures use.
+"""Which canonical ops of engine/ops/ox_ops.def the committed fixtures use.
 
 A rough, spelling-based mapping (the C op table is the real one): it only has to notice when
 ox_ops.def grows an op that no fixture exercises yet.
@@ -20,7 +20,7 @@ _ALIASES = {"truediv": "div", "floordiv": "div", "concat": "cat", "unsafe_view":
 
 
 def def_ops(source_root=None):
-    path = os.path.join(source_root or fm.SOURCE_ROOT, "engine", "ox_ops.def")
+    path = os.path.join(source_root or fm.SOURCE_ROOT, "engine", "ops", "ox_ops.def")
     with open(path, encoding="utf-8") as f:
         text = f.read()
     return re.findall(r'^OX_OPDEF\(\s*\w+\s*,\s*"([^"]+)"', text, re.M)

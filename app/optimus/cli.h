@@ -1,0 +1,135 @@
+/* cli.h - what the files of the `optimus` CLI share: parsed options, exit codes, loading,
+ * output helpers and the pass-running helpers (cli.c), and the table of subcommands.
+ *
+ * One file per subcommand (cmd-NAME.c) holds its usage text and its
+ * int ox_cli_cmd_NAME(int argc, char **argv). Adding a subcommand = that file, one X(...) line
+ * in OX_CLI_COMMANDS below (its line of `optimus --help`, in the order listed), and one line in
+ * app/meson.build. Options are parsed by ox_cli_parse_args from one table (cli.c): a command
+ * passes the OPT_ bits it accepts; a new option is one OPT_ bit, one opt_specs row, one
+ * CliOpts field and its case in apply_option.
+ *
+ * Exit status: 0 success, 1 bad input / failed check / failed write, 2 usage error.
+ */
+#ifndef OPTIMUS_CLI_H
+#define OPTIMUS_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ox_buf.h"
+#include "ir/ox_diag.h"
+#include "ir/ox_graph.h"
+#include "load/ox_doc.h"
+#include "passes/ox_pass.h"
+#include "run/ox_trace.h"
+
+/* The subcommands: X(NAME, SUMMARY), SUMMARY being NAME's line of `optimus --help`. */
+#define OX_CLI_COMMANDS(X) \
+  X(info, "  info FILE            format, graphs, node counts and op histogram of an FX dump\n") \
+  X(convert, "  convert FILE -o OUT  write it as Optimus JSON, FX text, DOT, SVG or PNG\n") \
+  X(check, "  check FILE           load it and verify every graph\n") \
+  X(verify, "  verify FILE          verifier, and the interpreter against recorded outputs\n") \
+  X(optimize, "  optimize FILE -o OUT run the Optimus passes, recording every step\n") \
+  X(explain, "  explain FILE --node N  why each pass did or did not fire at a node\n") \
+  X(replay, "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n")
+
+#define OX_CLI_DECLARE(name, summary) int ox_cli_cmd_##name(int argc, char **argv);
+OX_CLI_COMMANDS(OX_CLI_DECLARE)
+#undef OX_CLI_DECLARE
+
+enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2 };
+
+/* ------------------------------------------------------------------ options */
+
+enum {
+  OPT_JSON = 1 << 0,
+  OPT_GRAPH = 1 << 1,
+  OPT_STRICT = 1 << 2,
+  OPT_FORMAT = 1 << 3,
+  OPT_OUTPUT = 1 << 4,
+  OPT_TO = 1 << 5,
+  OPT_EDGE_SHAPES = 1 << 6,
+  OPT_RANKDIR = 1 << 7,
+  OPT_INPUT_SHAPE = 1 << 8,
+  OPT_TRACE = 1 << 9,
+  OPT_CONFIG = 1 << 10,
+  OPT_PASSES = 1 << 11,
+  OPT_OPTION = 1 << 12,
+  OPT_CHECKS = 1 << 13,
+  OPT_KEEP_FAILED = 1 << 14,
+  OPT_NUMERIC_BUDGET = 1 << 15,
+  OPT_NODE = 1 << 16,
+  OPT_PASS = 1 << 17,
+  OPT_STEP = 1 << 18,
+  OPT_LIST_PASSES = 1 << 19,
+  OPT_FOCUS = 1 << 20,
+  OPT_RADIUS = 1 << 21,
+  OPT_OVERVIEW = 1 << 22,
+  OPT_OPEN = 1 << 23,
+  OPT_MAX_NODES = 1 << 24,
+  OPT_RULES = 1 << 25,
+  OPT_LAYOUT_BUDGET = 1 << 26,
+  OPT_LAYOUT = 1 << 27,
+  OPT_PARAMS = 1 << 28,
+  OPT_SHAPES = 1 << 29, /* accepted wherever OPT_INPUT_SHAPE is */
+  OPT_BUDGET = 1 << 30,
+};
+
+enum { MAX_REPEATS = 64 };
+
+typedef struct CliOpts {
+  const char *cmd;
+  const char *usage;
+  const char *file;
+  const char *output;
+  const char *to;
+  const char *rankdir;
+  uint32_t graph;   /* 1-based; 0 = not given */
+  bool json, strict, edge_shapes;
+  OxFormat format;  /* OX_FMT_UNKNOWN = detect */
+  const char *input_shapes[MAX_REPEATS];
+  uint32_t n_input_shapes;
+  const char *shapes_file; /* --shapes FILE */
+  const char *options[MAX_REPEATS];
+  uint32_t n_options;
+  const char *trace, *config, *passes, *checks, *node, *pass;
+  const char *file2;   /* replay: TRACE */
+  bool want_file2;
+  bool keep_failed, list_passes, has_step;
+  uint32_t step;
+  uint64_t numeric_budget;
+  OxBudget budget; /* --budget; zero fields = defaults */
+  const char *focus[MAX_REPEATS];
+  uint32_t n_focus;
+  const char *open[MAX_REPEATS];
+  uint32_t n_open;
+  const char *rules[MAX_REPEATS]; /* --rules FILE, in order */
+  uint32_t n_rules;
+  bool overview, has_radius;
+  uint32_t radius, max_nodes;
+  double layout_budget; /* seconds; 0 = default */
+  bool params;          /* draw parameters as their own nodes */
+  const char *layout;   /* auto, dot, layered */
+} CliOpts;
+
+/* ------------------------------------------------------------------ cli.c */
+
+int ox_cli_check_graph(OxGraph *g, OxDiagList *d, uint32_t *n_graphs, uint64_t *n_nodes);
+uint32_t ox_cli_count_nodes(const OxGraph *g);
+bool ox_cli_graph_in_range(const CliOpts *o, const OxDoc *doc);
+void ox_cli_json_str(OxBuf *b, const char *s);
+int ox_cli_list_passes(void);
+int ox_cli_load_for_run(CliOpts *o, OxDoc **doc, OxDiagList *diags, OxGraph **g);
+int ox_cli_load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags);
+int ox_cli_parse_args(CliOpts *o, unsigned allowed, int argc, char **argv);
+int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResult *res);
+int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg);
+bool ox_cli_write_stdout(const char *data, size_t len);
+
+/* ------------------------------------------------------------------ cmd-convert.c */
+
+/* Writes graph gi of doc to o->output the way `convert` does (optimize and replay use it). */
+int ox_cli_write_graph_out(const CliOpts *o, OxDoc *doc, uint32_t gi);
+
+#endif

@@ -1,0 +1,209 @@
+/* cmd-info.c - `optimus info`: format, graphs, node counts and op histogram of a dump, as text or JSON.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_info[] =
+  "Usage: optimus info FILE [OPTIONS]\n"
+  "\n"
+  "Print the detected format, the graphs found and, for one graph, its node count,\n"
+  "placeholders and op histogram (target -> count). Warnings go to stderr.\n"
+  "\n"
+  "Options:\n"
+  "  --json            print one JSON object instead of text\n"
+  "  --graph N         the graph to describe (1-based; default 1)\n"
+  "  --strict          treat warnings as errors\n"
+  "  --format F        input format: fx-text, fx-readable or json (default: detect)\n"
+  "  -h, --help        show this help\n";
+
+/* ------------------------------------------------------------------ info */
+
+typedef struct OpCount {
+  const char *key;
+  uint32_t count;
+} OpCount;
+
+static int cmp_str_ptr(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_opcount(const void *a, const void *b) {
+  const OpCount *x = a, *y = b;
+  if (x->count != y->count) return x->count > y->count ? -1 : 1;
+  return strcmp(x->key, y->key);
+}
+
+/* The histogram key of a call node: the target; for call_module the module class when the
+ * dump names it (a module path such as "layer1.0.conv1" is unique per module, so counting
+ * it says nothing). */
+static const char *op_key(const OxNode *n) {
+  if (n->op == OX_OP_CALL_MODULE && n->module_type) return n->module_type;
+  return n->target ? n->target : "";
+}
+
+/* Op histogram of the call_* nodes, sorted by count (descending) then name. Caller frees. */
+static OpCount *op_histogram(const OxGraph *g, uint32_t *n_out) {
+  uint32_t n = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    OxOp op = (OxOp)g->nodes[id].op;
+    if (op == OX_OP_CALL_FUNCTION || op == OX_OP_CALL_METHOD || op == OX_OP_CALL_MODULE) n++;
+  }
+  const char **keys = malloc((n ? n : 1) * sizeof *keys);
+  OpCount *hist = malloc((n ? n : 1) * sizeof *hist);
+  if (!keys || !hist) {
+    fprintf(stderr, "optimus: out of memory\n");
+    exit(EXIT_BAD);
+  }
+  uint32_t k = 0;
+  OX_GRAPH_FOREACH(g, id) {
+    OxOp op = (OxOp)g->nodes[id].op;
+    if (op == OX_OP_CALL_FUNCTION || op == OX_OP_CALL_METHOD || op == OX_OP_CALL_MODULE)
+      keys[k++] = op_key(&g->nodes[id]);
+  }
+  qsort(keys, n, sizeof *keys, cmp_str_ptr);
+  uint32_t h = 0;
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i;
+    while (j < n && strcmp(keys[j], keys[i]) == 0) j++;
+    hist[h].key = keys[i];
+    hist[h].count = j - i;
+    h++;
+    i = j;
+  }
+  free(keys);
+  qsort(hist, h, sizeof *hist, cmp_opcount);
+  *n_out = h;
+  return hist;
+}
+
+static uint32_t count_op(const OxGraph *g, OxOp op) {
+  uint32_t n = 0;
+  OX_GRAPH_FOREACH(g, id)
+  if (g->nodes[id].op == op) n++;
+  return n;
+}
+
+static void json_diags(OxBuf *b, const OxDiagList *d, OxSeverity sev) {
+  ox_buf_putc(b, '[');
+  bool first = true;
+  for (size_t i = 0; i < d->n; i++) {
+    if (d->items[i].sev != sev) continue;
+    char *s = ox_diag_format(d, &d->items[i]);
+    if (!first) ox_buf_puts(b, ", ");
+    ox_cli_json_str(b, s);
+    free(s);
+    first = false;
+  }
+  ox_buf_putc(b, ']');
+}
+
+static void info_json(const CliOpts *o, const OxDoc *doc, const OxDiagList *diags, OxBuf *b) {
+  ox_buf_puts(b, "{\n  \"file\": ");
+  ox_cli_json_str(b, o->file);
+  ox_buf_puts(b, ",\n  \"format\": ");
+  ox_cli_json_str(b, doc ? ox_format_name(doc->format) : NULL);
+  if (doc) {
+    uint32_t gi = o->graph ? o->graph : 1;
+    const OxGraph *g = doc->graphs[gi - 1];
+    ox_buf_printf(b, ",\n  \"graph\": %u,\n  \"name\": ", gi);
+    ox_cli_json_str(b, g->name);
+    ox_buf_puts(b, ",\n  \"graphs\": [");
+    for (uint32_t i = 0; i < doc->n_graphs; i++) {
+      ox_buf_printf(b, "%s{\"index\": %u, \"name\": ", i ? ", " : "", i + 1);
+      ox_cli_json_str(b, doc->graphs[i]->name);
+      ox_buf_printf(b, ", \"nodes\": %u, \"subgraphs\": %u}", ox_cli_count_nodes(doc->graphs[i]),
+                    doc->graphs[i]->n_subgraphs);
+    }
+    ox_buf_printf(b, "],\n  \"nodes\": %u,\n  \"placeholders\": %u,\n  \"get_attrs\": %u,\n  \"outputs\": %u",
+                  ox_cli_count_nodes(g), count_op(g, OX_OP_PLACEHOLDER), count_op(g, OX_OP_GET_ATTR),
+                  count_op(g, OX_OP_OUTPUT));
+    ox_buf_puts(b, ",\n  \"subgraphs\": [");
+    for (uint32_t i = 0; i < g->n_subgraphs; i++) {
+      ox_buf_puts(b, i ? ", {\"name\": " : "{\"name\": ");
+      ox_cli_json_str(b, g->subgraphs[i]->name);
+      ox_buf_puts(b, ", \"owner\": ");
+      ox_cli_json_str(b, g->subgraphs[i]->sub_owner);
+      ox_buf_printf(b, ", \"nodes\": %u}", ox_cli_count_nodes(g->subgraphs[i]));
+    }
+    ox_buf_puts(b, "],\n  \"ops\": {");
+    uint32_t nh = 0;
+    OpCount *hist = op_histogram(g, &nh);
+    for (uint32_t i = 0; i < nh; i++) {
+      ox_buf_puts(b, i ? ",\n    " : "\n    ");
+      ox_cli_json_str(b, hist[i].key);
+      ox_buf_printf(b, ": %u", hist[i].count);
+    }
+    free(hist);
+    ox_buf_puts(b, nh ? "\n  }" : "}");
+  }
+  ox_buf_puts(b, ",\n  \"warnings\": ");
+  json_diags(b, diags, OX_SEV_WARNING);
+  ox_buf_puts(b, ",\n  \"errors\": ");
+  json_diags(b, diags, OX_SEV_ERROR);
+  ox_buf_puts(b, "\n}\n");
+}
+
+static void info_text(const CliOpts *o, const OxDoc *doc, const OxDiagList *diags, OxBuf *b) {
+  uint32_t gi = o->graph ? o->graph : 1;
+  const OxGraph *g = doc->graphs[gi - 1];
+  ox_buf_printf(b, "file: %s\nformat: %s\ngraphs: %u\n", o->file, ox_format_name(doc->format), doc->n_graphs);
+  if (doc->n_graphs > 1)
+    for (uint32_t i = 0; i < doc->n_graphs; i++)
+      ox_buf_printf(b, "  %u  %s  %u nodes\n", i + 1, doc->graphs[i]->name ? doc->graphs[i]->name : "graph",
+                    ox_cli_count_nodes(doc->graphs[i]));
+  ox_buf_printf(b, "graph %u: %s\n", gi, g->name ? g->name : "graph");
+  ox_buf_printf(b, "  nodes: %u\n  placeholders: %u\n", ox_cli_count_nodes(g),
+                count_op(g, OX_OP_PLACEHOLDER));
+  uint32_t n_attr = count_op(g, OX_OP_GET_ATTR);
+  if (n_attr) ox_buf_printf(b, "  get_attr: %u\n", n_attr);
+  ox_buf_printf(b, "  output: %s\n", ox_graph_output(g) ? "yes" : "no (fragment)");
+  if (g->n_subgraphs) {
+    ox_buf_printf(b, "  subgraphs: %u\n", g->n_subgraphs);
+    for (uint32_t i = 0; i < g->n_subgraphs; i++)
+      ox_buf_printf(b, "    %s%s%s: %u nodes\n", g->subgraphs[i]->name ? g->subgraphs[i]->name : "graph",
+                    g->subgraphs[i]->sub_owner ? " of " : "",
+                    g->subgraphs[i]->sub_owner ? g->subgraphs[i]->sub_owner : "",
+                    ox_cli_count_nodes(g->subgraphs[i]));
+  }
+  uint32_t nh = 0;
+  OpCount *hist = op_histogram(g, &nh);
+  ox_buf_printf(b, "ops: %u distinct\n", nh);
+  for (uint32_t i = 0; i < nh; i++) ox_buf_printf(b, "  %6u  %s\n", hist[i].count, hist[i].key);
+  free(hist);
+  ox_buf_printf(b, "warnings: %zu\n", diags->n_warnings);
+}
+
+int ox_cli_cmd_info(int argc, char **argv) {
+  CliOpts o = {.cmd = "info", .usage = usage_info};
+  int rc =
+      ox_cli_parse_args(&o, OPT_JSON | OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_INPUT_SHAPE, argc, argv);
+  if (rc) return rc < 0 ? EXIT_OK : rc;
+  OxDoc *doc = NULL;
+  OxDiagList diags;
+  int status = EXIT_OK;
+  if (ox_cli_load_input(&o, &doc, &diags) != 0) {
+    status = EXIT_BAD;
+  } else if (!ox_cli_graph_in_range(&o, doc)) {
+    status = EXIT_BAD;
+    ox_doc_free(doc);
+    doc = NULL;
+    ox_diag_add(&diags, OX_SEV_ERROR, 0, 0, NULL, "--graph %u is out of range", o.graph);
+  }
+  OxBuf b;
+  ox_buf_init(&b);
+  if (o.json)
+    info_json(&o, doc, &diags, &b);
+  else if (doc)
+    info_text(&o, doc, &diags, &b);
+  if (b.len && !ox_cli_write_stdout(b.data, b.len)) {
+    fprintf(stderr, "optimus info: cannot write to standard output\n");
+    status = EXIT_BAD;
+  }
+  ox_buf_free(&b);
+  ox_doc_free(doc);
+  ox_diags_clear(&diags);
+  return status;
+}

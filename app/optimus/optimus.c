@@ -1,0 +1,67 @@
+/* optimus - the command-line front end of the Optimus engine: the subcommand table and main.
+ *
+ * Each subcommand lives in its own file (cmd-NAME.c) and is listed once, in OX_CLI_COMMANDS
+ * (cli.h); the shared options, loading and output helpers are in cli.c.
+ *
+ * Exit status: 0 success, 1 bad input / failed check / failed write, 2 usage error.
+ * Diagnostics go to stderr as FILE:LINE:COL: error|warning: message (+ snippet line);
+ * results go to stdout. docs/cli.md is the user documentation.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ox_mem.h"
+#include "cli.h"
+
+#ifndef OPTIMUS_VERSION
+#define OPTIMUS_VERSION "0.1.0"
+#endif
+
+/* ------------------------------------------------------------------ usage */
+
+static const struct {
+  const char *name;
+  int (*run)(int, char **);
+  const char *summary; /* its line of the usage below */
+} commands[] = {
+#define OX_CLI_ROW(name, summary) {#name, ox_cli_cmd_##name, summary},
+    OX_CLI_COMMANDS(OX_CLI_ROW)
+#undef OX_CLI_ROW
+};
+
+static void put_usage(FILE *f) {
+  fputs("Usage: optimus [--help] [--version] COMMAND [ARGS...]\n"
+        "\n"
+        "Commands:\n",
+        f);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) fputs(commands[i].summary, f);
+  fputs("\n"
+        "FILE is print(graph) text, print_readable code or Optimus JSON; '-' reads stdin.\n"
+        "Run 'optimus COMMAND --help' for the options of a command.\n"
+        "Exit status: 0 success, 1 bad input or failed check/write, 2 usage error.\n",
+        f);
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv) {
+  ox_mem_tune_for_batch(); /* one run, then exit: freed memory is worth keeping for reuse */
+  if (argc < 2) {
+    put_usage(stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+    put_usage(stdout);
+    return EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("optimus %s\n", OPTIMUS_VERSION);
+    return EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "optimus: unknown %s '%s'\n", cmd[0] == '-' ? "option" : "command", cmd);
+  put_usage(stderr);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,53 @@
+/* ox_mem.h - engine-internal memory helpers: checked malloc, string table, name map.
+ * The arena API itself is public (ox_graph.h). */
+#ifndef OX_MEM_H
+#define OX_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ox_graph.h"
+
+void *ox_xrealloc(void *p, size_t n);   /* aborts on OOM (our bug or the machine's, never input's) */
+void *ox_xcalloc(size_t count, size_t size);
+/* For a short-lived batch process (the CLI, the benchmarks): ask the C library to keep freed
+ * memory for reuse instead of returning it to the system and to serve large blocks from its
+ * heap. An optimizer run frees and allocates the same sizes step after step; memory returned
+ * and faulted in again costs a page fault per 4 KiB (7-13 us each on the VMs measured in
+ * docs/benchmarks.md). No effect outside glibc. */
+void ox_mem_tune_for_batch(void);
+char *ox_xstrdup(const char *s);
+/* Arrays that grow by doubling to tens of MB (a graph's node array): above 4 MiB they are mapped
+ * and grown with mremap, so growing copies nothing and leaves no freed copy behind in the heap
+ * (where, kept for reuse, it would count in the peak). old_bytes / bytes: the size the block was
+ * last given; p NULL or from ox_big_realloc. Contents beyond old_bytes are undefined. */
+void *ox_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
+void ox_big_free(void *p, size_t bytes);
+uint64_t ox_hash_bytes(const char *s, size_t n);
+
+/* A string table whose strings live in arena, or (arena NULL) in its own arena: such a table
+ * can be shared by several graphs (ox_graph_new_sharing_strings), freed with the last of them.
+ * Graphs sharing a table must be used from one thread at a time. */
+OxStrTab *ox_strtab_new(OxArena *arena);
+OxStrTab *ox_strtab_ref(OxStrTab *t);
+void ox_strtab_free(OxStrTab *t); /* drops one reference */
+const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n);
+size_t ox_strtab_count(const OxStrTab *t);
+/* A number no other string table of this process has (0 for NULL): a table's interned strings
+ * never move or change, so (serial, pointer) names a string for good. */
+uint64_t ox_strtab_serial(const OxStrTab *t);
+const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n); /* NULL if not interned */
+size_t ox_strtab_bytes(const OxStrTab *t); /* slots, and the strings when in its own arena */
+void ox_strtab_reserve(OxStrTab *t, size_t n); /* room for n strings without growing */
+
+OxNameMap *ox_namemap_new(void);
+void ox_namemap_free(OxNameMap *m);
+uint32_t ox_namemap_get(const OxNameMap *m, const char *interned);
+void ox_namemap_set(OxNameMap *m, const char *interned, uint32_t val);
+void ox_namemap_del(OxNameMap *m, const char *interned);
+size_t ox_namemap_bytes(const OxNameMap *m);
+void ox_namemap_reserve(OxNameMap *m, size_t n); /* room for n keys without growing */
+/* Calls fn on every (key, value) pair, in table order. */
+void ox_namemap_foreach(const OxNameMap *m, void (*fn)(const char *key, uint32_t val, void *ud), void *ud);
+
+#endif

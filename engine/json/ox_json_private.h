@@ -1,0 +1,77 @@
+/* ox_json_private.h - what the files of engine/json/ share (engine/json/ only).
+ *
+ *   ox_json.c         the document reader; parsing with json-c, the path of the value being
+ *                     read, located errors, typed accessors, values and meta
+ *   ox_json_write.c   the document writer (and the value/meta writers traces reuse)
+ *   ox_json_trace.c   trace files: writer and reader (docs/trace-format.md)
+ *   ox_json_config.c  pass configuration files and --shapes files
+ *
+ * Rd is the state of one read: the text, the diagnostics, the path from the root to the value
+ * being read (errors name it, and locate it in the text). These files are the only ones of the
+ * engine, with run/ox_record.c, that include json-c.
+ */
+#ifndef OX_JSON_PRIVATE_H
+#define OX_JSON_PRIVATE_H
+
+#include <json.h>
+
+#include "ir/ox_buf.h"
+#include "ir/ox_diag.h"
+#include "ir/ox_graph.h"
+
+/* One step of the path from the root to the value being read. */
+typedef struct {
+  const char *key; /* object member, or NULL for an array index */
+  size_t idx;
+} PathStep;
+
+enum { PATH_MAX_STEPS = 1024, MAX_LOCATED = 64, MAX_ERRORS = 200 };
+
+typedef struct {
+  const char *text;
+  size_t len;
+  size_t start;       /* offset of the JSON text (past a UTF-8 byte order mark) */
+  OxDiagList *d;
+  PathStep path[PATH_MAX_STEPS];
+  size_t depth;       /* steps in use (deeper steps are not recorded, only counted) */
+  size_t node_depth;  /* path length at the current node object, 0 if not inside a node */
+  const char *node_name;
+  unsigned located;   /* diagnostics located so far (locating walks the text) */
+  unsigned errors;
+} Rd;
+#define ERR(r, ...) ox_json_report((r), OX_SEV_ERROR, __VA_ARGS__)
+typedef struct {
+  OxGraph *g;
+  Rd *r;
+  bool create_refs; /* trace values: an unknown name becomes a placeholder standing for it */
+} Ctx;
+
+/* ox_json_write.c */
+void ox_json_put_str(OxBuf *b, const char *s);
+void ox_json_put_key(OxBuf *b, const char *key);
+void ox_json_write_items(const OxGraph *g, const OxValue *v, OxBuf *b);
+void ox_json_write_value(const OxGraph *g, const OxValue *v, OxBuf *b);
+void ox_json_write_meta(const OxMeta *m, OxBuf *b);
+void ox_json_write_opt_str(OxBuf *b, const char *key, const char *s);
+
+/* ox_json.c */
+void ox_json_path_push_key(Rd *r, const char *key);
+void ox_json_path_push_idx(Rd *r, size_t idx);
+void ox_json_path_pop(Rd *r);
+size_t ox_json_skip_ws(const char *t, size_t len, size_t i);
+size_t ox_json_skip_string(const char *t, size_t len, size_t i);
+size_t ox_json_skip_value(const char *t, size_t len, size_t i);
+void ox_json_offset_to_linecol(const char *t, size_t len, size_t off, uint32_t *line, uint32_t *col);
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void ox_json_report(Rd *r, OxSeverity sev, const char *fmt, ...);
+const char *ox_json_jtype_name(json_object *o);
+bool ox_json_get_range(Rd *r, json_object *o, const char *what, int64_t lo, int64_t hi, int64_t *out);
+bool ox_json_expect_type(Rd *r, json_object *o, json_type t, const char *what);
+bool ox_json_read_items(Ctx *c, json_object *arr, OxValueKind kind, OxValue *out);
+bool ox_json_read_value(Ctx *c, json_object *o, OxValue *out);
+bool ox_json_read_meta(Rd *r, OxGraph *g, json_object *o, OxMeta *m);
+json_object *ox_json_parse_root(Rd *r, const char *text, size_t len, uint32_t max_depth, OxDiagList *diags);
+
+#endif

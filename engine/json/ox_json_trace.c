@@ -1,0 +1,774 @@
+/* ox_json_trace.c - trace files (docs/trace-format.md): the writer lays out one step per
+ * block; the reader validates every field it knows and reports located errors like the
+ * document reader, whose machinery it uses (ox_json_private.h).
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ox_mem.h"
+#include "json/ox_json_private.h"
+#include "run/ox_trace.h"
+
+/* ================================================================== trace files */
+
+/* docs/trace-format.md. The writer lays out one step per block; the reader validates every
+ * field it knows and reports located errors like the document reader. */
+
+static const char *const step_kind_names[] = {"applied", "rejected", "check_failed"};
+static const char *const edit_kind_names[] = {"add", "erase", "args", "move", "meta", "rename", "replace_input"};
+enum { N_EDIT_KINDS = sizeof edit_kind_names / sizeof edit_kind_names[0] };
+
+static void put_names(OxBuf *b, const char *key, const char *const *names, uint32_t n) {
+  if (!n) return;
+  ox_buf_puts(b, ", ");
+  ox_json_put_key(b, key);
+  ox_buf_putc(b, '[');
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) ox_buf_puts(b, ", ");
+    ox_json_put_str(b, names[i]);
+  }
+  ox_buf_putc(b, ']');
+}
+
+static void put_num(OxBuf *b, const char *key, double v) {
+  ox_buf_puts(b, ", ");
+  ox_json_put_key(b, key);
+  if (isfinite(v))
+    ox_buf_put_pyfloat(b, v);
+  else
+    ox_buf_puts(b, "null");
+}
+
+static void write_edit(const OxTrace *t, const OxTraceEdit *e, OxBuf *b) {
+  const char *kind = e->kind == OX_TEDIT_MOVE && !e->name ? "toposort" : edit_kind_names[e->kind];
+  ox_buf_puts(b, "{\"kind\": ");
+  ox_json_put_str(b, kind);
+  ox_json_write_opt_str(b, "name", e->name);
+  switch ((OxTraceEditKind)e->kind) {
+  case OX_TEDIT_ADD:
+    ox_buf_puts(b, ", \"after\": ");
+    if (e->after)
+      ox_json_put_str(b, e->after);
+    else
+      ox_buf_puts(b, "null");
+    ox_json_write_opt_str(b, "op", ox_op_name((OxOp)e->op));
+    ox_json_write_opt_str(b, "target", e->target);
+    ox_buf_puts(b, ", \"args\": ");
+    ox_json_write_items(t->pool, &e->data->args, b);
+    ox_buf_puts(b, ", \"kwargs\": ");
+    ox_json_write_value(t->pool, &e->data->kwargs, b);
+    if (e->has_meta) ox_json_write_meta(&e->data->meta, b);
+    break;
+  case OX_TEDIT_ARGS:
+    ox_buf_puts(b, ", \"args\": ");
+    ox_json_write_items(t->pool, &e->data->args, b);
+    ox_buf_puts(b, ", \"kwargs\": ");
+    ox_json_write_value(t->pool, &e->data->kwargs, b);
+    break;
+  case OX_TEDIT_MOVE:
+    if (e->name) {
+      ox_buf_puts(b, ", \"after\": ");
+      if (e->after)
+        ox_json_put_str(b, e->after);
+      else
+        ox_buf_puts(b, "null");
+    }
+    break;
+  case OX_TEDIT_META: ox_json_write_meta(&e->data->meta, b); break;
+  case OX_TEDIT_RENAME: ox_json_write_opt_str(b, "to", e->new_name); break;
+  case OX_TEDIT_REPLACE:
+    ox_json_write_opt_str(b, "old", e->from);
+    ox_json_write_opt_str(b, "new", e->to);
+    break;
+  case OX_TEDIT_ERASE: break;
+  }
+  ox_buf_putc(b, '}');
+}
+
+static void write_step(const OxTrace *t, const OxStep *s, OxBuf *b) {
+  ox_buf_printf(b, "    {\"seq\": %u, \"kind\": ", s->seq);
+  ox_json_put_str(b, step_kind_names[s->kind < 3 ? s->kind : 0]);
+  if (s->applied_index) ox_buf_printf(b, ", \"applied_index\": %u", s->applied_index);
+  ox_json_write_opt_str(b, "phase", s->phase);
+  ox_json_write_opt_str(b, "pass", s->pass);
+  ox_json_write_opt_str(b, "rule", s->rule);
+  ox_json_write_opt_str(b, "rule_file", s->rule_file);
+  if (s->rule_line) ox_buf_printf(b, ", \"rule_line\": %u", s->rule_line);
+  ox_json_write_opt_str(b, "anchor", s->anchor);
+  ox_json_write_opt_str(b, "key", s->key);
+  put_names(b, "matched", s->matched, s->n_matched);
+  put_names(b, "removed", s->removed, s->n_removed);
+  put_names(b, "added", s->added, s->n_added);
+  if (s->n_prov) {
+    ox_buf_puts(b, ", \"provenance\": [");
+    for (uint32_t i = 0; i < s->n_prov; i++) {
+      if (i) ox_buf_puts(b, ", ");
+      ox_buf_putc(b, '[');
+      ox_json_put_str(b, s->prov_old[i]);
+      ox_buf_puts(b, ", ");
+      ox_json_put_str(b, s->prov_new[i]);
+      ox_buf_putc(b, ']');
+    }
+    ox_buf_putc(b, ']');
+  }
+  put_names(b, "scaffolding", s->scaffold, s->n_scaffold);
+  if (s->kind != OX_STEP_APPLIED) {
+    ox_buf_puts(b, ",\n     \"reason\": {\"code\": ");
+    ox_json_put_str(b, ox_reason_code_name((OxReasonCode)s->reason.code));
+    ox_buf_puts(b, ", \"args\": [");
+    for (uint32_t i = 0; i < s->reason.n_args; i++) {
+      if (i) ox_buf_puts(b, ", ");
+      ox_json_put_str(b, s->reason.args[i]);
+    }
+    ox_buf_puts(b, "], \"nodes\": [");
+    for (uint32_t i = 0; i < s->reason.n_args; i++) {
+      if (i) ox_buf_puts(b, ", ");
+      ox_buf_puts(b, s->reason.nodes[i] ? "true" : "false");
+    }
+    char *text = ox_reason_format(&s->reason);
+    ox_buf_puts(b, "], \"text\": ");
+    ox_json_put_str(b, text);
+    free(text);
+    ox_buf_putc(b, '}');
+  }
+  bool any = false;
+  for (int k = 0; k < OX_CHECK_KINDS; k++) any |= s->checks[k].status != OX_CHECK_NOT_RUN;
+  if (any) {
+    ox_buf_puts(b, ",\n     \"checks\": {");
+    bool first = true;
+    for (int k = 0; k < OX_CHECK_KINDS; k++) {
+      const OxCheckResult *c = &s->checks[k];
+      if (c->status == OX_CHECK_NOT_RUN) continue;
+      if (!first) ox_buf_puts(b, ", ");
+      first = false;
+      ox_json_put_key(b, ox_check_kind_name((OxCheckKind)k));
+      ox_buf_puts(b, "{\"status\": ");
+      ox_json_put_str(b, ox_check_status_name((OxCheckStatus)c->status));
+      ox_json_write_opt_str(b, "detail", c->detail);
+      if (k == OX_CHECK_NUMERIC && c->trials) {
+        put_num(b, "max_abs", c->max_abs);
+        put_num(b, "max_rel", c->max_rel);
+        put_num(b, "tol", c->tol);
+        ox_buf_printf(b, ", \"trials\": %u", c->trials);
+      }
+      ox_json_write_opt_str(b, "checked_shape", c->checked_shape);
+      put_num(b, "seconds", c->seconds);
+      ox_buf_putc(b, '}');
+    }
+    ox_buf_putc(b, '}');
+  }
+  if (s->n_edits) {
+    ox_buf_puts(b, ",\n     \"edits\": [");
+    for (uint32_t i = 0; i < s->n_edits; i++) {
+      ox_buf_puts(b, i ? ",\n       " : "\n       ");
+      write_edit(t, &s->edits[i], b);
+    }
+    ox_buf_puts(b, "]");
+  }
+  if (s->options) {
+    ox_buf_puts(b, ", \"options\": ");
+    ox_json_put_str(b, s->options);
+  }
+  put_num(b, "seconds", s->seconds);
+  ox_buf_putc(b, '}');
+}
+
+void ox_trace_write_json(const OxTrace *t, OxBuf *out) {
+  ox_buf_printf(out, "{\n  \"format\": \"optimus-trace\",\n  \"version\": %d,\n  \"input\": {\"file\": ",
+                OX_TRACE_VERSION);
+  ox_json_put_str(out, t->input_file ? t->input_file : "");
+  ox_buf_puts(out, ", \"hash\": ");
+  ox_json_put_str(out, t->input_hash ? t->input_hash : "");
+  ox_buf_puts(out, "}");
+  if (t->config) {
+    /* the config is JSON text produced by ox_pipeline_to_json; embed it as an object */
+    ox_buf_puts(out, ",\n  \"config\": ");
+    if (t->config[0] == '{')
+      ox_buf_puts(out, t->config);
+    else
+      ox_json_put_str(out, t->config);
+  }
+  if (t->checks) {
+    ox_buf_puts(out, ",\n  \"checks\": ");
+    ox_json_put_str(out, t->checks);
+  }
+  ox_buf_printf(out, ",\n  \"summary\": {\"steps\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u}",
+                t->n_steps, t->n_applied, t->n_rejected, t->n_check_failed);
+  ox_buf_puts(out, ",\n  \"counters\": {");
+  for (uint32_t i = 0; i < t->n_counters; i++) {
+    if (i) ox_buf_puts(out, ", ");
+    ox_json_put_key(out, t->counter_names[i]);
+    ox_buf_printf(out, "%lld", (long long)t->counter_values[i]);
+  }
+  ox_buf_puts(out, "}");
+  put_num(out, "seconds", t->seconds);
+  ox_buf_puts(out, ",\n  \"steps\": [");
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    ox_buf_puts(out, i ? ",\n" : "\n");
+    write_step(t, &t->steps[i], out);
+  }
+  ox_buf_puts(out, t->n_steps ? "\n  ]\n}\n" : "]\n}\n");
+}
+
+/* ---- reader */
+
+static const char *opt_string(Rd *r, OxTrace *t, json_object *o, const char *key) {
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) return NULL;
+  ox_json_path_push_key(r, key);
+  const char *s = json_object_is_type(v, json_type_string) ? ox_trace_intern(t, json_object_get_string(v)) : NULL;
+  if (!s) ERR(r, "%s must be a string, not %s", key, ox_json_jtype_name(v));
+  ox_json_path_pop(r);
+  return s;
+}
+
+static uint32_t opt_u32(Rd *r, json_object *o, const char *key) {
+  json_object *v;
+  int64_t x = 0;
+  if (!json_object_object_get_ex(o, key, &v)) return 0;
+  ox_json_path_push_key(r, key);
+  if (!ox_json_get_range(r, v, key, 0, UINT32_MAX, &x)) x = 0;
+  ox_json_path_pop(r);
+  return (uint32_t)x;
+}
+
+static double opt_num(json_object *o, const char *key) {
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v)) return 0;
+  if (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) return json_object_get_double(v);
+  return NAN;
+}
+
+static const char **read_names(Rd *r, OxTrace *t, json_object *o, const char *key, uint32_t *n) {
+  json_object *v;
+  *n = 0;
+  if (!json_object_object_get_ex(o, key, &v)) return NULL;
+  ox_json_path_push_key(r, key);
+  const char **out = NULL;
+  if (ox_json_expect_type(r, v, json_type_array, key)) {
+    size_t len = json_object_array_length(v);
+    out = ox_graph_alloc(t->pool, (len + 1) * sizeof *out);
+    for (size_t i = 0; i < len; i++) {
+      json_object *e = json_object_array_get_idx(v, i);
+      ox_json_path_push_idx(r, i);
+      if (json_object_is_type(e, json_type_string))
+        out[(*n)++] = ox_trace_intern(t, json_object_get_string(e));
+      else
+        ERR(r, "node names must be strings, not %s", ox_json_jtype_name(e));
+      ox_json_path_pop(r);
+    }
+  }
+  ox_json_path_pop(r);
+  return out;
+}
+
+static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
+  memset(e, 0, sizeof *e);
+  if (!ox_json_expect_type(r, o, json_type_object, "an edit")) return;
+  const char *kind = opt_string(r, t, o, "kind");
+  if (!kind) {
+    ERR(r, "an edit needs a \"kind\"");
+    return;
+  }
+  int k = -1;
+  if (strcmp(kind, "toposort") == 0) {
+    e->kind = OX_TEDIT_MOVE;
+    return;
+  }
+  for (int i = 0; i < N_EDIT_KINDS; i++)
+    if (strcmp(kind, edit_kind_names[i]) == 0) k = i;
+  if (k < 0) {
+    ERR(r, "unknown edit kind '%.40s'", kind);
+    return;
+  }
+  e->kind = (uint8_t)k;
+  e->name = opt_string(r, t, o, "name");
+  if (!e->name) ERR(r, "a %s edit needs a \"name\"", kind);
+  e->after = opt_string(r, t, o, "after");
+  e->new_name = opt_string(r, t, o, "to");
+  e->target = opt_string(r, t, o, "target");
+  if (k == OX_TEDIT_REPLACE) {
+    e->from = opt_string(r, t, o, "old");
+    e->to = opt_string(r, t, o, "new");
+    if (!e->from || !e->to) ERR(r, "a replace_input edit needs \"old\" and \"new\" node names");
+  }
+  const char *op = opt_string(r, t, o, "op");
+  if (k == OX_TEDIT_ADD) {
+    OxOp opv;
+    if (!op || !ox_op_from_name(op, strlen(op), &opv))
+      ERR(r, "an add edit needs a valid \"op\"");
+    else
+      e->op = (uint8_t)opv;
+    if (!e->target) ERR(r, "an add edit needs a \"target\"");
+  }
+  Ctx c = {t->pool, r, true};
+  json_object *v;
+  /* only the kinds that carry args / meta get data (and read them) */
+  if (k != OX_TEDIT_ADD && k != OX_TEDIT_ARGS && k != OX_TEDIT_META) return;
+  OxTraceEditData *d = ox_trace_edit_data(t, e);
+  d->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
+  d->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
+  if (k != OX_TEDIT_META && json_object_object_get_ex(o, "args", &v)) {
+    ox_json_path_push_key(r, "args");
+    if (ox_json_expect_type(r, v, json_type_array, "args")) ox_json_read_items(&c, v, OX_V_TUPLE, &d->args);
+    ox_json_path_pop(r);
+  }
+  if (k != OX_TEDIT_META && json_object_object_get_ex(o, "kwargs", &v)) {
+    ox_json_path_push_key(r, "kwargs");
+    OxValue kw;
+    if (ox_json_read_value(&c, v, &kw)) {
+      if (kw.kind == OX_V_DICT)
+        d->kwargs = kw;
+      else
+        ERR(r, "kwargs must be an object");
+    }
+    ox_json_path_pop(r);
+  }
+  if (k != OX_TEDIT_ARGS && json_object_object_get_ex(o, "meta", &v)) {
+    ox_json_path_push_key(r, "meta");
+    if (ox_json_read_meta(r, t->pool, v, &d->meta)) e->has_meta = true;
+    ox_json_path_pop(r);
+  }
+  if (k == OX_TEDIT_META && !e->has_meta) ERR(r, "a meta edit needs a \"meta\"");
+}
+
+static void read_step(Rd *r, OxTrace *t, json_object *o) {
+  if (!ox_json_expect_type(r, o, json_type_object, "a step")) return;
+  const char *kind = opt_string(r, t, o, "kind");
+  int k = -1;
+  for (int i = 0; kind && i < 3; i++)
+    if (strcmp(kind, step_kind_names[i]) == 0) k = i;
+  if (k < 0) {
+    ERR(r, "a step needs \"kind\": applied, rejected or check_failed");
+    return;
+  }
+  OxStep *s = ox_trace_add_step(t, (OxStepKind)k);
+  s->applied_index = opt_u32(r, o, "applied_index");
+  if (s->applied_index > t->n_graph_steps) t->n_graph_steps = s->applied_index;
+  s->phase = opt_string(r, t, o, "phase");
+  s->pass = opt_string(r, t, o, "pass");
+  s->rule = opt_string(r, t, o, "rule");
+  s->rule_file = opt_string(r, t, o, "rule_file");
+  s->rule_line = opt_u32(r, o, "rule_line");
+  s->anchor = opt_string(r, t, o, "anchor");
+  s->key = opt_string(r, t, o, "key");
+  s->options = opt_string(r, t, o, "options");
+  s->matched = read_names(r, t, o, "matched", &s->n_matched);
+  s->removed = read_names(r, t, o, "removed", &s->n_removed);
+  s->added = read_names(r, t, o, "added", &s->n_added);
+  s->scaffold = read_names(r, t, o, "scaffolding", &s->n_scaffold);
+  s->seconds = opt_num(o, "seconds");
+  json_object *v;
+  if (json_object_object_get_ex(o, "provenance", &v)) {
+    ox_json_path_push_key(r, "provenance");
+    if (ox_json_expect_type(r, v, json_type_array, "provenance")) {
+      size_t n = json_object_array_length(v);
+      s->prov_old = ox_graph_alloc(t->pool, (n + 1) * sizeof(char *));
+      s->prov_new = ox_graph_alloc(t->pool, (n + 1) * sizeof(char *));
+      for (size_t i = 0; i < n; i++) {
+        json_object *p = json_object_array_get_idx(v, i);
+        ox_json_path_push_idx(r, i);
+        if (json_object_is_type(p, json_type_array) && json_object_array_length(p) == 2 &&
+            json_object_is_type(json_object_array_get_idx(p, 0), json_type_string) &&
+            json_object_is_type(json_object_array_get_idx(p, 1), json_type_string)) {
+          s->prov_old[s->n_prov] = ox_trace_intern(t, json_object_get_string(json_object_array_get_idx(p, 0)));
+          s->prov_new[s->n_prov++] = ox_trace_intern(t, json_object_get_string(json_object_array_get_idx(p, 1)));
+        } else {
+          ERR(r, "a provenance entry must be [old name, new name]");
+        }
+        ox_json_path_pop(r);
+      }
+    }
+    ox_json_path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "reason", &v)) {
+    ox_json_path_push_key(r, "reason");
+    if (ox_json_expect_type(r, v, json_type_object, "reason")) {
+      const char *code = opt_string(r, t, v, "code");
+      OxReasonCode rc;
+      if (!code || !ox_reason_code_from_name(code, &rc)) {
+        ERR(r, "unknown reason code '%.40s'", code ? code : "");
+      } else {
+        s->reason.code = (uint16_t)rc;
+        json_object *args, *nodes = NULL;
+        json_object_object_get_ex(v, "nodes", &nodes);
+        if (json_object_object_get_ex(v, "args", &args) && json_object_is_type(args, json_type_array)) {
+          size_t n = json_object_array_length(args);
+          if (n > OX_REASON_MAX_ARGS) n = OX_REASON_MAX_ARGS;
+          for (size_t i = 0; i < n; i++) {
+            json_object *a = json_object_array_get_idx(args, i);
+            s->reason.args[i] = ox_trace_intern(t, json_object_is_type(a, json_type_string) ? json_object_get_string(a) : "");
+            json_object *isn = nodes && json_object_is_type(nodes, json_type_array) ? json_object_array_get_idx(nodes, i) : NULL;
+            if (isn && json_object_get_boolean(isn)) s->reason.nodes[i] = s->reason.args[i];
+          }
+          s->reason.n_args = (uint8_t)n;
+        }
+      }
+    }
+    ox_json_path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "checks", &v)) {
+    ox_json_path_push_key(r, "checks");
+    if (ox_json_expect_type(r, v, json_type_object, "checks")) {
+      json_object_object_foreach(v, ck, cv) {
+        int kk = -1;
+        for (int i = 0; i < OX_CHECK_KINDS; i++)
+          if (strcmp(ck, ox_check_kind_name((OxCheckKind)i)) == 0) kk = i;
+        ox_json_path_push_key(r, ck);
+        if (kk < 0 || !json_object_is_type(cv, json_type_object)) {
+          ERR(r, "unknown check '%.40s'", ck);
+          ox_json_path_pop(r);
+          continue;
+        }
+        OxCheckResult *c = &s->checks[kk];
+        const char *st = opt_string(r, t, cv, "status");
+        int si = -1;
+        for (int i = 0; st && i <= OX_CHECK_SKIPPED; i++)
+          if (strcmp(st, ox_check_status_name((OxCheckStatus)i)) == 0) si = i;
+        if (si < 0) ERR(r, "check status must be not-run, passed, failed or skipped");
+        c->status = (uint8_t)(si < 0 ? 0 : si);
+        c->detail = opt_string(r, t, cv, "detail");
+        c->checked_shape = opt_string(r, t, cv, "checked_shape");
+        c->max_abs = opt_num(cv, "max_abs");
+        c->max_rel = opt_num(cv, "max_rel");
+        c->tol = opt_num(cv, "tol");
+        c->trials = opt_u32(r, cv, "trials");
+        c->seconds = opt_num(cv, "seconds");
+        ox_json_path_pop(r);
+      }
+    }
+    ox_json_path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "edits", &v)) {
+    ox_json_path_push_key(r, "edits");
+    if (ox_json_expect_type(r, v, json_type_array, "edits")) {
+      size_t n = json_object_array_length(v);
+      OxTraceEdit *edits = ox_graph_alloc(t->pool, (n + 1) * sizeof *edits);
+      for (size_t i = 0; i < n; i++) {
+        ox_json_path_push_idx(r, i);
+        read_edit(r, t, json_object_array_get_idx(v, i), &edits[i]);
+        ox_json_path_pop(r);
+      }
+      /* s stays valid: nothing in this loop adds steps */
+      s->edits = edits;
+      s->n_edits = (uint32_t)n;
+    }
+    ox_json_path_pop(r);
+  }
+}
+
+/* The trace reader streams: a trace of a 100k-node run is tens of MB of JSON, and a DOM of all of
+ * it costs ~25x its size. The top-level object and the "steps" array are scanned here (strings
+ * and brackets only); every other member and every step is a small JSON text of its own, parsed
+ * strictly by json-c, converted, and freed before the next. Syntax errors are located in the
+ * whole file; semantic errors name their path (steps[12].edits[3]) and are located as usual. */
+
+typedef struct Stream {
+  Rd *r;
+  const char *text;
+  size_t len;
+  struct json_tokener *tok;
+  char *tmp;
+  size_t tmp_cap;
+} Stream;
+
+static void stream_syntax(Stream *st, size_t off, const char *fmt, const char *what) {
+  uint32_t line, col;
+  if (off > st->len) off = st->len;
+  ox_json_offset_to_linecol(st->text, st->len, off, &line, &col);
+  ox_diag_add(st->r->d, OX_SEV_ERROR, line, col, st->text + off, fmt, what);
+  st->r->errors++;
+}
+
+/* Parses text[s, e) (one JSON value) strictly; NULL after reporting a located error. */
+static json_object *stream_parse(Stream *st, size_t s, size_t e) {
+  json_tokener_reset(st->tok);
+  const char *p = st->text + s;
+  size_t n = e - s;
+  if (n && p[0] != '{' && p[0] != '[' && p[0] != '"') {
+    /* json-c finishes a bare scalar only at a terminator: parse a NUL-terminated copy */
+    if (n + 1 > st->tmp_cap) {
+      st->tmp_cap = n + 64;
+      st->tmp = ox_xrealloc(st->tmp, st->tmp_cap);
+    }
+    memcpy(st->tmp, p, n);
+    st->tmp[n] = 0;
+    p = st->tmp;
+    n++;
+  }
+  json_object *o = json_tokener_parse_ex(st->tok, p, (int)n);
+  enum json_tokener_error jerr = json_tokener_get_error(st->tok);
+  size_t end = json_tokener_get_parse_end(st->tok);
+  if (!o) {
+    if (jerr == json_tokener_continue) stream_syntax(st, e, "JSON syntax error: %s", "unexpected end of a value");
+    else stream_syntax(st, s + end, "JSON syntax error: %s", json_tokener_error_desc(jerr));
+    return NULL;
+  }
+  if (p == st->text + s && end != n) {
+    json_object_put(o);
+    stream_syntax(st, s + end, "JSON syntax error: %s", "unexpected text after a value");
+    return NULL;
+  }
+  return o;
+}
+
+/* The lines the edits of the step object text[s, e) start on (line = the line of s): the
+ * step was parsed already, so the text is valid JSON; its "edits" member is found among the
+ * top-level members and its elements are walked with skip_value. */
+static void edit_lines(const char *text, size_t s, size_t e, uint32_t line, OxStep *st) {
+  size_t i = ox_json_skip_ws(text, e, s + 1), at = s;
+  while (i < e && text[i] == '"') {
+    size_t ke = ox_json_skip_string(text, e, i);
+    bool edits = ke - i == 7 && memcmp(text + i, "\"edits\"", 7) == 0;
+    i = ox_json_skip_ws(text, e, ke);
+    if (i >= e || text[i] != ':') return;
+    i = ox_json_skip_ws(text, e, i + 1);
+    if (edits && i < e && text[i] == '[') {
+      i = ox_json_skip_ws(text, e, i + 1);
+      for (uint32_t k = 0; k < st->n_edits && i < e && text[i] != ']'; k++) {
+        for (; at < i; at++)
+          if (text[at] == '\n') line++;
+        st->edits[k].src_line = line;
+        i = ox_json_skip_ws(text, e, ox_json_skip_value(text, e, i));
+        if (i < e && text[i] == ',') i = ox_json_skip_ws(text, e, i + 1);
+      }
+      return;
+    }
+    i = ox_json_skip_ws(text, e, ox_json_skip_value(text, e, i));
+    if (i < e && text[i] == ',') i = ox_json_skip_ws(text, e, i + 1);
+  }
+}
+
+/* Extent of the value at i (validated later by stream_parse); 0 on a structural error. */
+static size_t stream_value_end(Stream *st, size_t i) {
+  if (i >= st->len) {
+    stream_syntax(st, i, "JSON syntax error: %s", "unexpected end of input");
+    return 0;
+  }
+  char c = st->text[i];
+  if (c == ',' || c == '}' || c == ']' || c == ':') {
+    stream_syntax(st, i, "JSON syntax error: %s", "a value is missing");
+    return 0;
+  }
+  size_t e = ox_json_skip_value(st->text, st->len, i);
+  if (e <= i) {
+    stream_syntax(st, i, "JSON syntax error: %s", "a value is missing");
+    return 0;
+  }
+  return e;
+}
+
+typedef struct Member {
+  char key[32];
+  json_object *v;
+  size_t at;
+} Member;
+
+enum { MAX_MEMBERS = 16 };
+
+int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *diags) {
+  (void)file;
+  *out = NULL;
+  Rd *r = calloc(1, sizeof *r);
+  if (!r) return -1;
+  r->text = text;
+  r->len = len;
+  r->d = diags;
+  if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) r->start = 3;
+  if (len > (size_t)INT_MAX) {
+    ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "JSON input of %zu bytes is larger than the reader's 2 GiB limit",
+                len);
+    free(r);
+    return -1;
+  }
+  size_t errors_before = diags->n_errors;
+  Stream st = {r, text, len, json_tokener_new_ex(254), NULL, 0};
+  OxTrace *t = NULL;
+  Member mem[MAX_MEMBERS];
+  uint32_t n_mem = 0;
+  size_t steps_at = SIZE_MAX; /* offset of the steps array's '[' */
+  if (!st.tok) {
+    ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
+    free(r);
+    return -1;
+  }
+  json_tokener_set_flags(st.tok, JSON_TOKENER_STRICT);
+
+  /* pass 1: the members of the top-level object; "steps" is only located */
+  size_t i = ox_json_skip_ws(text, len, r->start);
+  if (i >= len || text[i] != '{') {
+    stream_syntax(&st, i, "%s", i >= len ? "empty input: expected an Optimus trace (a JSON object)"
+                                         : "not an Optimus trace (expected a JSON object)");
+    goto out;
+  }
+  i = ox_json_skip_ws(text, len, i + 1);
+  if (i < len && text[i] == '}') i = ox_json_skip_ws(text, len, i + 1);
+  else
+    for (;;) {
+      if (i >= len || text[i] != '"') {
+        stream_syntax(&st, i, "JSON syntax error: %s", i >= len ? "unexpected end of input" : "expected a member name");
+        goto out;
+      }
+      size_t ke = ox_json_skip_string(text, len, i);
+      json_object *key = stream_parse(&st, i, ke);
+      if (!key) goto out;
+      char kbuf[32];
+      snprintf(kbuf, sizeof kbuf, "%s", json_object_get_string(key));
+      bool long_key = strlen(json_object_get_string(key)) >= sizeof kbuf;
+      json_object_put(key);
+      i = ox_json_skip_ws(text, len, ke);
+      if (i >= len || text[i] != ':') {
+        stream_syntax(&st, i, "JSON syntax error: %s", "expected ':' after a member name");
+        goto out;
+      }
+      i = ox_json_skip_ws(text, len, i + 1);
+      size_t ve = stream_value_end(&st, i);
+      if (!ve) goto out;
+      if (!long_key && strcmp(kbuf, "steps") == 0) {
+        steps_at = i; /* the last one wins, as in json-c */
+      } else if (!long_key) {
+        json_object *v = stream_parse(&st, i, ve);
+        if (!v) goto out;
+        uint32_t k = 0;
+        while (k < n_mem && strcmp(mem[k].key, kbuf) != 0) k++;
+        if (k < n_mem) {
+          json_object_put(mem[k].v); /* duplicate key: the last one wins */
+        } else if (n_mem < MAX_MEMBERS) {
+          n_mem++;
+        } else {
+          json_object_put(v); /* an unknown extra member: ignored */
+          v = NULL;
+        }
+        if (v) {
+          snprintf(mem[k].key, sizeof mem[k].key, "%s", kbuf);
+          mem[k].v = v;
+          mem[k].at = i;
+        }
+      }
+      i = ox_json_skip_ws(text, len, ve);
+      if (i < len && text[i] == ',') {
+        i = ox_json_skip_ws(text, len, i + 1);
+        continue;
+      }
+      if (i < len && text[i] == '}') {
+        i = ox_json_skip_ws(text, len, i + 1);
+        break;
+      }
+      stream_syntax(&st, i, "JSON syntax error: %s", i >= len ? "unexpected end of input" : "expected ',' or '}'");
+      goto out;
+    }
+  if (i < len) {
+    stream_syntax(&st, i, "JSON syntax error: %s", "unexpected text after the document");
+    goto out;
+  }
+
+  /* the header, checked before any step is read */
+  json_object *root = json_object_new_object();
+  for (uint32_t k = 0; k < n_mem; k++) json_object_object_add(root, mem[k].key, json_object_get(mem[k].v));
+  t = ox_trace_new();
+  json_object *v;
+  bool header_ok = false;
+  if (!json_object_object_get_ex(root, "format", &v) || !json_object_is_type(v, json_type_string) ||
+      strcmp(json_object_get_string(v), "optimus-trace") != 0) {
+    ERR(r, "not an Optimus trace (expected \"format\": \"optimus-trace\")");
+  } else if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int) ||
+             json_object_get_int64(v) < 1 || json_object_get_int64(v) > OX_TRACE_VERSION) {
+    ox_json_path_push_key(r, "version");
+    ERR(r, "unsupported trace version (this reader knows versions 1 to %d)", OX_TRACE_VERSION);
+    ox_json_path_pop(r);
+  } else {
+    header_ok = true;
+  }
+  if (header_ok) {
+    if (json_object_object_get_ex(root, "input", &v) && json_object_is_type(v, json_type_object)) {
+      ox_json_path_push_key(r, "input");
+      t->input_file = opt_string(r, t, v, "file");
+      t->input_hash = opt_string(r, t, v, "hash");
+      if (t->input_hash && !t->input_hash[0]) t->input_hash = NULL;
+      ox_json_path_pop(r);
+    }
+    if (!t->input_hash) {
+      ox_json_path_push_key(r, "input");
+      ox_json_report(r, OX_SEV_WARNING,
+                     "no input hash: the trace cannot be checked against the graph it is used with "
+                     "(replay refuses it)");
+      ox_json_path_pop(r);
+    }
+    if (json_object_object_get_ex(root, "config", &v) && json_object_is_type(v, json_type_object))
+      t->config = ox_trace_intern(t, json_object_to_json_string_ext(v, JSON_C_TO_STRING_SPACED));
+    else
+      t->config = opt_string(r, t, root, "config");
+    t->checks = opt_string(r, t, root, "checks");
+    t->seconds = opt_num(root, "seconds");
+    if (json_object_object_get_ex(root, "counters", &v) && json_object_is_type(v, json_type_object)) {
+      uint32_t n = 0;
+      json_object_object_foreach(v, ck, cv) {
+        (void)ck;
+        (void)cv;
+        n++;
+      }
+      t->counter_names = ox_graph_alloc(t->pool, (n + 1) * sizeof(char *));
+      t->counter_values = ox_graph_alloc(t->pool, (n + 1) * sizeof(int64_t));
+      json_object_object_foreach(v, ck2, cv2) {
+        t->counter_names[t->n_counters] = ox_trace_intern(t, ck2);
+        t->counter_values[t->n_counters++] = json_object_get_int64(cv2);
+      }
+    }
+    if (steps_at == SIZE_MAX) ERR(r, "no \"steps\" key");
+  }
+  json_object_put(root);
+  if (!header_ok || steps_at == SIZE_MAX) goto out;
+
+  /* pass 2: the steps, one at a time */
+  ox_json_path_push_key(r, "steps");
+  i = steps_at;
+  if (text[i] != '[') {
+    ERR(r, "expected an array, got %s", text[i] == '{' ? "an object" : text[i] == '"' ? "a string" : "a scalar");
+  } else {
+    i = ox_json_skip_ws(text, len, i + 1);
+    size_t idx = 0;
+    size_t line_at = 0; /* lines counted up to here, once over the whole text */
+    uint32_t line = 1;
+    if (i < len && text[i] == ']') i++;
+    else
+      while (r->errors < MAX_ERRORS) {
+        size_t e = stream_value_end(&st, i);
+        if (!e) break;
+        json_object *o = stream_parse(&st, i, e);
+        if (!o) break;
+        for (; line_at < i; line_at++)
+          if (text[line_at] == '\n') line++;
+        ox_json_path_push_idx(r, idx++);
+        uint32_t before = t->n_steps;
+        read_step(r, t, o);
+        if (t->n_steps > before) {
+          t->steps[t->n_steps - 1].src_line = line;
+          edit_lines(text, i, e, line, &t->steps[t->n_steps - 1]);
+        }
+        ox_json_path_pop(r);
+        json_object_put(o);
+        i = ox_json_skip_ws(text, len, e);
+        if (i < len && text[i] == ',') {
+          i = ox_json_skip_ws(text, len, i + 1);
+          continue;
+        }
+        if (i < len && text[i] == ']') break;
+        stream_syntax(&st, i, "JSON syntax error: %s", i >= len ? "unexpected end of input" : "expected ',' or ']'");
+        break;
+      }
+  }
+  ox_json_path_pop(r);
+out:
+  for (uint32_t k = 0; k < n_mem; k++) json_object_put(mem[k].v);
+  json_tokener_free(st.tok);
+  free(st.tmp);
+  free(r);
+  if (diags->n_errors > errors_before) {
+    ox_trace_free(t);
+    return -1;
+  }
+  *out = t;
+  return 0;
+}

@@ -1,0 +1,294 @@
+/* ox_json_write.c - Optimus JSON (docs/format-json.md): the document writer.
+ *
+ * The writer emits everything the IR holds for a document: graphs in order, each with its
+ * name, src_line, live nodes in program order (name, op, target, args, kwargs, meta with the
+ * inferred flag, and the optional fields only when set), and subgraphs recursively with their
+ * owner. It builds the text itself (not through json-c's serializer) so that key order is
+ * fixed, floats are written as the shortest text that reads back bit-identically (Python
+ * repr; 1.0 keeps its ".0" so it stays a float), and each node sits on its own line, which
+ * keeps files diffable and error locations useful.
+ */
+#include <inttypes.h>
+#include <math.h>
+
+#include "json/ox_json_private.h"
+#include "run/ox_record.h"
+
+/* ================================================================== writer */
+
+void ox_json_put_str(OxBuf *b, const char *s) { ox_buf_put_quoted(b, s ? s : ""); }
+
+void ox_json_put_key(OxBuf *b, const char *key) {
+  ox_json_put_str(b, key);
+  ox_buf_puts(b, ": ");
+}
+
+static void put_indent(OxBuf *b, int n) {
+  for (int i = 0; i < n; i++) ox_buf_putc(b, ' ');
+}
+
+void ox_json_write_items(const OxGraph *g, const OxValue *v, OxBuf *b) {
+  ox_buf_putc(b, '[');
+  for (uint32_t i = 0; i < v->n; i++) {
+    if (i) ox_buf_puts(b, ", ");
+    ox_json_write_value(g, &v->u.items[i], b);
+  }
+  ox_buf_putc(b, ']');
+}
+
+static void write_tagged_str(OxBuf *b, const char *tag, const char *s) {
+  ox_buf_putc(b, '{');
+  ox_json_put_key(b, tag);
+  ox_json_put_str(b, s);
+  ox_buf_putc(b, '}');
+}
+
+void ox_json_write_value(const OxGraph *g, const OxValue *v, OxBuf *b) {
+  switch ((OxValueKind)v->kind) {
+  case OX_V_NONE: ox_buf_puts(b, "null"); return;
+  case OX_V_BOOL: ox_buf_puts(b, v->u.b ? "true" : "false"); return;
+  case OX_V_INT: ox_buf_printf(b, "%" PRId64, v->u.i); return;
+  case OX_V_FLOAT:
+    if (isnan(v->u.f))
+      ox_buf_puts(b, "{\"float\": \"nan\"}");
+    else if (isinf(v->u.f))
+      ox_buf_puts(b, v->u.f < 0 ? "{\"float\": \"-inf\"}" : "{\"float\": \"inf\"}");
+    else
+      ox_buf_put_pyfloat(b, v->u.f); /* shortest round-trip text, always with '.' or 'e' */
+    return;
+  case OX_V_STR: ox_json_put_str(b, v->s); return;
+  case OX_V_NODE: {
+    const char *name = ox_graph_ref_name(g, v->u.node);
+    if (name) {
+      write_tagged_str(b, "node", name);
+    } else {
+      ox_buf_puts(b, "{\"node\": null}"); /* a dangling id: the reader rejects it, loudly */
+    }
+    return;
+  }
+  case OX_V_SYM: write_tagged_str(b, "sym", v->s); return;
+  case OX_V_DTYPE:
+    write_tagged_str(b, "dtype", v->s ? v->s : ox_dtype_torch_name((OxDType)v->u.dtype));
+    return;
+  case OX_V_DEVICE: write_tagged_str(b, "device", v->s); return;
+  case OX_V_ENUM: write_tagged_str(b, "enum", v->s); return;
+  case OX_V_RAW: write_tagged_str(b, "raw", v->s); return;
+  case OX_V_ELLIPSIS: ox_buf_puts(b, "{\"ellipsis\": true}"); return;
+  case OX_V_LIST: ox_json_write_items(g, v, b); return;
+  case OX_V_TUPLE:
+    ox_buf_puts(b, "{\"tuple\": ");
+    ox_json_write_items(g, v, b);
+    ox_buf_putc(b, '}');
+    return;
+  case OX_V_SLICE:
+    ox_buf_puts(b, "{\"slice\": ");
+    ox_json_write_items(g, v, b);
+    ox_buf_putc(b, '}');
+    return;
+  case OX_V_DICT:
+    ox_buf_puts(b, "{\"dict\": [");
+    for (uint32_t i = 0; i < v->n; i++) {
+      if (i) ox_buf_puts(b, ", ");
+      ox_buf_putc(b, '[');
+      ox_json_put_str(b, v->keys[i]);
+      ox_buf_puts(b, ", ");
+      ox_json_write_value(g, &v->u.items[i], b);
+      ox_buf_putc(b, ']');
+    }
+    ox_buf_puts(b, "]}");
+    return;
+  }
+  ox_buf_puts(b, "null"); /* unreachable for a well-formed value */
+}
+
+static void write_dims(OxBuf *b, const OxDim *dims, int32_t rank) {
+  ox_buf_putc(b, '[');
+  for (int32_t i = 0; i < rank; i++) {
+    if (i) ox_buf_puts(b, ", ");
+    if (dims[i].sym)
+      ox_json_put_str(b, dims[i].sym);
+    else
+      ox_buf_printf(b, "%" PRId64, dims[i].v);
+  }
+  ox_buf_putc(b, ']');
+}
+
+static void write_tensor_meta(const OxTensorMeta *t, OxBuf *b) {
+  ox_buf_putc(b, '{');
+  ox_json_put_key(b, "dtype");
+  ox_json_put_str(b, ox_dtype_abbr(t->dtype));
+  if (t->rank >= 0) {
+    ox_buf_puts(b, ", ");
+    ox_json_put_key(b, "shape");
+    write_dims(b, t->shape, t->rank);
+    if (t->has_stride && (t->stride || t->rank == 0)) {
+      ox_buf_puts(b, ", ");
+      ox_json_put_key(b, "stride");
+      write_dims(b, t->stride, t->rank);
+    }
+  }
+  if (t->device) {
+    ox_buf_puts(b, ", ");
+    ox_json_put_key(b, "device");
+    ox_json_put_str(b, t->device);
+  }
+  ox_buf_putc(b, '}');
+}
+
+/* Writes ', "meta": {...}' when there is anything to say. */
+void ox_json_write_meta(const OxMeta *m, OxBuf *b) {
+  bool has_kind = false;
+  OxBuf tmp;
+  ox_buf_init(&tmp);
+  switch ((OxMetaKind)m->kind) {
+  case OX_META_TENSOR:
+    if (m->n >= 1 && m->t) {
+      ox_buf_puts(&tmp, "\"tensor\": ");
+      write_tensor_meta(&m->t[0], &tmp);
+      has_kind = true;
+    }
+    break;
+  case OX_META_TUPLE:
+    ox_buf_puts(&tmp, "\"tuple\": [");
+    for (uint32_t i = 0; m->t && i < m->n; i++) {
+      if (i) ox_buf_puts(&tmp, ", ");
+      write_tensor_meta(&m->t[i], &tmp);
+    }
+    ox_buf_putc(&tmp, ']');
+    has_kind = true;
+    break;
+  case OX_META_SYMINT:
+    ox_buf_puts(&tmp, "\"symint\": ");
+    if (m->sym)
+      ox_json_put_str(&tmp, m->sym);
+    else
+      ox_buf_puts(&tmp, "null");
+    has_kind = true;
+    break;
+  case OX_META_SCALAR:
+    ox_buf_puts(&tmp, "\"scalar\": true");
+    has_kind = true;
+    break;
+  case OX_META_NONE: break;
+  }
+  if (has_kind || m->inferred) {
+    ox_buf_puts(b, ", \"meta\": {");
+    if (has_kind) ox_buf_append(b, tmp.data, tmp.len);
+    if (m->inferred) ox_buf_puts(b, has_kind ? ", \"inferred\": true" : "\"inferred\": true");
+    ox_buf_putc(b, '}');
+  }
+  ox_buf_free(&tmp);
+}
+
+void ox_json_write_opt_str(OxBuf *b, const char *key, const char *s) {
+  if (!s) return;
+  ox_buf_puts(b, ", ");
+  ox_json_put_key(b, key);
+  ox_json_put_str(b, s);
+}
+
+static void write_node(const OxGraph *g, const OxNode *n, OxBuf *b) {
+  ox_buf_putc(b, '{');
+  ox_json_put_key(b, "name");
+  ox_json_put_str(b, n->name);
+  ox_buf_puts(b, ", ");
+  ox_json_put_key(b, "op");
+  ox_json_put_str(b, ox_op_name((OxOp)n->op));
+  ox_buf_puts(b, ", ");
+  ox_json_put_key(b, "target");
+  ox_json_put_str(b, n->target);
+  ox_buf_puts(b, ", ");
+  ox_json_put_key(b, "args");
+  ox_buf_putc(b, '[');
+  for (uint32_t i = 0; n->args.kind == OX_V_TUPLE && i < n->args.n; i++) {
+    if (i) ox_buf_puts(b, ", ");
+    ox_json_write_value(g, &n->args.u.items[i], b);
+  }
+  ox_buf_puts(b, "], ");
+  ox_json_put_key(b, "kwargs");
+  ox_buf_putc(b, '{');
+  for (uint32_t i = 0; n->kwargs.kind == OX_V_DICT && i < n->kwargs.n; i++) {
+    if (i) ox_buf_puts(b, ", ");
+    ox_json_put_key(b, n->kwargs.keys[i]);
+    ox_json_write_value(g, &n->kwargs.u.items[i], b);
+  }
+  ox_buf_putc(b, '}');
+  ox_json_write_meta(&n->meta, b);
+  if (n->declared_users != -1) ox_buf_printf(b, ", \"declared_users\": %" PRId32, n->declared_users);
+  if (n->flags) ox_buf_printf(b, ", \"flags\": %u", (unsigned)n->flags);
+  if (n->src_line) ox_buf_printf(b, ", \"src_line\": %" PRIu32, n->src_line);
+  ox_json_write_opt_str(b, "type_ann", n->type_ann);
+  ox_json_write_opt_str(b, "stack_trace", n->stack_trace);
+  ox_json_write_opt_str(b, "module_path", n->module_path);
+  ox_json_write_opt_str(b, "module_type", n->module_type);
+  ox_json_write_opt_str(b, "default_value", n->default_value);
+  if (n->n_provenance) {
+    ox_buf_puts(b, ", \"provenance\": [");
+    for (uint32_t i = 0; i < n->n_provenance; i++) ox_buf_printf(b, i ? ", %" PRIu32 : "%" PRIu32, n->provenance[i]);
+    ox_buf_putc(b, ']');
+  }
+  ox_buf_putc(b, '}');
+}
+
+static void write_graph(const OxGraph *g, int ind, OxBuf *b) {
+  put_indent(b, ind);
+  ox_buf_puts(b, "{\n");
+  if (g->name) {
+    put_indent(b, ind + 2);
+    ox_json_put_key(b, "name");
+    ox_json_put_str(b, g->name);
+    ox_buf_puts(b, ",\n");
+  }
+  if (g->sub_owner) {
+    put_indent(b, ind + 2);
+    ox_json_put_key(b, "owner");
+    ox_json_put_str(b, g->sub_owner);
+    ox_buf_puts(b, ",\n");
+  }
+  put_indent(b, ind + 2);
+  ox_buf_printf(b, "\"src_line\": %" PRIu32 ",\n", g->src_line);
+  put_indent(b, ind + 2);
+  ox_buf_puts(b, "\"nodes\": [");
+  bool first = true;
+  OX_GRAPH_FOREACH(g, id) {
+    ox_buf_puts(b, first ? "\n" : ",\n");
+    first = false;
+    put_indent(b, ind + 4);
+    write_node(g, &g->nodes[id], b);
+  }
+  if (!first) {
+    ox_buf_putc(b, '\n');
+    put_indent(b, ind + 2);
+  }
+  ox_buf_puts(b, "],\n");
+  put_indent(b, ind + 2);
+  ox_buf_puts(b, "\"subgraphs\": [");
+  for (uint32_t i = 0; i < g->n_subgraphs; i++) {
+    ox_buf_puts(b, i ? ",\n" : "\n");
+    write_graph(g->subgraphs[i], ind + 4, b);
+  }
+  if (g->n_subgraphs) {
+    ox_buf_putc(b, '\n');
+    put_indent(b, ind + 2);
+  }
+  ox_buf_puts(b, "]\n");
+  put_indent(b, ind);
+  ox_buf_putc(b, '}');
+}
+
+void ox_write_json(const OxDoc *doc, OxBuf *out) {
+  ox_buf_puts(out, "{\n  \"format\": \"optimus-fx\",\n  \"version\": 1,\n  \"graphs\": [");
+  for (uint32_t i = 0; i < doc->n_graphs; i++) {
+    ox_buf_puts(out, i ? ",\n" : "\n");
+    write_graph(doc->graphs[i], 4, out);
+  }
+  if (doc->n_graphs) ox_buf_puts(out, "\n  ");
+  ox_buf_putc(out, ']');
+  if (doc->record) {
+    json_object *rec = ox_record_to_json(doc->record);
+    ox_buf_puts(out, ",\n  \"record\": ");
+    ox_buf_puts(out, json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(rec);
+  }
+  ox_buf_puts(out, "\n}\n");
+}

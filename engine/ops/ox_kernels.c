@@ -1,0 +1,2810 @@
+/* ox_kernels.c - reference CPU kernels for every op in ox_ops.def.
+ *
+ * Each kernel reads its canonical slots (borrowed runtime values, see ox_kernels.h), checks
+ * them, and returns a freshly allocated result. Kernels never keep references to their
+ * slots except when returning an element of a tuple (getitem), which is ox_rt_ref'ed.
+ *
+ * Numerics: floating results are computed in double and stored once (ox_tensor_set rounds
+ * to the dtype). Operands of float ops are first rounded to the compute precision (float for
+ * f32/f16/bf16 results, as torch's opmath type; double for f64), so a single add/mul/div
+ * reproduces torch bit for bit and longer computations (matmul, norms, reductions) are at
+ * least as accurate as torch's float accumulation. Integer arithmetic is exact in int64.
+ *
+ * Every result tensor is allocated through knew(), which enforces the element budget, so a
+ * kernel can never allocate more than k->max_elems elements per tensor.
+ */
+#include "ops/ox_kernels.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ox_mem.h"
+#include "ops/ox_shape.h"
+
+typedef OxKernelCtx K;
+typedef OxRtValue V;
+typedef int (*KFn)(K *k, V *const *s, V **out);
+
+#define MAXR OX_TENSOR_MAX_RANK
+
+/* ------------------------------------------------------------------ errors, allocation */
+
+static int kfail(K *k, const char *fmt, ...) {
+  if (!k->err || !k->errcap) return -1;
+  int n = snprintf(k->err, k->errcap, "%s: ", k->op_name ? k->op_name : "kernel");
+  if (n < 0) n = 0;
+  if ((size_t)n < k->errcap) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->err + n, k->errcap - (size_t)n, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static void shape_str(int rank, const int64_t *shape, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = 0;
+  int w = snprintf(buf, cap, "[");
+  if (w > 0) len = (size_t)w;
+  for (int i = 0; i < rank && len < cap; i++) {
+    w = snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (w > 0) len += (size_t)w;
+  }
+  if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+static OxTensor *knew(K *k, OxDType dt, int rank, const int64_t *shape) {
+  char b[128];
+  if (rank < 0 || rank > MAXR) {
+    kfail(k, "result rank %d exceeds the maximum of %d", rank, MAXR);
+    return NULL;
+  }
+  int64_t n = ox_shape_numel(rank, shape);
+  if (n < 0) {
+    shape_str(rank, shape, b, sizeof b);
+    kfail(k, "invalid result shape %s", b);
+    return NULL;
+  }
+  int64_t lim = k->max_elems > 0 ? k->max_elems : OX_KERNEL_DEFAULT_MAX_ELEMS;
+  if (n > lim) {
+    kfail(k, "result of %lld elements exceeds the budget of %lld elements", (long long)n, (long long)lim);
+    return NULL;
+  }
+  if (!ox_tensor_dtype_supported(dt)) {
+    kfail(k, "unsupported dtype %s", ox_dtype_abbr(dt));
+    return NULL;
+  }
+  OxTensor *t = ox_tensor_new(dt, rank, shape);
+  if (!t) kfail(k, "out of memory for %lld elements", (long long)n);
+  return t;
+}
+
+static int ret_tensor(OxTensor *t, V **out) {
+  if (!t) return -1;
+  *out = ox_rt_tensor(t);
+  return 0;
+}
+
+static size_t esize(OxDType dt) {
+  switch (ox_dtype_storage(dt)) {
+  case OX_ST_F32: return sizeof(float);
+  case OX_ST_F64: return sizeof(double);
+  case OX_ST_I64: return sizeof(int64_t);
+  case OX_ST_U8: return 1;
+  default: return 0;
+  }
+}
+
+static bool is_float_dt(OxDType dt) {
+  OxStorage s = ox_dtype_storage(dt);
+  return s == OX_ST_F32 || s == OX_ST_F64;
+}
+
+static bool is_int_store(OxDType dt) {
+  OxStorage s = ox_dtype_storage(dt);
+  return s == OX_ST_I64 || s == OX_ST_U8;
+}
+
+/* Round an operand to the precision the op computes in (torch's opmath type). */
+static double opmath(OxDType out_dt, double x) {
+  return ox_dtype_storage(out_dt) == OX_ST_F32 ? (double)(float)x : x;
+}
+
+/* Copy n elements, converting dtype if needed. */
+static void copy_elems(OxTensor *dst, int64_t doff, const OxTensor *src, int64_t soff, int64_t n) {
+  if (dst->dtype == src->dtype) {
+    size_t es = esize(src->dtype);
+    memcpy((char *)dst->data.p + (size_t)doff * es, (const char *)src->data.p + (size_t)soff * es,
+           (size_t)n * es);
+  } else if (is_int_store(src->dtype) && is_int_store(dst->dtype)) {
+    for (int64_t i = 0; i < n; i++) ox_tensor_set_i64(dst, doff + i, ox_tensor_get_i64(src, soff + i));
+  } else {
+    for (int64_t i = 0; i < n; i++) ox_tensor_set(dst, doff + i, ox_tensor_get(src, soff + i));
+  }
+}
+
+/* a positive allocation count (malloc(0) may return NULL) */
+static size_t nz(int64_t n) { return (size_t)(n > 0 ? n : 1); }
+
+static double *to_doubles(K *k, const OxTensor *t) {
+  double *d = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *d);
+  if (!d) {
+    kfail(k, "out of memory for %lld elements", (long long)t->numel);
+    return NULL;
+  }
+  for (int64_t i = 0; i < t->numel; i++) d[i] = ox_tensor_get(t, i);
+  return d;
+}
+
+/* ------------------------------------------------------------------ argument access */
+
+static bool is_none(const V *v) { return !v || v->kind == OX_RT_NONE; }
+
+static const OxTensor *get_tensor(K *k, const V *v, const char *what) {
+  if (v && v->kind == OX_RT_TENSOR) return v->u.t;
+  kfail(k, "%s: expected a tensor, got %s", what, v ? ox_rt_kind_name(v->kind) : "nothing");
+  return NULL;
+}
+
+static bool get_int(K *k, const V *v, const char *what, int64_t *out) {
+  if (v) {
+    switch (v->kind) {
+    case OX_RT_INT: *out = v->u.i; return true;
+    case OX_RT_BOOL: *out = v->u.b; return true;
+    case OX_RT_TENSOR:
+      if (v->u.t->numel == 1 && is_int_store(v->u.t->dtype)) {
+        *out = ox_tensor_get_i64(v->u.t, 0);
+        return true;
+      }
+      break;
+    default: break;
+    }
+  }
+  kfail(k, "%s: expected an int, got %s", what, v ? ox_rt_kind_name(v->kind) : "nothing");
+  return false;
+}
+
+static bool get_num(K *k, const V *v, const char *what, double *out) {
+  if (v) {
+    if (ox_rt_is_scalar(v)) {
+      *out = ox_rt_scalar(v);
+      return true;
+    }
+    if (v->kind == OX_RT_TENSOR && v->u.t->numel == 1) {
+      *out = ox_tensor_get(v->u.t, 0);
+      return true;
+    }
+  }
+  kfail(k, "%s: expected a number, got %s", what, v ? ox_rt_kind_name(v->kind) : "nothing");
+  return false;
+}
+
+static bool get_bool(K *k, const V *v, const char *what, bool *out) {
+  if (v && v->kind == OX_RT_BOOL) {
+    *out = v->u.b;
+    return true;
+  }
+  if (v && v->kind == OX_RT_INT) {
+    *out = v->u.i != 0;
+    return true;
+  }
+  kfail(k, "%s: expected a bool, got %s", what, v ? ox_rt_kind_name(v->kind) : "nothing");
+  return false;
+}
+
+/* An int list (LIST/TUPLE of ints) or a single int; returns the count or -1. */
+static int get_ints(K *k, const V *v, const char *what, int64_t *out, int max) {
+  if (v && (v->kind == OX_RT_LIST || v->kind == OX_RT_TUPLE)) {
+    if ((int)v->n > max) {
+      kfail(k, "%s: more than %d entries", what, max);
+      return -1;
+    }
+    for (uint32_t i = 0; i < v->n; i++)
+      if (!get_int(k, v->u.items[i], what, &out[i])) return -1;
+    return (int)v->n;
+  }
+  if (v && (v->kind == OX_RT_INT || v->kind == OX_RT_BOOL)) {
+    out[0] = v->kind == OX_RT_INT ? v->u.i : v->u.b;
+    return 1;
+  }
+  kfail(k, "%s: expected an int or a list of ints, got %s", what, v ? ox_rt_kind_name(v->kind) : "nothing");
+  return -1;
+}
+
+/* None -> OX_DT_UNKNOWN; a dtype we support -> it. */
+static bool get_dtype_opt(K *k, const V *v, const char *what, OxDType *out) {
+  *out = OX_DT_UNKNOWN;
+  if (is_none(v)) return true;
+  if (v->kind == OX_RT_DTYPE) {
+    if (!ox_tensor_dtype_supported(v->u.dtype)) {
+      kfail(k, "%s: unsupported dtype %s", what, v->s ? v->s : ox_dtype_abbr(v->u.dtype));
+      return false;
+    }
+    *out = v->u.dtype;
+    return true;
+  }
+  kfail(k, "%s: expected a dtype, got %s", what, ox_rt_kind_name(v->kind));
+  return false;
+}
+
+static bool norm_dim(K *k, int64_t d, int rank, int *out) {
+  int r = rank ? rank : 1; /* torch lets a 0-dim tensor use dim 0 / -1 */
+  if (d < -r || d >= r) {
+    kfail(k, "dim %lld out of range for a tensor of rank %d", (long long)d, rank);
+    return false;
+  }
+  *out = (int)(d < 0 ? d + r : d);
+  return true;
+}
+
+static bool need_float(K *k, const OxTensor *t, const char *what) {
+  if (is_float_dt(t->dtype)) return true;
+  kfail(k, "%s: expected a floating-point tensor, got %s", what, ox_dtype_abbr(t->dtype));
+  return false;
+}
+
+static bool same_dtype(K *k, const OxTensor *a, const OxTensor *b) {
+  if (a->dtype == b->dtype) return true;
+  kfail(k, "dtype mismatch: %s and %s", ox_dtype_abbr(a->dtype), ox_dtype_abbr(b->dtype));
+  return false;
+}
+
+/* ------------------------------------------------------------------ type promotion */
+
+static int dt_cat(OxDType d) {
+  if (d == OX_DT_BOOL) return 0;
+  if (ox_dtype_is_float(d)) return 2;
+  return 1;
+}
+
+OxDType ox_dtype_promote(OxDType a, OxDType b) {
+  if (a == b || b == OX_DT_UNKNOWN) return a;
+  if (a == OX_DT_UNKNOWN) return b;
+  int ca = dt_cat(a), cb = dt_cat(b);
+  if (ca != cb) return ca > cb ? a : b;
+  if (ca == 1) return OX_DT_I64; /* i32 with i64 */
+  if (ca == 2) return (a == OX_DT_F64 || b == OX_DT_F64) ? OX_DT_F64 : OX_DT_F32;
+  return a;
+}
+
+/* An elementwise operand: a tensor or a Python scalar. */
+typedef struct Opnd {
+  const OxTensor *t; /* NULL: scalar */
+  OxRtKind sk;       /* scalar kind (INT, FLOAT, BOOL) */
+  double d;
+  int64_t i;
+} Opnd;
+
+static bool get_opnd(K *k, const V *v, const char *what, Opnd *o) {
+  memset(o, 0, sizeof *o);
+  if (v && v->kind == OX_RT_TENSOR) {
+    o->t = v->u.t;
+    return true;
+  }
+  if (v && ox_rt_is_scalar(v)) {
+    o->sk = v->kind;
+    o->d = ox_rt_scalar(v);
+    o->i = v->kind == OX_RT_INT ? v->u.i : (v->kind == OX_RT_BOOL ? v->u.b : (int64_t)v->u.f);
+    return true;
+  }
+  kfail(k, "%s: expected a tensor or a number, got %s", what, v ? ox_rt_kind_name(v->kind) : "nothing");
+  return false;
+}
+
+/* torch.result_type: dimensioned tensors beat zero-dim tensors beat Python scalars, unless a
+ * lower-priority operand is of a higher category (bool < int < float). */
+static OxDType combine_cat(OxDType higher, OxDType lower) {
+  if (higher == OX_DT_UNKNOWN) return lower;
+  if (dt_cat(higher) == 2) return higher;
+  if (higher == OX_DT_BOOL || (lower != OX_DT_UNKNOWN && dt_cat(lower) == 2)) return ox_dtype_promote(higher, lower);
+  return higher;
+}
+
+static OxDType result_type(const Opnd *ops, int n) {
+  OxDType dim = OX_DT_UNKNOWN, zero = OX_DT_UNKNOWN, wrapped = OX_DT_UNKNOWN;
+  for (int i = 0; i < n; i++) {
+    if (ops[i].t) {
+      if (ops[i].t->rank == 0)
+        zero = ox_dtype_promote(zero, ops[i].t->dtype);
+      else
+        dim = ox_dtype_promote(dim, ops[i].t->dtype);
+    } else if (ops[i].sk != OX_RT_NONE) {
+      OxDType s = ops[i].sk == OX_RT_FLOAT ? OX_DT_F32 : ops[i].sk == OX_RT_INT ? OX_DT_I64 : OX_DT_BOOL;
+      wrapped = ox_dtype_promote(wrapped, s);
+    }
+  }
+  return combine_cat(dim, combine_cat(zero, wrapped));
+}
+
+/* ------------------------------------------------------------------ strided views */
+
+static void cstrides(int rank, const int64_t *shape, int64_t *st) {
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    st[i] = s;
+    s *= shape[i] ? shape[i] : 1;
+  }
+}
+
+/* A strided view of a contiguous tensor: element (i0..in) is at off + sum(i_d * st[d]). */
+typedef struct VDesc {
+  int rank;
+  int64_t shape[MAXR];
+  int64_t st[MAXR];
+  int64_t off;
+} VDesc;
+
+static void vd_init(VDesc *v, const OxTensor *t) {
+  v->rank = t->rank;
+  memcpy(v->shape, t->shape, sizeof v->shape);
+  cstrides(t->rank, t->shape, v->st);
+  v->off = 0;
+}
+
+static OxTensor *vd_gather(K *k, const OxTensor *in, const VDesc *v) {
+  OxTensor *o = knew(k, in->dtype, v->rank, v->shape);
+  if (!o || o->numel == 0) return o;
+  size_t es = esize(in->dtype);
+  int64_t idx[MAXR] = {0};
+  int64_t p = v->off;
+  /* runs: whole rows when the innermost dimension is contiguous, else single elements */
+  int r = v->rank;
+  bool rows = r >= 1 && v->st[r - 1] == 1;
+  int64_t len = rows ? v->shape[r - 1] : 1, runs = o->numel / len;
+  int last = rows ? r - 2 : r - 1; /* the dimensions stepped between runs */
+  for (int64_t i = 0; i < runs; i++) {
+    memcpy((char *)o->data.p + (size_t)(i * len) * es, (const char *)in->data.p + (size_t)p * es, (size_t)len * es);
+    for (int d = last; d >= 0; d--) {
+      idx[d]++;
+      p += v->st[d];
+      if (idx[d] < v->shape[d]) break;
+      p -= v->st[d] * v->shape[d];
+      idx[d] = 0;
+    }
+  }
+  return o;
+}
+
+static OxTensor *reshaped_copy(K *k, const OxTensor *in, int rank, const int64_t *shape) {
+  OxTensor *o = knew(k, in->dtype, rank, shape);
+  if (!o) return NULL;
+  if (o->numel != in->numel) {
+    char a[128], b[128];
+    shape_str(rank, shape, a, sizeof a);
+    shape_str(in->rank, in->shape, b, sizeof b);
+    ox_tensor_free(o);
+    kfail(k, "shape %s is invalid for input of shape %s", a, b);
+    return NULL;
+  }
+  copy_elems(o, 0, in, 0, in->numel);
+  return o;
+}
+
+/* ------------------------------------------------------------------ broadcasting */
+
+static bool bc_shape(K *k, int n, const Opnd *ops, int *rank, int64_t *shape) {
+  int r = 0;
+  for (int i = 0; i < n; i++)
+    if (ops[i].t && ops[i].t->rank > r) r = ops[i].t->rank;
+  for (int d = 0; d < r; d++) shape[d] = 1;
+  for (int i = 0; i < n; i++) {
+    const OxTensor *t = ops[i].t;
+    if (!t) continue;
+    for (int d = 0; d < t->rank; d++) {
+      int od = r - t->rank + d;
+      int64_t s = t->shape[d];
+      if (s == shape[od] || s == 1) continue;
+      if (shape[od] == 1) {
+        shape[od] = s;
+        continue;
+      }
+      char a[128], b[128];
+      shape_str(t->rank, t->shape, a, sizeof a);
+      shape_str(r, shape, b, sizeof b);
+      kfail(k, "shapes %s and %s cannot be broadcast", b, a);
+      return false;
+    }
+  }
+  *rank = r;
+  return true;
+}
+
+static void bc_strides(const OxTensor *t, int rank, int64_t *st) {
+  int64_t cs[MAXR];
+  cstrides(t->rank, t->shape, cs);
+  for (int d = 0; d < rank; d++) {
+    int td = d - (rank - t->rank);
+    st[d] = (td < 0 || t->shape[td] == 1) ? 0 : cs[td];
+  }
+}
+
+typedef double (*FnD)(const double *x, const void *c);
+typedef int64_t (*FnI)(const int64_t *x, const void *c, int *err);
+
+/* Applies fd (float path) or fi (exact int path) elementwise over broadcast operands. */
+static OxTensor *ewise(K *k, int n, const Opnd *ops, OxDType out_dt, FnD fd, FnI fi, const void *c) {
+  int rank = 0;
+  int64_t shape[MAXR] = {0};
+  if (!bc_shape(k, n, ops, &rank, shape)) return NULL;
+  OxTensor *o = knew(k, out_dt, rank, shape);
+  if (!o) return NULL;
+  int64_t st[3][MAXR], off[3] = {0, 0, 0}, idx[MAXR] = {0};
+  for (int i = 0; i < n; i++)
+    if (ops[i].t) bc_strides(ops[i].t, rank, st[i]);
+    else memset(st[i], 0, sizeof st[i]);
+  bool ip = fi && is_int_store(out_dt);
+  int err = 0;
+  for (int64_t e = 0; e < o->numel; e++) {
+    if (ip) {
+      int64_t x[3];
+      for (int i = 0; i < n; i++) x[i] = ops[i].t ? ox_tensor_get_i64(ops[i].t, off[i]) : ops[i].i;
+      int64_t r = fi(x, c, &err);
+      if (err) {
+        ox_tensor_free(o);
+        kfail(k, err == 1 ? "ZeroDivisionError: integer division by zero" : "integers to negative integer powers are not allowed");
+        return NULL;
+      }
+      ox_tensor_set_i64(o, e, r);
+    } else {
+      double x[3];
+      for (int i = 0; i < n; i++) x[i] = opmath(out_dt, ops[i].t ? ox_tensor_get(ops[i].t, off[i]) : ops[i].d);
+      ox_tensor_set(o, e, fd(x, c));
+    }
+    for (int d = rank - 1; d >= 0; d--) {
+      idx[d]++;
+      for (int i = 0; i < n; i++) off[i] += st[i][d];
+      if (idx[d] < shape[d]) break;
+      for (int i = 0; i < n; i++) off[i] -= st[i][d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+  return o;
+}
+
+/* ------------------------------------------------------------------ unary pointwise */
+
+enum { U_TANH, U_SIGMOID, U_RELU, U_GELU, U_GELU_TANH, U_SILU, U_NEG, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_COPY };
+
+static double unary_d(const double *x, const void *c) {
+  double v = x[0];
+  switch (*(const int *)c) {
+  case U_TANH: return tanh(v);
+  case U_SIGMOID: return 1.0 / (1.0 + exp(-v));
+  case U_RELU: return isnan(v) ? v : (v > 0.0 ? v : 0.0);
+  case U_GELU: return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440));
+  case U_GELU_TANH: {
+    double inner = 0.79788456080286535588 * (v + 0.044715 * v * v * v);
+    return 0.5 * v * (1.0 + tanh(inner));
+  }
+  case U_SILU: return v / (1.0 + exp(-v));
+  case U_NEG: return -v;
+  case U_EXP: return exp(v);
+  case U_LOG: return log(v);
+  case U_SQRT: return sqrt(v);
+  case U_RSQRT: return 1.0 / sqrt(v);
+  default: return v;
+  }
+}
+
+static int64_t unary_i(const int64_t *x, const void *c, int *err) {
+  (void)err;
+  switch (*(const int *)c) {
+  case U_RELU: return x[0] > 0 ? x[0] : 0;
+  case U_NEG: return (int64_t)(0u - (uint64_t)x[0]);
+  default: return x[0];
+  }
+}
+
+static int unary(K *k, V *const *s, int op, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  if (!x) return -1;
+  OxDType dt = x->dtype;
+  if (!is_float_dt(dt)) {
+    switch (op) {
+    case U_TANH: case U_SIGMOID: case U_EXP: case U_LOG: case U_SQRT: case U_RSQRT:
+      dt = OX_DT_F32; /* torch promotes integer inputs of float functions to the default dtype */
+      break;
+    case U_NEG:
+      if (dt == OX_DT_BOOL) return kfail(k, "negation of a bool tensor is not supported");
+      break;
+    case U_RELU:
+      if (dt == OX_DT_BOOL) return kfail(k, "expected a numeric tensor, got b8");
+      break;
+    case U_COPY: break;
+    default: return need_float(k, x, "self") ? 0 : -1;
+    }
+  }
+  Opnd o = {.t = x};
+  return ret_tensor(ewise(k, 1, &o, dt, unary_d, unary_i, &op), out);
+}
+
+static int k_tanh(K *k, V *const *s, V **out) { return unary(k, s, U_TANH, out); }
+static int k_sigmoid(K *k, V *const *s, V **out) { return unary(k, s, U_SIGMOID, out); }
+static int k_relu(K *k, V *const *s, V **out) { return unary(k, s, U_RELU, out); }
+static int k_silu(K *k, V *const *s, V **out) { return unary(k, s, U_SILU, out); }
+static int k_neg(K *k, V *const *s, V **out) { return unary(k, s, U_NEG, out); }
+static int k_exp(K *k, V *const *s, V **out) { return unary(k, s, U_EXP, out); }
+static int k_log(K *k, V *const *s, V **out) { return unary(k, s, U_LOG, out); }
+static int k_sqrt(K *k, V *const *s, V **out) { return unary(k, s, U_SQRT, out); }
+static int k_rsqrt(K *k, V *const *s, V **out) { return unary(k, s, U_RSQRT, out); }
+static int k_copy(K *k, V *const *s, V **out) { return unary(k, s, U_COPY, out); }
+
+static int k_gelu(K *k, V *const *s, V **out) {
+  int op = U_GELU;
+  if (!is_none(s[1])) {
+    if (s[1]->kind != OX_RT_STR) return kfail(k, "approximate: expected a string, got %s", ox_rt_kind_name(s[1]->kind));
+    if (strcmp(s[1]->s, "tanh") == 0)
+      op = U_GELU_TANH;
+    else if (strcmp(s[1]->s, "none") != 0)
+      return kfail(k, "approximate: unknown value '%s' (expected 'none' or 'tanh')", s[1]->s);
+  }
+  return unary(k, s, op, out);
+}
+
+static int k_dropout(K *k, V *const *s, V **out) {
+  double p = 0.5;
+  bool training = true;
+  if (!is_none(s[1]) && !get_num(k, s[1], "p", &p)) return -1;
+  if (is_none(s[2]))
+    training = !k->module_call;
+  else if (!get_bool(k, s[2], "training", &training))
+    return -1;
+  /* An nn.Dropout module in a recorded graph runs in eval mode; the slot default
+   * (training=True) belongs to F.dropout. */
+  if (k->module_call && is_none(s[2])) training = false;
+  if (training && p != 0.0) return kfail(k, "random op (training=True, p=%g): cannot be reproduced", p);
+  return unary(k, s, U_COPY, out);
+}
+
+typedef struct ClampC {
+  bool has_lo, has_hi;
+} ClampC;
+
+static double clamp_d(const double *x, const void *cv) {
+  const ClampC *c = cv;
+  double v = x[0];
+  if (isnan(v)) return v;
+  if (c->has_lo && (v < x[1] || isnan(x[1]))) v = x[1];
+  if (c->has_hi && (x[2] < v || isnan(x[2]))) v = x[2];
+  return v;
+}
+
+static int64_t clamp_i(const int64_t *x, const void *cv, int *err) {
+  (void)err;
+  const ClampC *c = cv;
+  int64_t v = x[0];
+  if (c->has_lo && v < x[1]) v = x[1];
+  if (c->has_hi && x[2] < v) v = x[2];
+  return v;
+}
+
+static int k_clamp(K *k, V *const *s, V **out) {
+  Opnd o[3];
+  memset(o, 0, sizeof o);
+  if (!get_opnd(k, s[0], "self", &o[0])) return -1;
+  if (!o[0].t) return kfail(k, "self: expected a tensor, got %s", ox_rt_kind_name(s[0]->kind));
+  ClampC c = {!is_none(s[1]), !is_none(s[2])};
+  if (!c.has_lo && !c.has_hi) return kfail(k, "at least one of 'min' or 'max' must not be None");
+  if (c.has_lo && !get_opnd(k, s[1], "min", &o[1])) return -1;
+  if (c.has_hi && !get_opnd(k, s[2], "max", &o[2])) return -1;
+  OxDType dt = result_type(o, 3);
+  if (dt == OX_DT_BOOL) return kfail(k, "not supported for bool tensors");
+  return ret_tensor(ewise(k, 3, o, dt, clamp_d, clamp_i, &c), out);
+}
+
+typedef struct NanC {
+  double nan, pos, neg;
+} NanC;
+
+static double nan_d(const double *x, const void *cv) {
+  const NanC *c = cv;
+  if (isnan(x[0])) return c->nan;
+  if (isinf(x[0])) return x[0] > 0 ? c->pos : c->neg;
+  return x[0];
+}
+
+static int k_nan_to_num(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  if (!x) return -1;
+  if (!is_float_dt(x->dtype)) return unary(k, s, U_COPY, out);
+  NanC c = {0.0, ox_dtype_max(x->dtype), -ox_dtype_max(x->dtype)};
+  if (!is_none(s[1]) && !get_num(k, s[1], "nan", &c.nan)) return -1;
+  if (!is_none(s[2]) && !get_num(k, s[2], "posinf", &c.pos)) return -1;
+  if (!is_none(s[3]) && !get_num(k, s[3], "neginf", &c.neg)) return -1;
+  Opnd o = {.t = x};
+  return ret_tensor(ewise(k, 1, &o, x->dtype, nan_d, NULL, &c), out);
+}
+
+/* ------------------------------------------------------------------ binary pointwise */
+
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_DIV_TRUNC, B_DIV_FLOOR, B_POW, B_WHERE };
+
+typedef struct BinC {
+  int op;
+  double alpha;
+  int64_t ialpha;
+} BinC;
+
+static double floor_div_d(double a, double b) {
+  /* torch's div_floor_floating: Python semantics, careful about the sign of the modulus */
+  if (b == 0.0) return a / b;
+  double mod = fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0.0 && ((b < 0) != (mod < 0))) div -= 1.0;
+  double fd;
+  if (div != 0.0) {
+    fd = floor(div);
+    if (div - fd > 0.5) fd += 1.0;
+  } else {
+    fd = copysign(0.0, a / b);
+  }
+  return fd;
+}
+
+static double bin_d(const double *x, const void *cv) {
+  const BinC *c = cv;
+  switch (c->op) {
+  case B_ADD: return x[0] + c->alpha * x[1];
+  case B_SUB: return x[0] - c->alpha * x[1];
+  case B_MUL: return x[0] * x[1];
+  case B_DIV: return x[0] / x[1];
+  case B_DIV_TRUNC: return trunc(x[0] / x[1]);
+  case B_DIV_FLOOR: return floor_div_d(x[0], x[1]);
+  case B_POW: return pow(x[0], x[1]);
+  case B_WHERE: return x[0] != 0.0 ? x[1] : x[2];
+  default: return 0.0;
+  }
+}
+
+static int64_t ipow(int64_t b, int64_t e) {
+  uint64_t r = 1, base = (uint64_t)b;
+  while (e > 0) {
+    if (e & 1) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return (int64_t)r;
+}
+
+static int64_t bin_i(const int64_t *x, const void *cv, int *err) {
+  const BinC *c = cv;
+  uint64_t a = (uint64_t)x[0], b = (uint64_t)x[1];
+  switch (c->op) {
+  case B_ADD: return (int64_t)(a + (uint64_t)c->ialpha * b);
+  case B_SUB: return (int64_t)(a - (uint64_t)c->ialpha * b);
+  case B_MUL: return (int64_t)(a * b);
+  case B_DIV_TRUNC:
+  case B_DIV_FLOOR: {
+    if (x[1] == 0) {
+      *err = 1;
+      return 0;
+    }
+    if (x[1] == -1) return (int64_t)(0u - a); /* INT64_MIN / -1 wraps like torch */
+    int64_t q = x[0] / x[1];
+    if (c->op == B_DIV_FLOOR && (x[0] % x[1] != 0) && ((x[0] < 0) != (x[1] < 0))) q--;
+    return q;
+  }
+  case B_POW:
+    if (x[1] < 0) {
+      if (x[0] == 1) return 1;
+      if (x[0] == -1) return (x[1] & 1) ? -1 : 1;
+      *err = 2;
+      return 0;
+    }
+    return ipow(x[0], x[1]);
+  case B_WHERE: return x[0] ? x[1] : x[2];
+  default: return 0;
+  }
+}
+
+/* Python scalar arithmetic (SymInt math such as size * 2, or constant folding). */
+static int scalar_bin(K *k, int op, const V *a, const V *b, double alpha, V **out) {
+  bool ints = a->kind != OX_RT_FLOAT && b->kind != OX_RT_FLOAT && alpha == floor(alpha);
+  double x = ox_rt_scalar(a), y = ox_rt_scalar(b);
+  if (ints && op != B_DIV) {
+    int64_t xi[2] = {a->kind == OX_RT_INT ? a->u.i : a->u.b, b->kind == OX_RT_INT ? b->u.i : b->u.b};
+    BinC c = {op, alpha, (int64_t)alpha};
+    int err = 0;
+    if (op == B_POW && xi[1] < 0) {
+      *out = ox_rt_float(pow(x, y));
+      return 0;
+    }
+    int64_t r = bin_i(xi, &c, &err);
+    if (err) return kfail(k, "ZeroDivisionError: integer division by zero");
+    *out = ox_rt_int(r);
+    return 0;
+  }
+  if ((op == B_DIV || op == B_DIV_TRUNC || op == B_DIV_FLOOR) && y == 0.0)
+    return kfail(k, "ZeroDivisionError: division by zero");
+  BinC c = {op, alpha, 0};
+  double xy[2] = {x, y};
+  *out = ox_rt_float(bin_d(xy, &c));
+  return 0;
+}
+
+static int binary(K *k, V *const *s, int op, const V *alpha_v, V **out) {
+  Opnd o[2];
+  if (!get_opnd(k, s[0], "self", &o[0]) || !get_opnd(k, s[1], "other", &o[1])) return -1;
+  double alpha = 1.0;
+  if (!is_none(alpha_v) && !get_num(k, alpha_v, "alpha", &alpha)) return -1;
+  if (!o[0].t && !o[1].t) return scalar_bin(k, op, s[0], s[1], alpha, out);
+  OxDType dt = result_type(o, 2);
+  if (op == B_SUB && dt == OX_DT_BOOL) return kfail(k, "subtraction of bool tensors is not supported");
+  if ((op == B_ADD || op == B_SUB) && is_int_store(dt) && alpha != floor(alpha))
+    return kfail(k, "alpha must not be a floating point number for integral inputs");
+  if (op == B_DIV && !is_float_dt(dt)) dt = OX_DT_F32; /* true division of integers */
+  if (op == B_POW && dt == OX_DT_BOOL) dt = OX_DT_I64;
+  BinC c = {op, alpha, (int64_t)alpha};
+  return ret_tensor(ewise(k, 2, o, dt, bin_d, bin_i, &c), out);
+}
+
+static int k_add(K *k, V *const *s, V **out) { return binary(k, s, B_ADD, s[2], out); }
+static int k_sub(K *k, V *const *s, V **out) { return binary(k, s, B_SUB, s[2], out); }
+static int k_mul(K *k, V *const *s, V **out) { return binary(k, s, B_MUL, NULL, out); }
+static int k_pow(K *k, V *const *s, V **out) { return binary(k, s, B_POW, NULL, out); }
+
+static int k_div(K *k, V *const *s, V **out) {
+  int op = B_DIV;
+  if (!is_none(s[2])) {
+    if (s[2]->kind != OX_RT_STR) return kfail(k, "rounding_mode: expected a string, got %s", ox_rt_kind_name(s[2]->kind));
+    if (strcmp(s[2]->s, "trunc") == 0)
+      op = B_DIV_TRUNC;
+    else if (strcmp(s[2]->s, "floor") == 0)
+      op = B_DIV_FLOOR;
+    else
+      return kfail(k, "rounding_mode: unknown value '%s' (expected 'trunc' or 'floor')", s[2]->s);
+  }
+  return binary(k, s, op, NULL, out);
+}
+
+static int k_where(K *k, V *const *s, V **out) {
+  Opnd o[3];
+  const OxTensor *cond = get_tensor(k, s[0], "condition");
+  if (!cond) return -1;
+  if (cond->dtype != OX_DT_BOOL) return kfail(k, "condition: expected a bool tensor, got %s", ox_dtype_abbr(cond->dtype));
+  o[0] = (Opnd){.t = cond};
+  if (!get_opnd(k, s[1], "self", &o[1]) || !get_opnd(k, s[2], "other", &o[2])) return -1;
+  OxDType dt = result_type(o + 1, 2);
+  if (!o[1].t && !o[2].t && dt == OX_DT_I64 && o[1].sk == OX_RT_FLOAT) dt = OX_DT_F32;
+  BinC c = {B_WHERE, 1.0, 1};
+  /* the condition must not be rounded through opmath: it is 0/1 either way */
+  return ret_tensor(ewise(k, 3, o, dt, bin_d, bin_i, &c), out);
+}
+
+/* ------------------------------------------------------------------ linear algebra */
+
+/* C[M,N] (+)= A[M,K] @ B; B is [K,N], or [N,K] when bt. Accumulates in double. */
+static void gemm(const double *A, const double *B, double *C, int64_t M, int64_t Kd, int64_t N, bool bt) {
+  for (int64_t i = 0; i < M; i++) {
+    double *c = C + i * N;
+    for (int64_t j = 0; j < N; j++) c[j] = 0.0;
+    if (bt) {
+      for (int64_t j = 0; j < N; j++) {
+        double acc = 0.0;
+        const double *a = A + i * Kd, *b = B + j * Kd;
+        for (int64_t p = 0; p < Kd; p++) acc += a[p] * b[p];
+        c[j] = acc;
+      }
+    } else {
+      for (int64_t p = 0; p < Kd; p++) {
+        double a = A[i * Kd + p];
+        const double *b = B + p * N;
+        for (int64_t j = 0; j < N; j++) c[j] += a * b[j];
+      }
+    }
+  }
+}
+
+/* Batched matmul with torch.matmul's rules (1-D promotion, broadcast batch dims).
+ * When addend is non-NULL: out = beta * addend + alpha * (a @ b), addend broadcast to out. */
+static OxTensor *matmul_t(K *k, const OxTensor *a, const OxTensor *b, const OxTensor *addend, double beta,
+                          double alpha) {
+  char sa[128], sb[128];
+  if (a->rank == 0 || b->rank == 0) {
+    kfail(k, "both arguments need at least 1 dimension");
+    return NULL;
+  }
+  if (!same_dtype(k, a, b)) return NULL;
+  if (a->dtype == OX_DT_BOOL) {
+    kfail(k, "not supported for bool tensors");
+    return NULL;
+  }
+  int64_t M = a->rank == 1 ? 1 : a->shape[a->rank - 2];
+  int64_t Ka = a->shape[a->rank - 1];
+  int64_t Kb = b->rank == 1 ? b->shape[0] : b->shape[b->rank - 2];
+  int64_t N = b->rank == 1 ? 1 : b->shape[b->rank - 1];
+  if (Ka != Kb) {
+    shape_str(a->rank, a->shape, sa, sizeof sa);
+    shape_str(b->rank, b->shape, sb, sizeof sb);
+    kfail(k, "shapes %s and %s cannot be multiplied", sa, sb);
+    return NULL;
+  }
+  /* batch dims */
+  int ba = a->rank > 2 ? a->rank - 2 : 0, bb = b->rank > 2 ? b->rank - 2 : 0;
+  int br = ba > bb ? ba : bb;
+  int64_t bshape[MAXR], sta[MAXR], stb[MAXR];
+  for (int d = 0; d < br; d++) {
+    int da = d - (br - ba), db = d - (br - bb);
+    int64_t xa = da >= 0 ? a->shape[da] : 1, xb = db >= 0 ? b->shape[db] : 1;
+    if (xa != xb && xa != 1 && xb != 1) {
+      shape_str(a->rank, a->shape, sa, sizeof sa);
+      shape_str(b->rank, b->shape, sb, sizeof sb);
+      kfail(k, "batch dims of %s and %s cannot be broadcast", sa, sb);
+      return NULL;
+    }
+    bshape[d] = xa > xb ? xa : xb;
+    if (xa == 0 || xb == 0) bshape[d] = 0;
+  }
+  /* batch strides in units of matrices */
+  {
+    int64_t s = 1;
+    for (int d = br - 1; d >= 0; d--) {
+      int da = d - (br - ba);
+      sta[d] = (da < 0 || a->shape[da] == 1) ? 0 : s;
+      if (da >= 0) s *= a->shape[da];
+    }
+    s = 1;
+    for (int d = br - 1; d >= 0; d--) {
+      int db = d - (br - bb);
+      stb[d] = (db < 0 || b->shape[db] == 1) ? 0 : s;
+      if (db >= 0) s *= b->shape[db];
+    }
+  }
+  int64_t oshape[MAXR];
+  int orank = 0;
+  for (int d = 0; d < br; d++) oshape[orank++] = bshape[d];
+  if (a->rank > 1) oshape[orank++] = M;
+  if (b->rank > 1) oshape[orank++] = N;
+  OxTensor *o = knew(k, a->dtype, orank, oshape);
+  if (!o) return NULL;
+  double *A = to_doubles(k, a), *B = to_doubles(k, b), *C = malloc(nz(M * N) * sizeof *C);
+  double *D = addend ? to_doubles(k, addend) : NULL;
+  int64_t dst[MAXR];
+  if (addend) {
+    /* addend broadcasts against the output */
+    if (addend->rank > orank) {
+      free(A), free(B), free(C), free(D);
+      ox_tensor_free(o);
+      kfail(k, "self of rank %d cannot be broadcast to the result of rank %d", addend->rank, orank);
+      return NULL;
+    }
+    for (int d = 0; d < addend->rank; d++) {
+      int od = orank - addend->rank + d;
+      if (addend->shape[d] != 1 && addend->shape[d] != oshape[od]) {
+        shape_str(addend->rank, addend->shape, sa, sizeof sa);
+        shape_str(orank, oshape, sb, sizeof sb);
+        free(A), free(B), free(C), free(D);
+        ox_tensor_free(o);
+        kfail(k, "self %s cannot be broadcast to %s", sa, sb);
+        return NULL;
+      }
+    }
+    bc_strides(addend, orank, dst);
+  }
+  if (!A || !B || !C || (addend && !D)) {
+    free(A), free(B), free(C), free(D);
+    ox_tensor_free(o);
+    kfail(k, "out of memory");
+    return NULL;
+  }
+  for (int64_t i = 0; i < a->numel; i++) A[i] = opmath(a->dtype, A[i]);
+  for (int64_t i = 0; i < b->numel; i++) B[i] = opmath(b->dtype, B[i]);
+  int64_t nb = ox_shape_numel(br, bshape);
+  int64_t bidx[MAXR] = {0};
+  int64_t oidx[MAXR];
+  for (int64_t bi = 0; bi < nb; bi++) {
+    int64_t oa = 0, ob = 0;
+    for (int d = 0; d < br; d++) {
+      oa += bidx[d] * sta[d];
+      ob += bidx[d] * stb[d];
+    }
+    gemm(A + oa * M * Ka, B + ob * Kb * N, C, M, Ka, N, false);
+    for (int64_t e = 0; e < M * N; e++) {
+      int64_t flat = bi * M * N + e;
+      double v = C[e];
+      if (addend) {
+        /* flat -> output multi-index -> addend offset */
+        int64_t rem = flat, off = 0;
+        for (int d = orank - 1; d >= 0; d--) {
+          oidx[d] = oshape[d] ? rem % oshape[d] : 0;
+          rem = oshape[d] ? rem / oshape[d] : 0;
+          off += oidx[d] * dst[d];
+        }
+        double dv = opmath(a->dtype, D[off]);
+        v = (beta == 0.0 ? 0.0 : beta * dv) + alpha * v;
+      } else if (alpha != 1.0) {
+        v *= alpha;
+      }
+      ox_tensor_set(o, flat, v);
+    }
+    for (int d = br - 1; d >= 0; d--) {
+      if (++bidx[d] < bshape[d]) break;
+      bidx[d] = 0;
+    }
+  }
+  free(A), free(B), free(C), free(D);
+  return o;
+}
+
+static bool need_rank(K *k, const OxTensor *t, int rank, const char *what) {
+  if (t->rank == rank) return true;
+  char b[128];
+  shape_str(t->rank, t->shape, b, sizeof b);
+  kfail(k, "%s must be %d-D, got shape %s", what, rank, b);
+  return false;
+}
+
+static int k_mm(K *k, V *const *s, V **out) {
+  const OxTensor *a = get_tensor(k, s[0], "self"), *b = a ? get_tensor(k, s[1], "mat2") : NULL;
+  if (!b || !need_rank(k, a, 2, "self") || !need_rank(k, b, 2, "mat2")) return -1;
+  return ret_tensor(matmul_t(k, a, b, NULL, 0, 1), out);
+}
+
+static int k_bmm(K *k, V *const *s, V **out) {
+  const OxTensor *a = get_tensor(k, s[0], "self"), *b = a ? get_tensor(k, s[1], "mat2") : NULL;
+  if (!b || !need_rank(k, a, 3, "self") || !need_rank(k, b, 3, "mat2")) return -1;
+  if (a->shape[0] != b->shape[0]) return kfail(k, "batch sizes %lld and %lld differ", (long long)a->shape[0], (long long)b->shape[0]);
+  return ret_tensor(matmul_t(k, a, b, NULL, 0, 1), out);
+}
+
+static int k_matmul(K *k, V *const *s, V **out) {
+  const OxTensor *a = get_tensor(k, s[0], "self"), *b = a ? get_tensor(k, s[1], "other") : NULL;
+  if (!b) return -1;
+  return ret_tensor(matmul_t(k, a, b, NULL, 0, 1), out);
+}
+
+static int addmm_like(K *k, V *const *s, int rank, V **out) {
+  const OxTensor *c = get_tensor(k, s[0], "self");
+  const OxTensor *a = c ? get_tensor(k, s[1], rank == 2 ? "mat1" : "batch1") : NULL;
+  const OxTensor *b = a ? get_tensor(k, s[2], rank == 2 ? "mat2" : "batch2") : NULL;
+  double beta = 1, alpha = 1;
+  if (!b || !need_rank(k, a, rank, rank == 2 ? "mat1" : "batch1") ||
+      !need_rank(k, b, rank, rank == 2 ? "mat2" : "batch2"))
+    return -1;
+  if (rank == 3 && a->shape[0] != b->shape[0])
+    return kfail(k, "batch sizes %lld and %lld differ", (long long)a->shape[0], (long long)b->shape[0]);
+  if (!is_none(s[3]) && !get_num(k, s[3], "beta", &beta)) return -1;
+  if (!is_none(s[4]) && !get_num(k, s[4], "alpha", &alpha)) return -1;
+  if (!same_dtype(k, c, a)) return -1;
+  return ret_tensor(matmul_t(k, a, b, c, beta, alpha), out);
+}
+
+static int k_addmm(K *k, V *const *s, V **out) { return addmm_like(k, s, 2, out); }
+static int k_baddbmm(K *k, V *const *s, V **out) { return addmm_like(k, s, 3, out); }
+
+/* x[..., in] @ w[out, in].T + b[out] */
+static OxTensor *linear_t(K *k, const OxTensor *x, const OxTensor *w, const OxTensor *b) {
+  char sx[128], sw[128];
+  if (x->rank < 1 || w->rank < 1 || w->rank > 2) {
+    shape_str(x->rank, x->shape, sx, sizeof sx);
+    shape_str(w->rank, w->shape, sw, sizeof sw);
+    kfail(k, "input %s and weight %s: weight must be 1-D or 2-D", sx, sw);
+    return NULL;
+  }
+  if (!same_dtype(k, x, w) || (b && !same_dtype(k, x, b))) return NULL;
+  int64_t in = x->shape[x->rank - 1];
+  int64_t outf = w->rank == 2 ? w->shape[0] : 1;
+  int64_t win = w->shape[w->rank - 1];
+  if (in != win) {
+    shape_str(x->rank, x->shape, sx, sizeof sx);
+    shape_str(w->rank, w->shape, sw, sizeof sw);
+    kfail(k, "input %s and weight %s: in_features differ", sx, sw);
+    return NULL;
+  }
+  if (b && !(b->numel == outf || b->numel == 1)) {
+    kfail(k, "bias has %lld elements, expected %lld", (long long)b->numel, (long long)outf);
+    return NULL;
+  }
+  int64_t oshape[MAXR];
+  int orank = x->rank - 1;
+  memcpy(oshape, x->shape, sizeof(int64_t) * (size_t)orank);
+  if (w->rank == 2) oshape[orank++] = outf;
+  OxTensor *o = knew(k, x->dtype, orank, oshape);
+  if (!o) return NULL;
+  int64_t rows = in ? x->numel / in : ox_shape_numel(x->rank - 1, x->shape);
+  double *X = to_doubles(k, x), *W = to_doubles(k, w), *C = malloc(nz(rows * outf) * sizeof *C);
+  if (!X || !W || !C) {
+    free(X), free(W), free(C);
+    ox_tensor_free(o);
+    kfail(k, "out of memory");
+    return NULL;
+  }
+  for (int64_t i = 0; i < x->numel; i++) X[i] = opmath(x->dtype, X[i]);
+  for (int64_t i = 0; i < w->numel; i++) W[i] = opmath(w->dtype, W[i]);
+  gemm(X, W, C, rows, in, outf, true);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t j = 0; j < outf; j++) {
+      double v = C[r * outf + j];
+      if (b) v += opmath(b->dtype, ox_tensor_get(b, b->numel == 1 ? 0 : j));
+      ox_tensor_set(o, r * outf + j, v);
+    }
+  free(X), free(W), free(C);
+  return o;
+}
+
+static int k_linear(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input"), *w = x ? get_tensor(k, s[1], "weight") : NULL;
+  if (!w) return -1;
+  const OxTensor *b = NULL;
+  if (!is_none(s[2]) && !(b = get_tensor(k, s[2], "bias"))) return -1;
+  return ret_tensor(linear_t(k, x, w, b), out);
+}
+
+static const V *seq_item(const V *v, uint32_t i) {
+  return (v && (v->kind == OX_RT_LIST || v->kind == OX_RT_TUPLE) && i < v->n) ? v->u.items[i] : NULL;
+}
+
+static bool is_seq(const V *v) { return v && (v->kind == OX_RT_LIST || v->kind == OX_RT_TUPLE); }
+
+static int k_grouped_mm(K *k, V *const *s, V **out) {
+  if (!is_seq(s[0]) || !is_seq(s[1])) return kfail(k, "inputs and weights must be lists of tensors");
+  uint32_t n = s[0]->n;
+  if (s[1]->n != n) return kfail(k, "%u inputs but %u weights", n, s[1]->n);
+  bool has_b = !is_none(s[2]);
+  if (has_b && (!is_seq(s[2]) || s[2]->n != n)) return kfail(k, "biases must be None or a list of %u entries", n);
+  V *res = ox_rt_seq(OX_RT_TUPLE, n);
+  for (uint32_t i = 0; i < n; i++) {
+    char what[32];
+    snprintf(what, sizeof what, "inputs[%u]", i);
+    const OxTensor *x = get_tensor(k, seq_item(s[0], i), what);
+    snprintf(what, sizeof what, "weights[%u]", i);
+    const OxTensor *w = x ? get_tensor(k, seq_item(s[1], i), what) : NULL;
+    const OxTensor *b = NULL;
+    if (w && has_b && !is_none(seq_item(s[2], i))) {
+      snprintf(what, sizeof what, "biases[%u]", i);
+      b = get_tensor(k, seq_item(s[2], i), what);
+      if (!b) w = NULL;
+    }
+    OxTensor *o = w ? linear_t(k, x, w, b) : NULL;
+    if (!o) {
+      ox_rt_unref(res);
+      return -1;
+    }
+    res->u.items[i] = ox_rt_tensor(o);
+  }
+  *out = res;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ normalization */
+
+static int layer_norm(K *k, V *const *s, bool native, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input");
+  if (!x || !need_float(k, x, "input")) return -1;
+  int64_t ns[MAXR];
+  int nn = get_ints(k, s[1], "normalized_shape", ns, MAXR);
+  if (nn < 0) return -1;
+  if (nn > x->rank) return kfail(k, "normalized_shape has %d dims but input has rank %d", nn, x->rank);
+  for (int i = 0; i < nn; i++)
+    if (x->shape[x->rank - nn + i] != ns[i]) {
+      char a[128], b[128];
+      shape_str(nn, ns, a, sizeof a);
+      shape_str(x->rank, x->shape, b, sizeof b);
+      return kfail(k, "normalized_shape %s does not match the trailing dims of input %s", a, b);
+    }
+  const OxTensor *w = NULL, *b = NULL;
+  if (!is_none(s[2]) && !(w = get_tensor(k, s[2], "weight"))) return -1;
+  if (!is_none(s[3]) && !(b = get_tensor(k, s[3], "bias"))) return -1;
+  double eps = 1e-5;
+  if (!is_none(s[4]) && !get_num(k, s[4], "eps", &eps)) return -1;
+  int64_t D = ox_shape_numel(nn, ns);
+  if ((w && w->numel != D) || (b && b->numel != D)) return kfail(k, "weight/bias must have %lld elements", (long long)D);
+  int64_t rows = D ? x->numel / D : 0;
+  OxTensor *o = knew(k, x->dtype, x->rank, x->shape);
+  OxTensor *mt = NULL, *rt = NULL;
+  if (o && native) {
+    int64_t st[MAXR];
+    memcpy(st, x->shape, sizeof st);
+    for (int i = x->rank - nn; i < x->rank; i++) st[i] = 1;
+    mt = knew(k, x->dtype, x->rank, st);
+    rt = mt ? knew(k, x->dtype, x->rank, st) : NULL;
+    if (!rt) {
+      ox_tensor_free(o);
+      ox_tensor_free(mt);
+      return -1;
+    }
+  }
+  if (!o) return -1;
+  for (int64_t r = 0; r < rows; r++) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < D; j++) mean += ox_tensor_get(x, r * D + j);
+    mean /= (double)D;
+    for (int64_t j = 0; j < D; j++) {
+      double d = ox_tensor_get(x, r * D + j) - mean;
+      var += d * d;
+    }
+    var /= (double)D;
+    double rstd = 1.0 / sqrt(var + eps);
+    for (int64_t j = 0; j < D; j++) {
+      double v = (ox_tensor_get(x, r * D + j) - mean) * rstd;
+      if (w) v *= ox_tensor_get(w, j);
+      if (b) v += ox_tensor_get(b, j);
+      ox_tensor_set(o, r * D + j, v);
+    }
+    if (mt) {
+      ox_tensor_set(mt, r, mean);
+      ox_tensor_set(rt, r, rstd);
+    }
+  }
+  if (!native) return ret_tensor(o, out);
+  V *res = ox_rt_seq(OX_RT_TUPLE, 3);
+  res->u.items[0] = ox_rt_tensor(o);
+  res->u.items[1] = ox_rt_tensor(mt);
+  res->u.items[2] = ox_rt_tensor(rt);
+  *out = res;
+  return 0;
+}
+
+static int k_layer_norm(K *k, V *const *s, V **out) { return layer_norm(k, s, false, out); }
+static int k_native_layer_norm(K *k, V *const *s, V **out) { return layer_norm(k, s, true, out); }
+
+/* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */
+static int k_batch_norm(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input");
+  if (!x || !need_float(k, x, "input")) return -1;
+  if (x->rank < 2) return kfail(k, "input must have at least 2 dims");
+  const OxTensor *rm = NULL, *rv = NULL, *w = NULL, *b = NULL;
+  if (!is_none(s[1]) && !(rm = get_tensor(k, s[1], "running_mean"))) return -1;
+  if (!is_none(s[2]) && !(rv = get_tensor(k, s[2], "running_var"))) return -1;
+  if (!is_none(s[3]) && !(w = get_tensor(k, s[3], "weight"))) return -1;
+  if (!is_none(s[4]) && !(b = get_tensor(k, s[4], "bias"))) return -1;
+  bool training = false;
+  if (!is_none(s[5]) && !get_bool(k, s[5], "training", &training)) return -1;
+  if (k->module_call && is_none(s[5])) training = false;
+  double eps = 1e-5;
+  if (!is_none(s[7]) && !get_num(k, s[7], "eps", &eps)) return -1;
+  if (!training && (!rm || !rv)) return kfail(k, "running_mean and running_var are required when training=False");
+  int64_t C = x->shape[1], N = x->shape[0];
+  int64_t inner = N * C > 0 ? x->numel / (N * C) : 0;
+  const OxTensor *chk[4] = {rm, rv, w, b};
+  for (int i = 0; i < 4; i++)
+    if (chk[i] && chk[i]->numel != C) return kfail(k, "per-channel tensors must have %lld elements", (long long)C);
+  OxTensor *o = knew(k, x->dtype, x->rank, x->shape);
+  if (!o) return -1;
+  for (int64_t c = 0; c < C; c++) {
+    double mean, var;
+    if (training) {
+      double sum = 0, sq = 0, cnt = (double)(N * inner);
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < inner; i++) sum += ox_tensor_get(x, (n * C + c) * inner + i);
+      mean = cnt ? sum / cnt : 0;
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < inner; i++) {
+          double d = ox_tensor_get(x, (n * C + c) * inner + i) - mean;
+          sq += d * d;
+        }
+      var = cnt ? sq / cnt : 0; /* biased, as used for normalization */
+    } else {
+      mean = ox_tensor_get(rm, c);
+      var = ox_tensor_get(rv, c);
+    }
+    double inv = 1.0 / sqrt(var + eps);
+    double sc = w ? ox_tensor_get(w, c) : 1.0, sh = b ? ox_tensor_get(b, c) : 0.0;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t i = 0; i < inner; i++) {
+        int64_t p = (n * C + c) * inner + i;
+        ox_tensor_set(o, p, (ox_tensor_get(x, p) - mean) * inv * sc + sh);
+      }
+  }
+  if (k->outputs != 3) return ret_tensor(o, out);
+  /* aten._native_batch_norm_legit_no_training: (out, save_mean, save_rstd); in eval mode
+   * torch's CPU kernel returns empty save tensors */
+  int64_t zero = 0;
+  OxTensor *m = knew(k, x->dtype, 1, &zero), *r = m ? knew(k, x->dtype, 1, &zero) : NULL;
+  if (!r) {
+    ox_tensor_free(o);
+    ox_tensor_free(m);
+    return -1;
+  }
+  V *res = ox_rt_seq(OX_RT_TUPLE, 3);
+  res->u.items[0] = ox_rt_tensor(o);
+  res->u.items[1] = ox_rt_tensor(m);
+  res->u.items[2] = ox_rt_tensor(r);
+  *out = res;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ reductions */
+
+/* dims: None / [] -> all; int or list -> those. Marks red[d]. */
+static bool reduce_dims(K *k, const V *v, int rank, bool *red) {
+  for (int d = 0; d < MAXR; d++) red[d] = false;
+  int64_t dims[MAXR];
+  int n = 0;
+  if (!is_none(v)) {
+    n = get_ints(k, v, "dim", dims, MAXR);
+    if (n < 0) return false;
+  }
+  if (n == 0) {
+    for (int d = 0; d < rank; d++) red[d] = true;
+    return true;
+  }
+  for (int i = 0; i < n; i++) {
+    int d;
+    if (!norm_dim(k, dims[i], rank, &d)) return false;
+    if (rank && red[d]) return kfail(k, "dim %d appears multiple times in the list of dims", d), false;
+    if (rank) red[d] = true;
+  }
+  return true;
+}
+
+static int reduce(K *k, V *const *s, bool mean, V **out) {
+  const OxTensor *x0 = get_tensor(k, s[0], "self");
+  if (!x0) return -1;
+  bool red[MAXR], keep = false;
+  if (!reduce_dims(k, s[1], x0->rank, red)) return -1;
+  if (!is_none(s[2]) && !get_bool(k, s[2], "keepdim", &keep)) return -1;
+  OxDType dt;
+  if (!get_dtype_opt(k, s[3], "dtype", &dt)) return -1;
+  if (dt == OX_DT_UNKNOWN) {
+    dt = x0->dtype;
+    if (!is_float_dt(dt)) {
+      if (mean) return kfail(k, "could not infer output dtype: input dtype must be floating point, got %s", ox_dtype_abbr(dt));
+      dt = OX_DT_I64;
+    }
+  } else if (mean && !is_float_dt(dt)) {
+    return kfail(k, "dtype must be floating point, got %s", ox_dtype_abbr(dt));
+  }
+  int64_t oshape[MAXR], ostr[MAXR], full[MAXR];
+  int orank = 0;
+  for (int d = 0; d < x0->rank; d++) {
+    full[d] = red[d] ? 1 : x0->shape[d];
+    if (!red[d] || keep) oshape[orank++] = full[d];
+  }
+  OxTensor *o = knew(k, dt, orank, oshape);
+  if (!o) return -1;
+  /* strides of the kept-dims layout, 0 for reduced dims */
+  cstrides(x0->rank, full, ostr);
+  for (int d = 0; d < x0->rank; d++)
+    if (red[d]) ostr[d] = 0;
+  bool ip = is_int_store(dt);
+  double *acc = ip ? NULL : calloc((size_t)(o->numel ? o->numel : 1), sizeof *acc);
+  int64_t *iacc = ip ? calloc((size_t)(o->numel ? o->numel : 1), sizeof *iacc) : NULL;
+  if (!acc && !iacc) {
+    ox_tensor_free(o);
+    return kfail(k, "out of memory");
+  }
+  int64_t idx[MAXR] = {0}, p = 0;
+  for (int64_t e = 0; e < x0->numel; e++) {
+    if (ip)
+      iacc[p] = (int64_t)((uint64_t)iacc[p] + (uint64_t)ox_tensor_get_i64(x0, e));
+    else
+      acc[p] += opmath(dt, ox_tensor_get(x0, e));
+    for (int d = x0->rank - 1; d >= 0; d--) {
+      idx[d]++;
+      p += ostr[d];
+      if (idx[d] < x0->shape[d]) break;
+      p -= ostr[d] * x0->shape[d];
+      idx[d] = 0;
+    }
+  }
+  int64_t cnt = 1;
+  for (int d = 0; d < x0->rank; d++)
+    if (red[d]) cnt *= x0->shape[d];
+  for (int64_t i = 0; i < o->numel; i++) {
+    if (ip)
+      ox_tensor_set_i64(o, i, iacc[i]);
+    else
+      ox_tensor_set(o, i, mean ? acc[i] / (double)cnt : acc[i]);
+  }
+  free(acc);
+  free(iacc);
+  return ret_tensor(o, out);
+}
+
+static int k_sum(K *k, V *const *s, V **out) { return reduce(k, s, false, out); }
+static int k_mean(K *k, V *const *s, V **out) { return reduce(k, s, true, out); }
+
+static int k_softmax(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dim;
+  if (!x || !get_int(k, s[1], "dim", &dim)) return -1;
+  OxDType dt = OX_DT_UNKNOWN;
+  if (s[2] && s[2]->kind == OX_RT_BOOL) { /* aten._softmax(self, dim, half_to_float) */
+    if (s[2]->u.b) dt = OX_DT_F32;
+  } else if (!get_dtype_opt(k, s[2], "dtype", &dt)) {
+    return -1;
+  }
+  if (dt == OX_DT_UNKNOWN) dt = x->dtype;
+  if (!is_float_dt(dt)) return kfail(k, "expected a floating-point tensor, got %s", ox_dtype_abbr(dt));
+  int d;
+  if (!norm_dim(k, dim, x->rank, &d)) return -1;
+  OxTensor *o = knew(k, dt, x->rank, x->shape);
+  if (!o) return -1;
+  int64_t n = x->rank ? x->shape[d] : 1, inner = 1, outer = 1;
+  for (int i = d + 1; i < x->rank; i++) inner *= x->shape[i];
+  for (int i = 0; i < d; i++) outer *= x->shape[i];
+  for (int64_t a = 0; a < outer; a++)
+    for (int64_t c = 0; c < inner; c++) {
+      int64_t base = a * n * inner + c;
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < n; j++) {
+        double v = opmath(dt, ox_tensor_get(x, base + j * inner));
+        if (v > mx || isnan(v)) mx = v;
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < n; j++) sum += exp(opmath(dt, ox_tensor_get(x, base + j * inner)) - mx);
+      for (int64_t j = 0; j < n; j++)
+        ox_tensor_set(o, base + j * inner, exp(opmath(dt, ox_tensor_get(x, base + j * inner)) - mx) / sum);
+    }
+  return ret_tensor(o, out);
+}
+
+/* ------------------------------------------------------------------ split / cat plumbing */
+
+static OxTensor *narrow_t(K *k, const OxTensor *x, int dim, int64_t start, int64_t len) {
+  VDesc v;
+  vd_init(&v, x);
+  v.off = start * v.st[dim];
+  v.shape[dim] = len;
+  return vd_gather(k, x, &v);
+}
+
+static int split_sizes_out(K *k, const OxTensor *x, int d, const int64_t *sizes, int n, V **out) {
+  V *res = ox_rt_seq(OX_RT_TUPLE, (uint32_t)n);
+  int64_t start = 0;
+  for (int i = 0; i < n; i++) {
+    OxTensor *t = narrow_t(k, x, d, start, sizes[i]);
+    if (!t) {
+      ox_rt_unref(res);
+      return -1;
+    }
+    res->u.items[i] = ox_rt_tensor(t);
+    start += sizes[i];
+  }
+  *out = res;
+  return 0;
+}
+
+#define MAX_SPLITS 4096
+
+static int do_split(K *k, const OxTensor *x, const V *sz, const V *dimv, bool by_count, V **out) {
+  int64_t dim = 0;
+  if (!is_none(dimv) && !get_int(k, dimv, "dim", &dim)) return -1;
+  int d;
+  if (x->rank == 0) return kfail(k, "cannot split a 0-dim tensor");
+  if (!norm_dim(k, dim, x->rank, &d)) return -1;
+  int64_t n = x->shape[d];
+  int64_t *sizes = malloc(MAX_SPLITS * sizeof *sizes);
+  int cnt = 0;
+  if (is_seq(sz)) {
+    cnt = get_ints(k, sz, "split_sizes", sizes, MAX_SPLITS);
+    if (cnt < 0) {
+      free(sizes);
+      return -1;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < cnt; i++) {
+      if (sizes[i] < 0) {
+        free(sizes);
+        return kfail(k, "split sizes must be non-negative");
+      }
+      total += sizes[i];
+    }
+    if (total != n) {
+      free(sizes);
+      return kfail(k, "split sizes sum to %lld but dim %d has size %lld", (long long)total, d, (long long)n);
+    }
+  } else {
+    int64_t v;
+    if (!get_int(k, sz, by_count ? "chunks" : "split_size", &v)) {
+      free(sizes);
+      return -1;
+    }
+    int64_t each = v;
+    if (by_count) {
+      if (v <= 0) {
+        free(sizes);
+        return kfail(k, "chunks must be greater than 0, got %lld", (long long)v);
+      }
+      each = (n + v - 1) / v;
+    } else if (v < 0) {
+      free(sizes);
+      return kfail(k, "split_size must be non-negative, got %lld", (long long)v);
+    }
+    if (each == 0) {
+      if (n != 0) {
+        free(sizes);
+        return kfail(k, "split_size 0 on a non-empty dim");
+      }
+      sizes[cnt++] = 0;
+    } else {
+      for (int64_t st = 0; st < n; st += each) {
+        if (cnt == MAX_SPLITS) {
+          free(sizes);
+          return kfail(k, "more than %d pieces", MAX_SPLITS);
+        }
+        sizes[cnt++] = n - st < each ? n - st : each;
+      }
+      if (n == 0) sizes[cnt++] = 0;
+    }
+  }
+  int rc = split_sizes_out(k, x, d, sizes, cnt, out);
+  free(sizes);
+  return rc;
+}
+
+static int k_split(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  return x ? do_split(k, x, s[1], s[2], false, out) : -1;
+}
+
+static int k_split_with_sizes(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  if (!x) return -1;
+  if (!is_seq(s[1])) return kfail(k, "split_sizes: expected a list of ints, got %s", s[1] ? ox_rt_kind_name(s[1]->kind) : "nothing");
+  return do_split(k, x, s[1], s[2], false, out);
+}
+
+static int k_chunk(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  return x ? do_split(k, x, s[1], s[2], true, out) : -1;
+}
+
+static OxTensor *select_t(K *k, const OxTensor *x, int d, int64_t idx) {
+  if (idx < -x->shape[d] || idx >= x->shape[d]) {
+    kfail(k, "index %lld is out of bounds for dimension %d with size %lld", (long long)idx, d, (long long)x->shape[d]);
+    return NULL;
+  }
+  if (idx < 0) idx += x->shape[d];
+  VDesc v;
+  vd_init(&v, x);
+  v.off = idx * v.st[d];
+  for (int i = d; i < v.rank - 1; i++) {
+    v.shape[i] = v.shape[i + 1];
+    v.st[i] = v.st[i + 1];
+  }
+  v.rank--;
+  return vd_gather(k, x, &v);
+}
+
+static int k_unbind(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dim = 0;
+  if (!x || (!is_none(s[1]) && !get_int(k, s[1], "dim", &dim))) return -1;
+  if (x->rank == 0) return kfail(k, "cannot unbind a 0-dim tensor");
+  int d;
+  if (!norm_dim(k, dim, x->rank, &d)) return -1;
+  if (x->shape[d] > MAX_SPLITS) return kfail(k, "more than %d pieces", MAX_SPLITS);
+  V *res = ox_rt_seq(OX_RT_TUPLE, (uint32_t)x->shape[d]);
+  for (int64_t i = 0; i < x->shape[d]; i++) {
+    OxTensor *t = select_t(k, x, d, i);
+    if (!t) {
+      ox_rt_unref(res);
+      return -1;
+    }
+    res->u.items[i] = ox_rt_tensor(t);
+  }
+  *out = res;
+  return 0;
+}
+
+/* Collects the tensors of a list argument. Returns count or -1. */
+static int tensor_list(K *k, const V *v, const char *what, const OxTensor ***out) {
+  if (!is_seq(v)) {
+    kfail(k, "%s: expected a list of tensors, got %s", what, v ? ox_rt_kind_name(v->kind) : "nothing");
+    return -1;
+  }
+  const OxTensor **ts = ox_xcalloc(v->n ? v->n : 1, sizeof *ts);
+  for (uint32_t i = 0; i < v->n; i++) {
+    char w[48];
+    snprintf(w, sizeof w, "%s[%u]", what, i);
+    if (!(ts[i] = get_tensor(k, v->u.items[i], w))) {
+      free(ts);
+      return -1;
+    }
+  }
+  *out = ts;
+  return (int)v->n;
+}
+
+/* einsum(equation, operands): every output element sums, over the subscripts not in the
+ * output, the product of the operands' elements (accumulated in double, stored once). */
+static int k_einsum(K *k, V *const *s, V **out) {
+  if (s[0]->kind != OX_RT_STR) return kfail(k, "equation: expected a string, got %s", ox_rt_kind_name(s[0]->kind));
+  const OxTensor **ts;
+  int n = tensor_list(k, s[1], "operands", &ts);
+  if (n < 0) return -1;
+  if (n == 0 || n > OX_EINSUM_MAX_OPS) {
+    free(ts);
+    return kfail(k, "%d operands (1 to %d supported)", n, OX_EINSUM_MAX_OPS);
+  }
+  int ranks[OX_EINSUM_MAX_OPS];
+  for (int i = 0; i < n; i++) ranks[i] = ts[i]->rank;
+  OxEinsum e;
+  char err[160];
+  if (!ox_einsum_parse(s[0]->s, (uint32_t)n, ranks, &e, err, sizeof err)) {
+    free(ts);
+    return kfail(k, "%s", err);
+  }
+  /* every subscript once: the output's first, then the summed ones */
+  char letters[128];
+  int64_t size[128];
+  int nl = 0;
+  bool known[128] = {false};
+  for (int i = 0; i < e.out_rank; i++) letters[nl++] = e.out[i];
+  for (int i = 0; i < n; i++)
+    for (int d = 0; d < e.rank[i]; d++) {
+      unsigned char ch = (unsigned char)e.sub[i][d];
+      if (known[ch]) {
+        if (size[ch] != ts[i]->shape[d]) {
+          free(ts);
+          return kfail(k, "subscript '%c' has sizes %lld and %lld", ch, (long long)size[ch], (long long)ts[i]->shape[d]);
+        }
+        continue;
+      }
+      known[ch] = true;
+      size[ch] = ts[i]->shape[d];
+      if (!memchr(e.out, ch, (size_t)e.out_rank)) letters[nl++] = (char)ch;
+    }
+  int64_t oshape[OX_EINSUM_MAX_RANK];
+  for (int i = 0; i < e.out_rank; i++) oshape[i] = size[(unsigned char)e.out[i]];
+  OxTensor *o = ox_tensor_new(ts[0]->dtype, e.out_rank, oshape);
+  if (!o) {
+    free(ts);
+    return kfail(k, "cannot allocate the result");
+  }
+  int64_t inner = 1;
+  for (int i = e.out_rank; i < nl; i++) inner *= size[(unsigned char)letters[i]];
+  /* strides of each operand per letter (0 when the operand lacks it) */
+  int64_t stride[OX_EINSUM_MAX_OPS][128];
+  memset(stride, 0, sizeof stride);
+  for (int i = 0; i < n; i++) {
+    int64_t st = 1;
+    for (int d = e.rank[i] - 1; d >= 0; d--) {
+      stride[i][(unsigned char)e.sub[i][d]] = st;
+      st *= ts[i]->shape[d];
+    }
+  }
+  int64_t idx[128];
+  for (int64_t of = 0; of < o->numel; of++) {
+    int64_t rem = of;
+    for (int i = e.out_rank - 1; i >= 0; i--) {
+      int64_t sz = size[(unsigned char)letters[i]];
+      idx[i] = sz ? rem % sz : 0;
+      rem = sz ? rem / sz : 0;
+    }
+    double acc = 0;
+    for (int64_t in = 0; in < inner; in++) {
+      int64_t r2 = in;
+      for (int i = nl - 1; i >= e.out_rank; i--) {
+        int64_t sz = size[(unsigned char)letters[i]];
+        idx[i] = r2 % sz;
+        r2 /= sz;
+      }
+      double prod = 1;
+      for (int t = 0; t < n; t++) {
+        int64_t off = 0;
+        for (int i = 0; i < nl; i++) off += idx[i] * stride[t][(unsigned char)letters[i]];
+        prod *= ox_tensor_get(ts[t], off);
+      }
+      acc += prod;
+    }
+    ox_tensor_set(o, of, acc);
+  }
+  free(ts);
+  return ret_tensor(o, out);
+}
+
+static int k_cat(K *k, V *const *s, V **out) {
+  const OxTensor **ts;
+  int n = tensor_list(k, s[0], "tensors", &ts);
+  if (n < 0) return -1;
+  int64_t dim = 0;
+  if (!is_none(s[1]) && !get_int(k, s[1], "dim", &dim)) {
+    free(ts);
+    return -1;
+  }
+  /* legacy: 1-D empty tensors are skipped */
+  const OxTensor *ref = NULL;
+  OxDType dt = OX_DT_UNKNOWN;
+  for (int i = 0; i < n; i++) {
+    dt = ox_dtype_promote(dt, ts[i]->dtype);
+    if (!(ts[i]->rank == 1 && ts[i]->numel == 0) && !ref) ref = ts[i];
+  }
+  if (n == 0) {
+    free(ts);
+    return kfail(k, "expected a non-empty list of tensors");
+  }
+  if (!ref) ref = ts[0];
+  int d;
+  if (ref->rank == 0) {
+    free(ts);
+    return kfail(k, "zero-dimensional tensor cannot be concatenated");
+  }
+  if (!norm_dim(k, dim, ref->rank, &d)) {
+    free(ts);
+    return -1;
+  }
+  int64_t oshape[MAXR];
+  memcpy(oshape, ref->shape, sizeof oshape);
+  oshape[d] = 0;
+  for (int i = 0; i < n; i++) {
+    const OxTensor *t = ts[i];
+    if (t->rank == 1 && t->numel == 0 && ref->rank != 1) continue;
+    bool ok = t->rank == ref->rank;
+    for (int j = 0; ok && j < t->rank; j++)
+      if (j != d && t->shape[j] != ref->shape[j]) ok = false;
+    if (!ok) {
+      char a[128], b[128];
+      shape_str(ref->rank, ref->shape, a, sizeof a);
+      shape_str(t->rank, t->shape, b, sizeof b);
+      free(ts);
+      return kfail(k, "sizes of tensors must match except in dimension %d: %s vs %s", d, a, b);
+    }
+    oshape[d] += t->shape[d];
+  }
+  OxTensor *o = knew(k, dt, ref->rank, oshape);
+  if (!o) {
+    free(ts);
+    return -1;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int j = 0; j < d; j++) outer *= oshape[j];
+  for (int j = d + 1; j < ref->rank; j++) inner *= oshape[j];
+  int64_t pos = 0;
+  for (int64_t a = 0; a < outer; a++)
+    for (int i = 0; i < n; i++) {
+      const OxTensor *t = ts[i];
+      if (t->rank == 1 && t->numel == 0 && ref->rank != 1) continue;
+      int64_t blk = t->shape[d] * inner;
+      copy_elems(o, pos, t, a * blk, blk);
+      pos += blk;
+    }
+  free(ts);
+  return ret_tensor(o, out);
+}
+
+static int k_stack(K *k, V *const *s, V **out) {
+  const OxTensor **ts;
+  int n = tensor_list(k, s[0], "tensors", &ts);
+  if (n < 0) return -1;
+  if (n == 0) {
+    free(ts);
+    return kfail(k, "expected a non-empty list of tensors");
+  }
+  int64_t dim = 0;
+  if (!is_none(s[1]) && !get_int(k, s[1], "dim", &dim)) {
+    free(ts);
+    return -1;
+  }
+  const OxTensor *ref = ts[0];
+  OxDType dt = OX_DT_UNKNOWN;
+  for (int i = 0; i < n; i++) {
+    dt = ox_dtype_promote(dt, ts[i]->dtype);
+    if (!ox_tensor_same_shape(ts[i], ref)) {
+      char a[128], b[128];
+      shape_str(ref->rank, ref->shape, a, sizeof a);
+      shape_str(ts[i]->rank, ts[i]->shape, b, sizeof b);
+      free(ts);
+      return kfail(k, "stack expects each tensor to be equal size, but got %s at entry 0 and %s at entry %d", a, b, i);
+    }
+  }
+  int d;
+  if (ref->rank + 1 > MAXR || !norm_dim(k, dim, ref->rank + 1, &d)) {
+    free(ts);
+    return ref->rank + 1 > MAXR ? kfail(k, "result rank exceeds %d", MAXR) : -1;
+  }
+  int64_t oshape[MAXR];
+  for (int j = 0, r = 0; j <= ref->rank; j++) oshape[j] = j == d ? n : ref->shape[r++];
+  OxTensor *o = knew(k, dt, ref->rank + 1, oshape);
+  if (!o) {
+    free(ts);
+    return -1;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int j = 0; j < d; j++) outer *= ref->shape[j];
+  for (int j = d; j < ref->rank; j++) inner *= ref->shape[j];
+  int64_t pos = 0;
+  for (int64_t a = 0; a < outer; a++)
+    for (int i = 0; i < n; i++) {
+      copy_elems(o, pos, ts[i], a * inner, inner);
+      pos += inner;
+    }
+  free(ts);
+  return ret_tensor(o, out);
+}
+
+static void py_slice(int64_t n, bool has_start, int64_t start, bool has_stop, int64_t stop, int64_t step,
+                     int64_t *ostart, int64_t *olen) {
+  if (!has_start) start = 0;
+  else if (start < 0) {
+    start += n;
+    if (start < 0) start = 0;
+  } else if (start > n) start = n;
+  if (!has_stop) stop = n;
+  else if (stop < 0) {
+    stop += n;
+    if (stop < 0) stop = 0;
+  } else if (stop > n) stop = n;
+  *ostart = start;
+  *olen = stop > start ? (stop - start + step - 1) / step : 0;
+}
+
+static int k_select(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dim, idx;
+  if (!x || !get_int(k, s[1], "dim", &dim) || !get_int(k, s[2], "index", &idx)) return -1;
+  if (x->rank == 0) return kfail(k, "select() cannot be applied to a 0-dim tensor");
+  int d;
+  if (!norm_dim(k, dim, x->rank, &d)) return -1;
+  return ret_tensor(select_t(k, x, d, idx), out);
+}
+
+static int k_slice(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dim = 0, start = 0, end = 0, step = 1;
+  if (!x) return -1;
+  if (!is_none(s[1]) && !get_int(k, s[1], "dim", &dim)) return -1;
+  bool hs = !is_none(s[2]), he = !is_none(s[3]);
+  if (hs && !get_int(k, s[2], "start", &start)) return -1;
+  if (he && !get_int(k, s[3], "end", &end)) return -1;
+  if (!is_none(s[4]) && !get_int(k, s[4], "step", &step)) return -1;
+  if (step <= 0) return kfail(k, "slice step must be positive, got %lld", (long long)step);
+  if (x->rank == 0) return kfail(k, "slice() cannot be applied to a 0-dim tensor");
+  int d;
+  if (!norm_dim(k, dim, x->rank, &d)) return -1;
+  int64_t st, len;
+  py_slice(x->shape[d], hs, start, he, end, step, &st, &len);
+  VDesc v;
+  vd_init(&v, x);
+  v.off = st * v.st[d];
+  v.shape[d] = len;
+  v.st[d] *= step;
+  return ret_tensor(vd_gather(k, x, &v), out);
+}
+
+static int k_narrow(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dim, start, len;
+  if (!x || !get_int(k, s[1], "dim", &dim) || !get_int(k, s[2], "start", &start) || !get_int(k, s[3], "length", &len))
+    return -1;
+  if (x->rank == 0) return kfail(k, "narrow() cannot be applied to a 0-dim tensor");
+  int d;
+  if (!norm_dim(k, dim, x->rank, &d)) return -1;
+  int64_t n = x->shape[d];
+  if (start < -n || start > n) return kfail(k, "start %lld out of range for dim %d of size %lld", (long long)start, d, (long long)n);
+  if (start < 0) start += n;
+  if (len < 0 || start + len > n)
+    return kfail(k, "start (%lld) + length (%lld) exceeds dimension size (%lld)", (long long)start, (long long)len, (long long)n);
+  return ret_tensor(narrow_t(k, x, d, start, len), out);
+}
+
+/* ------------------------------------------------------------------ getitem */
+
+static int tensor_index(K *k, const OxTensor *x, const V *ix, V **out) {
+  const V *items[64];
+  int ni = 0;
+  if (ix->kind == OX_RT_TUPLE) {
+    if (ix->n > 64) return kfail(k, "too many indices");
+    for (uint32_t i = 0; i < ix->n; i++) items[ni++] = ix->u.items[i];
+  } else {
+    items[ni++] = ix;
+  }
+  int consumed = 0, n_ell = 0;
+  for (int i = 0; i < ni; i++) {
+    const V *it = items[i];
+    switch (it->kind) {
+    case OX_RT_INT: case OX_RT_SLICE: case OX_RT_LIST: consumed++; break;
+    case OX_RT_TENSOR: consumed += it->u.t->dtype == OX_DT_BOOL ? (it->u.t->rank ? it->u.t->rank : 1) : 1; break;
+    case OX_RT_NONE: break;
+    case OX_RT_ELLIPSIS: n_ell++; break;
+    case OX_RT_BOOL: return kfail(k, "indexing with a Python bool is not supported");
+    default: return kfail(k, "unsupported index of kind %s", ox_rt_kind_name(it->kind));
+    }
+  }
+  if (n_ell > 1) return kfail(k, "an index can only have a single ellipsis");
+  if (consumed > x->rank) return kfail(k, "too many indices for tensor of dimension %d", x->rank);
+  VDesc src, o;
+  vd_init(&src, x);
+  o.rank = 0;
+  o.off = 0;
+  int in = 0;
+  /* the single advanced (tensor) index */
+  int adv_pos = -1, adv_rank = 0;
+  int64_t adv_shape[MAXR], adv_st = 0, *adv_idx = NULL, adv_n = 0;
+  for (int i = 0; i < ni; i++) {
+    const V *it = items[i];
+    if (o.rank >= MAXR && it->kind != OX_RT_INT) {
+      free(adv_idx);
+      return kfail(k, "result rank exceeds %d", MAXR);
+    }
+    switch (it->kind) {
+    case OX_RT_INT: {
+      int64_t n = src.shape[in], v = it->u.i;
+      if (v < -n || v >= n) {
+        free(adv_idx);
+        return kfail(k, "index %lld is out of bounds for dimension %d with size %lld", (long long)v, in, (long long)n);
+      }
+      if (v < 0) v += n;
+      o.off += v * src.st[in];
+      in++;
+      break;
+    }
+    case OX_RT_SLICE: {
+      int64_t a = 0, b = 0, step = 1;
+      const V *sa = it->u.items[0], *sb = it->u.items[1], *sc = it->u.items[2];
+      if ((!is_none(sa) && !get_int(k, sa, "slice start", &a)) || (!is_none(sb) && !get_int(k, sb, "slice stop", &b)) ||
+          (!is_none(sc) && !get_int(k, sc, "slice step", &step))) {
+        free(adv_idx);
+        return -1;
+      }
+      if (step <= 0) {
+        free(adv_idx);
+        return kfail(k, "step must be greater than zero");
+      }
+      int64_t st, len;
+      py_slice(src.shape[in], !is_none(sa), a, !is_none(sb), b, step, &st, &len);
+      o.off += st * src.st[in];
+      o.shape[o.rank] = len;
+      o.st[o.rank++] = src.st[in] * step;
+      in++;
+      break;
+    }
+    case OX_RT_NONE:
+      o.shape[o.rank] = 1;
+      o.st[o.rank++] = 0;
+      break;
+    case OX_RT_ELLIPSIS:
+      for (int j = 0; j < x->rank - consumed; j++) {
+        if (o.rank >= MAXR) {
+          free(adv_idx);
+          return kfail(k, "result rank exceeds %d", MAXR);
+        }
+        o.shape[o.rank] = src.shape[in];
+        o.st[o.rank++] = src.st[in++];
+      }
+      break;
+    default: { /* TENSOR or LIST: advanced index */
+      if (adv_pos >= 0) {
+        free(adv_idx);
+        return kfail(k, "advanced indexing with more than one tensor index is not supported");
+      }
+      adv_pos = o.rank;
+      if (it->kind == OX_RT_LIST) {
+        adv_n = it->n;
+        adv_rank = 1;
+        adv_shape[0] = adv_n;
+        adv_idx = ox_xcalloc((size_t)(adv_n ? adv_n : 1), sizeof *adv_idx);
+        for (int64_t j = 0; j < adv_n; j++)
+          if (!get_int(k, it->u.items[j], "index", &adv_idx[j])) {
+            free(adv_idx);
+            return -1;
+          }
+        adv_st = src.st[in];
+      } else if (it->u.t->dtype == OX_DT_BOOL) {
+        const OxTensor *m = it->u.t;
+        int r = m->rank ? m->rank : 1;
+        for (int j = 0; j < m->rank; j++)
+          if (m->shape[j] != src.shape[in + j]) {
+            free(adv_idx);
+            return kfail(k, "the shape of the mask at index %d does not match the indexed tensor", j);
+          }
+        /* the masked dims must be jointly contiguous to be addressed as one flat dim */
+        for (int j = 0; j + 1 < r && m->rank; j++)
+          if (src.st[in + j] != src.st[in + j + 1] * src.shape[in + j + 1]) {
+            free(adv_idx);
+            return kfail(k, "boolean mask over non-contiguous dims is not supported");
+          }
+        if (m->rank == 0) {
+          free(adv_idx);
+          return kfail(k, "0-dim boolean mask index is not supported");
+        }
+        adv_idx = ox_xcalloc((size_t)(m->numel ? m->numel : 1), sizeof *adv_idx);
+        adv_n = 0;
+        for (int64_t j = 0; j < m->numel; j++)
+          if (m->data.b[j]) adv_idx[adv_n++] = j;
+        adv_rank = 1;
+        adv_shape[0] = adv_n;
+        adv_st = src.st[in + r - 1];
+        in += r - 1; /* the loop's in++ below covers the last */
+      } else {
+        const OxTensor *t = it->u.t;
+        if (!is_int_store(t->dtype)) {
+          free(adv_idx);
+          return kfail(k, "tensors used as indices must be long, int or bool tensors, got %s", ox_dtype_abbr(t->dtype));
+        }
+        adv_n = t->numel;
+        adv_rank = t->rank;
+        memcpy(adv_shape, t->shape, sizeof adv_shape);
+        adv_idx = ox_xcalloc((size_t)(adv_n ? adv_n : 1), sizeof *adv_idx);
+        for (int64_t j = 0; j < adv_n; j++) adv_idx[j] = ox_tensor_get_i64(t, j);
+        adv_st = src.st[in];
+      }
+      if (it->kind == OX_RT_LIST || it->u.t->dtype != OX_DT_BOOL) {
+        int64_t n = src.shape[in];
+        for (int64_t j = 0; j < adv_n; j++) {
+          if (adv_idx[j] < -n || adv_idx[j] >= n) {
+            long long bad = (long long)adv_idx[j];
+            free(adv_idx);
+            return kfail(k, "index %lld is out of bounds for dimension %d with size %lld", bad, in, (long long)n);
+          }
+          if (adv_idx[j] < 0) adv_idx[j] += n;
+        }
+      }
+      in++;
+      break;
+    }
+    }
+  }
+  while (in < x->rank) {
+    if (o.rank >= MAXR) {
+      free(adv_idx);
+      return kfail(k, "result rank exceeds %d", MAXR);
+    }
+    o.shape[o.rank] = src.shape[in];
+    o.st[o.rank++] = src.st[in++];
+  }
+  if (adv_pos < 0) return ret_tensor(vd_gather(k, x, &o), out);
+  /* result = o dims [0, adv_pos) + adv_shape + o dims [adv_pos, o.rank) */
+  if (o.rank + adv_rank > MAXR) {
+    free(adv_idx);
+    return kfail(k, "result rank exceeds %d", MAXR);
+  }
+  int64_t rshape[MAXR];
+  int rr = 0;
+  for (int j = 0; j < adv_pos; j++) rshape[rr++] = o.shape[j];
+  for (int j = 0; j < adv_rank; j++) rshape[rr++] = adv_shape[j];
+  for (int j = adv_pos; j < o.rank; j++) rshape[rr++] = o.shape[j];
+  OxTensor *res = knew(k, x->dtype, rr, rshape);
+  if (!res) {
+    free(adv_idx);
+    return -1;
+  }
+  int64_t before = ox_shape_numel(adv_pos, o.shape), after = ox_shape_numel(o.rank - adv_pos, o.shape + adv_pos);
+  VDesc pre = o, post = o;
+  pre.rank = adv_pos;
+  post.rank = o.rank - adv_pos;
+  memmove(post.shape, o.shape + adv_pos, sizeof(int64_t) * (size_t)post.rank);
+  memmove(post.st, o.st + adv_pos, sizeof(int64_t) * (size_t)post.rank);
+  size_t es = esize(x->dtype);
+  int64_t pos = 0;
+  for (int64_t b = 0; b < before; b++) {
+    int64_t offb = o.off, rem = b;
+    for (int d = pre.rank - 1; d >= 0; d--) {
+      offb += (rem % pre.shape[d]) * pre.st[d];
+      rem /= pre.shape[d];
+    }
+    for (int64_t j = 0; j < adv_n; j++) {
+      int64_t offj = offb + adv_idx[j] * adv_st;
+      for (int64_t a = 0; a < after; a++) {
+        int64_t off = offj, r2 = a;
+        for (int d = post.rank - 1; d >= 0; d--) {
+          off += (r2 % post.shape[d]) * post.st[d];
+          r2 /= post.shape[d];
+        }
+        memcpy((char *)res->data.p + (size_t)pos * es, (const char *)x->data.p + (size_t)off * es, es);
+        pos++;
+      }
+    }
+  }
+  free(adv_idx);
+  return ret_tensor(res, out);
+}
+
+static int k_getitem(K *k, V *const *s, V **out) {
+  const V *x = s[0], *ix = s[1];
+  if (!x || !ix) return kfail(k, "missing operand");
+  if (is_seq(x)) {
+    if (ix->kind == OX_RT_INT || ix->kind == OX_RT_BOOL) {
+      int64_t i = ix->kind == OX_RT_INT ? ix->u.i : ix->u.b, n = x->n;
+      if (i < -n || i >= n) return kfail(k, "index %lld out of range for a %s of %lld items", (long long)i, ox_rt_kind_name(x->kind), (long long)n);
+      if (i < 0) i += n;
+      *out = ox_rt_ref(x->u.items[i]);
+      return 0;
+    }
+    if (ix->kind == OX_RT_SLICE) {
+      int64_t a = 0, b = 0, step = 1;
+      const V *sa = ix->u.items[0], *sb = ix->u.items[1], *sc = ix->u.items[2];
+      if ((!is_none(sa) && !get_int(k, sa, "slice start", &a)) || (!is_none(sb) && !get_int(k, sb, "slice stop", &b)) ||
+          (!is_none(sc) && !get_int(k, sc, "slice step", &step)))
+        return -1;
+      if (step <= 0) return kfail(k, "negative or zero slice steps on sequences are not supported");
+      int64_t st, len;
+      py_slice(x->n, !is_none(sa), a, !is_none(sb), b, step, &st, &len);
+      V *res = ox_rt_seq(x->kind, (uint32_t)len);
+      for (int64_t j = 0; j < len; j++) res->u.items[j] = ox_rt_ref(x->u.items[st + j * step]);
+      *out = res;
+      return 0;
+    }
+    return kfail(k, "%s indices must be integers or slices, not %s", ox_rt_kind_name(x->kind), ox_rt_kind_name(ix->kind));
+  }
+  if (x->kind == OX_RT_TENSOR) return tensor_index(k, x->u.t, ix, out);
+  return kfail(k, "cannot index a value of kind %s", ox_rt_kind_name(x->kind));
+}
+
+/* ------------------------------------------------------------------ shape / layout */
+
+static int k_squeeze(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  if (!x) return -1;
+  bool sel[MAXR];
+  if (is_none(s[1])) {
+    for (int d = 0; d < MAXR; d++) sel[d] = true;
+  } else {
+    int64_t dims[MAXR];
+    int n = get_ints(k, s[1], "dim", dims, MAXR);
+    if (n < 0) return -1;
+    for (int d = 0; d < MAXR; d++) sel[d] = false;
+    for (int i = 0; i < n; i++) {
+      int d;
+      if (!norm_dim(k, dims[i], x->rank, &d)) return -1;
+      sel[d] = true;
+    }
+  }
+  int64_t sh[MAXR];
+  int r = 0;
+  for (int d = 0; d < x->rank; d++)
+    if (!(sel[d] && x->shape[d] == 1)) sh[r++] = x->shape[d];
+  return ret_tensor(reshaped_copy(k, x, r, sh), out);
+}
+
+static int k_unsqueeze(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dim;
+  if (!x || !get_int(k, s[1], "dim", &dim)) return -1;
+  if (x->rank + 1 > MAXR) return kfail(k, "result rank exceeds %d", MAXR);
+  int d;
+  if (!norm_dim(k, dim, x->rank + 1, &d)) return -1;
+  int64_t sh[MAXR];
+  for (int j = 0, r = 0; j <= x->rank; j++) sh[j] = j == d ? 1 : x->shape[r++];
+  return ret_tensor(reshaped_copy(k, x, x->rank + 1, sh), out);
+}
+
+/* view/reshape size list with at most one -1. */
+static int view_like(K *k, const OxTensor *x, const V *sz, V **out) {
+  int64_t sh[MAXR];
+  int n = get_ints(k, sz, "size", sh, MAXR);
+  if (n < 0) return -1;
+  int infer = -1;
+  int64_t prod = 1;
+  for (int i = 0; i < n; i++) {
+    if (sh[i] == -1) {
+      if (infer >= 0) return kfail(k, "only one dimension can be inferred");
+      infer = i;
+    } else if (sh[i] < 0) {
+      return kfail(k, "invalid shape dimension %lld", (long long)sh[i]);
+    } else {
+      if (sh[i] && prod > INT64_MAX / sh[i]) return kfail(k, "shape overflows");
+      prod *= sh[i];
+    }
+  }
+  if (infer >= 0) {
+    if (prod == 0 || x->numel % prod != 0) {
+      char a[128], b[128];
+      shape_str(n, sh, a, sizeof a);
+      shape_str(x->rank, x->shape, b, sizeof b);
+      return kfail(k, "shape %s is invalid for input of shape %s", a, b);
+    }
+    sh[infer] = x->numel / prod;
+  }
+  return ret_tensor(reshaped_copy(k, x, n, sh), out);
+}
+
+static int k_view(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  return x ? view_like(k, x, s[1], out) : -1;
+}
+
+static int k_flatten(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t a = 0, b = -1;
+  if (!x || (!is_none(s[1]) && !get_int(k, s[1], "start_dim", &a)) || (!is_none(s[2]) && !get_int(k, s[2], "end_dim", &b)))
+    return -1;
+  if (x->rank == 0) {
+    int64_t one = 1;
+    return ret_tensor(reshaped_copy(k, x, 1, &one), out);
+  }
+  int da, db;
+  if (!norm_dim(k, a, x->rank, &da) || !norm_dim(k, b, x->rank, &db)) return -1;
+  if (da > db) return kfail(k, "start_dim cannot come after end_dim");
+  int64_t sh[MAXR];
+  int r = 0;
+  for (int d = 0; d < da; d++) sh[r++] = x->shape[d];
+  int64_t p = 1;
+  for (int d = da; d <= db; d++) p *= x->shape[d];
+  sh[r++] = p;
+  for (int d = db + 1; d < x->rank; d++) sh[r++] = x->shape[d];
+  return ret_tensor(reshaped_copy(k, x, r, sh), out);
+}
+
+static int k_unflatten(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dim, sizes[MAXR];
+  if (!x || !get_int(k, s[1], "dim", &dim)) return -1;
+  int n = get_ints(k, s[2], "sizes", sizes, MAXR);
+  if (n < 0) return -1;
+  if (x->rank == 0) return kfail(k, "cannot unflatten a 0-dim tensor");
+  int d;
+  if (!norm_dim(k, dim, x->rank, &d)) return -1;
+  if (x->rank - 1 + n > MAXR) return kfail(k, "result rank exceeds %d", MAXR);
+  int infer = -1;
+  int64_t prod = 1;
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] == -1) {
+      if (infer >= 0) return kfail(k, "only one dimension can be inferred");
+      infer = i;
+    } else {
+      prod *= sizes[i];
+    }
+  }
+  if (infer >= 0) {
+    if (prod == 0 || x->shape[d] % prod) return kfail(k, "sizes do not match dim %d of size %lld", d, (long long)x->shape[d]);
+    sizes[infer] = x->shape[d] / prod;
+    prod *= sizes[infer];
+  }
+  if (prod != x->shape[d])
+    return kfail(k, "provided sizes multiply to %lld but dim %d has size %lld", (long long)prod, d, (long long)x->shape[d]);
+  int64_t sh[MAXR];
+  int r = 0;
+  for (int j = 0; j < d; j++) sh[r++] = x->shape[j];
+  for (int j = 0; j < n; j++) sh[r++] = sizes[j];
+  for (int j = d + 1; j < x->rank; j++) sh[r++] = x->shape[j];
+  return ret_tensor(reshaped_copy(k, x, r, sh), out);
+}
+
+static int permute_t(K *k, const OxTensor *x, const int *perm, V **out) {
+  VDesc v, src;
+  vd_init(&src, x);
+  v.rank = x->rank;
+  v.off = 0;
+  for (int i = 0; i < x->rank; i++) {
+    v.shape[i] = src.shape[perm[i]];
+    v.st[i] = src.st[perm[i]];
+  }
+  return ret_tensor(vd_gather(k, x, &v), out);
+}
+
+static int k_permute(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dims[MAXR];
+  if (!x) return -1;
+  int n = get_ints(k, s[1], "dims", dims, MAXR);
+  if (n < 0) return -1;
+  if (n != x->rank) return kfail(k, "number of dims (%d) does not match the tensor rank (%d)", n, x->rank);
+  int perm[MAXR];
+  bool seen[MAXR] = {false};
+  for (int i = 0; i < n; i++) {
+    if (!norm_dim(k, dims[i], x->rank, &perm[i])) return -1;
+    if (seen[perm[i]]) return kfail(k, "repeated dim %d in permute", perm[i]);
+    seen[perm[i]] = true;
+  }
+  return permute_t(k, x, perm, out);
+}
+
+static int k_transpose(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t a, b;
+  if (!x || !get_int(k, s[1], "dim0", &a) || !get_int(k, s[2], "dim1", &b)) return -1;
+  int da, db, perm[MAXR];
+  if (!norm_dim(k, a, x->rank, &da) || !norm_dim(k, b, x->rank, &db)) return -1;
+  if (x->rank == 0) return k_copy(k, s, out);
+  for (int i = 0; i < x->rank; i++) perm[i] = i;
+  perm[da] = db;
+  perm[db] = da;
+  return permute_t(k, x, perm, out);
+}
+
+static int k_t(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  if (!x) return -1;
+  if (x->rank > 2) return kfail(k, "t() expects a tensor with <= 2 dimensions, but self is %dD", x->rank);
+  if (x->rank < 2) return k_copy(k, s, out);
+  int perm[2] = {1, 0};
+  return permute_t(k, x, perm, out);
+}
+
+static int k_movedim(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t src[MAXR], dst[MAXR];
+  if (!x) return -1;
+  int ns = get_ints(k, s[1], "source", src, MAXR), nd = ns < 0 ? -1 : get_ints(k, s[2], "destination", dst, MAXR);
+  if (nd < 0) return -1;
+  if (ns != nd) return kfail(k, "source and destination must have the same number of dims (%d vs %d)", ns, nd);
+  int perm[MAXR], sd[MAXR], dd[MAXR];
+  bool used_src[MAXR] = {false}, used_dst[MAXR] = {false};
+  for (int i = 0; i < ns; i++) {
+    if (!norm_dim(k, src[i], x->rank, &sd[i]) || !norm_dim(k, dst[i], x->rank, &dd[i])) return -1;
+    if (used_src[sd[i]] || used_dst[dd[i]]) return kfail(k, "repeated dim in source or destination");
+    used_src[sd[i]] = used_dst[dd[i]] = true;
+  }
+  for (int i = 0; i < x->rank; i++) perm[i] = -1;
+  for (int i = 0; i < ns; i++) perm[dd[i]] = sd[i];
+  int next = 0;
+  for (int i = 0; i < x->rank; i++) {
+    if (perm[i] >= 0) continue;
+    while (used_src[next]) next++;
+    perm[i] = next++;
+  }
+  if (x->rank == 0) return k_copy(k, s, out);
+  return permute_t(k, x, perm, out);
+}
+
+static int k_expand(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t sz[MAXR];
+  if (!x) return -1;
+  int n = get_ints(k, s[1], "size", sz, MAXR);
+  if (n < 0) return -1;
+  if (n < x->rank) return kfail(k, "the number of sizes provided (%d) must be greater or equal to the number of dimensions in the tensor (%d)", n, x->rank);
+  VDesc src, v;
+  vd_init(&src, x);
+  v.rank = n;
+  v.off = 0;
+  for (int i = 0; i < n; i++) {
+    int td = i - (n - x->rank);
+    if (td < 0) {
+      if (sz[i] < 0) return kfail(k, "-1 is not allowed in a leading, non-existing dimension");
+      v.shape[i] = sz[i];
+      v.st[i] = 0;
+    } else if (sz[i] == -1 || sz[i] == x->shape[td]) {
+      v.shape[i] = x->shape[td];
+      v.st[i] = src.st[td];
+    } else if (x->shape[td] == 1 && sz[i] >= 0) {
+      v.shape[i] = sz[i];
+      v.st[i] = 0;
+    } else {
+      return kfail(k, "the expanded size (%lld) must match the existing size (%lld) at non-singleton dimension %d", (long long)sz[i], (long long)x->shape[td], i);
+    }
+  }
+  return ret_tensor(vd_gather(k, x, &v), out);
+}
+
+/* ------------------------------------------------------------------ embeddings */
+
+static bool check_indices(K *k, const OxTensor *ix, int64_t rows) {
+  if (!is_int_store(ix->dtype) || ix->dtype == OX_DT_BOOL) {
+    kfail(k, "indices must be an integer tensor, got %s", ox_dtype_abbr(ix->dtype));
+    return false;
+  }
+  for (int64_t i = 0; i < ix->numel; i++) {
+    int64_t v = ox_tensor_get_i64(ix, i);
+    if (v < 0 || v >= rows) {
+      kfail(k, "index %lld out of range for %lld rows", (long long)v, (long long)rows);
+      return false;
+    }
+  }
+  return true;
+}
+
+static int k_embedding(K *k, V *const *s, V **out) {
+  const OxTensor *w = get_tensor(k, s[0], "weight"), *ix = w ? get_tensor(k, s[1], "indices") : NULL;
+  if (!ix) return -1;
+  if (w->rank != 2) return kfail(k, "weight must be 2-D");
+  if (ix->rank + 1 > MAXR) return kfail(k, "result rank exceeds %d", MAXR);
+  if (!check_indices(k, ix, w->shape[0])) return -1;
+  int64_t sh[MAXR];
+  memcpy(sh, ix->shape, sizeof(int64_t) * (size_t)ix->rank);
+  sh[ix->rank] = w->shape[1];
+  OxTensor *o = knew(k, w->dtype, ix->rank + 1, sh);
+  if (!o) return -1;
+  int64_t D = w->shape[1];
+  for (int64_t i = 0; i < ix->numel; i++) copy_elems(o, i * D, w, ox_tensor_get_i64(ix, i) * D, D);
+  return ret_tensor(o, out);
+}
+
+/* embedding_bag(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx) */
+static int k_embedding_bag(K *k, V *const *s, V **out) {
+  const OxTensor *w = get_tensor(k, s[0], "weight"), *ix = w ? get_tensor(k, s[1], "indices") : NULL;
+  if (!ix) return -1;
+  if (w->rank != 2) return kfail(k, "weight must be 2-D");
+  int mode = 1; /* 0 sum, 1 mean, 2 max (aten numbering) */
+  if (!is_none(s[3])) {
+    if (s[3]->kind == OX_RT_STR) {
+      if (strcmp(s[3]->s, "sum") == 0) mode = 0;
+      else if (strcmp(s[3]->s, "mean") == 0) mode = 1;
+      else if (strcmp(s[3]->s, "max") == 0) mode = 2;
+      else return kfail(k, "mode: unknown value '%s'", s[3]->s);
+    } else {
+      int64_t m;
+      if (!get_int(k, s[3], "mode", &m)) return -1;
+      if (m < 0 || m > 2) return kfail(k, "mode: unknown value %lld", (long long)m);
+      mode = (int)m;
+    }
+  }
+  bool last = false;
+  if (!is_none(s[5]) && !get_bool(k, s[5], "include_last_offset", &last)) return -1;
+  int64_t pad = -1;
+  bool has_pad = !is_none(s[6]);
+  if (has_pad && !get_int(k, s[6], "padding_idx", &pad)) return -1;
+  /* aten's padding_idx -1 means "none" (Python normalized negatives before calling it);
+   * F.embedding_bag counts a negative padding_idx from the end */
+  if (has_pad && pad < 0) {
+    if (k->outputs == 4) has_pad = false;
+    else pad += w->shape[0];
+  }
+  const OxTensor *psw = NULL;
+  if (!is_none(s[4])) {
+    if (!(psw = get_tensor(k, s[4], "per_sample_weights"))) return -1;
+    if (mode != 0) return kfail(k, "per_sample_weights are only supported for mode='sum'");
+    if (psw->numel != ix->numel) return kfail(k, "per_sample_weights must have the same number of elements as indices");
+  }
+  if (!check_indices(k, ix, w->shape[0])) return -1;
+  int64_t nb, *starts;
+  int64_t n = ix->numel;
+  if (ix->rank == 2) {
+    if (!is_none(s[2])) return kfail(k, "offsets must be None when indices are 2-D");
+    nb = ix->shape[0];
+    starts = ox_xcalloc((size_t)nb + 1, sizeof *starts);
+    for (int64_t b = 0; b <= nb; b++) starts[b] = b * ix->shape[1];
+  } else if (ix->rank == 1) {
+    const OxTensor *off = get_tensor(k, s[2], "offsets");
+    if (!off) return -1;
+    if (off->rank != 1 || !is_int_store(off->dtype)) return kfail(k, "offsets must be a 1-D integer tensor");
+    nb = last ? off->numel - 1 : off->numel;
+    if (nb < 0) return kfail(k, "offsets must not be empty with include_last_offset=True");
+    starts = ox_xcalloc((size_t)nb + 1, sizeof *starts);
+    for (int64_t b = 0; b < nb; b++) starts[b] = ox_tensor_get_i64(off, b);
+    starts[nb] = n;
+    if (nb > 0 && starts[0] != 0) {
+      free(starts);
+      return kfail(k, "offsets[0] must be 0, got %lld", (long long)ox_tensor_get_i64(off, 0));
+    }
+    for (int64_t b = 0; b < nb; b++)
+      if (starts[b] > starts[b + 1] || starts[b] < 0 || starts[b + 1] > n) {
+        free(starts);
+        return kfail(k, "offsets must be non-decreasing and within [0, %lld]", (long long)n);
+      }
+  } else {
+    return kfail(k, "indices must be 1-D or 2-D");
+  }
+  int64_t D = w->shape[1];
+  int64_t osh[2] = {nb, D};
+  OxTensor *o = knew(k, w->dtype, 2, osh);
+  if (!o) {
+    free(starts);
+    return -1;
+  }
+  OxTensor *o2b = NULL, *bsz = NULL, *maxi = NULL;
+  if (k->outputs == 4) {
+    int64_t nn = n, mi[2] = {nb, mode == 2 ? D : 0};
+    o2b = knew(k, OX_DT_I64, 1, &nn);
+    bsz = o2b ? knew(k, OX_DT_I64, 1, &nb) : NULL;
+    maxi = bsz ? knew(k, OX_DT_I64, mode == 2 ? 2 : 1, mi) : NULL;
+    if (!maxi) {
+      ox_tensor_free(o), ox_tensor_free(o2b), ox_tensor_free(bsz);
+      free(starts);
+      return -1;
+    }
+  }
+  double *acc = ox_xcalloc((size_t)(D ? D : 1), sizeof *acc);
+  int64_t *arg = ox_xcalloc((size_t)(D ? D : 1), sizeof *arg);
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t cnt = 0;
+    for (int64_t j = 0; j < D; j++) {
+      acc[j] = mode == 2 ? -INFINITY : 0.0;
+      arg[j] = -1;
+    }
+    for (int64_t i = starts[b]; i < starts[b + 1]; i++) {
+      if (o2b) ox_tensor_set_i64(o2b, i, b);
+      int64_t row = ox_tensor_get_i64(ix, i);
+      if (has_pad && row == pad) continue;
+      cnt++;
+      double sw = psw ? opmath(w->dtype, ox_tensor_get(psw, i)) : 1.0;
+      for (int64_t j = 0; j < D; j++) {
+        double v = opmath(w->dtype, ox_tensor_get(w, row * D + j));
+        if (mode == 2) {
+          if (arg[j] < 0 || v > acc[j] || isnan(v)) {
+            acc[j] = v;
+            arg[j] = row;
+          }
+        } else {
+          acc[j] += sw * v;
+        }
+      }
+    }
+    for (int64_t j = 0; j < D; j++) {
+      double v = acc[j];
+      if (mode == 1) v = cnt ? v / (double)cnt : 0.0;
+      if (mode == 2 && cnt == 0) v = 0.0;
+      ox_tensor_set(o, b * D + j, v);
+      if (maxi && mode == 2) ox_tensor_set_i64(maxi, b * D + j, arg[j] < 0 ? 0 : arg[j]);
+    }
+    if (bsz) ox_tensor_set_i64(bsz, b, cnt);
+  }
+  free(acc);
+  free(arg);
+  free(starts);
+  if (k->outputs != 4) return ret_tensor(o, out);
+  V *res = ox_rt_seq(OX_RT_TUPLE, 4);
+  res->u.items[0] = ox_rt_tensor(o);
+  res->u.items[1] = ox_rt_tensor(o2b);
+  res->u.items[2] = ox_rt_tensor(bsz);
+  res->u.items[3] = ox_rt_tensor(maxi);
+  *out = res;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ convolution / pooling */
+
+/* An int or a list of 1 or 2 ints -> pair. */
+static bool get_pair(K *k, const V *v, const char *what, int64_t def, int64_t p[2]) {
+  if (is_none(v) || (is_seq(v) && v->n == 0)) {
+    p[0] = p[1] = def;
+    return true;
+  }
+  int64_t t[MAXR];
+  int n = get_ints(k, v, what, t, MAXR);
+  if (n < 0) return false;
+  if (n != 1 && n != 2) {
+    kfail(k, "%s: expected 1 or 2 values, got %d", what, n);
+    return false;
+  }
+  p[0] = t[0];
+  p[1] = n == 2 ? t[1] : t[0];
+  return true;
+}
+
+/* conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) */
+static int k_conv2d(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input"), *w = x ? get_tensor(k, s[1], "weight") : NULL;
+  if (!w) return -1;
+  const OxTensor *b = NULL;
+  if (!is_none(s[2]) && !(b = get_tensor(k, s[2], "bias"))) return -1;
+  if (!need_float(k, x, "input") || !same_dtype(k, x, w) || (b && !same_dtype(k, x, b))) return -1;
+  bool batched = x->rank == 4;
+  if (x->rank != 3 && x->rank != 4) return kfail(k, "expected 3-D or 4-D input, got %d-D", x->rank);
+  if (w->rank != 4) return kfail(k, "weight must be 4-D, got %d-D", w->rank);
+  int64_t st[2], dl[2], pad[4];
+  int64_t groups = 1;
+  if (!get_pair(k, s[3], "stride", 1, st) || !get_pair(k, s[5], "dilation", 1, dl)) return -1;
+  if (!is_none(s[6]) && !get_int(k, s[6], "groups", &groups)) return -1;
+  int64_t N = batched ? x->shape[0] : 1, C = x->shape[batched], H = x->shape[batched + 1], W = x->shape[batched + 2];
+  int64_t O = w->shape[0], Cg = w->shape[1], KH = w->shape[2], KW = w->shape[3];
+  if (st[0] <= 0 || st[1] <= 0 || dl[0] <= 0 || dl[1] <= 0) return kfail(k, "stride and dilation must be positive");
+  if (groups <= 0 || C != Cg * groups || O % groups)
+    return kfail(k, "input has %lld channels; weight expects %lld x %lld groups (out channels %lld)", (long long)C,
+                 (long long)Cg, (long long)groups, (long long)O);
+  if (b && b->numel != O) return kfail(k, "bias must have %lld elements", (long long)O);
+  if (s[4] && s[4]->kind == OX_RT_STR) {
+    if (strcmp(s[4]->s, "valid") == 0) {
+      pad[0] = pad[1] = pad[2] = pad[3] = 0;
+    } else if (strcmp(s[4]->s, "same") == 0) {
+      if (st[0] != 1 || st[1] != 1) return kfail(k, "padding='same' is not supported for strided convolutions");
+      int64_t th = dl[0] * (KH - 1), tw = dl[1] * (KW - 1);
+      pad[0] = th / 2, pad[1] = th - th / 2, pad[2] = tw / 2, pad[3] = tw - tw / 2;
+    } else {
+      return kfail(k, "padding: unknown value '%s'", s[4]->s);
+    }
+  } else {
+    int64_t p[2];
+    if (!get_pair(k, s[4], "padding", 0, p)) return -1;
+    if (p[0] < 0 || p[1] < 0) return kfail(k, "negative padding is not supported");
+    pad[0] = pad[1] = p[0], pad[2] = pad[3] = p[1];
+  }
+  int64_t OH = (H + pad[0] + pad[1] - dl[0] * (KH - 1) - 1) / st[0] + 1;
+  int64_t OW = (W + pad[2] + pad[3] - dl[1] * (KW - 1) - 1) / st[1] + 1;
+  if (H + pad[0] + pad[1] < dl[0] * (KH - 1) + 1 || W + pad[2] + pad[3] < dl[1] * (KW - 1) + 1)
+    return kfail(k, "kernel size can't be greater than the padded input size");
+  int64_t osh[4] = {N, O, OH, OW};
+  OxTensor *o = batched ? knew(k, x->dtype, 4, osh) : knew(k, x->dtype, 3, osh + 1);
+  if (!o) return -1;
+  double *X = to_doubles(k, x), *Wt = to_doubles(k, w), *row = malloc(nz(OH * OW) * sizeof *row);
+  if (!X || !Wt || !row) {
+    free(X), free(Wt), free(row);
+    ox_tensor_free(o);
+    return kfail(k, "out of memory");
+  }
+  for (int64_t i = 0; i < x->numel; i++) X[i] = opmath(x->dtype, X[i]);
+  for (int64_t i = 0; i < w->numel; i++) Wt[i] = opmath(w->dtype, Wt[i]);
+  int64_t Og = O / groups;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t oc = 0; oc < O; oc++) {
+      int64_t g = oc / Og;
+      double bias = b ? opmath(b->dtype, ox_tensor_get(b, oc)) : 0.0;
+      for (int64_t i = 0; i < OH * OW; i++) row[i] = 0.0;
+      for (int64_t c = 0; c < Cg; c++) {
+        const double *xin = X + ((n * C) + g * Cg + c) * H * W;
+        for (int64_t kh = 0; kh < KH; kh++)
+          for (int64_t kw = 0; kw < KW; kw++) {
+            double wv = Wt[((oc * Cg + c) * KH + kh) * KW + kw];
+            for (int64_t oh = 0; oh < OH; oh++) {
+              int64_t ih = oh * st[0] - pad[0] + kh * dl[0];
+              if (ih < 0 || ih >= H) continue;
+              double *r = row + oh * OW;
+              const double *xr = xin + ih * W;
+              for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t iw = ow * st[1] - pad[2] + kw * dl[1];
+                if (iw >= 0 && iw < W) r[ow] += wv * xr[iw];
+              }
+            }
+          }
+      }
+      for (int64_t i = 0; i < OH * OW; i++) ox_tensor_set(o, (n * O + oc) * OH * OW + i, row[i] + bias);
+    }
+  free(X), free(Wt), free(row);
+  return ret_tensor(o, out);
+}
+
+/* max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False) */
+static int k_max_pool2d(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input");
+  if (!x) return -1;
+  if (x->rank != 3 && x->rank != 4) return kfail(k, "expected 3-D or 4-D input, got %d-D", x->rank);
+  if (x->dtype == OX_DT_BOOL) return kfail(k, "not supported for bool tensors");
+  int64_t ks[2], st[2], pd[2], dl[2];
+  bool ceil_mode = false;
+  if (!get_pair(k, s[1], "kernel_size", 1, ks)) return -1;
+  if (is_none(s[2]) || (is_seq(s[2]) && s[2]->n == 0)) {
+    st[0] = ks[0], st[1] = ks[1];
+  } else if (!get_pair(k, s[2], "stride", 1, st)) {
+    return -1;
+  }
+  if (!get_pair(k, s[3], "padding", 0, pd) || !get_pair(k, s[4], "dilation", 1, dl)) return -1;
+  if (!is_none(s[5]) && !get_bool(k, s[5], "ceil_mode", &ceil_mode)) return -1;
+  if (ks[0] <= 0 || ks[1] <= 0 || st[0] <= 0 || st[1] <= 0 || dl[0] <= 0 || dl[1] <= 0)
+    return kfail(k, "kernel_size, stride and dilation must be positive");
+  if (pd[0] < 0 || pd[1] < 0 || pd[0] > ks[0] / 2 || pd[1] > ks[1] / 2)
+    return kfail(k, "pad should be at most half of the effective kernel size");
+  int lead = x->rank - 2;
+  int64_t H = x->shape[lead], W = x->shape[lead + 1];
+  int64_t planes = ox_shape_numel(lead, x->shape);
+  int64_t osz[2];
+  for (int i = 0; i < 2; i++) {
+    int64_t in = i ? W : H;
+    int64_t num = in + 2 * pd[i] - dl[i] * (ks[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
+    if (num < 0) return kfail(k, "output size is too small");
+    int64_t o = num / st[i] + 1;
+    if (ceil_mode && (o - 1) * st[i] >= in + pd[i]) o--;
+    osz[i] = o;
+  }
+  int64_t sh[4];
+  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)lead);
+  sh[lead] = osz[0];
+  sh[lead + 1] = osz[1];
+  OxTensor *o = knew(k, x->dtype, x->rank, sh);
+  if (!o) return -1;
+  /* aten.max_pool2d_with_indices also returns the flat h * W + w index of each max */
+  OxTensor *ind = k->outputs == 2 ? knew(k, OX_DT_I64, x->rank, sh) : NULL;
+  if (k->outputs == 2 && !ind) {
+    ox_tensor_free(o);
+    return -1;
+  }
+  bool ip = is_int_store(x->dtype);
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t oh = 0; oh < osz[0]; oh++)
+      for (int64_t ow = 0; ow < osz[1]; ow++) {
+        double best = -INFINITY;
+        int64_t ibest = INT64_MIN, where = -1;
+        for (int64_t kh = 0; kh < ks[0]; kh++) {
+          int64_t ih = oh * st[0] - pd[0] + kh * dl[0];
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t kw = 0; kw < ks[1]; kw++) {
+            int64_t iw = ow * st[1] - pd[1] + kw * dl[1];
+            if (iw < 0 || iw >= W) continue;
+            int64_t idx = (p * H + ih) * W + iw;
+            if (ip) {
+              int64_t v = ox_tensor_get_i64(x, idx);
+              if (v > ibest || where < 0) ibest = v, where = ih * W + iw;
+            } else {
+              double v = ox_tensor_get(x, idx);
+              if (v > best || isnan(v) || where < 0) best = v, where = ih * W + iw;
+              if (isnan(best)) break;
+            }
+          }
+        }
+        int64_t oi = (p * osz[0] + oh) * osz[1] + ow;
+        if (ip)
+          ox_tensor_set_i64(o, oi, ibest);
+        else
+          ox_tensor_set(o, oi, best);
+        if (ind) ox_tensor_set_i64(ind, oi, where);
+      }
+  if (!ind) return ret_tensor(o, out);
+  V *res = ox_rt_seq(OX_RT_TUPLE, 2);
+  res->u.items[0] = ox_rt_tensor(o);
+  res->u.items[1] = ox_rt_tensor(ind);
+  *out = res;
+  return 0;
+}
+
+/* adaptive_avg_pool2d(input, output_size) */
+static int k_adaptive_avg_pool2d(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input");
+  if (!x || !need_float(k, x, "input")) return -1;
+  if (x->rank != 3 && x->rank != 4) return kfail(k, "expected 3-D or 4-D input, got %d-D", x->rank);
+  int lead = x->rank - 2;
+  int64_t H = x->shape[lead], W = x->shape[lead + 1], os[2];
+  if (is_seq(s[1])) {
+    if (s[1]->n != 2 && s[1]->n != 1) return kfail(k, "output_size must have 1 or 2 entries");
+    for (uint32_t i = 0; i < 2; i++) {
+      const V *it = s[1]->u.items[s[1]->n == 1 ? 0 : i];
+      if (is_none(it))
+        os[i] = i ? W : H;
+      else if (!get_int(k, it, "output_size", &os[i]))
+        return -1;
+    }
+  } else if (!get_int(k, s[1], "output_size", &os[0])) {
+    return -1;
+  } else {
+    os[1] = os[0];
+  }
+  if (os[0] < 0 || os[1] < 0) return kfail(k, "output_size must be non-negative");
+  if ((H == 0 || W == 0) && os[0] * os[1] > 0) return kfail(k, "input spatial size must be non-zero");
+  int64_t sh[4];
+  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)lead);
+  sh[lead] = os[0];
+  sh[lead + 1] = os[1];
+  OxTensor *o = knew(k, x->dtype, x->rank, sh);
+  if (!o) return -1;
+  int64_t planes = ox_shape_numel(lead, x->shape);
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t oh = 0; oh < os[0]; oh++) {
+      int64_t h0 = (oh * H) / os[0], h1 = ((oh + 1) * H + os[0] - 1) / os[0];
+      for (int64_t ow = 0; ow < os[1]; ow++) {
+        int64_t w0 = (ow * W) / os[1], w1 = ((ow + 1) * W + os[1] - 1) / os[1];
+        double sum = 0;
+        for (int64_t ih = h0; ih < h1; ih++)
+          for (int64_t iw = w0; iw < w1; iw++) sum += opmath(x->dtype, ox_tensor_get(x, (p * H + ih) * W + iw));
+        ox_tensor_set(o, (p * os[0] + oh) * os[1] + ow, sum / (double)((h1 - h0) * (w1 - w0)));
+      }
+    }
+  return ret_tensor(o, out);
+}
+
+/* ------------------------------------------------------------------ to / size */
+
+static int k_to(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  if (!x) return -1;
+  OxDType dt = x->dtype;
+  const V *d = s[1];
+  if (d && d->kind == OX_RT_DTYPE) {
+    if (!get_dtype_opt(k, d, "dtype", &dt)) return -1;
+  } else if (d && d->kind == OX_RT_TENSOR) {
+    dt = d->u.t->dtype; /* x.to(other) */
+  } else if (!(is_none(d) || d->kind == OX_RT_OPAQUE || d->kind == OX_RT_STR)) {
+    /* devices (cpu, cuda) do not change values */
+    return kfail(k, "dtype: expected a dtype, tensor or device, got %s", ox_rt_kind_name(d->kind));
+  }
+  OxTensor *o = knew(k, dt, x->rank, x->shape);
+  if (!o) return -1;
+  copy_elems(o, 0, x, 0, x->numel);
+  return ret_tensor(o, out);
+}
+
+static int k_size(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  if (!x) return -1;
+  if (!is_none(s[1])) {
+    int64_t dim;
+    int d;
+    if (!get_int(k, s[1], "dim", &dim)) return -1;
+    if (x->rank == 0) return kfail(k, "dimension specified as %lld but tensor has no dimensions", (long long)dim);
+    if (!norm_dim(k, dim, x->rank, &d)) return -1;
+    *out = ox_rt_int(x->shape[d]);
+    return 0;
+  }
+  V *res = ox_rt_seq(OX_RT_TUPLE, (uint32_t)x->rank);
+  for (int i = 0; i < x->rank; i++) res->u.items[i] = ox_rt_int(x->shape[i]);
+  *out = res;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ the table */
+
+static const struct {
+  const char *name;
+  KFn fn;
+} kernels[] = {
+  {"linear", k_linear},
+  {"addmm", k_addmm},
+  {"mm", k_mm},
+  {"bmm", k_bmm},
+  {"baddbmm", k_baddbmm},
+  {"matmul", k_matmul},
+  {"einsum", k_einsum},
+  {"grouped_mm", k_grouped_mm},
+  {"layer_norm", k_layer_norm},
+  {"native_layer_norm", k_native_layer_norm},
+  {"tanh", k_tanh},
+  {"sigmoid", k_sigmoid},
+  {"relu", k_relu},
+  {"gelu", k_gelu},
+  {"silu", k_silu},
+  {"dropout", k_dropout},
+  {"clamp", k_clamp},
+  {"nan_to_num", k_nan_to_num},
+  {"detach", k_copy},
+  {"clone", k_copy},
+  {"contiguous", k_copy},
+  {"neg", k_neg},
+  {"exp", k_exp},
+  {"log", k_log},
+  {"sqrt", k_sqrt},
+  {"rsqrt", k_rsqrt},
+  {"add", k_add},
+  {"sub", k_sub},
+  {"mul", k_mul},
+  {"div", k_div},
+  {"pow", k_pow},
+  {"where", k_where},
+  {"sum", k_sum},
+  {"mean", k_mean},
+  {"softmax", k_softmax},
+  {"split", k_split},
+  {"split_with_sizes", k_split_with_sizes},
+  {"chunk", k_chunk},
+  {"unbind", k_unbind},
+  {"cat", k_cat},
+  {"stack", k_stack},
+  {"getitem", k_getitem},
+  {"select", k_select},
+  {"slice", k_slice},
+  {"narrow", k_narrow},
+  {"squeeze", k_squeeze},
+  {"unsqueeze", k_unsqueeze},
+  {"view", k_view},
+  {"reshape", k_view},
+  {"flatten", k_flatten},
+  {"unflatten", k_unflatten},
+  {"permute", k_permute},
+  {"transpose", k_transpose},
+  {"t", k_t},
+  {"movedim", k_movedim},
+  {"expand", k_expand},
+  {"embedding", k_embedding},
+  {"embedding_bag", k_embedding_bag},
+  {"conv2d", k_conv2d},
+  {"batch_norm", k_batch_norm},
+  {"max_pool2d", k_max_pool2d},
+  {"adaptive_avg_pool2d", k_adaptive_avg_pool2d},
+  {"to", k_to},
+  {"size", k_size},
+};
+
+/* Names straight from the X-macro table, so this file compiles whatever ops the .def holds
+ * and the kernel for an op is found by its canonical name. */
+static const char *const def_names[OX_OPID_COUNT] = {
+  [OX_OPID_NONE] = NULL,
+#define OX_OPDEF(id, name, flags, schema) [OX_OPID_##id] = name,
+#include "ops/ox_ops.def"
+#undef OX_OPDEF
+};
+
+const char *ox_kernel_op_name(OxOpId op) {
+  return (unsigned)op < OX_OPID_COUNT && def_names[op] ? def_names[op] : "?";
+}
+
+OxOpId ox_kernel_op_by_name(const char *name) {
+  for (int i = 1; i < OX_OPID_COUNT; i++)
+    if (def_names[i] && strcmp(def_names[i], name) == 0) return (OxOpId)i;
+  return OX_OPID_NONE;
+}
+
+static KFn kernel_of(OxOpId op) {
+  if ((unsigned)op >= OX_OPID_COUNT || !def_names[op]) return NULL;
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+    if (strcmp(kernels[i].name, def_names[op]) == 0) return kernels[i].fn;
+  return NULL;
+}
+
+bool ox_kernel_exists(OxOpId op) { return kernel_of(op) != NULL; }
+
+int ox_kernel_run(OxKernelCtx *k, OxOpId op, OxRtValue *const *slots, uint32_t n_slots, OxRtValue **out) {
+  *out = NULL;
+  k->op_name = ox_kernel_op_name(op);
+  KFn fn = kernel_of(op);
+  if (!fn) {
+    if (k->err && k->errcap) snprintf(k->err, k->errcap, "no kernel for %s", k->op_name);
+    return -1;
+  }
+  /* Missing slots read as None; kernels never take references to slot values they did not
+   * get from the caller, so a stack None is safe here. */
+  OxRtValue none;
+  memset(&none, 0, sizeof none);
+  none.kind = OX_RT_NONE;
+  none.refs = 1u << 30;
+  OxRtValue *s[OX_MAX_SLOTS];
+  for (uint32_t i = 0; i < OX_MAX_SLOTS; i++) s[i] = (i < n_slots && slots[i]) ? slots[i] : &none;
+  int rc = fn(k, s, out);
+  if (rc != 0 && *out) {
+    ox_rt_unref(*out);
+    *out = NULL;
+  }
+  return rc;
+}

@@ -1,0 +1,488 @@
+/* ox_record.c - the "record" section of our JSON (recorded inputs, parameters and outputs)
+ * and ox_verify_record, which runs the interpreter on the recorded inputs and compares the
+ * result with the recorded outputs.
+ *
+ * This file is part of the JSON reader/writer, so it may use json-c. Reading is defensive:
+ * every malformed tensor becomes a located-by-path error ("record: params.fc.weight: ...")
+ * and no tensor larger than OX_RECORD_MAX_ELEMS is materialized. A "fill" recipe is kept
+ * beside the materialized tensor so writing the record back stays as compact as it came.
+ */
+#include "run/ox_record.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json.h>
+
+#include "ir/ox_mem.h"
+#include "ops/ox_interp.h"
+
+/* ------------------------------------------------------------------ record object */
+
+OxRecord *ox_record_new(void) { return ox_xcalloc(1, sizeof(OxRecord)); }
+
+static void free_entries(OxRecordTensor *e, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    free(e[i].name);
+    ox_tensor_free(e[i].t);
+  }
+  free(e);
+}
+
+void ox_record_free(OxRecord *r) {
+  if (!r) return;
+  free_entries(r->inputs, r->n_inputs);
+  free_entries(r->params, r->n_params);
+  free_entries(r->outputs, r->n_outputs);
+  free(r);
+}
+
+static OxRecordTensor *push(OxRecordTensor **arr, uint32_t *n, const char *name, OxTensor *t) {
+  *arr = ox_xrealloc(*arr, (*n + 1) * sizeof **arr);
+  OxRecordTensor *e = &(*arr)[(*n)++];
+  memset(e, 0, sizeof *e);
+  e->name = name ? ox_xstrdup(name) : NULL;
+  e->t = t;
+  return e;
+}
+
+void ox_record_add_input(OxRecord *r, const char *name, OxTensor *t) { push(&r->inputs, &r->n_inputs, name, t); }
+void ox_record_add_param(OxRecord *r, const char *path, OxTensor *t) { push(&r->params, &r->n_params, path, t); }
+void ox_record_add_output(OxRecord *r, OxTensor *t) { push(&r->outputs, &r->n_outputs, NULL, t); }
+
+static const OxRecordTensor *find(const OxRecordTensor *e, uint32_t n, const char *name) {
+  for (uint32_t i = 0; i < n; i++)
+    if (e[i].name && strcmp(e[i].name, name) == 0) return &e[i];
+  return NULL;
+}
+
+bool ox_record_has_tensor(const OxRecordTensor *e) { return e && (e->t || e->fill.present); }
+
+OxTensor *ox_record_tensor_new(const OxRecordTensor *e) {
+  if (!e) return NULL;
+  if (e->t) return ox_tensor_clone(e->t);
+  if (!e->fill.present) return NULL;
+  OxTensor *t = ox_tensor_new(e->fill.dtype, e->fill.rank, e->fill.shape);
+  if (t) ox_tensor_fill_sin(t, e->fill.scale, e->fill.freq, e->fill.phase);
+  return t;
+}
+
+OxTensor *ox_record_input_new(const OxRecord *r, const char *name) {
+  return ox_record_tensor_new(find(r->inputs, r->n_inputs, name));
+}
+OxTensor *ox_record_param_new(const OxRecord *r, const char *path) {
+  return ox_record_tensor_new(find(r->params, r->n_params, path));
+}
+
+/* ------------------------------------------------------------------ reading */
+
+#define RERR(d, ...) ox_diag_add((d), OX_SEV_ERROR, 0, 0, NULL, __VA_ARGS__)
+
+static bool num_of(json_object *v, double *out) {
+  switch (json_object_get_type(v)) {
+  case json_type_double: *out = json_object_get_double(v); return true;
+  case json_type_int: *out = (double)json_object_get_int64(v); return true;
+  case json_type_boolean: *out = json_object_get_boolean(v) ? 1.0 : 0.0; return true;
+  case json_type_string: {
+    const char *s = json_object_get_string(v);
+    if (strcmp(s, "nan") == 0 || strcmp(s, "NaN") == 0) *out = NAN;
+    else if (strcmp(s, "inf") == 0 || strcmp(s, "Infinity") == 0) *out = INFINITY;
+    else if (strcmp(s, "-inf") == 0 || strcmp(s, "-Infinity") == 0) *out = -INFINITY;
+    else return false;
+    return true;
+  }
+  default: return false;
+  }
+}
+
+static int read_tensor(json_object *o, const char *where, OxTensor **out, OxRecordFill *fill, OxDiagList *d) {
+  *out = NULL;
+  memset(fill, 0, sizeof *fill);
+  if (json_object_get_type(o) != json_type_object) {
+    RERR(d, "record: %s: expected a tensor object", where);
+    return -1;
+  }
+  json_object *jdt, *jshape, *jdata = NULL, *jfill = NULL;
+  if (!json_object_object_get_ex(o, "dtype", &jdt) || json_object_get_type(jdt) != json_type_string) {
+    RERR(d, "record: %s: missing \"dtype\"", where);
+    return -1;
+  }
+  const char *dts = json_object_get_string(jdt);
+  OxDType dt = ox_dtype_from_abbr(dts, strlen(dts));
+  if (!ox_tensor_dtype_supported(dt)) {
+    RERR(d, "record: %s: unsupported dtype '%.40s' (f32, f64, f16, bf16, i64, i32, b8)", where, dts);
+    return -1;
+  }
+  if (!json_object_object_get_ex(o, "shape", &jshape) || json_object_get_type(jshape) != json_type_array) {
+    RERR(d, "record: %s: missing \"shape\"", where);
+    return -1;
+  }
+  size_t rank = json_object_array_length(jshape);
+  if (rank > OX_TENSOR_MAX_RANK) {
+    RERR(d, "record: %s: rank %zu exceeds %d", where, rank, OX_TENSOR_MAX_RANK);
+    return -1;
+  }
+  int64_t shape[OX_TENSOR_MAX_RANK];
+  for (size_t i = 0; i < rank; i++) {
+    json_object *e = json_object_array_get_idx(jshape, i);
+    if (json_object_get_type(e) != json_type_int || json_object_get_int64(e) < 0) {
+      RERR(d, "record: %s: shape entries must be non-negative ints", where);
+      return -1;
+    }
+    shape[i] = json_object_get_int64(e);
+  }
+  int64_t numel = ox_shape_numel((int32_t)rank, shape);
+  if (numel < 0 || numel > OX_RECORD_MAX_ELEMS) {
+    RERR(d, "record: %s: %lld elements exceed the limit of %lld", where, (long long)numel, (long long)OX_RECORD_MAX_ELEMS);
+    return -1;
+  }
+  bool has_data = json_object_object_get_ex(o, "data", &jdata);
+  bool has_fill = json_object_object_get_ex(o, "fill", &jfill);
+  if (has_data == has_fill) {
+    RERR(d, "record: %s: needs exactly one of \"data\" and \"fill\"", where);
+    return -1;
+  }
+  if (has_data) {
+    OxTensor *t = ox_tensor_new(dt, (int32_t)rank, shape);
+    if (!t) {
+      RERR(d, "record: %s: out of memory for %lld elements", where, (long long)numel);
+      return -1;
+    }
+    if (json_object_get_type(jdata) != json_type_array) {
+      RERR(d, "record: %s: \"data\" must be an array", where);
+      ox_tensor_free(t);
+      return -1;
+    }
+    size_t n = json_object_array_length(jdata);
+    if ((int64_t)n != numel) {
+      RERR(d, "record: %s: data has %zu values, shape needs %lld", where, n, (long long)numel);
+      ox_tensor_free(t);
+      return -1;
+    }
+    bool ints = ox_dtype_storage(dt) == OX_ST_I64;
+    for (size_t i = 0; i < n; i++) {
+      json_object *e = json_object_array_get_idx(jdata, i);
+      if (ints && json_object_get_type(e) == json_type_int) {
+        ox_tensor_set_i64(t, (int64_t)i, json_object_get_int64(e));
+        continue;
+      }
+      double v;
+      if (!num_of(e, &v)) {
+        RERR(d, "record: %s: data[%zu] is not a number", where, i);
+        ox_tensor_free(t);
+        return -1;
+      }
+      ox_tensor_set(t, (int64_t)i, v);
+    }
+    *out = t;
+  } else {
+    json_object *jk, *js, *jf, *jp;
+    double sc = 0, fr = 0, ph = 0;
+    if (json_object_get_type(jfill) != json_type_object || !json_object_object_get_ex(jfill, "kind", &jk) ||
+        json_object_get_type(jk) != json_type_string || strcmp(json_object_get_string(jk), "sin") != 0) {
+      RERR(d, "record: %s: fill must be {\"kind\": \"sin\", ...}", where);
+      return -1;
+    }
+    if (!json_object_object_get_ex(jfill, "scale", &js) || !num_of(js, &sc) ||
+        !json_object_object_get_ex(jfill, "freq", &jf) || !num_of(jf, &fr) ||
+        !json_object_object_get_ex(jfill, "phase", &jp) || !num_of(jp, &ph)) {
+      RERR(d, "record: %s: fill needs numeric scale, freq and phase", where);
+      return -1;
+    }
+    /* kept as the recipe: materialized by ox_record_tensor_new when needed */
+    fill->present = true;
+    fill->scale = sc;
+    fill->freq = fr;
+    fill->phase = ph;
+    fill->dtype = dt;
+    fill->rank = (int32_t)rank;
+    for (size_t i = 0; i < rank; i++) fill->shape[i] = shape[i];
+  }
+  return 0;
+}
+
+static int read_named(json_object *obj, const char *section, OxRecord *r, bool params, OxDiagList *d) {
+  if (json_object_get_type(obj) != json_type_object) {
+    RERR(d, "record: \"%s\" must be an object", section);
+    return -1;
+  }
+  int rc = 0;
+  json_object_object_foreach(obj, key, val) {
+    char where[300];
+    snprintf(where, sizeof where, "%s.%.200s", section, key);
+    OxTensor *t;
+    OxRecordFill f;
+    if (read_tensor(val, where, &t, &f, d) != 0) {
+      rc = -1;
+      continue;
+    }
+    OxRecordTensor *e = params ? push(&r->params, &r->n_params, key, t) : push(&r->inputs, &r->n_inputs, key, t);
+    e->fill = f;
+  }
+  return rc;
+}
+
+int ox_record_from_json(struct json_object *obj, OxRecord **out, OxDiagList *d) {
+  *out = NULL;
+  if (json_object_get_type(obj) != json_type_object) {
+    RERR(d, "record: expected an object");
+    return -1;
+  }
+  OxRecord *r = ox_record_new();
+  int rc = 0;
+  json_object_object_foreach(obj, key, val) {
+    if (strcmp(key, "inputs") == 0) {
+      if (read_named(val, "inputs", r, false, d) != 0) rc = -1;
+    } else if (strcmp(key, "params") == 0) {
+      if (read_named(val, "params", r, true, d) != 0) rc = -1;
+    } else if (strcmp(key, "outputs") == 0) {
+      if (json_object_get_type(val) != json_type_array) {
+        RERR(d, "record: \"outputs\" must be an array");
+        rc = -1;
+        continue;
+      }
+      size_t n = json_object_array_length(val);
+      for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(val, i);
+        if (!e || json_object_get_type(e) == json_type_null) {
+          ox_record_add_output(r, NULL);
+          continue;
+        }
+        char where[48];
+        snprintf(where, sizeof where, "outputs[%zu]", i);
+        OxTensor *t;
+        OxRecordFill f;
+        if (read_tensor(e, where, &t, &f, d) != 0) {
+          rc = -1;
+          continue;
+        }
+        push(&r->outputs, &r->n_outputs, NULL, t)->fill = f;
+      }
+    } else if (strcmp(key, "seed") == 0) {
+      if (json_object_get_type(val) != json_type_int) {
+        RERR(d, "record: \"seed\" must be an int");
+        rc = -1;
+        continue;
+      }
+      r->has_seed = true;
+      r->seed = json_object_get_int64(val);
+    } else {
+      ox_diag_add(d, OX_SEV_WARNING, 0, 0, NULL, "record: unknown key \"%.60s\" ignored", key);
+    }
+  }
+  if (rc != 0) {
+    ox_record_free(r);
+    return -1;
+  }
+  *out = r;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+static json_object *num_json(double v) {
+  if (isnan(v)) return json_object_new_string("nan");
+  if (isinf(v)) return json_object_new_string(v > 0 ? "inf" : "-inf");
+  /* %.17g round-trips every double (and so every float/f16/bf16 value) */
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  if (!strpbrk(buf, ".eE")) strcat(buf, ".0"); /* keep it a float in JSON readers */
+  return json_object_new_double_s(v, buf);
+}
+
+static json_object *tensor_json(const OxRecordTensor *e) {
+  const OxTensor *t = e->t;
+  OxDType dt = t ? t->dtype : e->fill.dtype;
+  int32_t rank = t ? t->rank : e->fill.rank;
+  const int64_t *shape = t ? t->shape : e->fill.shape;
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "dtype", json_object_new_string(ox_dtype_abbr(dt)));
+  json_object *sh = json_object_new_array();
+  for (int32_t i = 0; i < rank; i++) json_object_array_add(sh, json_object_new_int64(shape[i]));
+  json_object_object_add(o, "shape", sh);
+  if (e->fill.present) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "kind", json_object_new_string("sin"));
+    json_object_object_add(f, "scale", num_json(e->fill.scale));
+    json_object_object_add(f, "freq", num_json(e->fill.freq));
+    json_object_object_add(f, "phase", num_json(e->fill.phase));
+    json_object_object_add(o, "fill", f);
+    return o;
+  }
+  json_object *data = json_object_new_array_ext((int)(t->numel < 0x7fffffff ? t->numel : 0x7fffffff));
+  OxStorage st = ox_dtype_storage(t->dtype);
+  for (int64_t i = 0; i < t->numel; i++) {
+    if (st == OX_ST_U8)
+      json_object_array_add(data, json_object_new_boolean(t->data.b[i] != 0));
+    else if (st == OX_ST_I64)
+      json_object_array_add(data, json_object_new_int64(t->data.i[i]));
+    else
+      json_object_array_add(data, num_json(ox_tensor_get(t, i)));
+  }
+  json_object_object_add(o, "data", data);
+  return o;
+}
+
+struct json_object *ox_record_to_json(const OxRecord *r) {
+  json_object *o = json_object_new_object();
+  json_object *in = json_object_new_object(), *pa = json_object_new_object(), *outs = json_object_new_array();
+  for (uint32_t i = 0; i < r->n_inputs; i++)
+    if (ox_record_has_tensor(&r->inputs[i])) json_object_object_add(in, r->inputs[i].name, tensor_json(&r->inputs[i]));
+  for (uint32_t i = 0; i < r->n_params; i++)
+    if (ox_record_has_tensor(&r->params[i])) json_object_object_add(pa, r->params[i].name, tensor_json(&r->params[i]));
+  for (uint32_t i = 0; i < r->n_outputs; i++)
+    json_object_array_add(outs, ox_record_has_tensor(&r->outputs[i]) ? tensor_json(&r->outputs[i]) : NULL);
+  json_object_object_add(o, "inputs", in);
+  json_object_object_add(o, "params", pa);
+  json_object_object_add(o, "outputs", outs);
+  if (r->has_seed) json_object_object_add(o, "seed", json_object_new_int64(r->seed));
+  return o;
+}
+
+/* ------------------------------------------------------------------ verification */
+
+int ox_record_apply(const OxRecord *r, const OxGraph *g, struct OxInterp *in, char *err, size_t errcap) {
+  for (uint32_t i = 0; i < r->n_params; i++) {
+    if (!ox_record_has_tensor(&r->params[i])) continue;
+    OxTensor *t = ox_record_tensor_new(&r->params[i]);
+    if (!t) {
+      if (errcap) snprintf(err, errcap, "record parameter '%s': out of memory", r->params[i].name);
+      return -1;
+    }
+    ox_interp_set_param(in, r->params[i].name, t);
+  }
+  for (uint32_t i = 0; i < r->n_inputs; i++) {
+    OxNodeId id = ox_graph_find(g, r->inputs[i].name);
+    const OxNode *n = ox_graph_node(g, id);
+    if (!n || n->op != OX_OP_PLACEHOLDER) {
+      if (errcap) snprintf(err, errcap, "record input '%s' is not a placeholder of the graph", r->inputs[i].name);
+      return -1;
+    }
+    if (!ox_record_has_tensor(&r->inputs[i])) continue;
+    OxTensor *t = ox_record_tensor_new(&r->inputs[i]);
+    if (!t) {
+      if (errcap) snprintf(err, errcap, "record input '%s': out of memory", r->inputs[i].name);
+      return -1;
+    }
+    ox_interp_set_value(in, id, ox_rt_tensor(t));
+  }
+  return 0;
+}
+
+typedef struct Flat {
+  const OxRtValue **v;
+  uint32_t n, cap;
+} Flat;
+
+static void flatten(const OxRtValue *v, Flat *f) {
+  if (v && (v->kind == OX_RT_TUPLE || v->kind == OX_RT_LIST)) {
+    for (uint32_t i = 0; i < v->n; i++) flatten(v->u.items[i], f);
+    return;
+  }
+  if (f->n == f->cap) {
+    f->cap = f->cap ? 2 * f->cap : 8;
+    f->v = ox_xrealloc(f->v, f->cap * sizeof *f->v);
+  }
+  f->v[f->n++] = v;
+}
+
+void ox_verify_report_clear(OxVerifyReport *rep) {
+  if (!rep) return;
+  free(rep->outputs);
+  memset(rep, 0, sizeof *rep);
+}
+
+static void compare_one(const OxRtValue *got, const OxTensor *want, OxVerifyOutput *o) {
+  if (!want) {
+    o->compared = false;
+    o->pass = !got || got->kind == OX_RT_NONE || got->kind != OX_RT_TENSOR;
+    if (!o->pass) snprintf(o->note, sizeof o->note, "recorded null, produced a tensor");
+    else snprintf(o->note, sizeof o->note, "not a tensor");
+    return;
+  }
+  o->tol = ox_tolerance_for(want->dtype);
+  if (got && ox_rt_is_scalar(got)) {
+    /* a Python scalar output recorded as a one-element tensor */
+    if (want->numel != 1) {
+      snprintf(o->note, sizeof o->note, "produced a scalar, recorded %lld elements", (long long)want->numel);
+      return;
+    }
+    OxTensor *t = ox_tensor_new(want->dtype, want->rank, want->shape);
+    if (!t) {
+      snprintf(o->note, sizeof o->note, "out of memory");
+      return;
+    }
+    ox_tensor_set(t, 0, ox_rt_scalar(got));
+    OxCompare c;
+    o->compared = true;
+    o->pass = ox_tensor_compare(t, want, NULL, &c);
+    o->max_abs = c.max_abs, o->max_rel = c.max_rel, o->scale = c.scale;
+    if (!o->pass) snprintf(o->note, sizeof o->note, "%s", c.why);
+    ox_tensor_free(t);
+    return;
+  }
+  if (!got || got->kind != OX_RT_TENSOR) {
+    snprintf(o->note, sizeof o->note, "produced %s, recorded a tensor", got ? ox_rt_kind_name(got->kind) : "nothing");
+    return;
+  }
+  OxCompare c;
+  o->compared = true;
+  o->pass = ox_tensor_compare(got->u.t, want, NULL, &c);
+  o->max_abs = c.max_abs, o->max_rel = c.max_rel, o->scale = c.scale;
+  o->tol = c.tol;
+  if (!o->pass) snprintf(o->note, sizeof o->note, "%s (%lld elements differ)", c.why, (long long)c.n_bad);
+}
+
+int ox_verify_record(const OxDoc *doc, uint32_t graph_index, OxVerifyReport *rep, char *err, size_t errcap) {
+  memset(rep, 0, sizeof *rep);
+  if (errcap) err[0] = 0;
+  if (!doc || !doc->record) {
+    if (errcap) snprintf(err, errcap, "the document has no recorded inputs/outputs");
+    return -1;
+  }
+  if (graph_index >= doc->n_graphs) {
+    if (errcap) snprintf(err, errcap, "no graph %u (the document has %u)", graph_index, doc->n_graphs);
+    return -1;
+  }
+  const OxRecord *r = doc->record;
+  const OxGraph *g = doc->graphs[graph_index];
+  OxNodeId out_id = ox_graph_output(g);
+  if (!out_id) {
+    if (errcap) snprintf(err, errcap, "the graph has no output node");
+    return -1;
+  }
+  OxInterp *in = ox_interp_new(g, r->has_seed ? (uint64_t)r->seed : 0);
+  if (ox_record_apply(r, g, in, err, errcap) != 0 || ox_interp_run(in, NULL, 0, err, errcap) != 0) {
+    ox_interp_free(in);
+    return -1;
+  }
+  Flat f = {0};
+  flatten(ox_interp_value(in, out_id), &f);
+  rep->n_outputs = r->n_outputs;
+  rep->n_produced = f.n;
+  rep->outputs = ox_xcalloc(r->n_outputs ? r->n_outputs : 1, sizeof *rep->outputs);
+  rep->pass = f.n == r->n_outputs;
+  for (uint32_t i = 0; i < r->n_outputs; i++) {
+    OxVerifyOutput *o = &rep->outputs[i];
+    o->index = i;
+    if (i >= f.n) {
+      snprintf(o->note, sizeof o->note, "the graph produced only %u outputs", f.n);
+      rep->pass = false;
+      continue;
+    }
+    OxTensor *own = r->outputs[i].t ? NULL : ox_record_tensor_new(&r->outputs[i]);
+    if (!own && !r->outputs[i].t && ox_record_has_tensor(&r->outputs[i])) {
+      snprintf(o->note, sizeof o->note, "out of memory for the recorded output");
+      rep->pass = false;
+      continue;
+    }
+    compare_one(f.v[i], r->outputs[i].t ? r->outputs[i].t : own, o);
+    ox_tensor_free(own);
+    if (!o->pass) rep->pass = false;
+  }
+  free(f.v);
+  ox_interp_free(in);
+  return 0;
+}

@@ -1,0 +1,114 @@
+/* ox_record.h - recorded example data (the "record" section of our JSON) and verification
+ * of a graph against it.
+ *
+ * A record holds the values the PyTorch bridge fed a model and what the model returned:
+ * inputs by placeholder name, parameters/buffers/constants by path, and the flattened
+ * outputs of the output node. Tensors arrive either as flat "data" or as a compact "fill"
+ * recipe (value[i] = scale * sin(freq * i + phase)); the recipe is kept so writing the
+ * record back stays compact. Schema: docs/interpreter.md, section "The record section".
+ *
+ * json-c is confined to ox_record.c (part of the JSON reader/writer), so this header only
+ * forward-declares struct json_object.
+ */
+#ifndef OX_RECORD_H
+#define OX_RECORD_H
+
+#include "ir/ox_diag.h"
+#include "ir/ox_graph.h"
+#include "load/ox_doc.h"
+#include "ops/ox_tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct json_object;
+
+typedef struct OxRecordFill {
+  bool present;              /* the tensor came from (and is written back as) a fill recipe */
+  double scale, freq, phase; /* kind "sin" */
+  OxDType dtype;             /* the recipe's tensor (present only) */
+  int32_t rank;
+  int64_t shape[OX_TENSOR_MAX_RANK];
+} OxRecordFill;
+
+/* A tensor read from a fill recipe is not materialized when the record is read (vit_b_16's 86M
+ * parameters would take 1.5 s and 350 MB to load a 2 MB file): t is NULL and fill.present
+ * set; ox_record_tensor_new builds it when a verification or a lookup needs it. */
+typedef struct OxRecordTensor {
+  char *name;        /* inputs: placeholder name; params: path; outputs: NULL */
+  OxTensor *t;       /* owned; NULL for a null output or a fill recipe (fill.present) */
+  OxRecordFill fill;
+} OxRecordTensor;
+
+typedef struct OxRecord {
+  OxRecordTensor *inputs;
+  uint32_t n_inputs;
+  OxRecordTensor *params;
+  uint32_t n_params;
+  OxRecordTensor *outputs;
+  uint32_t n_outputs;
+  bool has_seed;
+  int64_t seed;          /* informational */
+} OxRecord;
+
+OxRecord *ox_record_new(void);
+void ox_record_free(OxRecord *r); /* NULL is a no-op */
+/* Appenders take ownership of t (outputs: t may be NULL for a null output). */
+void ox_record_add_input(OxRecord *r, const char *name, OxTensor *t);
+void ox_record_add_param(OxRecord *r, const char *path, OxTensor *t);
+void ox_record_add_output(OxRecord *r, OxTensor *t);
+/* Whether e holds a tensor (data or a fill recipe); false for a null output. */
+bool ox_record_has_tensor(const OxRecordTensor *e);
+/* A new tensor (caller frees) with e's values: a copy of its data, or its fill recipe
+ * materialized. NULL for a null output (or out of memory). */
+OxTensor *ox_record_tensor_new(const OxRecordTensor *e);
+/* New tensors (caller frees) of an input by placeholder name / a parameter by path; NULL if
+ * absent. */
+OxTensor *ox_record_input_new(const OxRecord *r, const char *name);
+OxTensor *ox_record_param_new(const OxRecord *r, const char *path);
+
+/* Largest tensor a record may hold (elements); bigger ones are refused when reading. */
+#define OX_RECORD_MAX_ELEMS (64ll << 20)
+
+/* Reads the value of the "record" key. Returns 0 and *out, or -1 with errors in d
+ * ("record: inputs.x: data has 5 values, shape [2, 3] needs 6"). */
+int ox_record_from_json(struct json_object *obj, OxRecord **out, OxDiagList *d);
+/* A new json object (caller owns one reference). */
+struct json_object *ox_record_to_json(const OxRecord *r);
+
+/* ------------------------------------------------------------------ verification */
+
+typedef struct OxVerifyOutput {
+  uint32_t index;       /* position in the flattened outputs */
+  bool compared;        /* false: nothing to compare (null / non-tensor output) */
+  bool pass;
+  double max_abs, max_rel, scale;
+  OxTolerance tol;      /* tolerance used (by the recorded dtype) */
+  char note[192];       /* why it failed or was skipped; "" otherwise */
+} OxVerifyOutput;
+
+typedef struct OxVerifyReport {
+  bool pass;            /* every compared output passed and the output counts agree */
+  uint32_t n_outputs;   /* recorded outputs */
+  uint32_t n_produced;  /* flattened outputs the interpreter produced */
+  OxVerifyOutput *outputs; /* n_outputs entries, owned */
+} OxVerifyReport;
+
+/* Runs graph graph_index of doc with the record's inputs and parameters and compares the
+ * result with the recorded outputs. Returns 0 when the comparison ran (rep->pass says
+ * whether it passed), -1 when it could not run (no record, no such graph, an interpreter
+ * error...) with err set. rep must be released with ox_verify_report_clear. */
+int ox_verify_record(const OxDoc *doc, uint32_t graph_index, OxVerifyReport *rep, char *err, size_t errcap);
+void ox_verify_report_clear(OxVerifyReport *rep);
+
+/* Prepares an interpreter-ready input set: registers the record's params with in and sets
+ * the placeholder values of g by name. Returns 0, or -1 with err (a recorded input that is
+ * not a placeholder of g). */
+struct OxInterp;
+int ox_record_apply(const OxRecord *r, const OxGraph *g, struct OxInterp *in, char *err, size_t errcap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

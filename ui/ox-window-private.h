@@ -1,0 +1,118 @@
+/* ox-window-private.h - what the files of OxWindow share (ui/ only): the instance struct and
+ * the functions one file defines and another calls.
+ *
+ *   ox-window.c          the type, helpers, the dump's graphs, load warnings, labels and state,
+ *                        action enablement, keys, construction and the public getters
+ *   ox-window-panels.c   the right-hand panels: node inspector, "why not?", checks
+ *   ox-window-files.c    open (files, recent, drag and drop, traces), --shapes, rule files, export
+ *   ox-window-actions.c  the win.* actions and their table
+ */
+#ifndef OX_WINDOW_PRIVATE_H
+#define OX_WINDOW_PRIVATE_H
+
+#include "ox-window.h"
+
+G_BEGIN_DECLS
+
+struct _OxWindow {
+  GtkApplicationWindow parent_instance;
+
+  /* widgets (borrowed: owned by the widget tree) */
+  GtkWidget *view;
+  GtkWidget *minimap;
+  GtkWidget *step_label, *status_label, *hits_label;
+  GtkWidget *search_bar, *search_entry;
+  GtkWidget *progress_revealer, *progress_bar;
+  GtkWidget *list_view;
+  GtkWidget *pass_dropdown;
+  GtkWidget *stack;
+  GtkWidget *panel_label[3]; /* node, why, checks */
+  GtkWidget *main_pane;
+  GtkWidget *graph_dropdown, *graph_parent; /* the dump's graphs; back to the enclosing one */
+  GtkWidget *warn_bar, *warn_label, *warn_revealer, *warn_list, *warn_toggle;
+
+  /* owned */
+  OxDocument *doc;
+  GSimpleActionGroup *group_unused;
+  GtkSingleSelection *selection;
+  GtkStringList *pass_list;
+  GCancellable *optimize;
+  GMenu *recent_menu;
+  char *last_error;
+  char *note;            /* said on the status line until the next open ("the remembered trace is gone") */
+  char *panel_markup[3];
+
+  /* what the panels were last built for */
+  OxHistory *frame_history; /* borrowed, compared only */
+  guint frame_position;
+  gboolean frame_before;
+  char *frame_selected;
+
+  /* rule files (issue 7): the open one, its monitor, and every set loaded so far (kept alive:
+   * pipelines and running jobs borrow their passes) */
+  char *rules_path;
+  GFileMonitor *rules_monitor;
+  guint rules_reload_source;
+  GPtrArray *rule_sets;
+  guint n_rule_loads;
+
+  GtkWidget *play_button;
+  GtkWidget *right_pane, *panels; /* canvas | panels */
+
+  /* plain state */
+  guint play_source;
+  guint refocus_source;    /* moving the keyboard focus to the current step's timeline row */
+  guint refocus_tries;
+  gboolean panels_placed;
+  guint hint_auto_max;     /* graphs up to this many nodes get their hints checked at once */
+  guint n_exports;
+  gboolean syncing_list;
+  gboolean syncing_passes;
+  gboolean syncing_graphs;
+  GtkStringList *graph_list;
+  guint warn_serial; /* the load the warning bar shows */
+};
+/* Graphs up to this size get their hints checked as soon as the panel shows them; larger ones
+ * (a re-run takes seconds) when the user asks ("check by a re-run"). */
+enum { HINT_AUTO_MAX_NODES = 50000 };
+
+/* ox-window.c */
+extern const char *const ox_window_panel_names[3]; /* "node", "why", "checks" */
+GAction *ox_window_action(OxWindow *self, const char *name);
+OxScene *ox_window_scene(OxWindow *self);
+void ox_window_action_set_bool(OxWindow *self, const char *name, gboolean on);
+void ox_window_show_error(OxWindow *self, const char *title, const char *message);
+void ox_window_append_node_link(GString *out, const char *name);
+void ox_window_append_step_link(GString *out, guint position);
+void ox_window_append_linked(GString *out, const char *text, const OxGraph *g);
+void ox_window_append_node_links(GString *out, const char *const *names, guint n, guint max);
+gboolean ox_window_show_graph(OxWindow *self, guint i);
+void ox_window_update_status(OxWindow *self);
+void ox_window_update_actions(OxWindow *self);
+
+/* ox-window-panels.c */
+const char *ox_window_kind_color(guint8 kind);
+void ox_window_update_panels(OxWindow *self);
+gboolean ox_window_on_activate_link(GtkLabel *label, const char *uri, OxWindow *self);
+
+/* ox-window-files.c */
+void ox_window_recent_rebuild(OxWindow *self);
+void ox_window_start_optimize(OxWindow *self);
+void ox_window_act_apply_shapes(GSimpleAction *a, GVariant *p, gpointer data);
+void ox_window_act_shapes(GSimpleAction *a, GVariant *p, gpointer data);
+void ox_window_chooser_in_graph_folder(OxWindow *self, GtkFileChooser *fc);
+void ox_window_act_open_rules(GSimpleAction *a, GVariant *p, gpointer data);
+void ox_window_open_dialog(OxWindow *self, gboolean trace);
+gboolean ox_window_on_drop(GtkDropTarget *t, const GValue *value, double x, double y, OxWindow *self);
+void ox_window_export_start(OxWindow *self, const char *format, const char *path);
+void ox_window_export_dialog(OxWindow *self, const char *format);
+
+/* ox-window-actions.c */
+void ox_window_on_right_pane_allocated(GtkPaned *paned, GParamSpec *ps, OxWindow *self);
+void ox_window_on_play_state(GObject *action, GParamSpec *ps, OxWindow *self);
+void ox_window_on_scene_mode(OxWindow *self);
+void ox_window_actions_init(OxWindow *self);
+
+G_END_DECLS
+
+#endif
