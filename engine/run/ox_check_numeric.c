@@ -30,6 +30,40 @@ typedef struct {
   OxNodeId *map; /* src id -> dst id */
 } Remap;
 
+/* Same dtype and shape as a tensor meta (a value drawn for a node of that meta). */
+static bool value_fits(const OxRtValue *v, const OxMeta *m) {
+  if (!v || v->kind != OX_RT_TENSOR || m->kind != OX_META_TENSOR || m->n != 1) return false;
+  const OxTensor *t = v->u.t;
+  const OxTensorMeta *tm = &m->t[0];
+  if (t->dtype != tm->dtype || t->rank != tm->rank) return false;
+  /* floating point only: integer inputs are drawn below a bound read from their users
+   * (an embedding's size), which may differ between the regions */
+  OxStorage st = ox_dtype_storage(t->dtype);
+  if (st != OX_ST_F32 && st != OX_ST_F64) return false;
+  for (int32_t i = 0; i < t->rank; i++)
+    if (tm->shape[i].sym || tm->shape[i].v != t->shape[i]) return false;
+  return true;
+}
+
+/* The inputs (placeholders, parameters) BEFORE's run drew that AFTER has too, under the same
+ * name or path and meta: AFTER's node ids and new references to the values. Returns how many. */
+static uint32_t shared_inputs(const OxGraph *before, const OxGraph *after, const OxInterp *ib, OxNodeId *to,
+                              OxRtValue **v) {
+  uint32_t n = 0;
+  for (OxNodeId id = before->head; id; id = before->nodes[id].next) {
+    const OxNode *b = &before->nodes[id];
+    if (b->erased || (b->op != OX_OP_PLACEHOLDER && b->op != OX_OP_GET_ATTR)) continue;
+    const OxRtValue *val = ox_interp_value(ib, id);
+    OxNodeId aid = ox_graph_find(after, b->name);
+    const OxNode *a = ox_graph_node(after, aid);
+    if (!val || !a || a->erased || a->op != b->op || !value_fits(val, &a->meta) || !value_fits(val, &b->meta)) continue;
+    if (b->op == OX_OP_GET_ATTR && (!a->target || !b->target || strcmp(a->target, b->target) != 0)) continue;
+    to[n] = aid;
+    v[n++] = ox_rt_ref((OxRtValue *)val);
+  }
+  return n;
+}
+
 /* A boundary value that is an int the shapes fix (x.shape[0], x.size(1) * 4): it becomes that
  * constant in the region instead of an input, which would need a value nobody has. */
 static bool boundary_int(const OxGraph *g, OxNodeId id, int64_t *v) {
@@ -588,6 +622,13 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
    * so the check's peak is the larger region, not both (a 44-way batch_linear at full size
    * holds ~10 MB of tensors per region) */
   OxRtValue **want = ox_xcalloc(c->n_step_replaced ? c->n_step_replaced : 1, sizeof *want);
+  /* the AFTER region's inputs that BEFORE drew already: the same node name (or parameter path)
+   * gives the same seeded values in both runs, so they are handed over instead of drawn again
+   * (a boundary such as the [64, 8192] input of a split costs as much to draw as the regions
+   * cost to run); values are never written by the kernels */
+  OxNodeId *share_to = ox_xcalloc(before->n_nodes + 1, sizeof *share_to);
+  OxRtValue **share_v = ox_xcalloc(before->n_nodes + 1, sizeof *share_v);
+  uint32_t n_share = 0;
   for (t = 0; t < trials && !why_skip && !cmp.fail; t++) {
     uint64_t seed = c->checks->seed + t * 7919u;
     OxInterp *ib = ox_interp_new(before, seed);
@@ -599,10 +640,16 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
         const OxRtValue *v = ox_interp_value(ib, map_b[c->step_prov_old[i]]);
         want[i] = v ? ox_rt_ref((OxRtValue *)v) : NULL;
       }
+      n_share = shared_inputs(before, after, ib, share_to, share_v);
     }
     ox_interp_free(ib);
     if (!why_skip) {
       OxInterp *ia = ox_interp_new(after, seed);
+      for (uint32_t i = 0; i < n_share; i++) {
+        ox_interp_set_value(ia, share_to[i], share_v[i]); /* takes the reference */
+        share_v[i] = NULL;
+      }
+      n_share = 0;
       if (ox_interp_run(ia, NULL, 0, err, sizeof err) != 0) {
         snprintf(msg, sizeof msg, "after: %s", err);
         if (skippable(err)) {
@@ -630,6 +677,9 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
       want[i] = NULL;
     }
   }
+  for (uint32_t i = 0; i < n_share; i++) ox_rt_unref(share_v[i]);
+  free(share_to);
+  free(share_v);
   free(want);
   r->trials = t;
   r->max_abs = cmp.max_abs;
