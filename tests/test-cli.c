@@ -1881,6 +1881,145 @@ static void test_cli_bundled_example(void) {
 }
 
 
+/* ------------------------------------------------------------------ /cli/whatif and friends (issue 17) */
+
+static char *example_path(const char *name) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  g_assert_nonnull(root);
+  return g_build_filename(root, "data", "examples", name, NULL);
+}
+
+static int json_int(json_object *o, const char *key) { return json_object_get_int(jget(o, key)); }
+
+/* The node count `optimus info` gives for a file. */
+static int info_nodes(const char *path) {
+  Run r;
+  run_cli(&r, "info", path, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  int n = json_int(o, "nodes");
+  json_object_put(o);
+  run_clear(&r);
+  return n;
+}
+
+static void test_cli_whatif(void) {
+  if (!need_cli()) return;
+  char *ex = example_path("recsys-towers.txt"), *tr = example_path("recsys-towers.trace.json");
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *alt = g_build_filename(dir, "alt.txt", NULL), *direct = g_build_filename(dir, "direct.txt", NULL);
+  Run r;
+  /* the base's optimized node count and the count of a direct run with the changed option */
+  run_cli(&r, "optimize", ex, "-o", direct, "--option", "batch_linear.min_fuse_set_size=7");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  int direct_nodes = info_nodes(direct);
+  run_cli(&r, "replay", ex, tr, "-o", direct);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  int base_nodes = info_nodes(direct);
+  /* with the five-linear sets below the new minimum, batch_linear refuses what the base fused */
+  run_cli(&r, "whatif", ex, "--trace", tr, "--option", "batch_linear.min_fuse_set_size=7", "--json", "-o", alt);
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  g_assert_cmpint(json_int(o, "base_nodes"), ==, base_nodes);
+  g_assert_cmpint(json_int(o, "alt_nodes"), ==, direct_nodes);
+  g_assert_cmpint(json_int(o, "alt_nodes"), ==, info_nodes(alt));
+  g_assert_cmpint(json_int(o, "node_delta"), ==, direct_nodes - base_nodes);
+  g_assert_cmpint(json_int(o, "node_delta"), <, 0);
+  g_assert_cmpint(json_int(o, "newly_applied"), ==, 0);
+  json_object *dec = jget(o, "decisions");
+  g_assert_cmpint((int)json_object_array_length(dec), ==, json_int(o, "newly_rejected"));
+  int batch = 0;
+  for (size_t i = 0; i < json_object_array_length(dec); i++) {
+    json_object *x = json_object_array_get_idx(dec, i);
+    g_assert_cmpstr(json_object_get_string(jget(x, "change")), ==, "newly_rejected");
+    g_assert_true(json_object_get_int(jget(x, "base_seq")) >= 1);
+    if (strcmp(json_object_get_string(jget(x, "pass")), "batch_linear") != 0) continue;
+    batch++;
+    g_assert_cmpstr(json_object_get_string(jget(x, "reason_code")), ==, "SET_TOO_SMALL");
+    g_assert_nonnull(strstr(json_object_get_string(jget(x, "reason")), "min_fuse_set_size 7"));
+    g_assert_nonnull(json_object_get_string(jget(x, "anchor")));
+  }
+  g_assert_cmpint(batch, ==, 2);
+  /* per-pass counts add up to the decisions */
+  json_object *passes = jget(o, "passes");
+  int sum = 0;
+  for (size_t i = 0; i < json_object_array_length(passes); i++) {
+    json_object *x = json_object_array_get_idx(passes, i);
+    sum += json_int(x, "newly_applied") + json_int(x, "newly_rejected");
+  }
+  g_assert_cmpint(sum, ==, (int)json_object_array_length(dec));
+  json_object_put(o);
+  run_clear(&r);
+  /* without --trace the base is recorded here: the same decisions */
+  run_cli(&r, "whatif", ex, "--option", "batch_linear.min_fuse_set_size=7");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "nodes 201 -> 176 (-25)"));
+  g_assert_nonnull(strstr(r.out, "batch_linear at split_3: not applied"));
+  g_assert_nonnull(strstr(r.out, "per pass:"));
+  run_clear(&r);
+  /* --disable-step: applied step #9 (batch_linear at split_3) refused; --only-pass filters */
+  run_cli(&r, "whatif", ex, "--trace", tr, "--disable-step", "9", "--only-pass", "batch_linear", "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  o = parse_json(r.out);
+  dec = jget(o, "decisions");
+  g_assert_cmpint((int)json_object_array_length(dec), >=, 1);
+  bool skipped = false;
+  for (size_t i = 0; i < json_object_array_length(dec); i++) {
+    json_object *x = json_object_array_get_idx(dec, i);
+    g_assert_cmpstr(json_object_get_string(jget(x, "pass")), ==, "batch_linear");
+    if (json_object_get_int(jget(x, "base_seq")) == 9 &&
+        strcmp(json_object_get_string(jget(x, "change")), "newly_rejected") == 0) {
+      skipped = true;
+      g_assert_nonnull(strstr(json_object_get_string(jget(x, "reason")), "skipped by the what-if"));
+    }
+  }
+  g_assert_true(skipped);
+  json_object_put(o);
+  run_clear(&r);
+  /* errors */
+  run_cli(&r, "whatif", ex, "--trace", tr, "--disable-step", "5"); /* #5 is a rejection */
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "step #5 is not an applied step"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--trace", tr, "--disable-step", "100000");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "is not in the base trace"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--trace", tr, "--option", "no_such_pass.min_fuse_set_size=3");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "pass 'no_such_pass' is not in the pipeline"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--option", "batch_linear.no_such_option=3");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "unknown option 'no_such_option'"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--option", "batch_linear.min_fuse_set_size=3", "--only-pass", "nope");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "whatif", ex);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "nothing to change"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--disable-step", "0");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  /* a trace of another graph is refused */
+  char *small = write_tmp(dir, "small.txt", small_fx);
+  run_cli(&r, "whatif", small, "--trace", tr, "--disable-step", "9");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "another graph"));
+  run_clear(&r);
+  g_free(small);
+  g_free(ex);
+  g_free(tr);
+  g_free(alt);
+  g_free(direct);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 /* Issue 21: explain with a trace of another graph warns (exit 0; 1 with --strict), replay of
  * a trace with "hash": "" is refused, /dev/zero as a file or on stdin is refused at the cap. */
 static void test_cli_integrity(void) {
@@ -1975,5 +2114,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/views", test_cli_views);
   g_test_add_func("/cli/layouts", test_cli_layouts);
   g_test_add_func("/cli/bundled-example", test_cli_bundled_example);
+  g_test_add_func("/cli/whatif", test_cli_whatif);
   return g_test_run();
 }

@@ -32,7 +32,8 @@
   X(verify, "  verify FILE          verifier, and the interpreter against recorded outputs\n") \
   X(optimize, "  optimize FILE -o OUT run the Optimus passes, recording every step\n") \
   X(explain, "  explain FILE --node N  why each pass did or did not fire at a node\n") \
-  X(replay, "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n")
+  X(replay, "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n") \
+  X(whatif, "  whatif FILE --option P.K=V  re-run with a change; the decisions that differ\n")
 
 #define OX_CLI_DECLARE(name, summary) int ox_cli_cmd_##name(int argc, char **argv);
 OX_CLI_COMMANDS(OX_CLI_DECLARE)
@@ -75,6 +76,9 @@ enum {
   OPT_SHAPES = 1 << 29, /* accepted wherever OPT_INPUT_SHAPE is */
   OPT_BUDGET = 1 << 30,
 };
+/* the option bits past 31 (an enum constant must fit an int) */
+#define OPT_DISABLE_STEP (1ull << 31)
+#define OPT_ONLY_PASS (1ull << 32)
 
 enum { MAX_REPEATS = 64 };
 
@@ -111,6 +115,9 @@ typedef struct CliOpts {
   double layout_budget; /* seconds; 0 = default */
   bool params;          /* draw parameters as their own nodes */
   const char *layout;   /* auto, dot, layered */
+  uint32_t disable_steps[MAX_REPEATS]; /* whatif --disable-step N (1-based record numbers) */
+  uint32_t n_disable_steps;
+  const char *only_pass; /* whatif --only-pass P */
 } CliOpts;
 
 /* ------------------------------------------------------------------ cli.c */
@@ -122,7 +129,16 @@ void ox_cli_json_str(OxBuf *b, const char *s);
 int ox_cli_list_passes(void);
 int ox_cli_load_for_run(CliOpts *o, OxDoc **doc, OxDiagList *diags, OxGraph **g);
 int ox_cli_load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags);
-int ox_cli_parse_args(CliOpts *o, unsigned allowed, int argc, char **argv);
+int ox_cli_parse_args(CliOpts *o, uint64_t allowed, int argc, char **argv);
+/* Reads a trace file; NULL after printing the error (located when it is in the file). */
+OxTrace *ox_cli_read_trace(const CliOpts *o, const char *path);
+/* The pipeline and checks a re-run of g uses: --config / --passes / --rules when given, else the
+ * configuration recorded in trace t (when given and readable), else the default pipeline; then,
+ * with apply_options, every --option. --checks, else t's checks, else all; --keep-failed,
+ * --numeric-budget and --budget apply. Returns EXIT_OK, or EXIT_USAGE / EXIT_BAD after printing
+ * why (*p is then empty). */
+int ox_cli_build_run(const CliOpts *o, const OxGraph *g, const OxTrace *t, bool apply_options, OxPipeline *p,
+                     OxCheckConfig *cc);
 int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResult *res);
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg);
 bool ox_cli_write_stdout(const char *data, size_t len);
