@@ -2020,6 +2020,108 @@ static void test_cli_whatif(void) {
   g_free(dir);
 }
 
+static void test_cli_compare_runs(void) {
+  if (!need_cli()) return;
+  char *ex = example_path("recsys-towers.txt"), *tr = example_path("recsys-towers.trace.json");
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *in = g_build_filename(dir, "towers.txt", NULL);
+  gsize len;
+  char *text = read_all(ex, &len);
+  g_assert_true(g_file_set_contents(in, text, (gssize)len, NULL));
+  g_free(text);
+  char *oa = g_build_filename(dir, "a.txt", NULL), *ta = g_build_filename(dir, "a.trace.json", NULL);
+  char *ob = g_build_filename(dir, "b.txt", NULL), *tb = g_build_filename(dir, "b.trace.json", NULL);
+  char *tc = g_build_filename(dir, "c.trace.json", NULL);
+  Run r;
+  run_cli(&r, "optimize", in, "-o", oa, "--trace", ta);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "optimize", in, "-o", ob, "--trace", tb, "--option", "batch_linear.min_fuse_set_size=7");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "optimize", in, "-o", ob, "--trace", tc, "--checks", "structure,shape");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  /* two configurations: batch_linear's two fusions differ, the split/cat simplifications of
+   * their stacks exist only in A, and the final graphs differ (exit 1) */
+  run_cli(&r, "compare-runs", ta, tb, "--json");
+  g_assert_cmpint(r.status, ==, 1);
+  json_object *o = parse_json(r.out);
+  g_assert_false(json_object_get_boolean(jget(o, "final_graphs_equal")));
+  g_assert_cmpint(json_int(jget(o, "a"), "nodes"), ==, info_nodes(oa));
+  g_assert_cmpint(json_int(jget(o, "b"), "nodes"), <, json_int(jget(o, "a"), "nodes"));
+  g_assert_cmpint(json_int(o, "only_a_applied"), ==, 2);
+  g_assert_cmpint(json_int(o, "only_b_applied"), ==, 0);
+  json_object *ent = jget(o, "entries");
+  g_assert_cmpint((int)json_object_array_length(ent), ==,
+                  json_int(o, "differs") + json_int(o, "only_a") + json_int(o, "only_b"));
+  int linear_differs = 0;
+  for (size_t i = 0; i < json_object_array_length(ent); i++) {
+    json_object *e = json_object_array_get_idx(ent, i);
+    const char *kind = json_object_get_string(jget(e, "kind"));
+    if (strcmp(kind, "only_a") == 0) g_assert_true(json_object_is_type(jget(e, "b"), json_type_null));
+    if (strcmp(kind, "only_b") == 0) g_assert_true(json_object_is_type(jget(e, "a"), json_type_null));
+    if (strcmp(kind, "differs") != 0 || strcmp(json_object_get_string(jget(e, "pass")), "batch_linear") != 0) continue;
+    linear_differs++;
+    g_assert_cmpstr(json_object_get_string(jget(jget(e, "a"), "outcome")), ==, "applied");
+    g_assert_cmpstr(json_object_get_string(jget(jget(e, "b"), "outcome")), ==, "rejected");
+    g_assert_nonnull(strstr(json_object_get_string(jget(jget(e, "b"), "reason")), "min_fuse_set_size 7"));
+  }
+  g_assert_cmpint(linear_differs, ==, 2);
+  json_object_put(o);
+  run_clear(&r);
+  /* the text report lists the applied differences and counts the rest */
+  run_cli(&r, "compare-runs", ta, tb);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "outcome differs:\n  batch_linear / batch_linear at split_3: A #9 applied"));
+  g_assert_nonnull(strstr(r.out, "final graphs: differ"));
+  g_assert_nonnull(strstr(r.out, "--all or --json lists them"));
+  run_clear(&r);
+  /* other checks, the same decisions: nothing differs, exit 0; so for the committed trace */
+  run_cli(&r, "compare-runs", ta, tc);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "0 with another outcome; only in A: 0 (0 applied); only in B: 0 (0 applied)"));
+  g_assert_nonnull(strstr(r.out, "final graphs: the same"));
+  run_clear(&r);
+  run_cli(&r, "compare-runs", tr, ta, "--input", ex);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  /* the input named by the traces is gone: --input is needed */
+  g_assert_cmpint(g_unlink(in), ==, 0);
+  run_cli(&r, "compare-runs", ta, tb);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "--input FILE"));
+  run_clear(&r);
+  run_cli(&r, "compare-runs", ta, tb, "--input", ex);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "final graphs: differ"));
+  run_clear(&r);
+  /* runs of different graphs are refused; so is a missing second trace */
+  char *small = write_tmp(dir, "small.txt", small_fx), *ts = g_build_filename(dir, "s.trace.json", NULL);
+  run_cli(&r, "optimize", small, "-o", ob, "--trace", ts);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "compare-runs", ta, ts, "--input", ex);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "different graphs"));
+  run_clear(&r);
+  run_cli(&r, "compare-runs", ta);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  g_free(small);
+  g_free(ts);
+  g_free(ex);
+  g_free(tr);
+  g_free(in);
+  g_free(oa);
+  g_free(ta);
+  g_free(ob);
+  g_free(tb);
+  g_free(tc);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 /* Issue 21: explain with a trace of another graph warns (exit 0; 1 with --strict), replay of
  * a trace with "hash": "" is refused, /dev/zero as a file or on stdin is refused at the cap. */
 static void test_cli_integrity(void) {
@@ -2115,5 +2217,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/layouts", test_cli_layouts);
   g_test_add_func("/cli/bundled-example", test_cli_bundled_example);
   g_test_add_func("/cli/whatif", test_cli_whatif);
+  g_test_add_func("/cli/compare-runs", test_cli_compare_runs);
   return g_test_run();
 }

@@ -60,6 +60,8 @@ static const OptSpec opt_specs[] = {
   {"budget", 0, true, OPT_BUDGET},
   {"disable-step", 0, true, OPT_DISABLE_STEP},
   {"only-pass", 0, true, OPT_ONLY_PASS},
+  {"input", 0, true, OPT_INPUT},
+  {"all", 0, false, OPT_ALL},
 };
 
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -113,6 +115,8 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
   case OPT_NODE: o->node = val; break;
   case OPT_PASS: o->pass = val; break;
   case OPT_ONLY_PASS: o->only_pass = val; break;
+  case OPT_INPUT: o->input = val; break;
+  case OPT_ALL: o->all = true; break;
   case OPT_DISABLE_STEP: {
     char *end = NULL;
     errno = 0;

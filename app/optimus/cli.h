@@ -24,7 +24,8 @@
 #include "passes/ox_pass.h"
 #include "run/ox_trace.h"
 
-/* The subcommands: X(NAME, SUMMARY), SUMMARY being NAME's line of `optimus --help`. */
+/* The subcommands: X(NAME, SUMMARY), SUMMARY being NAME's line of `optimus --help`; a '_' in
+ * NAME is a '-' on the command line (compare_runs is `optimus compare-runs`). */
 #define OX_CLI_COMMANDS(X) \
   X(info, "  info FILE            format, graphs, node counts and op histogram of an FX dump\n") \
   X(convert, "  convert FILE -o OUT  write it as Optimus JSON, FX text, DOT, SVG or PNG\n") \
@@ -33,7 +34,8 @@
   X(optimize, "  optimize FILE -o OUT run the Optimus passes, recording every step\n") \
   X(explain, "  explain FILE --node N  why each pass did or did not fire at a node\n") \
   X(replay, "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n") \
-  X(whatif, "  whatif FILE --option P.K=V  re-run with a change; the decisions that differ\n")
+  X(whatif, "  whatif FILE --option P.K=V  re-run with a change; the decisions that differ\n") \
+  X(compare_runs, "  compare-runs A.trace.json B.trace.json  align two runs of one graph step by step\n")
 
 #define OX_CLI_DECLARE(name, summary) int ox_cli_cmd_##name(int argc, char **argv);
 OX_CLI_COMMANDS(OX_CLI_DECLARE)
@@ -79,6 +81,8 @@ enum {
 /* the option bits past 31 (an enum constant must fit an int) */
 #define OPT_DISABLE_STEP (1ull << 31)
 #define OPT_ONLY_PASS (1ull << 32)
+#define OPT_INPUT (1ull << 33)
+#define OPT_ALL (1ull << 34)
 
 enum { MAX_REPEATS = 64 };
 
@@ -118,6 +122,8 @@ typedef struct CliOpts {
   uint32_t disable_steps[MAX_REPEATS]; /* whatif --disable-step N (1-based record numbers) */
   uint32_t n_disable_steps;
   const char *only_pass; /* whatif --only-pass P */
+  const char *input;     /* compare-runs, diff: --input FILE */
+  bool all;              /* compare-runs --all */
 } CliOpts;
 
 /* ------------------------------------------------------------------ cli.c */

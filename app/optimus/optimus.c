@@ -7,6 +7,7 @@
  * Diagnostics go to stderr as FILE:LINE:COL: error|warning: message (+ snippet line);
  * results go to stdout. docs/cli.md is the user documentation.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,13 @@ static void put_usage(FILE *f) {
         f);
 }
 
+/* Whether argument cmd names the command whose table name is `name` ('_' there, '-' here). */
+static bool command_is(const char *cmd, const char *name) {
+  for (; *cmd && *name; cmd++, name++)
+    if (*cmd != (*name == '_' ? '-' : *name)) return false;
+  return !*cmd && !*name;
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv) {
@@ -60,7 +68,7 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    if (command_is(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
   fprintf(stderr, "optimus: unknown %s '%s'\n", cmd[0] == '-' ? "option" : "command", cmd);
   put_usage(stderr);
   return EXIT_USAGE;
