@@ -2122,6 +2122,200 @@ static void test_cli_compare_runs(void) {
   g_free(dir);
 }
 
+/* The names listed under key of every region of a diff, each once, in one set. */
+static GHashTable *region_names(json_object *o, const char *key) {
+  GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  json_object *regions = jget(o, "regions");
+  for (size_t i = 0; i < json_object_array_length(regions); i++) {
+    json_object *names = jget(json_object_array_get_idx(regions, i), key);
+    for (size_t k = 0; k < json_object_array_length(names); k++) {
+      const char *n = json_object_get_string(json_object_array_get_idx(names, k));
+      g_assert_false(g_hash_table_contains(set, n)); /* in one region only */
+      g_hash_table_add(set, g_strdup(n));
+    }
+  }
+  return set;
+}
+
+/* added/removed/changed of a diff's JSON agree with its regions and its counts */
+static void check_diff_json(json_object *o) {
+  const char *keys[3] = {"added", "removed", "changed"};
+  int n_regions = (int)json_object_array_length(jget(o, "regions"));
+  for (int k = 0; k < 3; k++) {
+    GHashTable *set = region_names(o, keys[k]);
+    json_object *list = jget(o, keys[k]);
+    g_assert_cmpuint(json_object_array_length(list), ==, g_hash_table_size(set));
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+      json_object *x = json_object_array_get_idx(list, i);
+      g_assert_true(g_hash_table_contains(set, json_object_get_string(jget(x, "name"))));
+      int r = json_int(x, "region");
+      g_assert_cmpint(r, >=, 1);
+      g_assert_cmpint(r, <=, n_regions);
+    }
+    g_hash_table_destroy(set);
+  }
+  /* every node of A is the same, changed or removed; of B the same, changed or added (the
+   * output node included on both sides, which `nodes_*` leave out) */
+  int same = json_int(o, "same"), changed = (int)json_object_array_length(jget(o, "changed"));
+  g_assert_cmpint(same + changed + (int)json_object_array_length(jget(o, "removed")), ==, json_int(o, "nodes_a") + 1);
+  g_assert_cmpint(same + changed + (int)json_object_array_length(jget(o, "added")), ==, json_int(o, "nodes_b") + 1);
+  g_assert_cmpint(json_int(o, "matched_by_name") + json_int(o, "matched_by_structure"), ==, same + changed);
+}
+
+static void test_cli_diff(void) {
+  if (!need_cli()) return;
+  char *ex = example_path("recsys-towers.txt");
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *after = g_build_filename(dir, "after.txt", NULL), *svg = g_build_filename(dir, "diff.svg", NULL);
+  char *dot = g_build_filename(dir, "diff.dot", NULL);
+  Run r;
+  /* a graph against itself: nothing differs, exit 0 */
+  run_cli(&r, "diff", ex, ex);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "0 changed, 0 removed, 0 added"));
+  run_clear(&r);
+  /* before and after the optimizer: the fused linears and layer norms are removed, the
+   * batched replacements added, in regions */
+  run_cli(&r, "optimize", ex, "-o", after);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "diff", ex, after, "--json");
+  g_assert_cmpint(r.status, ==, 1);
+  json_object *o = parse_json(r.out);
+  check_diff_json(o);
+  g_assert_cmpint(json_int(o, "nodes_b"), ==, info_nodes(after));
+  g_assert_cmpint((int)json_object_array_length(jget(o, "regions")), >=, 1);
+  int removed_linear = 0, added_baddbmm = 0;
+  json_object *list = jget(o, "removed");
+  for (size_t i = 0; i < json_object_array_length(list); i++)
+    removed_linear += strcmp(json_object_get_string(jget(json_object_array_get_idx(list, i), "target")),
+                             "torch.nn.functional.linear") == 0;
+  list = jget(o, "added");
+  for (size_t i = 0; i < json_object_array_length(list); i++)
+    added_baddbmm += strcmp(json_object_get_string(jget(json_object_array_get_idx(list, i), "target")),
+                            "torch.baddbmm") == 0;
+  g_assert_cmpint(removed_linear, ==, 10); /* two batch_linear steps of five linears each */
+  g_assert_cmpint(added_baddbmm, ==, 2);
+  int n_added = (int)json_object_array_length(jget(o, "added"));
+  int n_removed = (int)json_object_array_length(jget(o, "removed"));
+  int n_changed = (int)json_object_array_length(jget(o, "changed"));
+  json_object_put(o);
+  run_clear(&r);
+  /* the drawing: B with A's removed nodes, each difference marked */
+  run_cli(&r, "diff", ex, after, "-o", svg);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "wrote "));
+  run_clear(&r);
+  gsize len;
+  char *text = read_all(svg, &len);
+  g_assert_cmpuint(count_substr(text, "ox&#45;added\""), ==, (guint)n_added);
+  g_assert_cmpuint(count_substr(text, "ox&#45;removed\""), ==, (guint)n_removed);
+  g_assert_cmpuint(count_substr(text, "ox&#45;matched\""), ==, (guint)n_changed);
+  g_free(text);
+  run_cli(&r, "diff", ex, after, "-o", dot);
+  g_assert_cmpint(r.status, ==, 1);
+  run_clear(&r);
+  text = read_all(dot, &len);
+  g_assert_true(g_str_has_prefix(text, "digraph"));
+  g_free(text);
+  /* renamed nodes match by structure; a changed constant is a changed node */
+  char *a = write_tmp(dir, "a.txt", small_fx);
+  char *b = write_tmp(dir, "b.txt",
+                      "graph():\n"
+                      "    %x : [num_users=2] = placeholder[target=x]\n"
+                      "    %r0 : [num_users=1] = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+                      "    %a0 : [num_users=1] = call_function[target=operator.add](args = (%r0, %x), kwargs = {})\n"
+                      "    %add_1 : [num_users=1] = call_function[target=operator.add](args = (%a0, 2), kwargs = {})\n"
+                      "    return add_1\n");
+  run_cli(&r, "diff", a, b, "--json");
+  g_assert_cmpint(r.status, ==, 1);
+  o = parse_json(r.out);
+  check_diff_json(o);
+  g_assert_cmpint(json_int(o, "matched_by_structure"), ==, 2);
+  g_assert_cmpint((int)json_object_array_length(jget(o, "added")), ==, 0);
+  g_assert_cmpint((int)json_object_array_length(jget(o, "removed")), ==, 0);
+  json_object *ch = jget(o, "changed");
+  g_assert_cmpint((int)json_object_array_length(ch), ==, 1);
+  g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(ch, 0), "name")), ==, "add_1");
+  g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(jget(json_object_array_get_idx(ch, 0), "fields"), 0)),
+                  ==, "args");
+  json_object_put(o);
+  run_clear(&r);
+  /* a replaced op: relu -> sigmoid is one region: relu removed, sigmoid added, its user changed */
+  char *c = write_tmp(dir, "c.txt",
+                      "graph():\n"
+                      "    %x : [num_users=2] = placeholder[target=x]\n"
+                      "    %sigmoid : [num_users=1] = call_function[target=torch.sigmoid](args = (%x,), kwargs = {})\n"
+                      "    %add : [num_users=1] = call_function[target=operator.add](args = (%sigmoid, %x), kwargs = {})\n"
+                      "    %add_1 : [num_users=1] = call_function[target=operator.add](args = (%add, 1), kwargs = {})\n"
+                      "    return add_1\n");
+  run_cli(&r, "diff", a, c);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "1 changed, 1 removed, 1 added in 1 region\n"));
+  g_assert_nonnull(strstr(r.out, "- relu (call_function torch.relu)"));
+  g_assert_nonnull(strstr(r.out, "+ sigmoid (call_function torch.sigmoid)"));
+  g_assert_nonnull(strstr(r.out, "~ add: args"));
+  run_clear(&r);
+  /* usage and input errors */
+  run_cli(&r, "diff", a);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "diff", a, b, "-o", dot, "--to", "svg");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  char *txt = g_build_filename(dir, "diff.txt", NULL);
+  run_cli(&r, "diff", a, b, "-o", txt);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  char *missing = g_build_filename(dir, "missing.txt", NULL);
+  run_cli(&r, "diff", a, missing);
+  g_assert_cmpint(r.status, ==, 1);
+  run_clear(&r);
+  /* a corpus dump against its optimized form: normalization rewrote split into
+   * split_with_sizes (file 16 is a fragment: its getitems are external inputs) */
+  char *corpus = test_corpus_file_or_skip(16);
+  if (corpus) {
+    char *opt = g_build_filename(dir, "c16.txt", NULL);
+    run_cli(&r, "optimize", corpus, "-o", opt);
+    g_assert_cmpint(r.status, ==, 0);
+    run_clear(&r);
+    run_cli(&r, "diff", corpus, opt, "--json");
+    g_assert_cmpint(r.status, ==, 1);
+    o = parse_json(r.out);
+    check_diff_json(o);
+    json_object *rm = jget(o, "removed"), *ad = jget(o, "added");
+    g_assert_cmpint((int)json_object_array_length(rm), ==, 1);
+    g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(rm, 0), "name")), ==, "split_1");
+    g_assert_cmpint((int)json_object_array_length(ad), ==, 1);
+    g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(ad, 0), "target")), ==,
+                    "torch.ops.aten.split_with_sizes.default");
+    json_object_put(o);
+    run_clear(&r);
+    /* and the JSON form of the same dump is the same graph */
+    char *js = g_build_filename(dir, "c16.json", NULL);
+    run_cli(&r, "convert", corpus, "-o", js);
+    g_assert_cmpint(r.status, ==, 0);
+    run_clear(&r);
+    run_cli(&r, "diff", corpus, js);
+    g_assert_cmpint(r.status, ==, 0);
+    run_clear(&r);
+    g_free(js);
+    g_free(opt);
+    g_free(corpus);
+  }
+  g_free(missing);
+  g_free(txt);
+  g_free(a);
+  g_free(b);
+  g_free(c);
+  g_free(ex);
+  g_free(after);
+  g_free(svg);
+  g_free(dot);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 /* Issue 21: explain with a trace of another graph warns (exit 0; 1 with --strict), replay of
  * a trace with "hash": "" is refused, /dev/zero as a file or on stdin is refused at the cap. */
 static void test_cli_integrity(void) {
@@ -2218,5 +2412,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/bundled-example", test_cli_bundled_example);
   g_test_add_func("/cli/whatif", test_cli_whatif);
   g_test_add_func("/cli/compare-runs", test_cli_compare_runs);
+  g_test_add_func("/cli/diff", test_cli_diff);
   return g_test_run();
 }
