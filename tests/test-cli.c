@@ -4,6 +4,7 @@
  * corpus when it is present. */
 #include <errno.h>
 #include <glib.h>
+#include <math.h>
 #include <glib/gstdio.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -2316,6 +2317,125 @@ static void test_cli_diff(void) {
   g_free(dir);
 }
 
+/* The smallest applied_index among the records of pass in a trace file (0 if none). */
+static int first_index_of_pass(const char *trace, const char *pass) {
+  gsize len;
+  char *text = read_all(trace, &len);
+  json_object *o = parse_json(text);
+  json_object *steps = jget(o, "steps");
+  int best = 0;
+  for (size_t i = 0; i < json_object_array_length(steps); i++) {
+    json_object *s = json_object_array_get_idx(steps, i), *ai = NULL, *p = NULL;
+    if (!json_object_object_get_ex(s, "applied_index", &ai) || !json_object_object_get_ex(s, "pass", &p)) continue;
+    int k = json_object_get_int(ai);
+    if (k > 0 && strcmp(json_object_get_string(p), pass) == 0 && (!best || k < best)) best = k;
+  }
+  json_object_put(o);
+  g_free(text);
+  return best;
+}
+
+static void test_cli_bisect(void) {
+  if (!need_cli()) return;
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  char *ex = example_path("recsys-towers.txt"), *tr = example_path("recsys-towers.trace.json");
+  char *rules = g_build_filename(root, "tests", "data", "rules", "wrong-relu.rules", NULL);
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *out = g_build_filename(dir, "out.txt", NULL), *trace = g_build_filename(dir, "wrong.trace.json", NULL);
+  char *prefix = g_build_filename(dir, "culprit", NULL);
+  Run r;
+  /* a run with a deliberately wrong user rule whose failed steps are kept */
+  run_cli(&r, "optimize", ex, "-o", out, "--trace", trace, "--rules", rules, "--keep-failed");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  int culprit = first_index_of_pass(trace, "relu_is_neg");
+  g_assert_cmpint(culprit, >, 1); /* the built-in passes' steps come first */
+  /* the built-in numeric oracle names the first of the wrong rule's steps */
+  run_cli(&r, "bisect", ex, "--trace", trace, "--check", "numeric", "-o", prefix, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  json_object *ff = jget(o, "first_failing");
+  g_assert_cmpint(json_int(ff, "k"), ==, culprit);
+  g_assert_cmpstr(json_object_get_string(jget(ff, "pass")), ==, "relu_is_neg");
+  g_assert_cmpstr(json_object_get_string(jget(ff, "outcome")), ==, "check failed");
+  g_assert_true(g_str_has_suffix(json_object_get_string(jget(ff, "rule_file")), "wrong-relu.rules"));
+  g_assert_cmpint(json_int(ff, "rule_line"), ==, 4);
+  int steps = json_int(o, "steps"), runs = json_int(o, "oracle_runs");
+  g_assert_cmpint(runs, <=, (int)ceil(log2((double)steps)) + 2);
+  g_assert_cmpint(runs, >=, 3);
+  g_assert_cmpint((int)json_object_array_length(jget(o, "runs")), ==, runs);
+  char *before = g_strdup(json_object_get_string(jget(ff, "before")));
+  char *after = g_strdup(json_object_get_string(jget(ff, "after")));
+  json_object_put(o);
+  run_clear(&r);
+  /* the graphs around it differ by exactly that rewrite: one relu out, one neg in */
+  run_cli(&r, "diff", before, after, "--json");
+  g_assert_cmpint(r.status, ==, 1);
+  o = parse_json(r.out);
+  json_object *rm = jget(o, "removed"), *ad = jget(o, "added");
+  g_assert_cmpint((int)json_object_array_length(rm), ==, 1);
+  g_assert_cmpint((int)json_object_array_length(ad), ==, 1);
+  g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(rm, 0), "target")), ==, "torch.relu");
+  g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(ad, 0), "target")), ==, "torch.neg");
+  json_object_put(o);
+  run_clear(&r);
+  /* an external oracle (the graph handed over as a quoted path) finds the same step */
+  run_cli(&r, "bisect", ex, "--trace", trace, "--oracle", "! grep -q torch.neg {graph}", "--to", "fx");
+  g_assert_cmpint(r.status, ==, 0);
+  char *want = g_strdup_printf("(graph-changing step %d of %d) relu_is_neg", culprit, steps);
+  g_assert_nonnull(strstr(r.out, want));
+  g_assert_nonnull(strstr(r.out, "wrong-relu.rules:4"));
+  g_assert_nonnull(strstr(r.out, "oracle runs: "));
+  g_free(want);
+  run_clear(&r);
+  /* the bundled run is right: nothing to blame (exit 1) */
+  run_cli(&r, "bisect", ex, "--trace", tr, "--check", "numeric");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "passes after every step"));
+  run_clear(&r);
+  /* an oracle that runs over its time is killed and counts as a failure */
+  gint64 t0 = g_get_monotonic_time();
+  run_cli(&r, "bisect", ex, "--trace", trace, "--oracle", "sleep 20; test -f {graph}", "--timeout", "0.3");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "timed out"));
+  g_assert_nonnull(strstr(r.out, "fails on the input graph itself"));
+  g_assert_cmpint(g_get_monotonic_time() - t0, <, 10 * G_USEC_PER_SEC);
+  run_clear(&r);
+  /* usage and input errors */
+  run_cli(&r, "bisect", ex, "--check", "numeric");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "bisect", ex, "--trace", trace);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "bisect", ex, "--trace", trace, "--check", "numeric", "--oracle", "true {graph}");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "bisect", ex, "--trace", trace, "--oracle", "true");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "{graph}"));
+  run_clear(&r);
+  run_cli(&r, "bisect", ex, "--trace", trace, "--check", "speed");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  char *small = write_tmp(dir, "small.txt", small_fx);
+  run_cli(&r, "bisect", small, "--trace", trace, "--check", "numeric");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "another graph"));
+  run_clear(&r);
+  g_free(small);
+  g_free(before);
+  g_free(after);
+  g_free(ex);
+  g_free(tr);
+  g_free(rules);
+  g_free(out);
+  g_free(trace);
+  g_free(prefix);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 /* Issue 21: explain with a trace of another graph warns (exit 0; 1 with --strict), replay of
  * a trace with "hash": "" is refused, /dev/zero as a file or on stdin is refused at the cap. */
 static void test_cli_integrity(void) {
@@ -2413,5 +2533,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/whatif", test_cli_whatif);
   g_test_add_func("/cli/compare-runs", test_cli_compare_runs);
   g_test_add_func("/cli/diff", test_cli_diff);
+  g_test_add_func("/cli/bisect", test_cli_bisect);
   return g_test_run();
 }

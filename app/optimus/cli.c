@@ -62,6 +62,9 @@ static const OptSpec opt_specs[] = {
   {"only-pass", 0, true, OPT_ONLY_PASS},
   {"input", 0, true, OPT_INPUT},
   {"all", 0, false, OPT_ALL},
+  {"oracle", 0, true, OPT_ORACLE},
+  {"check", 0, true, OPT_CHECK},
+  {"timeout", 0, true, OPT_TIMEOUT},
 };
 
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -117,6 +120,17 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
   case OPT_ONLY_PASS: o->only_pass = val; break;
   case OPT_INPUT: o->input = val; break;
   case OPT_ALL: o->all = true; break;
+  case OPT_ORACLE: o->oracle = val; break;
+  case OPT_CHECK: o->check = val; break;
+  case OPT_TIMEOUT: {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (!*val || *end || errno || !(v > 0) || v > 86400)
+      return ox_cli_usage_error(o, "--timeout: expected seconds (a positive number), not '%s'", val);
+    o->timeout = v;
+    break;
+  }
   case OPT_DISABLE_STEP: {
     char *end = NULL;
     errno = 0;

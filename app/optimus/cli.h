@@ -36,7 +36,8 @@
   X(replay, "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n") \
   X(whatif, "  whatif FILE --option P.K=V  re-run with a change; the decisions that differ\n") \
   X(compare_runs, "  compare-runs A.trace.json B.trace.json  align two runs of one graph step by step\n") \
-  X(diff, "  diff A B             added, removed and changed nodes of two graphs, by region\n")
+  X(diff, "  diff A B             added, removed and changed nodes of two graphs, by region\n") \
+  X(bisect, "  bisect FILE --trace T --oracle CMD  the first step after which an oracle fails\n")
 
 #define OX_CLI_DECLARE(name, summary) int ox_cli_cmd_##name(int argc, char **argv);
 OX_CLI_COMMANDS(OX_CLI_DECLARE)
@@ -84,6 +85,9 @@ enum {
 #define OPT_ONLY_PASS (1ull << 32)
 #define OPT_INPUT (1ull << 33)
 #define OPT_ALL (1ull << 34)
+#define OPT_ORACLE (1ull << 35)
+#define OPT_CHECK (1ull << 36)
+#define OPT_TIMEOUT (1ull << 37)
 
 enum { MAX_REPEATS = 64 };
 
@@ -125,6 +129,9 @@ typedef struct CliOpts {
   const char *only_pass; /* whatif --only-pass P */
   const char *input;     /* compare-runs, diff: --input FILE */
   bool all;              /* compare-runs --all */
+  const char *oracle;    /* bisect --oracle CMD */
+  const char *check;     /* bisect --check numeric */
+  double timeout;        /* bisect --timeout S; 0 = default */
 } CliOpts;
 
 /* ------------------------------------------------------------------ cli.c */
