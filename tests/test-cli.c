@@ -2040,7 +2040,8 @@ static void test_cli_compare_runs(void) {
   run_cli(&r, "optimize", in, "-o", ob, "--trace", tb, "--option", "batch_linear.min_fuse_set_size=7");
   g_assert_cmpint(r.status, ==, 0);
   run_clear(&r);
-  run_cli(&r, "optimize", in, "-o", ob, "--trace", tc, "--checks", "structure,shape");
+  char *oc = g_build_filename(dir, "c.txt", NULL);
+  run_cli(&r, "optimize", in, "-o", oc, "--trace", tc, "--checks", "structure,shape");
   g_assert_cmpint(r.status, ==, 0);
   run_clear(&r);
   /* two configurations: batch_linear's two fusions differ, the split/cat simplifications of
@@ -2069,6 +2070,19 @@ static void test_cli_compare_runs(void) {
     g_assert_nonnull(strstr(json_object_get_string(jget(jget(e, "b"), "reason")), "min_fuse_set_size 7"));
   }
   g_assert_cmpint(linear_differs, ==, 2);
+  /* the final graphs' differences are those `optimus diff` finds between the two outputs */
+  json_object *fd = jget(o, "final_diff");
+  Run rd;
+  run_cli(&rd, "diff", oa, ob, "--json");
+  g_assert_cmpint(rd.status, ==, 1);
+  json_object *od = parse_json(rd.out);
+  g_assert_cmpint(json_int(fd, "changed"), ==, (int)json_object_array_length(jget(od, "changed")));
+  g_assert_cmpint(json_int(fd, "removed"), ==, (int)json_object_array_length(jget(od, "removed")));
+  g_assert_cmpint(json_int(fd, "added"), ==, (int)json_object_array_length(jget(od, "added")));
+  g_assert_cmpint(json_int(fd, "regions"), ==, (int)json_object_array_length(jget(od, "regions")));
+  g_assert_cmpint(json_int(fd, "added"), >, 0);
+  json_object_put(od);
+  run_clear(&rd);
   json_object_put(o);
   run_clear(&r);
   /* the text report lists the applied differences and counts the rest */
@@ -2119,6 +2133,7 @@ static void test_cli_compare_runs(void) {
   g_free(ob);
   g_free(tb);
   g_free(tc);
+  g_free(oc);
   rm_rf(dir);
   g_free(dir);
 }

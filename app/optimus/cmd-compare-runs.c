@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ir/ox_graph_diff.h"
 #include "run/ox_compare.h"
 #include "cli.h"
 
@@ -132,9 +133,15 @@ int ox_cli_cmd_compare_runs(int argc, char **argv) {
     }
     ox_diags_clear(&rd);
   }
-  bool same_graph = false;
+  bool same_graph = false, same_hash = false;
+  OxGraphDiff gd;
+  memset(&gd, 0, sizeof gd);
   if (status == EXIT_OK) {
-    same_graph = strcmp(sa.hash, sb.hash) == 0;
+    /* the same structure hash, or no difference once nodes are matched by name and structure
+     * (two engine versions may name or order the same graph differently) */
+    same_hash = strcmp(sa.hash, sb.hash) == 0;
+    ox_graph_diff(sa.g, sb.g, &gd);
+    same_graph = same_hash || (!gd.n_changed && !gd.n_added && !gd.n_removed);
     OxCompareResult r;
     ox_compare_traces(sa.t, sb.t, &r);
     OxBuf b;
@@ -148,9 +155,10 @@ int ox_cli_cmd_compare_runs(int argc, char **argv) {
       json_side(&b, "b", &sb);
       ox_buf_printf(&b,
                     ", \"same\": %u, \"differs\": %u, \"only_a\": %u, \"only_b\": %u, \"only_a_applied\": %u, "
-                    "\"only_b_applied\": %u, \"final_graphs_equal\": %s, \"entries\": [",
+                    "\"only_b_applied\": %u, \"final_graphs_equal\": %s, \"final_diff\": {\"changed\": %u, "
+                    "\"removed\": %u, \"added\": %u, \"regions\": %u}, \"entries\": [",
                     r.n_same, r.n_differs, r.n_only_a, r.n_only_b, r.n_only_a_applied, r.n_only_b_applied,
-                    same_graph ? "true" : "false");
+                    same_graph ? "true" : "false", gd.n_changed, gd.n_removed, gd.n_added, gd.n_regions);
       for (uint32_t i = 0; i < r.n; i++) {
         const OxCompareEntry *e = &r.entries[i];
         const OxStep *a = e->a_seq != OX_COMPARE_NONE ? &sa.t->steps[e->a_seq] : NULL;
@@ -206,16 +214,23 @@ int ox_cli_cmd_compare_runs(int argc, char **argv) {
       if (hidden)
         ox_buf_printf(&b, "(%u more that are rejections on every side they occur on: --all or --json lists them)\n",
                       hidden);
-      if (same_graph)
+      if (same_hash)
         ox_buf_printf(&b, "final graphs: the same (structure hash %s)\n", sa.hash);
+      else if (same_graph)
+        ox_buf_printf(&b, "final graphs: the same up to node names and order (%u matched by structure)\n",
+                      gd.n_by_structure);
       else
-        ox_buf_printf(&b, "final graphs: differ (A %u nodes, hash %s; B %u nodes, hash %s)\n", sa.nodes, sa.hash,
-                      sb.nodes, sb.hash);
+        ox_buf_printf(&b,
+                      "final graphs: differ (A %u nodes, B %u nodes: %u changed, %u removed, %u added in %u "
+                      "region%s; optimus diff shows them)\n",
+                      sa.nodes, sb.nodes, gd.n_changed, gd.n_removed, gd.n_added, gd.n_regions,
+                      gd.n_regions == 1 ? "" : "s");
     }
     if (!ox_cli_write_stdout(b.data, b.len)) status = EXIT_BAD;
     ox_buf_free(&b);
     ox_compare_result_free(&r);
   }
+  ox_graph_diff_free(&gd);
   if (status == EXIT_OK && !same_graph) status = EXIT_BAD;
   ox_graph_free(sa.g);
   ox_graph_free(sb.g);
