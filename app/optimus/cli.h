@@ -34,10 +34,10 @@
   X(optimize, "  optimize FILE -o OUT run the Optimus passes, recording every step\n") \
   X(explain, "  explain FILE --node N  why each pass did or did not fire at a node\n") \
   X(replay, "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n") \
-  X(whatif, "  whatif FILE --option P.K=V  re-run with a change; the decisions that differ\n") \
-  X(compare_runs, "  compare-runs A.trace.json B.trace.json  align two runs of one graph step by step\n") \
+  X(whatif, "  whatif FILE --option P.K=V  re-run with a change: the decisions that differ\n") \
+  X(compare_runs, "  compare-runs A B     two recorded runs of one graph (traces), aligned step by step\n") \
   X(diff, "  diff A B             added, removed and changed nodes of two graphs, by region\n") \
-  X(bisect, "  bisect FILE --trace T --oracle CMD  the first step after which an oracle fails\n")
+  X(bisect, "  bisect FILE --trace T  the first step of a run after which an oracle fails\n")
 
 #define OX_CLI_DECLARE(name, summary) int ox_cli_cmd_##name(int argc, char **argv);
 OX_CLI_COMMANDS(OX_CLI_DECLARE)

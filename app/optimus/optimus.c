@@ -39,7 +39,8 @@ static void put_usage(FILE *f) {
   fputs("\n"
         "FILE is print(graph) text, print_readable code or Optimus JSON; '-' reads stdin.\n"
         "Run 'optimus COMMAND --help' for the options of a command.\n"
-        "Exit status: 0 success, 1 bad input or failed check/write, 2 usage error.\n",
+        "Exit status: 0 success, 1 bad input or failed check/write (diff, compare-runs: the\n"
+        "inputs differ; bisect: no step to name), 2 usage error.\n",
         f);
 }
 
