@@ -2403,6 +2403,31 @@ static void test_cli_bisect(void) {
   g_assert_nonnull(strstr(r.out, "oracle runs: "));
   g_free(want);
   run_clear(&r);
+  /* a recorded PyTorch export: `optimus verify` (the interpreter against the recorded
+   * outputs) as the external oracle; the graphs handed to it keep the record */
+  char *fixture = g_build_filename(root, "tests", "data", "fixtures", "dlrm.json", NULL);
+  char *dtrace = g_build_filename(dir, "dlrm.trace.json", NULL), *dout = g_build_filename(dir, "dlrm.json", NULL);
+  run_cli(&r, "optimize", fixture, "-o", dout, "--trace", dtrace, "--rules", rules, "--keep-failed");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  int dculprit = first_index_of_pass(dtrace, "relu_is_neg");
+  g_assert_cmpint(dculprit, >=, 1);
+  char *quoted = g_shell_quote(cli_path());
+  char *oracle = g_strdup_printf("%s verify {graph}", quoted);
+  run_cli(&r, "bisect", fixture, "--trace", dtrace, "--oracle", oracle, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  o = parse_json(r.out);
+  ff = jget(o, "first_failing");
+  g_assert_cmpint(json_int(ff, "k"), ==, dculprit);
+  g_assert_cmpstr(json_object_get_string(jget(ff, "pass")), ==, "relu_is_neg");
+  g_assert_cmpstr(json_object_get_string(jget(ff, "why")), ==, "exit status 1");
+  json_object_put(o);
+  run_clear(&r);
+  g_free(quoted);
+  g_free(oracle);
+  g_free(fixture);
+  g_free(dtrace);
+  g_free(dout);
   /* the bundled run is right: nothing to blame (exit 1) */
   run_cli(&r, "bisect", ex, "--trace", tr, "--check", "numeric");
   g_assert_cmpint(r.status, ==, 1);
