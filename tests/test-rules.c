@@ -978,6 +978,37 @@ static char *deep_text(const DeepCase *c, uint32_t n) {
   return t;
 }
 
+/* Files that are not rule files: a binary (NUL bytes) is one located error, not a lexer error
+ * per byte; a long text of garbage (here 20,000 lines of unexpected characters, as a Python
+ * script or a log given by mistake) reports at most OX_RULES_MAX_ERRORS errors and one note. */
+static void test_errors_not_rules(void) {
+  static const char bin[] = "ab\ncd\x7f" "ELF\0\x01\x02 rule x";
+  OxDiagList d;
+  ox_diags_init(&d, "bin.rules");
+  OxRuleSet *rs = NULL;
+  g_assert_cmpint(ox_rules_load_buffer(bin, sizeof bin - 1, "bin.rules", &rs, &d), ==, -1);
+  g_assert_null(rs);
+  g_assert_cmpuint(d.n_errors, ==, 1);
+  g_assert_cmpuint(d.items[0].line, ==, 2);
+  g_assert_cmpuint(d.items[0].col, ==, 7);
+  g_assert_nonnull(strstr(d.items[0].msg, "binary"));
+  ox_diags_clear(&d);
+
+  GString *g = g_string_new(NULL);
+  for (int i = 0; i < 20000; i++)
+    g_string_append(g, "$$ ? ` !\n");
+  ox_diags_init(&d, "junk.rules");
+  g_assert_cmpint(ox_rules_load_buffer(g->str, g->len, "junk.rules", &rs, &d), ==, -1);
+  g_assert_null(rs);
+  g_assert_cmpuint(d.n_errors, ==, 25);
+  g_assert_cmpuint(d.n, ==, 26);
+  g_assert_cmpint(d.items[25].sev, ==, OX_SEV_NOTE);
+  g_assert_nonnull(strstr(d.items[25].msg, "too many errors"));
+  g_assert_cmpuint(d.items[0].line, ==, 1);
+  ox_diags_clear(&d);
+  g_string_free(g, TRUE);
+}
+
 /* Every recursive construct of the rule language, nested 257, 5,000 and 100,000 levels: a
  * located error ("... nested deeper than 256 levels" on the deep line), never a stack
  * overflow; 200 levels load (the bound is not in the way of real rules) and, where the rule
@@ -1254,6 +1285,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/rules/errors/inline", test_errors_inline);
   g_test_add_func("/engine/rules/errors/all-or-nothing", test_error_all_or_nothing);
   g_test_add_func("/engine/rules/errors/depth", test_errors_depth);
+  g_test_add_func("/engine/rules/errors/not-rules", test_errors_not_rules);
   g_test_add_func("/engine/rules/deep-values", test_deep_values);
   g_test_add_func("/engine/rules/budgets", test_budgets);
   for (size_t i = 0; i < G_N_ELEMENTS(examples); i++) {

@@ -1313,6 +1313,119 @@ static void test_rules_dialog(void) {
   g_rmdir(dir);
 }
 
+static gboolean cond_whatif_done(gpointer w) {
+  const char *t = ox_window_get_whatif_text(w);
+  return strstr(t, "fewer rewrites") || strstr(t, "What-if failed");
+}
+
+/* The timeline row widget bound to position pos (NULL when it is not bound: off screen). */
+static GtkWidget *timeline_row(GtkWidget *root, guint pos) {
+  if (OX_IS_STEP_ROW(root) && GPOINTER_TO_UINT(g_object_get_data(G_OBJECT(root), "position")) == pos) return root;
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *r = timeline_row(c, pos);
+    if (r) return r;
+  }
+  return NULL;
+}
+
+/* The What if? tab: an option typed in the entry re-runs in the background and the tab shows
+ * the same decisions as ox_whatif_run computes directly (the batch_linear group of three at
+ * relu_11 fuses with min_fuse_set_size=3); its record in the timeline turns green; refusing an
+ * applied step (win.whatif-refuse) makes it newly rejected, shown as refused and grey; a bad
+ * option is an error in the tab; a rejected record cannot be refused. */
+static void test_whatif_tab(void) {
+  OxWindow *w = window_with_example();
+  OxDocument *d = ox_window_get_document(w);
+  const OxTrace *t = ox_document_get_trace(d);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.panel", "s", "whatif"));
+  g_assert_nonnull(strstr(ox_window_get_whatif_text(w), "Type pass options"));
+
+  /* an option */
+  ox_window_set_whatif_options(w, "batch_linear.min_fuse_set_size=3");
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.whatif-run", NULL));
+  g_assert_true(wait_until(cond_whatif_done, w, 60000));
+  const char *m = ox_window_get_whatif_text(w);
+  g_test_message("%s", m);
+  const char *opts[] = {"batch_linear.min_fuse_set_size=3"};
+  OxWhatifSpec spec = {.options = opts, .n_options = 1};
+  OxWhatifResult r;
+  GError *err = NULL;
+  g_assert_true(ox_document_whatif(d, &spec, &r, &err));
+  g_assert_cmpuint(r.n_newly_applied, >=, 1);
+  g_autofree char *head = g_strdup_printf("<b>%u more and %u fewer rewrites</b>; nodes %u → %u", r.n_newly_applied,
+                                          r.n_newly_rejected, r.base_nodes, r.alt_nodes);
+  g_assert_nonnull(strstr(m, head));
+  g_assert_nonnull(strstr(m, "<b>This run</b> | <b>What-if</b>"));
+  /* every decision is a row; the gained one's base record is batch_linear's rejection at relu_11 */
+  guint gained = 0;
+  for (guint i = 0; i < r.n_decisions; i++) {
+    const OxStep *b = ox_whatif_base_step(&r, &r.decisions[i]);
+    if (r.decisions[i].change == OX_WHATIF_NEWLY_APPLIED && b && b->kind == OX_STEP_REJECTED &&
+        !g_strcmp0(b->pass, "batch_linear") && !g_strcmp0(b->anchor, "relu_11"))
+      gained = b->seq + 1;
+  }
+  g_assert_cmpuint(gained, >, 0);
+  g_autofree char *link = g_strdup_printf("href=\"step:%u\"", gained);
+  g_assert_nonnull(strstr(m, link));
+  g_assert_nonnull(strstr(m, "applied</span>: −"));
+  ox_whatif_result_free(&r);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.goto-step", "u", gained));
+  settle(300);
+  GtkWidget *row = timeline_row(GTK_WIDGET(w), gained);
+  g_assert_nonnull(row);
+  g_assert_true(gtk_widget_has_css_class(row, "whatif-gained"));
+
+  /* a rejected record cannot be refused */
+  g_assert_false(g_action_group_get_action_enabled(G_ACTION_GROUP(w), "whatif-refuse"));
+
+  /* refuse the first applied step, no option */
+  guint applied = 0;
+  for (guint i = 0; i < t->n_steps && !applied; i++)
+    if (t->steps[i].kind == OX_STEP_APPLIED) applied = i + 1;
+  g_assert_cmpuint(applied, >, 0);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.goto-step", "u", applied));
+  settle(200);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.whatif-refuse", NULL));
+  settle(100);
+  row = timeline_row(GTK_WIDGET(w), applied);
+  g_assert_nonnull(row);
+  g_assert_true(gtk_widget_has_css_class(row, "whatif-refused"));
+  ox_window_set_whatif_options(w, "");
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.whatif-run", NULL));
+  g_assert_true(wait_until(cond_whatif_done, w, 60000));
+  m = ox_window_get_whatif_text(w);
+  g_test_message("%s", m);
+  g_assert_null(strstr(m, "What-if failed"));
+  g_assert_nonnull(strstr(m, "refused</b></span> by you"));
+  g_autofree char *alink = g_strdup_printf("href=\"step:%u\"", applied);
+  g_assert_nonnull(strstr(m, alink));
+  /* the same refusal through the engine: as many fewer rewrites */
+  uint32_t skip = applied - 1;
+  OxWhatifSpec spec2 = {.skip = &skip, .n_skip = 1};
+  g_assert_true(ox_document_whatif(d, &spec2, &r, &err));
+  g_assert_cmpuint(r.n_newly_rejected, >=, 1);
+  g_autofree char *head2 = g_strdup_printf("<b>%u more and %u fewer rewrites</b>", r.n_newly_applied, r.n_newly_rejected);
+  g_assert_nonnull(strstr(m, head2));
+  ox_whatif_result_free(&r);
+  /* taking it back */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.whatif-refuse", NULL));
+  settle(100);
+  row = timeline_row(GTK_WIDGET(w), applied);
+  g_assert_nonnull(row);
+  g_assert_false(gtk_widget_has_css_class(row, "whatif-refused"));
+
+  /* a bad option */
+  ox_window_set_whatif_options(w, "batch_linear.no_such_option=1");
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.whatif-run", NULL));
+  g_assert_true(wait_until(cond_whatif_done, w, 60000));
+  m = ox_window_get_whatif_text(w);
+  g_test_message("%s", m);
+  g_assert_nonnull(strstr(m, "What-if failed"));
+  g_assert_nonnull(strstr(m, "no_such_option"));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
 /* Export Current Step as SVG from the window (win.export-to, as the menu's dialog does): the
  * step's highlight classes, the canvas's colours and a legend. */
 static void test_export_step(void) {
@@ -1381,5 +1494,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/recent-trace", test_recent_trace);
   g_test_add_func("/ui/window/rules-dialog", test_rules_dialog);
   g_test_add_func("/ui/window/export-step", test_export_step);
+  g_test_add_func("/ui/window/whatif-tab", test_whatif_tab);
   return g_test_run();
 }

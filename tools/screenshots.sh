@@ -88,7 +88,14 @@ key b
 key f
 key c
 shot checks
-# 5. a large graph whose names carry no module path (100k nodes, gen-recsys --shape flat): the
+# 5. what-if: the step refused (d), re-run (Ctrl+Return), side by side with this run
+key b
+key d
+key a
+key ctrl+Return
+sleep 3
+shot whatif
+# 6. a large graph whose names carry no module path (100k nodes, gen-recsys --shape flat): the
 # overview of clusters it opens in, then the focus view of a step
 kill $apid 2>/dev/null || true
 sleep 0.5

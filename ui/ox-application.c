@@ -73,6 +73,7 @@ void ox_application_set_accels(GtkApplication *app) {
     {"win.zoom-out", {"<Control>minus", NULL}},
     {"win.zoom-reset", {"<Control>0", NULL}},
     {"win.cancel", {"<Control>period", NULL}},
+    {"win.whatif-run", {"<Control>Return", NULL}},
     {"win.close", {"<Control>w", NULL}},
     {"win.show-help-overlay", {"<Control>question", NULL}},
   };

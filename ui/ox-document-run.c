@@ -279,6 +279,11 @@ gboolean ox_document_whatif(OxDocument *self, const OxWhatifSpec *spec, OxWhatif
   return rc == 0;
 }
 
+gint ox_document_compare_guint(gconstpointer a, gconstpointer b) {
+  guint x = *(const guint *)a, y = *(const guint *)b;
+  return x < y ? -1 : x > y;
+}
+
 typedef enum { WHATIF_QUEUED, WHATIF_RUNNING, WHATIF_DONE, WHATIF_FAILED } WhatifState;
 
 typedef struct WhatifEntry {
@@ -321,8 +326,19 @@ static void whatif_thread(GTask *task, gpointer src, gpointer data, GCancellable
   (void)src;
   (void)c;
   WhatifJob *j = data;
-  const char *opts[1] = {j->option};
-  OxWhatifSpec spec = {.options = opts, .n_options = 1, .cancel = &j->cancel};
+  /* the key: one option, or ox_document_whatif_key's lines (options, then "skip:SEQ" lines) */
+  char **lines = g_strsplit(j->option, "\n", -1);
+  guint n = g_strv_length(lines), n_opts = 0, n_skip = 0;
+  const char **opts = g_new0(const char *, n + 1);
+  uint32_t *skip = g_new0(uint32_t, n + 1);
+  for (guint i = 0; i < n; i++) {
+    if (!*lines[i]) continue;
+    if (g_str_has_prefix(lines[i], "skip:"))
+      skip[n_skip++] = (uint32_t)g_ascii_strtoull(lines[i] + 5, NULL, 10);
+    else
+      opts[n_opts++] = lines[i];
+  }
+  OxWhatifSpec spec = {.options = opts, .n_options = n_opts, .skip = skip, .n_skip = n_skip, .cancel = &j->cancel};
   OxDiagList d;
   ox_diags_init(&d, NULL);
   if (ox_whatif_run(j->h->input, &j->p, &j->checks, j->h->trace, &spec, &j->res, &d) == 0) {
@@ -332,6 +348,9 @@ static void whatif_thread(GTask *task, gpointer src, gpointer data, GCancellable
     j->error = ox_document_diags_text(&d);
   }
   ox_diags_clear(&d);
+  g_free(opts);
+  g_free(skip);
+  g_strfreev(lines);
   g_task_return_boolean(task, TRUE);
 }
 
@@ -398,6 +417,26 @@ void ox_document_whatif_reset(OxDocument *self) {
   self->whatif_job = NULL;
   g_hash_table_remove_all(self->whatif);
   g_queue_clear_full(self->whatif_queue, g_free);
+}
+
+char *ox_document_whatif_key(const char *const *options, guint n_options, const guint *skip, guint n_skip) {
+  GString *k = g_string_new(NULL);
+  for (guint i = 0; i < n_options; i++) {
+    if (!options[i] || !*options[i]) continue;
+    if (k->len) g_string_append_c(k, '\n');
+    g_string_append(k, options[i]);
+  }
+  GArray *s = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_array_append_vals(s, skip, n_skip);
+  g_array_sort(s, (GCompareFunc)ox_document_compare_guint);
+  for (guint i = 0; i < s->len; i++) {
+    guint v = g_array_index(s, guint, i);
+    if (i && v == g_array_index(s, guint, i - 1)) continue;
+    if (k->len) g_string_append_c(k, '\n');
+    g_string_append_printf(k, "skip:%u", v);
+  }
+  g_array_free(s, TRUE);
+  return g_string_free(k, FALSE);
 }
 
 const OxWhatifResult *ox_document_get_whatif(OxDocument *self, const char *option, gboolean start,

@@ -190,7 +190,8 @@ const char *ox_document_get_status(OxDocument *self);
 gboolean ox_document_whatif_pipeline(OxDocument *self, OxPipeline *out, OxCheckConfig *checks, char **why);
 /* A what-if run now, on the calling thread (tests, small graphs). FALSE with error. */
 gboolean ox_document_whatif(OxDocument *self, const OxWhatifSpec *spec, OxWhatifResult *out, GError **error);
-/* The what-if of one option ("pass.key=value", as --option) on the shown history, run once in
+/* The what-if of one option ("pass.key=value", as --option), or of a key made by
+ * ox_document_whatif_key, on the shown history, run once in
  * the background (one at a time, in the order asked) and kept until the history changes.
  * Returns the result when done (borrowed; its graph is dropped, its trace and counts kept);
  * NULL while it is queued or running (with start, asks for it) or when it failed (*error then
@@ -198,6 +199,11 @@ gboolean ox_document_whatif(OxDocument *self, const OxWhatifSpec *spec, OxWhatif
 const OxWhatifResult *ox_document_get_whatif(OxDocument *self, const char *option, gboolean start,
                                              const char **error);
 guint ox_document_get_whatif_runs(OxDocument *self); /* what-ifs run so far (for tests) */
+/* The key of a what-if with several options ("pass.key=value") and refused steps (0-based
+ * seqs of applied steps of the shown trace) for ox_document_get_whatif: one line per option in
+ * the order given, then "skip:SEQ" lines, ascending. Caller frees. */
+char *ox_document_whatif_key(const char *const *options, guint n_options, const guint *skip, guint n_skip);
+gint ox_document_compare_guint(gconstpointer a, gconstpointer b);
 /* Forgets the what-ifs asked for but not started (the panel asking for them shows another node
  * now); the running one finishes. */
 void ox_document_whatif_drop_queued(OxDocument *self);

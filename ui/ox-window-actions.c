@@ -113,13 +113,20 @@ static void act_play(GSimpleAction *a, GVariant *p, gpointer data) {
   self->play_source = on ? g_timeout_add(700, play_tick, self) : 0;
 }
 
-/* The width the panels open with (their minimum, the three panel buttons, may be larger). */
-enum { PANEL_WIDTH = 380 };
-
+/* The panels open at OX_WINDOW_PANEL_WIDTH (their size request until they are placed, so the
+ * first frames show them at that width too) and may then be dragged down to
+ * OX_WINDOW_PANEL_MIN_WIDTH. */
 static gboolean place_panels(gpointer data) {
   OxWindow *self = data;
   int w = gtk_widget_get_width(self->right_pane);
-  if (w > 0) gtk_paned_set_position(GTK_PANED(self->right_pane), MAX(w - PANEL_WIDTH, 100));
+  if (w > 0) {
+    /* the handle's width: what the two children do not cover */
+    GtkWidget *start = gtk_paned_get_start_child(GTK_PANED(self->right_pane));
+    int handle = w - gtk_widget_get_width(start) - gtk_widget_get_width(self->panels);
+    if (handle < 0 || handle > 16) handle = 1;
+    gtk_paned_set_position(GTK_PANED(self->right_pane), MAX(w - OX_WINDOW_PANEL_WIDTH - handle, 100));
+    gtk_widget_set_size_request(self->panels, OX_WINDOW_PANEL_MIN_WIDTH, -1);
+  }
   g_object_unref(self);
   return G_SOURCE_REMOVE;
 }
@@ -241,6 +248,14 @@ static void act_panel(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   ox_window_show_panel(self, g_variant_get_string(p, NULL));
 }
+static void act_whatif_refuse(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_window_whatif_toggle_refused(self, ox_document_get_position(self->doc));
+}
+static void act_whatif_run(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_window_whatif_run(self);
+}
 static void act_close(GSimpleAction *a, GVariant *p, gpointer data) { SELF; gtk_window_close(GTK_WINDOW(self)); }
 
 void ox_window_on_scene_mode(OxWindow *self) {
@@ -360,6 +375,8 @@ static const GActionEntry win_entries[] = {
   {"search-next", act_search_next, NULL, NULL, NULL, {0}},
   {"search-prev", act_search_prev, NULL, NULL, NULL, {0}},
   {"panel", act_panel, "s", NULL, NULL, {0}},
+  {"whatif-refuse", act_whatif_refuse, NULL, NULL, NULL, {0}},
+  {"whatif-run", act_whatif_run, NULL, NULL, NULL, {0}},
   {"close", act_close, NULL, NULL, NULL, {0}},
   {"view-mode", act_view_mode, "s", "'auto'", NULL, {0}},
   {"layout-engine", act_layout_engine, "s", "'auto'", NULL, {0}},

@@ -420,6 +420,7 @@ void ox_window_update_panels(OxWindow *self) {
     self->panel_markup[i] = g_string_free(s, FALSE);
     gtk_label_set_markup(GTK_LABEL(self->panel_label[i]), self->panel_markup[i]);
   }
+  ox_window_whatif_refresh(self); /* after "why not?", which may have dropped its queued re-run */
 }
 
 const char *ox_window_get_panel_markup(OxWindow *self, const char *panel) {

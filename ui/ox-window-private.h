@@ -6,6 +6,7 @@
  *   ox-window-panels.c   the right-hand panels: node inspector, "why not?", checks
  *   ox-window-files.c    open (files, recent, drag and drop, traces), --shapes, rule files, export
  *   ox-window-actions.c  the win.* actions and their table
+ *   ox-window-whatif.c   the "What if?" tab and the timeline's what-if marks
  */
 #ifndef OX_WINDOW_PRIVATE_H
 #define OX_WINDOW_PRIVATE_H
@@ -71,7 +72,20 @@ struct _OxWindow {
   gboolean syncing_graphs;
   GtkStringList *graph_list;
   guint warn_serial; /* the load the warning bar shows */
+
+  /* the "What if?" tab (ox-window-whatif.c) */
+  GtkWidget *whatif_entry, *whatif_refused, *whatif_status, *whatif_grid;
+  char *whatif_key;                 /* asked for (ox_document_whatif_key), or NULL */
+  GArray *whatif_skip;              /* guint seqs of refused applied steps, ascending */
+  const OxHistory *whatif_history;  /* the history they are about (compared only) */
+  const OxWhatifResult *whatif_rendered; /* what the grid shows (compared only) */
+  guint whatif_rendered_state;      /* 0 nothing, 1 running, 2 done, 3 failed */
+  GHashTable *whatif_marks;         /* position -> OX_WHATIF_MARK_* */
+  GHashTable *whatif_rows;          /* bound timeline rows (set) */
+  GString *whatif_text;             /* the tab's text, for tests */
 };
+/* The panels' width when the window opens, and the least they can be dragged to. */
+enum { OX_WINDOW_PANEL_WIDTH = 380, OX_WINDOW_PANEL_MIN_WIDTH = 300 };
 /* Graphs up to this size get their hints checked as soon as the panel shows them; larger ones
  * (a re-run takes seconds) when the user asks ("check by a re-run"). */
 enum { HINT_AUTO_MAX_NODES = 50000 };
@@ -106,6 +120,17 @@ void ox_window_open_dialog(OxWindow *self, gboolean trace);
 gboolean ox_window_on_drop(GtkDropTarget *t, const GValue *value, double x, double y, OxWindow *self);
 void ox_window_export_start(OxWindow *self, const char *format, const char *path);
 void ox_window_export_dialog(OxWindow *self, const char *format);
+
+/* ox-window-whatif.c */
+enum { OX_WHATIF_MARK_NONE = 0, OX_WHATIF_MARK_LOST, OX_WHATIF_MARK_GAINED, OX_WHATIF_MARK_REFUSED };
+GtkWidget *ox_window_whatif_build(OxWindow *self);
+void ox_window_whatif_dispose(OxWindow *self);
+void ox_window_whatif_refresh(OxWindow *self);
+gboolean ox_window_whatif_run(OxWindow *self);
+gboolean ox_window_whatif_toggle_refused(OxWindow *self, guint position);
+guint ox_window_whatif_mark(OxWindow *self, guint position);
+void ox_window_whatif_row_bound(OxWindow *self, GtkWidget *row, guint position);
+void ox_window_whatif_row_unbound(OxWindow *self, GtkWidget *row);
 
 /* ox-window-actions.c */
 void ox_window_on_right_pane_allocated(GtkPaned *paned, GParamSpec *ps, OxWindow *self);

@@ -374,6 +374,9 @@ void ox_window_update_actions(OxWindow *self) {
   action_enable(self, "export", has);
   action_enable(self, "export-to", has);
   action_enable(self, "export-trace", n > 0);
+  const OxStep *cur = ox_document_get_step(self->doc);
+  action_enable(self, "whatif-refuse", cur && cur->kind == OX_STEP_APPLIED);
+  action_enable(self, "whatif-run", n > 0);
   action_enable(self, "open-trace", has && !busy);
   action_enable(self, "open-rules", has);
   action_enable(self, "optimize", has && !busy);
@@ -480,7 +483,7 @@ static const struct {
   {"minus", "win.zoom-out", NULL}, {"KP_Subtract", "win.zoom-out", NULL}, {"1", "win.zoom-reset", NULL},
   {"z", "win.zoom-selection", NULL}, {"c", "win.center-step", NULL}, {"e", "win.edge-labels", NULL},
   {"slash", "win.search", NULL},   {"i", "win.panel", "node"},      {"w", "win.panel", "why"},
-  {"k", "win.panel", "checks"},
+  {"k", "win.panel", "checks"},    {"a", "win.panel", "whatif"},     {"d", "win.whatif-refuse", NULL},
   {"o", "win.view-mode", "overview"}, {"x", "win.view-mode", "focus"}, {"g", "win.view-mode", "full"},
   {"v", "win.view-mode", "auto"},     {"bracketright", "win.radius-more", NULL},
   {"bracketleft", "win.radius-less", NULL}, {"m", "win.minimap", NULL}, {"u", "win.collapse-selection", NULL},
@@ -572,7 +575,6 @@ static void row_setup(GtkSignalListItemFactory *f, GtkListItem *li, gpointer dat
 
 static void row_bind(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data) {
   (void)f;
-  (void)data;
   OxStepItem *it = gtk_list_item_get_item(li);
   GdkRGBA dot;
   gdk_rgba_parse(&dot, ox_window_kind_color(it->kind));
@@ -581,6 +583,12 @@ static void row_bind(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data
   g_object_set_data(G_OBJECT(gtk_list_item_get_child(li)), "position", GUINT_TO_POINTER(it->header ? 0 : it->position));
   gtk_list_item_set_selectable(li, !it->header);
   gtk_list_item_set_activatable(li, !it->header);
+  ox_window_whatif_row_bound(data, gtk_list_item_get_child(li), it->header ? 0 : it->position);
+}
+
+static void row_unbind(GtkSignalListItemFactory *f, GtkListItem *li, gpointer data) {
+  (void)f;
+  ox_window_whatif_row_unbound(data, gtk_list_item_get_child(li));
 }
 
 static GtkWidget *toggle_button(const char *label, const char *action, const char *tip) {
@@ -669,7 +677,8 @@ static GtkWidget *build_timeline(OxWindow *self) {
   g_signal_connect(self->selection, "notify::selected", G_CALLBACK(on_list_selected), self);
   GtkListItemFactory *f = gtk_signal_list_item_factory_new();
   g_signal_connect(f, "setup", G_CALLBACK(row_setup), NULL);
-  g_signal_connect(f, "bind", G_CALLBACK(row_bind), NULL);
+  g_signal_connect(f, "bind", G_CALLBACK(row_bind), self);
+  g_signal_connect(f, "unbind", G_CALLBACK(row_unbind), self);
   self->list_view = gtk_list_view_new(GTK_SELECTION_MODEL(g_object_ref(self->selection)), f);
   gtk_widget_add_css_class(self->list_view, "navigation-sidebar");
   GtkEventController *keys = gtk_shortcut_controller_new();
@@ -689,7 +698,7 @@ static GtkWidget *build_timeline(OxWindow *self) {
 
 static GtkWidget *build_panels(OxWindow *self) {
   GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 4);
-  gtk_widget_set_size_request(box, 300, -1);
+  gtk_widget_set_size_request(box, OX_WINDOW_PANEL_WIDTH, -1); /* until placed (place_panels) */
   self->stack = gtk_stack_new();
   /* sized by the visible panel only: a homogeneous stack measures the hidden panels' wrapped
    * labels at every step too */
@@ -713,10 +722,12 @@ static GtkWidget *build_panels(OxWindow *self) {
     gtk_scrolled_window_set_child(GTK_SCROLLED_WINDOW(sw), l);
     gtk_stack_add_titled(GTK_STACK(self->stack), sw, ox_window_panel_names[i], titles[i]);
   }
+  gtk_stack_add_titled(GTK_STACK(self->stack), ox_window_whatif_build(self), "whatif", "What if?");
   gtk_widget_set_vexpand(self->stack, TRUE);
   GtkWidget *sw = gtk_stack_switcher_new();
   gtk_stack_switcher_set_stack(GTK_STACK_SWITCHER(sw), GTK_STACK(self->stack));
   gtk_widget_set_halign(sw, GTK_ALIGN_CENTER);
+  gtk_widget_add_css_class(sw, "panel-switcher");
   gtk_widget_set_margin_top(sw, 4);
   gtk_box_append(GTK_BOX(box), sw);
   gtk_box_append(GTK_BOX(box), self->stack);
@@ -772,6 +783,9 @@ static void install_help_overlay(OxWindow *self) {
   add_shortcut(g, "i", "Node inspector");
   add_shortcut(g, "w", "Why not? panel");
   add_shortcut(g, "k", "Checks panel");
+  add_shortcut(g, "a", "What if? panel");
+  add_shortcut(g, "d", "Refuse / take back the current step in the what-if");
+  add_shortcut(g, "<Control>Return", "Run the what-if");
   g_string_append(g, "</object></child>");
   g_string_append(g, "<child><object class='GtkShortcutsGroup'><property name='title'>Files</property>");
   add_shortcut(g, "<ctrl>o", "Open a graph dump");
@@ -983,6 +997,7 @@ static void ox_window_finalize(GObject *o) {
   g_free(self->note);
   g_free(self->frame_selected);
   for (int i = 0; i < 3; i++) g_free(self->panel_markup[i]);
+  ox_window_whatif_dispose(self); /* after the widgets: rows unbound during dispose use it */
   G_OBJECT_CLASS(ox_window_parent_class)->finalize(o);
 }
 

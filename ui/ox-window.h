@@ -51,6 +51,11 @@ const char *ox_window_get_last_error(OxWindow *self); /* last error shown in a d
 guint ox_window_get_n_exports(OxWindow *self);        /* exports finished (ok or not) */
 /* Panel texts (Pango markup), for tests and screenshots. */
 const char *ox_window_get_panel_markup(OxWindow *self, const char *panel); /* "node", "why", "checks" */
+/* The "What if?" tab ("whatif" for ox_window_show_panel): its status and side-by-side rows as
+ * text ("left | right" per row); the options entry. The tab runs win.whatif-run and refuses the
+ * current step with win.whatif-refuse. */
+const char *ox_window_get_whatif_text(OxWindow *self);
+void ox_window_set_whatif_options(OxWindow *self, const char *options);
 void ox_window_show_panel(OxWindow *self, const char *panel);
 /* The load-warning bar: its text when shown ("3 warnings while loading trunc.txt"), else NULL;
  * ox_window_activate_warning does what a click on row i of its list does. */

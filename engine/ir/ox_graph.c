@@ -529,9 +529,10 @@ static void base_from_target(OxOp op, const char *target, char *out, size_t cap)
   out[o] = 0;
 }
 
-static const char *unique_name(OxGraph *g, const char *want) {
+/* interned: want is a string of g's table already */
+static const char *unique_name(OxGraph *g, const char *want, bool interned) {
   size_t len = strlen(want);
-  const char *w = ox_graph_intern_n(g, want, len);
+  const char *w = interned ? want : ox_graph_intern_n(g, want, len);
   if (!ox_namemap_get(g->names, w)) return w;
   /* strip a trailing _N so "add_1" taken yields "add_2", not "add_1_1" */
   size_t j = len;
@@ -739,7 +740,7 @@ void ox_graph_reserve(OxGraph *g, uint32_t n) {
 }
 
 static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
-                         OxValue kwargs) {
+                         OxValue kwargs, bool interned) {
   if (g->n_nodes == g->cap_nodes) {
     size_t old_bytes = (size_t)g->cap_nodes * sizeof *g->nodes;
     g->cap_nodes *= 2;
@@ -753,13 +754,13 @@ static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *targ
   n->id = id;
   n->op = (uint8_t)op;
   n->declared_users = -1;
-  n->target = ox_graph_intern(g, target ? target : (op == OX_OP_OUTPUT ? "output" : ""));
+  n->target = interned && target ? target : ox_graph_intern(g, target ? target : (op == OX_OP_OUTPUT ? "output" : ""));
   if (name && name[0]) {
-    n->name = unique_name(g, name); /* any length: names from dumps must survive intact */
+    n->name = unique_name(g, name, interned); /* any length: names from dumps must survive intact */
   } else {
     char base[256];
     base_from_target(op, n->target, base, sizeof base);
-    n->name = unique_name(g, base);
+    n->name = unique_name(g, base, false);
   }
   ox_namemap_set(g->names, n->name, id);
   if (args.kind == OX_V_NONE) args = ox_graph_value_seq(g, OX_V_TUPLE, NULL, 0);
@@ -783,21 +784,28 @@ static void place_new(OxGraph *g, OxNodeId id, OxNodeId prev) {
 
 OxNodeId ox_graph_add_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
                            OxValue kwargs) {
-  OxNodeId id = new_node(g, op, name, target, args, kwargs);
+  OxNodeId id = new_node(g, op, name, target, args, kwargs, false);
+  place_new(g, id, g->tail);
+  return id;
+}
+
+OxNodeId ox_graph_add_node_interned(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
+                                    OxValue kwargs) {
+  OxNodeId id = new_node(g, op, name, target, args, kwargs, true);
   place_new(g, id, g->tail);
   return id;
 }
 
 OxNodeId ox_graph_insert_before(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
                                 const char *target, OxValue args, OxValue kwargs) {
-  OxNodeId id = new_node(g, op, name, target, args, kwargs);
+  OxNodeId id = new_node(g, op, name, target, args, kwargs, false);
   place_new(g, id, anchor ? g->nodes[anchor].prev : g->tail);
   return id;
 }
 
 OxNodeId ox_graph_insert_after(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
                                const char *target, OxValue args, OxValue kwargs) {
-  OxNodeId id = new_node(g, op, name, target, args, kwargs);
+  OxNodeId id = new_node(g, op, name, target, args, kwargs, false);
   place_new(g, id, anchor ? anchor : g->tail);
   return id;
 }

@@ -351,6 +351,11 @@ OxNodeId ox_graph_insert_before(OxGraph *g, OxNodeId anchor, OxOp op, const char
                                 const char *target, OxValue args, OxValue kwargs);
 OxNodeId ox_graph_insert_after(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
                                const char *target, OxValue args, OxValue kwargs);
+/* ox_graph_add_node for a loader whose name and target are already interned in g (strings
+ * ox_graph_intern returned) and whose name is non-empty: the same node, one string-table probe
+ * less per string. */
+OxNodeId ox_graph_add_node_interned(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
+                                    OxValue kwargs);
 void ox_graph_move_before(OxGraph *g, OxNodeId n, OxNodeId anchor);
 void ox_graph_move_after(OxGraph *g, OxNodeId n, OxNodeId anchor);
 

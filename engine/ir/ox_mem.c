@@ -261,8 +261,15 @@ typedef struct StrSlot {
   uint32_t len, hash;
 } StrSlot;
 
+/* A large table's probes miss the caches (the slots of 100k names are 4 MB), while a loader
+ * interns mostly what it saw a few lines earlier (a reference to the node just defined, the same
+ * target, dtype or device again): a small direct-mapped copy of recently interned entries,
+ * indexed by hash, answers those from L1/L2. Only tables past FRONT_FROM entries have one. */
+enum { FRONT_SLOTS = 1024, FRONT_FROM = 4096 };
+
 struct OxStrTab {
   StrSlot *slots;
+  StrSlot *front;     /* FRONT_SLOTS recent entries, or NULL (small table) */
   size_t cap, count;
   OxArena *arena;     /* the strings: own, or borrowed from the caller of ox_strtab_new */
   OxArena own;
@@ -290,6 +297,7 @@ OxStrTab *ox_strtab_ref(OxStrTab *t) {
 void ox_strtab_free(OxStrTab *t) {
   if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   free(t->slots);
+  free(t->front);
   ox_arena_free(&t->own);
   free(t);
 }
@@ -319,11 +327,23 @@ const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n) {
   if (n > UINT32_MAX) n = UINT32_MAX;
   if (strtab_full(t->count, t->cap)) strtab_resize(t, t->cap * 2);
   uint32_t h = str_hash(s, n);
+  StrSlot *f = NULL;
+  if (t->front) {
+    f = &t->front[h & (FRONT_SLOTS - 1)];
+    if (f->s && f->hash == h && f->len == n && memcmp(f->s, s, n) == 0) return f->s;
+  } else if (t->count >= FRONT_FROM) {
+    t->front = ox_xcalloc(FRONT_SLOTS, sizeof *t->front);
+    f = &t->front[h & (FRONT_SLOTS - 1)];
+  }
   size_t j = h & (t->cap - 1);
   for (StrSlot *x = &t->slots[j]; x->s; x = &t->slots[j = (j + 1) & (t->cap - 1)])
-    if (x->hash == h && x->len == n && memcmp(x->s, s, n) == 0) return x->s;
+    if (x->hash == h && x->len == n && memcmp(x->s, s, n) == 0) {
+      if (f) *f = *x;
+      return x->s;
+    }
   const char *r = ox_arena_strndup(t->arena, s, n);
   t->slots[j] = (StrSlot){r, (uint32_t)n, h};
+  if (f) *f = t->slots[j];
   t->count++;
   return r;
 }

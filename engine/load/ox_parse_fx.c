@@ -38,7 +38,10 @@
 /* ------------------------------------------------------------------ records */
 
 typedef struct Ref {
-  const char *name; /* interned in the graph */
+  union {
+    const char *name; /* interned in the graph, until build_graph's first pass */
+    uint32_t ni;      /* after it: the name's NameInfo (index; NameInfo.name is the name) */
+  } u;
   uint32_t line, col;
 } Ref;
 
@@ -51,6 +54,7 @@ typedef struct Rec {
   int32_t declared_users;
   uint32_t line, col;
   OxNodeId id; /* 0 = dropped (marker merged into its definition) */
+  uint32_t ni; /* its name's NameInfo (index) once build_graph's first pass has seen it */
 } Rec;
 
 typedef struct Ctx {
@@ -198,7 +202,7 @@ static void ctx_add_ref(Ctx *c, const char *name, uint32_t line, uint32_t col) {
     c->cap_refs = c->cap_refs ? c->cap_refs * 2 : 64;
     c->refs = ox_xrealloc(c->refs, c->cap_refs * sizeof *c->refs);
   }
-  c->refs[c->n_refs++] = (Ref){name, line, col};
+  c->refs[c->n_refs++] = (Ref){{.name = name}, line, col};
 }
 
 /* ------------------------------------------------------------------ value parser */
@@ -870,26 +874,26 @@ typedef struct Resolve {
 static OxNodeId resolve_ref(Resolve *r, uint32_t ref_index) {
   Ctx *c = r->c;
   Ref *ref = &c->refs[ref_index - 1];
-  NameInfo *ni = names_get(r->names, ref->name, true);
+  NameInfo *ni = &r->names->items[ref->u.ni]; /* every reference got its entry in the first pass */
   if (ni->cur) return ni->cur;
   if (ni->first) {
     if (r->user && ni->first >= r->user) {
       r->forward = true;
       if (!ni->has_marker)
         diag(r->p, OX_SEV_WARNING, ref->line, ref->col, NULL,
-             "'%%%s' is used before its definition at line %u", ref->name, ni->first_line);
+             "'%%%s' is used before its definition at line %u", ni->name, ni->first_line);
     }
     return ni->first;
   }
   OxGraph *g = c->g;
-  OxNodeId id = ox_graph_insert_before(g, r->anchor, OX_OP_PLACEHOLDER, ref->name, ref->name, ox_value_none(),
+  OxNodeId id = ox_graph_insert_before(g, r->anchor, OX_OP_PLACEHOLDER, ni->name, ni->name, ox_value_none(),
                                        ox_value_none());
   g->nodes[id].flags |= OX_NODE_EXTERNAL;
   g->nodes[id].src_line = ref->line;
   ni->first = ni->cur = id;
   ni->first_line = ref->line;
   diag(r->p, OX_SEV_WARNING, ref->line, ref->col, NULL,
-       "'%%%s' is never defined in this graph; loaded as an external input", ref->name);
+       "'%%%s' is never defined in this graph; loaded as an external input", ni->name);
   return id;
 }
 
@@ -914,14 +918,16 @@ static void build_graph(P *p, Ctx *c) {
   while (cap < want) cap *= 2;
   t.slots = ox_xcalloc(cap, sizeof *t.slots);
   t.mask = cap - 1;
-  /* pass 0: what each name has */
+  /* pass 0: what each name has; records and references keep their entry's index, so the later
+   * passes look nothing up (one hash probe per name occurrence in all, not three) */
   for (uint32_t i = 0; i < c->n_recs; i++) {
     NameInfo *ni = names_get(&t, c->recs[i].name, true);
+    c->recs[i].ni = (uint32_t)(ni - t.items);
     ni->is_def = true;
     if (c->recs[i].flags & OX_NODE_MARKER) ni->has_marker = true;
     else ni->has_real_def = true;
   }
-  for (uint32_t i = 0; i < c->n_refs; i++) names_get(&t, c->refs[i].name, true);
+  for (uint32_t i = 0; i < c->n_refs; i++) c->refs[i].u.ni = (uint32_t)(names_get(&t, c->refs[i].u.name, true) - t.items);
   /* the node count is known now (records, plus names used but never defined, plus the
    * output): allocate the node array and name map once */
   uint32_t undefined = 0;
@@ -931,7 +937,7 @@ static void build_graph(P *p, Ctx *c) {
   OxNodeId anchor = 0;
   for (uint32_t i = 0; i < c->n_recs; i++) {
     Rec *rc = &c->recs[i];
-    NameInfo *ni = names_get(&t, rc->name, false);
+    NameInfo *ni = &t.items[rc->ni]; /* (the fresh-name search below only looks up: items stay) */
     rc->id = 0;
     bool marker = rc->flags & OX_NODE_MARKER;
     if (marker && (ni->has_real_def || ni->first)) continue; /* merged into the definition */
@@ -953,7 +959,7 @@ static void build_graph(P *p, Ctx *c) {
            "references use it",
            rc->name, ni->first_line, name);
     }
-    OxNodeId id = ox_graph_add_node(g, (OxOp)rc->op, name, rc->target, ox_value_none(), ox_value_none());
+    OxNodeId id = ox_graph_add_node_interned(g, (OxOp)rc->op, name, rc->target, ox_value_none(), ox_value_none());
     OxNode *n = &g->nodes[id];
     n->flags = rc->flags;
     n->declared_users = rc->declared_users;
@@ -973,7 +979,7 @@ static void build_graph(P *p, Ctx *c) {
   Resolve r = {p, c, &t, 0, anchor, false};
   for (uint32_t i = 0; i < c->n_recs; i++) {
     Rec *rc = &c->recs[i];
-    NameInfo *ni = names_get(&t, rc->name, false);
+    NameInfo *ni = &t.items[rc->ni];
     if (rc->id) {
       r.user = rc->id;
       resolve_value(&r, &rc->args);

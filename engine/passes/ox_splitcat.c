@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ox_buf.h"
 #include "ir/ox_mem.h"
 #include "ops/ox_shape.h"
 #include "passes/ox_pattern.h"
@@ -51,6 +52,22 @@ static const OxTensorMeta *tmeta(const OxGraph *g, OxNodeId id) {
   for (int32_t i = 0; i < n->meta.t->rank; i++)
     if (n->meta.t->shape[i].sym) return NULL;
   return n->meta.t;
+}
+
+/* A rejection's own words into a fixed slot: formatted in full, then clipped at a word or list
+ * boundary with "…" (a long node name is never cut mid-word). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void whyf(char *why, size_t cap, const char *fmt, ...) {
+  char full[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(full, sizeof full, fmt, ap);
+  va_end(ap);
+  if (n < 0) n = 0;
+  size_t len = (size_t)n < sizeof full ? (size_t)n : sizeof full - 1;
+  ox_text_clip(why, cap, full, len);
 }
 
 static const char *nm(const OxGraph *g, OxNodeId id) {
@@ -199,11 +216,11 @@ static bool split_load(const OxGraph *g, OxNodeId s, Split *sp, char *why, size_
   char err[160];
   OxOpId op = opof(g, s);
   if (op != OX_OPID_SPLIT && op != OX_OPID_SPLIT_WITH_SIZES && op != OX_OPID_UNBIND) {
-    snprintf(why, cap, "%s is not a split", nm(g, s));
+    whyf(why, cap, "%s is not a split", nm(g, s));
     return false;
   }
   if (ox_op_normalize(g, n, &oa, err, sizeof err) != 0 || oa.slot[0]->kind != OX_V_NODE) {
-    snprintf(why, cap, "%s", err);
+    whyf(why, cap, "%s", err);
     return false;
   }
   sp->node = s;
@@ -211,17 +228,17 @@ static bool split_load(const OxGraph *g, OxNodeId s, Split *sp, char *why, size_
   sp->unbind = op == OX_OPID_UNBIND;
   sp->in = tmeta(g, sp->input);
   if (!sp->in) {
-    snprintf(why, cap, "meta missing or symbolic on %s", nm(g, sp->input));
+    whyf(why, cap, "meta missing or symbolic on %s", nm(g, sp->input));
     return false;
   }
   const OxValue *dimv = oa.slot[sp->unbind ? 1 : 2];
   if (dimv->kind != OX_V_INT) {
-    snprintf(why, cap, "dim of %s is not an int", n->name);
+    whyf(why, cap, "dim of %s is not an int", n->name);
     return false;
   }
   sp->dim = norm_dim(dimv->u.i, sp->in->rank);
   if (sp->dim < 0 || sp->dim >= sp->in->rank) {
-    snprintf(why, cap, "dim of %s out of range", n->name);
+    whyf(why, cap, "dim of %s out of range", n->name);
     return false;
   }
   int64_t size = sp->in->shape[sp->dim].v;
@@ -235,7 +252,7 @@ static bool split_load(const OxGraph *g, OxNodeId s, Split *sp, char *why, size_
     for (uint32_t i = 0; i < sp->n; i++) {
       const OxTensorMeta *t = &n->meta.t[i];
       if (t->rank != sp->in->rank || t->shape[sp->dim].sym) {
-        snprintf(why, cap, "meta of %s output %u is unusable", n->name, i);
+        whyf(why, cap, "meta of %s output %u is unusable", n->name, i);
         split_free(sp);
         return false;
       }
@@ -256,14 +273,14 @@ static bool split_load(const OxGraph *g, OxNodeId s, Split *sp, char *why, size_
       sp->sec = ox_xcalloc(sp->n + 1, sizeof *sp->sec);
       for (uint32_t i = 0; i < sp->n; i++) {
         if (sz->u.items[i].kind != OX_V_INT) {
-          snprintf(why, cap, "symbolic sections on %s", n->name);
+          whyf(why, cap, "symbolic sections on %s", n->name);
           split_free(sp);
           return false;
         }
         sp->sec[i] = sz->u.items[i].u.i;
       }
     } else {
-      snprintf(why, cap, "sections of %s are not static", n->name);
+      whyf(why, cap, "sections of %s are not static", n->name);
       return false;
     }
   }
@@ -294,16 +311,16 @@ static bool cat_load(const OxGraph *g, OxNodeId id, Cat *ct, char *why, size_t c
   OxOpArgs oa;
   char err[160];
   if (op != OX_OPID_CAT && op != OX_OPID_STACK) {
-    snprintf(why, cap, "%s is not a cat or stack", nm(g, id));
+    whyf(why, cap, "%s is not a cat or stack", nm(g, id));
     return false;
   }
   if (ox_op_normalize(g, &g->nodes[id], &oa, err, sizeof err) != 0) {
-    snprintf(why, cap, "%s", err);
+    whyf(why, cap, "%s", err);
     return false;
   }
   const OxValue *t = oa.slot[0];
   if ((t->kind != OX_V_LIST && t->kind != OX_V_TUPLE) || !t->n || oa.slot[1]->kind != OX_V_INT) {
-    snprintf(why, cap, "%s: tensors or dim not static", nm(g, id));
+    whyf(why, cap, "%s: tensors or dim not static", nm(g, id));
     return false;
   }
   const OxTensorMeta *first = NULL;
@@ -313,7 +330,7 @@ static bool cat_load(const OxGraph *g, OxNodeId id, Cat *ct, char *why, size_t c
     if (tm && !(tm->rank == 1 && tm->shape[0].v == 0)) first = tm; /* 1-D empty tensors may join any cat */
   }
   if (!first) {
-    snprintf(why, cap, "meta missing on the inputs of %s", nm(g, id));
+    whyf(why, cap, "meta missing on the inputs of %s", nm(g, id));
     return false;
   }
   ct->node = id;
@@ -322,7 +339,7 @@ static bool cat_load(const OxGraph *g, OxNodeId id, Cat *ct, char *why, size_t c
   ct->in_rank = first->rank;
   ct->dim = norm_dim(oa.slot[1]->u.i, ct->stack ? first->rank + 1 : first->rank);
   if (ct->dim < 0 || ct->dim > (ct->stack ? first->rank : first->rank - 1)) {
-    snprintf(why, cap, "dim of %s out of range", nm(g, id));
+    whyf(why, cap, "dim of %s out of range", nm(g, id));
     return false;
   }
   return true;
@@ -1714,7 +1731,7 @@ static int h_move_reshape(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch *m
   }
   if (!converting) {
     char b[16];
-    snprintf(why, sizeof why,
+    whyf(why, sizeof why,
              "no run of reshaped split pieces is a whole split in order or reaches threshold_to_cat %d (longest run %s)",
              threshold, itoa_buf(b, sizeof b, longest));
     rejectf(c, e, m, OX_REASON_OTHER, why, NULL);
@@ -2010,7 +2027,7 @@ static int h_select_cat_aten(OxPassCtx *c, const OxPatEntry *e, const OxPatMatch
     }
     if (norm_dim(oa.slot[2]->u.i, xm->shape[d].v) != (int64_t)i) {
       char why[96];
-      snprintf(why, sizeof why, "select indices do not count up from 0: input %u selects index %lld", i,
+      whyf(why, sizeof why, "select indices do not count up from 0: input %u selects index %lld", i,
                (long long)oa.slot[2]->u.i);
       rejectf(c, e, m, OX_REASON_OTHER, why, NULL);
       return 0;

@@ -79,8 +79,24 @@ int ox_rules_load_buffer(const char *text, size_t len, const char *path, OxRuleS
     ox_diags_init(&scratch, path);
     p.d = &scratch;
   }
-  ox_rules_lex(&p);
-  ox_rules_parse_file(&p);
+  const char *nul = p.len ? memchr(p.src, '\0', p.len) : NULL;
+  if (nul) {
+    /* a binary file (or a text with a NUL in it) is not a rule file: one located error */
+    uint32_t line = 1, col = 1;
+    for (const char *c = p.src; c < nul; c++) {
+      if (*c == '\n') {
+        line++;
+        col = 1;
+      } else {
+        col++;
+      }
+    }
+    ox_diag_add(p.d, OX_SEV_ERROR, line, col, NULL, "NUL byte: a binary file, not a rule file");
+    p.errors++;
+  } else {
+    ox_rules_lex(&p);
+    ox_rules_parse_file(&p);
+  }
   free(p.t);
   if (!d) ox_diags_clear(&scratch);
   if (p.errors) {

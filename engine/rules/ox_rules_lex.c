@@ -4,6 +4,8 @@
  * punctuation, significant newlines); identifiers and strings are interned in the rule set's
  * value graph, so tokens and everything built from them share its lifetime. Errors quote the
  * offending line (ox_rules_err_at) and are counted in P; the loader fails if any was reported.
+ * Only the first OX_RULES_MAX_ERRORS are reported (then one note), and the lexer stops there:
+ * a file that is not a rule file (a binary, a Python script) gives a screenful, not thousands.
  * ox_rules_enter/leave bound the recursive descent at RULE_MAX_DEPTH levels.
  */
 #include <math.h>
@@ -45,8 +47,13 @@ ox_rules_err_at(P *p, uint32_t line, uint32_t col, uint32_t off, const char *fmt
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  ox_diag_add(p->d, OX_SEV_ERROR, line, col, snip, "%s", msg);
   p->errors++;
+  if (p->errors <= OX_RULES_MAX_ERRORS) {
+    ox_diag_add(p->d, OX_SEV_ERROR, line, col, snip, "%s", msg);
+  } else if (p->errors == OX_RULES_MAX_ERRORS + 1) {
+    ox_diag_add(p->d, OX_SEV_NOTE, line, col, NULL, "too many errors; stopped reporting after %d",
+                OX_RULES_MAX_ERRORS);
+  }
 }
 
 /* Enters one level of recursive descent at token t; false (a located error) past the bound.
@@ -79,7 +86,7 @@ void ox_rules_lex(P *p) {
   size_t line_start = 0;
   int depth = 0;
   static const char *const multi[] = {"=>", "==", "!=", "<=", ">=", "//", "++"};
-  while (i < n) {
+  while (i < n && p->errors <= OX_RULES_MAX_ERRORS) { /* past the cap the file is not worth reading */
     char c = s[i];
     uint32_t col = (uint32_t)(i - line_start + 1);
     if (c == '\n') {

@@ -277,6 +277,8 @@ __attribute__((format(printf, 5, 6)))
 void ox_rules_err_at(P *p, uint32_t line, uint32_t col, uint32_t off, const char *fmt, ...);
 bool ox_rules_enter(P *p, const Tok *t, const char *what);
 void ox_rules_leave(P *p);
+/* Errors reported per file; later ones are counted, not reported (one note says so). */
+#define OX_RULES_MAX_ERRORS 25
 void ox_rules_lex(P *p);
 
 /* ox_rules_parse.c */
