@@ -4,6 +4,7 @@
  * corpus when it is present. */
 #include <errno.h>
 #include <glib.h>
+#include <math.h>
 #include <glib/gstdio.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -1881,6 +1882,600 @@ static void test_cli_bundled_example(void) {
 }
 
 
+/* ------------------------------------------------------------------ /cli/whatif and friends (issue 17) */
+
+static char *example_path(const char *name) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  g_assert_nonnull(root);
+  return g_build_filename(root, "data", "examples", name, NULL);
+}
+
+static int json_int(json_object *o, const char *key) { return json_object_get_int(jget(o, key)); }
+
+/* The node count `optimus info` gives for a file. */
+static int info_nodes(const char *path) {
+  Run r;
+  run_cli(&r, "info", path, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  int n = json_int(o, "nodes");
+  json_object_put(o);
+  run_clear(&r);
+  return n;
+}
+
+static void test_cli_whatif(void) {
+  if (!need_cli()) return;
+  char *ex = example_path("recsys-towers.txt"), *tr = example_path("recsys-towers.trace.json");
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *alt = g_build_filename(dir, "alt.txt", NULL), *direct = g_build_filename(dir, "direct.txt", NULL);
+  Run r;
+  /* the base's optimized node count and the count of a direct run with the changed option */
+  run_cli(&r, "optimize", ex, "-o", direct, "--option", "batch_linear.min_fuse_set_size=7");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  int direct_nodes = info_nodes(direct);
+  run_cli(&r, "replay", ex, tr, "-o", direct);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  int base_nodes = info_nodes(direct);
+  /* with the five-linear sets below the new minimum, batch_linear refuses what the base fused */
+  run_cli(&r, "whatif", ex, "--trace", tr, "--option", "batch_linear.min_fuse_set_size=7", "--json", "-o", alt);
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  g_assert_cmpint(json_int(o, "base_nodes"), ==, base_nodes);
+  g_assert_cmpint(json_int(o, "alt_nodes"), ==, direct_nodes);
+  g_assert_cmpint(json_int(o, "alt_nodes"), ==, info_nodes(alt));
+  g_assert_cmpint(json_int(o, "node_delta"), ==, direct_nodes - base_nodes);
+  g_assert_cmpint(json_int(o, "node_delta"), <, 0);
+  g_assert_cmpint(json_int(o, "newly_applied"), ==, 0);
+  json_object *dec = jget(o, "decisions");
+  g_assert_cmpint((int)json_object_array_length(dec), ==, json_int(o, "newly_rejected"));
+  int batch = 0;
+  for (size_t i = 0; i < json_object_array_length(dec); i++) {
+    json_object *x = json_object_array_get_idx(dec, i);
+    g_assert_cmpstr(json_object_get_string(jget(x, "change")), ==, "newly_rejected");
+    g_assert_true(json_object_get_int(jget(x, "base_seq")) >= 1);
+    if (strcmp(json_object_get_string(jget(x, "pass")), "batch_linear") != 0) continue;
+    batch++;
+    g_assert_cmpstr(json_object_get_string(jget(x, "reason_code")), ==, "SET_TOO_SMALL");
+    g_assert_nonnull(strstr(json_object_get_string(jget(x, "reason")), "min_fuse_set_size 7"));
+    g_assert_nonnull(json_object_get_string(jget(x, "anchor")));
+  }
+  g_assert_cmpint(batch, ==, 2);
+  /* per-pass counts add up to the decisions */
+  json_object *passes = jget(o, "passes");
+  int sum = 0;
+  for (size_t i = 0; i < json_object_array_length(passes); i++) {
+    json_object *x = json_object_array_get_idx(passes, i);
+    sum += json_int(x, "newly_applied") + json_int(x, "newly_rejected");
+  }
+  g_assert_cmpint(sum, ==, (int)json_object_array_length(dec));
+  json_object_put(o);
+  run_clear(&r);
+  /* without --trace the base is recorded here: the same decisions */
+  run_cli(&r, "whatif", ex, "--option", "batch_linear.min_fuse_set_size=7");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "nodes 201 -> 176 (-25)"));
+  g_assert_nonnull(strstr(r.out, "batch_linear at split_3: not applied"));
+  g_assert_nonnull(strstr(r.out, "per pass:"));
+  run_clear(&r);
+  /* --disable-step: applied step #9 (batch_linear at split_3) refused; --only-pass filters */
+  run_cli(&r, "whatif", ex, "--trace", tr, "--disable-step", "9", "--only-pass", "batch_linear", "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  o = parse_json(r.out);
+  dec = jget(o, "decisions");
+  g_assert_cmpint((int)json_object_array_length(dec), >=, 1);
+  bool skipped = false;
+  for (size_t i = 0; i < json_object_array_length(dec); i++) {
+    json_object *x = json_object_array_get_idx(dec, i);
+    g_assert_cmpstr(json_object_get_string(jget(x, "pass")), ==, "batch_linear");
+    if (json_object_get_int(jget(x, "base_seq")) == 9 &&
+        strcmp(json_object_get_string(jget(x, "change")), "newly_rejected") == 0) {
+      skipped = true;
+      g_assert_nonnull(strstr(json_object_get_string(jget(x, "reason")), "skipped by the what-if"));
+    }
+  }
+  g_assert_true(skipped);
+  json_object_put(o);
+  run_clear(&r);
+  /* errors */
+  run_cli(&r, "whatif", ex, "--trace", tr, "--disable-step", "5"); /* #5 is a rejection */
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "step #5 is not an applied step"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--trace", tr, "--disable-step", "100000");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "is not in the base trace"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--trace", tr, "--option", "no_such_pass.min_fuse_set_size=3");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "pass 'no_such_pass' is not in the pipeline"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--option", "batch_linear.no_such_option=3");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "unknown option 'no_such_option'"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--option", "batch_linear.min_fuse_set_size=3", "--only-pass", "nope");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "whatif", ex);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "nothing to change"));
+  run_clear(&r);
+  run_cli(&r, "whatif", ex, "--disable-step", "0");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  /* a trace of another graph is refused */
+  char *small = write_tmp(dir, "small.txt", small_fx);
+  run_cli(&r, "whatif", small, "--trace", tr, "--disable-step", "9");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "another graph"));
+  run_clear(&r);
+  g_free(small);
+  g_free(ex);
+  g_free(tr);
+  g_free(alt);
+  g_free(direct);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static void test_cli_compare_runs(void) {
+  if (!need_cli()) return;
+  char *ex = example_path("recsys-towers.txt"), *tr = example_path("recsys-towers.trace.json");
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *in = g_build_filename(dir, "towers.txt", NULL);
+  gsize len;
+  char *text = read_all(ex, &len);
+  g_assert_true(g_file_set_contents(in, text, (gssize)len, NULL));
+  g_free(text);
+  char *oa = g_build_filename(dir, "a.txt", NULL), *ta = g_build_filename(dir, "a.trace.json", NULL);
+  char *ob = g_build_filename(dir, "b.txt", NULL), *tb = g_build_filename(dir, "b.trace.json", NULL);
+  char *tc = g_build_filename(dir, "c.trace.json", NULL);
+  Run r;
+  run_cli(&r, "optimize", in, "-o", oa, "--trace", ta);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "optimize", in, "-o", ob, "--trace", tb, "--option", "batch_linear.min_fuse_set_size=7");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  char *oc = g_build_filename(dir, "c.txt", NULL);
+  run_cli(&r, "optimize", in, "-o", oc, "--trace", tc, "--checks", "structure,shape");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  /* two configurations: batch_linear's two fusions differ, the split/cat simplifications of
+   * their stacks exist only in A, and the final graphs differ (exit 1) */
+  run_cli(&r, "compare-runs", ta, tb, "--json");
+  g_assert_cmpint(r.status, ==, 1);
+  json_object *o = parse_json(r.out);
+  g_assert_false(json_object_get_boolean(jget(o, "final_graphs_equal")));
+  g_assert_cmpint(json_int(jget(o, "a"), "nodes"), ==, info_nodes(oa));
+  g_assert_cmpint(json_int(jget(o, "b"), "nodes"), <, json_int(jget(o, "a"), "nodes"));
+  g_assert_cmpint(json_int(o, "only_a_applied"), ==, 2);
+  g_assert_cmpint(json_int(o, "only_b_applied"), ==, 0);
+  json_object *ent = jget(o, "entries");
+  g_assert_cmpint((int)json_object_array_length(ent), ==,
+                  json_int(o, "differs") + json_int(o, "only_a") + json_int(o, "only_b"));
+  int linear_differs = 0;
+  for (size_t i = 0; i < json_object_array_length(ent); i++) {
+    json_object *e = json_object_array_get_idx(ent, i);
+    const char *kind = json_object_get_string(jget(e, "kind"));
+    if (strcmp(kind, "only_a") == 0) g_assert_true(json_object_is_type(jget(e, "b"), json_type_null));
+    if (strcmp(kind, "only_b") == 0) g_assert_true(json_object_is_type(jget(e, "a"), json_type_null));
+    if (strcmp(kind, "differs") != 0 || strcmp(json_object_get_string(jget(e, "pass")), "batch_linear") != 0) continue;
+    linear_differs++;
+    g_assert_cmpstr(json_object_get_string(jget(jget(e, "a"), "outcome")), ==, "applied");
+    g_assert_cmpstr(json_object_get_string(jget(jget(e, "b"), "outcome")), ==, "rejected");
+    g_assert_nonnull(strstr(json_object_get_string(jget(jget(e, "b"), "reason")), "min_fuse_set_size 7"));
+  }
+  g_assert_cmpint(linear_differs, ==, 2);
+  /* the final graphs' differences are those `optimus diff` finds between the two outputs */
+  json_object *fd = jget(o, "final_diff");
+  Run rd;
+  run_cli(&rd, "diff", oa, ob, "--json");
+  g_assert_cmpint(rd.status, ==, 1);
+  json_object *od = parse_json(rd.out);
+  g_assert_cmpint(json_int(fd, "changed"), ==, (int)json_object_array_length(jget(od, "changed")));
+  g_assert_cmpint(json_int(fd, "removed"), ==, (int)json_object_array_length(jget(od, "removed")));
+  g_assert_cmpint(json_int(fd, "added"), ==, (int)json_object_array_length(jget(od, "added")));
+  g_assert_cmpint(json_int(fd, "regions"), ==, (int)json_object_array_length(jget(od, "regions")));
+  g_assert_cmpint(json_int(fd, "added"), >, 0);
+  json_object_put(od);
+  run_clear(&rd);
+  json_object_put(o);
+  run_clear(&r);
+  /* the text report lists the applied differences and counts the rest */
+  run_cli(&r, "compare-runs", ta, tb);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "outcome differs:\n  batch_linear / batch_linear at split_3: A #9 applied"));
+  g_assert_nonnull(strstr(r.out, "final graphs: differ"));
+  g_assert_nonnull(strstr(r.out, "--all or --json lists them"));
+  run_clear(&r);
+  /* other checks, the same decisions: nothing differs, exit 0; so for the committed trace */
+  run_cli(&r, "compare-runs", ta, tc);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "0 with another outcome; only in A: 0 (0 applied); only in B: 0 (0 applied)"));
+  g_assert_nonnull(strstr(r.out, "final graphs: the same"));
+  run_clear(&r);
+  run_cli(&r, "compare-runs", tr, ta, "--input", ex);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  /* the input named by the traces is gone: --input is needed */
+  g_assert_cmpint(g_unlink(in), ==, 0);
+  run_cli(&r, "compare-runs", ta, tb);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "--input FILE"));
+  run_clear(&r);
+  run_cli(&r, "compare-runs", ta, tb, "--input", ex);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "final graphs: differ"));
+  run_clear(&r);
+  /* runs of different graphs are refused; so is a missing second trace */
+  char *small = write_tmp(dir, "small.txt", small_fx), *ts = g_build_filename(dir, "s.trace.json", NULL);
+  run_cli(&r, "optimize", small, "-o", ob, "--trace", ts);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "compare-runs", ta, ts, "--input", ex);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "different graphs"));
+  run_clear(&r);
+  run_cli(&r, "compare-runs", ta);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  g_free(small);
+  g_free(ts);
+  g_free(ex);
+  g_free(tr);
+  g_free(in);
+  g_free(oa);
+  g_free(ta);
+  g_free(ob);
+  g_free(tb);
+  g_free(tc);
+  g_free(oc);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* The names listed under key of every region of a diff, each once, in one set. */
+static GHashTable *region_names(json_object *o, const char *key) {
+  GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  json_object *regions = jget(o, "regions");
+  for (size_t i = 0; i < json_object_array_length(regions); i++) {
+    json_object *names = jget(json_object_array_get_idx(regions, i), key);
+    for (size_t k = 0; k < json_object_array_length(names); k++) {
+      const char *n = json_object_get_string(json_object_array_get_idx(names, k));
+      g_assert_false(g_hash_table_contains(set, n)); /* in one region only */
+      g_hash_table_add(set, g_strdup(n));
+    }
+  }
+  return set;
+}
+
+/* added/removed/changed of a diff's JSON agree with its regions and its counts */
+static void check_diff_json(json_object *o) {
+  const char *keys[3] = {"added", "removed", "changed"};
+  int n_regions = (int)json_object_array_length(jget(o, "regions"));
+  for (int k = 0; k < 3; k++) {
+    GHashTable *set = region_names(o, keys[k]);
+    json_object *list = jget(o, keys[k]);
+    g_assert_cmpuint(json_object_array_length(list), ==, g_hash_table_size(set));
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+      json_object *x = json_object_array_get_idx(list, i);
+      g_assert_true(g_hash_table_contains(set, json_object_get_string(jget(x, "name"))));
+      int r = json_int(x, "region");
+      g_assert_cmpint(r, >=, 1);
+      g_assert_cmpint(r, <=, n_regions);
+    }
+    g_hash_table_destroy(set);
+  }
+  /* every node of A is the same, changed or removed; of B the same, changed or added (the
+   * output node included on both sides, which `nodes_*` leave out) */
+  int same = json_int(o, "same"), changed = (int)json_object_array_length(jget(o, "changed"));
+  g_assert_cmpint(same + changed + (int)json_object_array_length(jget(o, "removed")), ==, json_int(o, "nodes_a") + 1);
+  g_assert_cmpint(same + changed + (int)json_object_array_length(jget(o, "added")), ==, json_int(o, "nodes_b") + 1);
+  g_assert_cmpint(json_int(o, "matched_by_name") + json_int(o, "matched_by_structure"), ==, same + changed);
+}
+
+static void test_cli_diff(void) {
+  if (!need_cli()) return;
+  char *ex = example_path("recsys-towers.txt");
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *after = g_build_filename(dir, "after.txt", NULL), *svg = g_build_filename(dir, "diff.svg", NULL);
+  char *dot = g_build_filename(dir, "diff.dot", NULL);
+  Run r;
+  /* a graph against itself: nothing differs, exit 0 */
+  run_cli(&r, "diff", ex, ex);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "0 changed, 0 removed, 0 added"));
+  run_clear(&r);
+  /* before and after the optimizer: the fused linears and layer norms are removed, the
+   * batched replacements added, in regions */
+  run_cli(&r, "optimize", ex, "-o", after);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "diff", ex, after, "--json");
+  g_assert_cmpint(r.status, ==, 1);
+  json_object *o = parse_json(r.out);
+  check_diff_json(o);
+  g_assert_cmpint(json_int(o, "nodes_b"), ==, info_nodes(after));
+  g_assert_cmpint((int)json_object_array_length(jget(o, "regions")), >=, 1);
+  int removed_linear = 0, added_baddbmm = 0;
+  json_object *list = jget(o, "removed");
+  for (size_t i = 0; i < json_object_array_length(list); i++)
+    removed_linear += strcmp(json_object_get_string(jget(json_object_array_get_idx(list, i), "target")),
+                             "torch.nn.functional.linear") == 0;
+  list = jget(o, "added");
+  for (size_t i = 0; i < json_object_array_length(list); i++)
+    added_baddbmm += strcmp(json_object_get_string(jget(json_object_array_get_idx(list, i), "target")),
+                            "torch.baddbmm") == 0;
+  g_assert_cmpint(removed_linear, ==, 10); /* two batch_linear steps of five linears each */
+  g_assert_cmpint(added_baddbmm, ==, 2);
+  int n_added = (int)json_object_array_length(jget(o, "added"));
+  int n_removed = (int)json_object_array_length(jget(o, "removed"));
+  int n_changed = (int)json_object_array_length(jget(o, "changed"));
+  json_object_put(o);
+  run_clear(&r);
+  /* the drawing: B with A's removed nodes, each difference marked */
+  run_cli(&r, "diff", ex, after, "-o", svg);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "wrote "));
+  run_clear(&r);
+  gsize len;
+  char *text = read_all(svg, &len);
+  g_assert_cmpuint(count_substr(text, "ox&#45;added\""), ==, (guint)n_added);
+  g_assert_cmpuint(count_substr(text, "ox&#45;removed\""), ==, (guint)n_removed);
+  g_assert_cmpuint(count_substr(text, "ox&#45;matched\""), ==, (guint)n_changed);
+  g_free(text);
+  run_cli(&r, "diff", ex, after, "-o", dot);
+  g_assert_cmpint(r.status, ==, 1);
+  run_clear(&r);
+  text = read_all(dot, &len);
+  g_assert_true(g_str_has_prefix(text, "digraph"));
+  g_free(text);
+  /* renamed nodes match by structure; a changed constant is a changed node */
+  char *a = write_tmp(dir, "a.txt", small_fx);
+  char *b = write_tmp(dir, "b.txt",
+                      "graph():\n"
+                      "    %x : [num_users=2] = placeholder[target=x]\n"
+                      "    %r0 : [num_users=1] = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+                      "    %a0 : [num_users=1] = call_function[target=operator.add](args = (%r0, %x), kwargs = {})\n"
+                      "    %add_1 : [num_users=1] = call_function[target=operator.add](args = (%a0, 2), kwargs = {})\n"
+                      "    return add_1\n");
+  run_cli(&r, "diff", a, b, "--json");
+  g_assert_cmpint(r.status, ==, 1);
+  o = parse_json(r.out);
+  check_diff_json(o);
+  g_assert_cmpint(json_int(o, "matched_by_structure"), ==, 2);
+  g_assert_cmpint((int)json_object_array_length(jget(o, "added")), ==, 0);
+  g_assert_cmpint((int)json_object_array_length(jget(o, "removed")), ==, 0);
+  json_object *ch = jget(o, "changed");
+  g_assert_cmpint((int)json_object_array_length(ch), ==, 1);
+  g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(ch, 0), "name")), ==, "add_1");
+  g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(jget(json_object_array_get_idx(ch, 0), "fields"), 0)),
+                  ==, "args");
+  json_object_put(o);
+  run_clear(&r);
+  /* a replaced op: relu -> sigmoid is one region: relu removed, sigmoid added, its user changed */
+  char *c = write_tmp(dir, "c.txt",
+                      "graph():\n"
+                      "    %x : [num_users=2] = placeholder[target=x]\n"
+                      "    %sigmoid : [num_users=1] = call_function[target=torch.sigmoid](args = (%x,), kwargs = {})\n"
+                      "    %add : [num_users=1] = call_function[target=operator.add](args = (%sigmoid, %x), kwargs = {})\n"
+                      "    %add_1 : [num_users=1] = call_function[target=operator.add](args = (%add, 1), kwargs = {})\n"
+                      "    return add_1\n");
+  run_cli(&r, "diff", a, c);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "1 changed, 1 removed, 1 added in 1 region\n"));
+  g_assert_nonnull(strstr(r.out, "- relu (call_function torch.relu)"));
+  g_assert_nonnull(strstr(r.out, "+ sigmoid (call_function torch.sigmoid)"));
+  g_assert_nonnull(strstr(r.out, "~ add: args"));
+  run_clear(&r);
+  /* usage and input errors */
+  run_cli(&r, "diff", a);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "diff", a, b, "-o", dot, "--to", "svg");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  char *txt = g_build_filename(dir, "diff.txt", NULL);
+  run_cli(&r, "diff", a, b, "-o", txt);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  char *missing = g_build_filename(dir, "missing.txt", NULL);
+  run_cli(&r, "diff", a, missing);
+  g_assert_cmpint(r.status, ==, 1);
+  run_clear(&r);
+  /* a corpus dump against its optimized form: normalization rewrote split into
+   * split_with_sizes (file 16 is a fragment: its getitems are external inputs) */
+  char *corpus = test_corpus_file_or_skip(16);
+  if (corpus) {
+    char *opt = g_build_filename(dir, "c16.txt", NULL);
+    run_cli(&r, "optimize", corpus, "-o", opt);
+    g_assert_cmpint(r.status, ==, 0);
+    run_clear(&r);
+    run_cli(&r, "diff", corpus, opt, "--json");
+    g_assert_cmpint(r.status, ==, 1);
+    o = parse_json(r.out);
+    check_diff_json(o);
+    json_object *rm = jget(o, "removed"), *ad = jget(o, "added");
+    g_assert_cmpint((int)json_object_array_length(rm), ==, 1);
+    g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(rm, 0), "name")), ==, "split_1");
+    g_assert_cmpint((int)json_object_array_length(ad), ==, 1);
+    g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(ad, 0), "target")), ==,
+                    "torch.ops.aten.split_with_sizes.default");
+    json_object_put(o);
+    run_clear(&r);
+    /* and the JSON form of the same dump is the same graph */
+    char *js = g_build_filename(dir, "c16.json", NULL);
+    run_cli(&r, "convert", corpus, "-o", js);
+    g_assert_cmpint(r.status, ==, 0);
+    run_clear(&r);
+    run_cli(&r, "diff", corpus, js);
+    g_assert_cmpint(r.status, ==, 0);
+    run_clear(&r);
+    g_free(js);
+    g_free(opt);
+    g_free(corpus);
+  }
+  g_free(missing);
+  g_free(txt);
+  g_free(a);
+  g_free(b);
+  g_free(c);
+  g_free(ex);
+  g_free(after);
+  g_free(svg);
+  g_free(dot);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* The smallest applied_index among the records of pass in a trace file (0 if none). */
+static int first_index_of_pass(const char *trace, const char *pass) {
+  gsize len;
+  char *text = read_all(trace, &len);
+  json_object *o = parse_json(text);
+  json_object *steps = jget(o, "steps");
+  int best = 0;
+  for (size_t i = 0; i < json_object_array_length(steps); i++) {
+    json_object *s = json_object_array_get_idx(steps, i), *ai = NULL, *p = NULL;
+    if (!json_object_object_get_ex(s, "applied_index", &ai) || !json_object_object_get_ex(s, "pass", &p)) continue;
+    int k = json_object_get_int(ai);
+    if (k > 0 && strcmp(json_object_get_string(p), pass) == 0 && (!best || k < best)) best = k;
+  }
+  json_object_put(o);
+  g_free(text);
+  return best;
+}
+
+static void test_cli_bisect(void) {
+  if (!need_cli()) return;
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  char *ex = example_path("recsys-towers.txt"), *tr = example_path("recsys-towers.trace.json");
+  char *rules = g_build_filename(root, "tests", "data", "rules", "wrong-relu.rules", NULL);
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *out = g_build_filename(dir, "out.txt", NULL), *trace = g_build_filename(dir, "wrong.trace.json", NULL);
+  char *prefix = g_build_filename(dir, "culprit", NULL);
+  Run r;
+  /* a run with a deliberately wrong user rule whose failed steps are kept */
+  run_cli(&r, "optimize", ex, "-o", out, "--trace", trace, "--rules", rules, "--keep-failed");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  int culprit = first_index_of_pass(trace, "relu_is_neg");
+  g_assert_cmpint(culprit, >, 1); /* the built-in passes' steps come first */
+  /* the built-in numeric oracle names the first of the wrong rule's steps */
+  run_cli(&r, "bisect", ex, "--trace", trace, "--check", "numeric", "-o", prefix, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *o = parse_json(r.out);
+  json_object *ff = jget(o, "first_failing");
+  g_assert_cmpint(json_int(ff, "k"), ==, culprit);
+  g_assert_cmpstr(json_object_get_string(jget(ff, "pass")), ==, "relu_is_neg");
+  g_assert_cmpstr(json_object_get_string(jget(ff, "outcome")), ==, "check failed");
+  g_assert_true(g_str_has_suffix(json_object_get_string(jget(ff, "rule_file")), "wrong-relu.rules"));
+  g_assert_cmpint(json_int(ff, "rule_line"), ==, 4);
+  int steps = json_int(o, "steps"), runs = json_int(o, "oracle_runs");
+  g_assert_cmpint(runs, <=, (int)ceil(log2((double)steps)) + 2);
+  g_assert_cmpint(runs, >=, 3);
+  g_assert_cmpint((int)json_object_array_length(jget(o, "runs")), ==, runs);
+  char *before = g_strdup(json_object_get_string(jget(ff, "before")));
+  char *after = g_strdup(json_object_get_string(jget(ff, "after")));
+  json_object_put(o);
+  run_clear(&r);
+  /* the graphs around it differ by exactly that rewrite: one relu out, one neg in */
+  run_cli(&r, "diff", before, after, "--json");
+  g_assert_cmpint(r.status, ==, 1);
+  o = parse_json(r.out);
+  json_object *rm = jget(o, "removed"), *ad = jget(o, "added");
+  g_assert_cmpint((int)json_object_array_length(rm), ==, 1);
+  g_assert_cmpint((int)json_object_array_length(ad), ==, 1);
+  g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(rm, 0), "target")), ==, "torch.relu");
+  g_assert_cmpstr(json_object_get_string(jget(json_object_array_get_idx(ad, 0), "target")), ==, "torch.neg");
+  json_object_put(o);
+  run_clear(&r);
+  /* an external oracle (the graph handed over as a quoted path) finds the same step */
+  run_cli(&r, "bisect", ex, "--trace", trace, "--oracle", "! grep -q torch.neg {graph}", "--to", "fx");
+  g_assert_cmpint(r.status, ==, 0);
+  char *want = g_strdup_printf("(graph-changing step %d of %d) relu_is_neg", culprit, steps);
+  g_assert_nonnull(strstr(r.out, want));
+  g_assert_nonnull(strstr(r.out, "wrong-relu.rules:4"));
+  g_assert_nonnull(strstr(r.out, "oracle runs: "));
+  g_free(want);
+  run_clear(&r);
+  /* a recorded PyTorch export: `optimus verify` (the interpreter against the recorded
+   * outputs) as the external oracle; the graphs handed to it keep the record */
+  char *fixture = g_build_filename(root, "tests", "data", "fixtures", "dlrm.json", NULL);
+  char *dtrace = g_build_filename(dir, "dlrm.trace.json", NULL), *dout = g_build_filename(dir, "dlrm.json", NULL);
+  run_cli(&r, "optimize", fixture, "-o", dout, "--trace", dtrace, "--rules", rules, "--keep-failed");
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  int dculprit = first_index_of_pass(dtrace, "relu_is_neg");
+  g_assert_cmpint(dculprit, >=, 1);
+  char *quoted = g_shell_quote(cli_path());
+  char *oracle = g_strdup_printf("%s verify {graph}", quoted);
+  run_cli(&r, "bisect", fixture, "--trace", dtrace, "--oracle", oracle, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  o = parse_json(r.out);
+  ff = jget(o, "first_failing");
+  g_assert_cmpint(json_int(ff, "k"), ==, dculprit);
+  g_assert_cmpstr(json_object_get_string(jget(ff, "pass")), ==, "relu_is_neg");
+  g_assert_cmpstr(json_object_get_string(jget(ff, "why")), ==, "exit status 1");
+  json_object_put(o);
+  run_clear(&r);
+  g_free(quoted);
+  g_free(oracle);
+  g_free(fixture);
+  g_free(dtrace);
+  g_free(dout);
+  /* the bundled run is right: nothing to blame (exit 1) */
+  run_cli(&r, "bisect", ex, "--trace", tr, "--check", "numeric");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "passes after every step"));
+  run_clear(&r);
+  /* an oracle that runs over its time is killed and counts as a failure */
+  gint64 t0 = g_get_monotonic_time();
+  run_cli(&r, "bisect", ex, "--trace", trace, "--oracle", "sleep 20; test -f {graph}", "--timeout", "0.3");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "timed out"));
+  g_assert_nonnull(strstr(r.out, "fails on the input graph itself"));
+  g_assert_cmpint(g_get_monotonic_time() - t0, <, 10 * G_USEC_PER_SEC);
+  run_clear(&r);
+  /* usage and input errors */
+  run_cli(&r, "bisect", ex, "--check", "numeric");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "bisect", ex, "--trace", trace);
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "bisect", ex, "--trace", trace, "--check", "numeric", "--oracle", "true {graph}");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  run_cli(&r, "bisect", ex, "--trace", trace, "--oracle", "true");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "{graph}"));
+  run_clear(&r);
+  run_cli(&r, "bisect", ex, "--trace", trace, "--check", "speed");
+  g_assert_cmpint(r.status, ==, 2);
+  run_clear(&r);
+  char *small = write_tmp(dir, "small.txt", small_fx);
+  run_cli(&r, "bisect", small, "--trace", trace, "--check", "numeric");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "another graph"));
+  run_clear(&r);
+  g_free(small);
+  g_free(before);
+  g_free(after);
+  g_free(ex);
+  g_free(tr);
+  g_free(rules);
+  g_free(out);
+  g_free(trace);
+  g_free(prefix);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 /* Issue 21: explain with a trace of another graph warns (exit 0; 1 with --strict), replay of
  * a trace with "hash": "" is refused, /dev/zero as a file or on stdin is refused at the cap. */
 static void test_cli_integrity(void) {
@@ -1975,5 +2570,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/views", test_cli_views);
   g_test_add_func("/cli/layouts", test_cli_layouts);
   g_test_add_func("/cli/bundled-example", test_cli_bundled_example);
+  g_test_add_func("/cli/whatif", test_cli_whatif);
+  g_test_add_func("/cli/compare-runs", test_cli_compare_runs);
+  g_test_add_func("/cli/diff", test_cli_diff);
+  g_test_add_func("/cli/bisect", test_cli_bisect);
   return g_test_run();
 }

@@ -8,6 +8,7 @@
 #include "load/ox_load.h"
 #include "ops/ox_shape.h"
 #include "passes/ox_pass.h"
+#include "run/ox_compare.h"
 #include "run/ox_whatif.h"
 
 typedef struct Fixture {
@@ -493,6 +494,59 @@ static void test_reasons_whole_words(void) {
   fixture_clear(&f);
 }
 
+/* compare-runs' engine (ox_compare.h): a run against itself aligns every record; against a run
+ * with min_fuse_set_size 7, batch_linear's two fusions are aligned with their rejections, and
+ * swapping the runs swaps only-in-A and only-in-B. */
+static void test_compare_runs(void) {
+  Fixture f;
+  fixture_init(&f);
+  OxCompareResult r;
+  ox_compare_traces(f.base, f.base, &r);
+  g_assert_cmpuint(r.n, ==, 0);
+  g_assert_cmpuint(r.n_same, ==, f.base->n_steps);
+  ox_compare_result_free(&r);
+  OxTrace *t7 = NULL;
+  OxGraph *g7 = plain_run(&f, "batch_linear.min_fuse_set_size=7", &t7);
+  ox_compare_traces(f.base, t7, &r);
+  g_assert_cmpuint(r.n, ==, r.n_only_a + r.n_only_b + r.n_differs);
+  g_assert_cmpuint(r.n_same + r.n_differs + r.n_only_a, ==, f.base->n_steps);
+  g_assert_cmpuint(r.n_same + r.n_differs + r.n_only_b, ==, t7->n_steps);
+  uint32_t linear = 0;
+  for (uint32_t i = 0; i < r.n; i++) {
+    const OxCompareEntry *e = &r.entries[i];
+    if (e->kind != OX_COMPARE_DIFFERS) continue;
+    const OxStep *a = &f.base->steps[e->a_seq], *b = &t7->steps[e->b_seq];
+    g_assert_cmpstr(a->pass, ==, b->pass);
+    /* an anchor that is a node of the input has its name in both runs; a node a rewrite made
+     * may be named otherwise (stack_6 and stack), aligned by its canonical name */
+    if (ox_graph_find(f.input, a->anchor)) g_assert_cmpstr(a->anchor, ==, b->anchor);
+    if (strcmp(a->pass, "batch_linear") != 0) continue;
+    linear++;
+    g_assert_cmpint(a->kind, ==, OX_STEP_APPLIED);
+    g_assert_cmpint(b->kind, ==, OX_STEP_REJECTED);
+    g_assert_cmpint(b->reason.code, ==, OX_REASON_SET_TOO_SMALL);
+  }
+  g_assert_cmpuint(linear, ==, 2);
+  /* entries: A's (only in A, differing) in A's order, then only in B in B's order */
+  for (uint32_t i = 1; i < r.n; i++) {
+    const OxCompareEntry *p = &r.entries[i - 1], *e = &r.entries[i];
+    if (p->kind != OX_COMPARE_ONLY_B && e->kind != OX_COMPARE_ONLY_B) g_assert_cmpuint(p->a_seq, <, e->a_seq);
+    if (p->kind == OX_COMPARE_ONLY_B) g_assert_cmpint(e->kind, ==, OX_COMPARE_ONLY_B);
+    if (p->kind == OX_COMPARE_ONLY_B) g_assert_cmpuint(p->b_seq, <, e->b_seq);
+  }
+  OxCompareResult back;
+  ox_compare_traces(t7, f.base, &back);
+  g_assert_cmpuint(back.n_only_a, ==, r.n_only_b);
+  g_assert_cmpuint(back.n_only_b, ==, r.n_only_a);
+  g_assert_cmpuint(back.n_differs, ==, r.n_differs);
+  g_assert_cmpuint(back.n_same, ==, r.n_same);
+  ox_compare_result_free(&back);
+  ox_compare_result_free(&r);
+  ox_trace_free(t7);
+  ox_graph_free(g7);
+  fixture_clear(&f);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/whatif/option", test_option);
@@ -505,5 +559,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/whatif/candidate-kinds", test_candidate_kinds);
   g_test_add_func("/engine/whatif/text-clip", test_clip);
   g_test_add_func("/engine/whatif/reasons-whole-words", test_reasons_whole_words);
+  g_test_add_func("/engine/compare-runs/align", test_compare_runs);
   return g_test_run();
 }

@@ -23,7 +23,7 @@ typedef struct OptSpec {
   const char *name; /* long name without "--" */
   char short_name;  /* 0 if none */
   bool has_arg;
-  unsigned bit;
+  uint64_t bit;
 } OptSpec;
 
 static const OptSpec opt_specs[] = {
@@ -58,6 +58,13 @@ static const OptSpec opt_specs[] = {
   {"params", 0, false, OPT_PARAMS},
   {"shapes", 0, true, OPT_SHAPES},
   {"budget", 0, true, OPT_BUDGET},
+  {"disable-step", 0, true, OPT_DISABLE_STEP},
+  {"only-pass", 0, true, OPT_ONLY_PASS},
+  {"input", 0, true, OPT_INPUT},
+  {"all", 0, false, OPT_ALL},
+  {"oracle", 0, true, OPT_ORACLE},
+  {"check", 0, true, OPT_CHECK},
+  {"timeout", 0, true, OPT_TIMEOUT},
 };
 
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -110,6 +117,31 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
   case OPT_CHECKS: o->checks = val; break;
   case OPT_NODE: o->node = val; break;
   case OPT_PASS: o->pass = val; break;
+  case OPT_ONLY_PASS: o->only_pass = val; break;
+  case OPT_INPUT: o->input = val; break;
+  case OPT_ALL: o->all = true; break;
+  case OPT_ORACLE: o->oracle = val; break;
+  case OPT_CHECK: o->check = val; break;
+  case OPT_TIMEOUT: {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (!*val || *end || errno || !(v > 0) || v > 86400)
+      return ox_cli_usage_error(o, "--timeout: expected seconds (a positive number), not '%s'", val);
+    o->timeout = v;
+    break;
+  }
+  case OPT_DISABLE_STEP: {
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(val, &end, 10);
+    if (!*val || *end || errno || v == 0 || v > 0xffffffffUL || val[0] == '-' || val[0] == '+')
+      return ox_cli_usage_error(o, "--disable-step needs a step number (#1, #2 ... of the trace), not '%s'", val);
+    if (o->n_disable_steps == MAX_REPEATS)
+      return ox_cli_usage_error(o, "too many --disable-step options (at most %s)", "64");
+    o->disable_steps[o->n_disable_steps++] = (uint32_t)v;
+    break;
+  }
   case OPT_KEEP_FAILED: o->keep_failed = true; break;
   case OPT_LIST_PASSES: o->list_passes = true; break;
   case OPT_FOCUS:
@@ -213,7 +245,7 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
 /* Parses argv[1..] of a command (argv[0] is the command name). Options may come before or
  * after FILE, as "--name value", "--name=value" or "-o value"; "--" ends options. Returns
  * EXIT_OK to run, -1 when help was printed, EXIT_USAGE on a usage error. */
-int ox_cli_parse_args(CliOpts *o, unsigned allowed, int argc, char **argv) {
+int ox_cli_parse_args(CliOpts *o, uint64_t allowed, int argc, char **argv) {
   bool options_done = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -421,7 +453,7 @@ static void free_rule_sets(void) {
   n_rule_sets = 0;
 }
 
-static int build_pipeline(const CliOpts *o, const OxGraph *g, OxPipeline *p, OxDiagList *d) {
+static int build_pipeline(const CliOpts *o, const OxGraph *g, OxPipeline *p, bool apply_options, OxDiagList *d) {
   if (o->config) {
     char err[1024];
     size_t len;
@@ -457,7 +489,7 @@ static int build_pipeline(const CliOpts *o, const OxGraph *g, OxPipeline *p, OxD
     rule_sets[n_rule_sets++] = rs;
     ox_rules_append(rs, p);
   }
-  for (uint32_t i = 0; i < o->n_options; i++)
+  for (uint32_t i = 0; apply_options && i < o->n_options; i++)
     if (ox_pipeline_set_option(p, o->options[i], d) != 0) {
       ox_diags_print(d, stderr);
       return EXIT_USAGE;
@@ -494,7 +526,7 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
   OxDiagList d;
   ox_diags_init(&d, o->file);
   OxPipeline p = {0};
-  int status = build_pipeline(o, g, &p, &d);
+  int status = build_pipeline(o, g, &p, true, &d);
   p.budget = o->budget;
   if (status == EXIT_OK) {
     OxTrace *t = ox_trace_new_for(g);
@@ -511,6 +543,67 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
     *trace = t;
   }
   ox_pipeline_free(&p);
+  ox_diags_clear(&d);
+  return status;
+}
+
+/* ------------------------------------------------------------------ whatif / compare-runs / bisect */
+
+OxTrace *ox_cli_read_trace(const CliOpts *o, const char *path) {
+  char err[1024];
+  size_t len;
+  char *text = ox_read_file(path, &len, 1u << 30, err, sizeof err);
+  if (!text) {
+    fprintf(stderr, "optimus %s: %s\n", o->cmd, err);
+    return NULL;
+  }
+  OxDiagList td;
+  ox_diags_init(&td, path);
+  OxTrace *t = NULL;
+  if (ox_trace_read_json(text, len, path, &t, &td) != 0) t = NULL;
+  ox_diags_print(&td, stderr);
+  ox_diags_clear(&td);
+  free(text);
+  return t;
+}
+
+int ox_cli_build_run(const CliOpts *o, const OxGraph *g, const OxTrace *t, bool apply_options, OxPipeline *p,
+                     OxCheckConfig *cc) {
+  memset(p, 0, sizeof *p);
+  ox_check_config_default(cc);
+  char err[256];
+  const char *checks = o->checks ? o->checks : t && t->checks && *t->checks ? t->checks : NULL;
+  if (checks && ox_check_config_parse(checks, cc, err, sizeof err) != 0) {
+    if (o->checks) return ox_cli_usage_error(o, "%s", err);
+    fprintf(stderr, "optimus %s: the trace's checks '%s': %s\n", o->cmd, checks, err);
+    return EXIT_BAD;
+  }
+  cc->keep_failed = o->keep_failed;
+  if (o->numeric_budget) cc->numeric_budget = o->numeric_budget;
+  OxDiagList d;
+  ox_diags_init(&d, o->file);
+  int status = EXIT_OK;
+  if (!o->config && !o->passes && !o->n_rules && t && t->config && *t->config) {
+    /* the recorded run's own configuration */
+    OxDiagList cd;
+    ox_diags_init(&cd, "the trace's configuration");
+    if (ox_pipeline_from_config(t->config, strlen(t->config), "the trace's configuration", p, &cd) != 0) {
+      ox_diags_print(&cd, stderr);
+      fprintf(stderr, "optimus %s: the trace's configuration cannot be re-run (a rule file's passes need --rules)\n",
+              o->cmd);
+      status = EXIT_BAD;
+    }
+    ox_diags_clear(&cd);
+    for (uint32_t i = 0; status == EXIT_OK && apply_options && i < o->n_options; i++)
+      if (ox_pipeline_set_option(p, o->options[i], &d) != 0) {
+        ox_diags_print(&d, stderr);
+        status = EXIT_USAGE;
+      }
+  } else {
+    status = build_pipeline(o, g, p, apply_options, &d);
+  }
+  p->budget = o->budget;
+  if (status != EXIT_OK) ox_pipeline_free(p);
   ox_diags_clear(&d);
   return status;
 }

@@ -24,7 +24,8 @@
 #include "passes/ox_pass.h"
 #include "run/ox_trace.h"
 
-/* The subcommands: X(NAME, SUMMARY), SUMMARY being NAME's line of `optimus --help`. */
+/* The subcommands: X(NAME, SUMMARY), SUMMARY being NAME's line of `optimus --help`; a '_' in
+ * NAME is a '-' on the command line (compare_runs is `optimus compare-runs`). */
 #define OX_CLI_COMMANDS(X) \
   X(info, "  info FILE            format, graphs, node counts and op histogram of an FX dump\n") \
   X(convert, "  convert FILE -o OUT  write it as Optimus JSON, FX text, DOT, SVG or PNG\n") \
@@ -32,7 +33,11 @@
   X(verify, "  verify FILE          verifier, and the interpreter against recorded outputs\n") \
   X(optimize, "  optimize FILE -o OUT run the Optimus passes, recording every step\n") \
   X(explain, "  explain FILE --node N  why each pass did or did not fire at a node\n") \
-  X(replay, "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n")
+  X(replay, "  replay FILE TRACE -o OUT  the graph after step K of a recorded run\n") \
+  X(whatif, "  whatif FILE --option P.K=V  re-run with a change: the decisions that differ\n") \
+  X(compare_runs, "  compare-runs A B     two recorded runs of one graph (traces), aligned step by step\n") \
+  X(diff, "  diff A B             added, removed and changed nodes of two graphs, by region\n") \
+  X(bisect, "  bisect FILE --trace T  the first step of a run after which an oracle fails\n")
 
 #define OX_CLI_DECLARE(name, summary) int ox_cli_cmd_##name(int argc, char **argv);
 OX_CLI_COMMANDS(OX_CLI_DECLARE)
@@ -75,6 +80,14 @@ enum {
   OPT_SHAPES = 1 << 29, /* accepted wherever OPT_INPUT_SHAPE is */
   OPT_BUDGET = 1 << 30,
 };
+/* the option bits past 31 (an enum constant must fit an int) */
+#define OPT_DISABLE_STEP (1ull << 31)
+#define OPT_ONLY_PASS (1ull << 32)
+#define OPT_INPUT (1ull << 33)
+#define OPT_ALL (1ull << 34)
+#define OPT_ORACLE (1ull << 35)
+#define OPT_CHECK (1ull << 36)
+#define OPT_TIMEOUT (1ull << 37)
 
 enum { MAX_REPEATS = 64 };
 
@@ -111,6 +124,14 @@ typedef struct CliOpts {
   double layout_budget; /* seconds; 0 = default */
   bool params;          /* draw parameters as their own nodes */
   const char *layout;   /* auto, dot, layered */
+  uint32_t disable_steps[MAX_REPEATS]; /* whatif --disable-step N (1-based record numbers) */
+  uint32_t n_disable_steps;
+  const char *only_pass; /* whatif --only-pass P */
+  const char *input;     /* compare-runs, diff: --input FILE */
+  bool all;              /* compare-runs --all */
+  const char *oracle;    /* bisect --oracle CMD */
+  const char *check;     /* bisect --check numeric */
+  double timeout;        /* bisect --timeout S; 0 = default */
 } CliOpts;
 
 /* ------------------------------------------------------------------ cli.c */
@@ -122,7 +143,16 @@ void ox_cli_json_str(OxBuf *b, const char *s);
 int ox_cli_list_passes(void);
 int ox_cli_load_for_run(CliOpts *o, OxDoc **doc, OxDiagList *diags, OxGraph **g);
 int ox_cli_load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags);
-int ox_cli_parse_args(CliOpts *o, unsigned allowed, int argc, char **argv);
+int ox_cli_parse_args(CliOpts *o, uint64_t allowed, int argc, char **argv);
+/* Reads a trace file; NULL after printing the error (located when it is in the file). */
+OxTrace *ox_cli_read_trace(const CliOpts *o, const char *path);
+/* The pipeline and checks a re-run of g uses: --config / --passes / --rules when given, else the
+ * configuration recorded in trace t (when given and readable), else the default pipeline; then,
+ * with apply_options, every --option. --checks, else t's checks, else all; --keep-failed,
+ * --numeric-budget and --budget apply. Returns EXIT_OK, or EXIT_USAGE / EXIT_BAD after printing
+ * why (*p is then empty). */
+int ox_cli_build_run(const CliOpts *o, const OxGraph *g, const OxTrace *t, bool apply_options, OxPipeline *p,
+                     OxCheckConfig *cc);
 int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResult *res);
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg);
 bool ox_cli_write_stdout(const char *data, size_t len);

@@ -7,6 +7,7 @@
  * Diagnostics go to stderr as FILE:LINE:COL: error|warning: message (+ snippet line);
  * results go to stdout. docs/cli.md is the user documentation.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,8 +39,16 @@ static void put_usage(FILE *f) {
   fputs("\n"
         "FILE is print(graph) text, print_readable code or Optimus JSON; '-' reads stdin.\n"
         "Run 'optimus COMMAND --help' for the options of a command.\n"
-        "Exit status: 0 success, 1 bad input or failed check/write, 2 usage error.\n",
+        "Exit status: 0 success, 1 bad input or failed check/write (diff, compare-runs: the\n"
+        "inputs differ; bisect: no step to name), 2 usage error.\n",
         f);
+}
+
+/* Whether argument cmd names the command whose table name is `name` ('_' there, '-' here). */
+static bool command_is(const char *cmd, const char *name) {
+  for (; *cmd && *name; cmd++, name++)
+    if (*cmd != (*name == '_' ? '-' : *name)) return false;
+  return !*cmd && !*name;
 }
 
 /* ------------------------------------------------------------------ main */
@@ -60,7 +69,7 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    if (command_is(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
   fprintf(stderr, "optimus: unknown %s '%s'\n", cmd[0] == '-' ? "option" : "command", cmd);
   put_usage(stderr);
   return EXIT_USAGE;

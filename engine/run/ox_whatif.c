@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ir/ox_mem.h"
+#include "run/ox_canon.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -54,110 +55,12 @@ const OxStep *ox_whatif_alt_step(const OxWhatifResult *r, const OxWhatifDecision
 
 /* ------------------------------------------------------------------ comparing decisions
  *
- * Nodes a rewrite creates are named in creation order (stack_12), so once the two runs differ,
- * the same later rewrite can name different nodes. Decisions are therefore compared on
- * canonical names: an input node keeps its name; a node a step added is named after that step
- * (a hash of its pass, rule, canonical anchor and canonical matched nodes) and its place among
- * the step's added nodes. Both runs are walked forward once, the map updated after each applied
- * step; the alternative's walk starts from the base's map at the point it departs from. */
-
-typedef struct CanonMap {
-  char **keys, **vals; /* open addressing; keys and values owned */
-  uint32_t cap, count;
-} CanonMap;
-
-static void canon_free(CanonMap *m) {
-  for (uint32_t i = 0; i < m->cap; i++) {
-    free(m->keys[i]);
-    free(m->vals[i]);
-  }
-  free(m->keys);
-  free(m->vals);
-  memset(m, 0, sizeof *m);
-}
-
-static char *xstrdup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *r = ox_xrealloc(NULL, n);
-  memcpy(r, s, n);
-  return r;
-}
-
-static void canon_put(CanonMap *m, const char *k, const char *v);
-
-static void canon_grow(CanonMap *m) {
-  CanonMap old = *m;
-  m->cap = old.cap ? old.cap * 2 : 256;
-  m->count = 0;
-  m->keys = ox_xcalloc(m->cap, sizeof *m->keys);
-  m->vals = ox_xcalloc(m->cap, sizeof *m->vals);
-  for (uint32_t i = 0; i < old.cap; i++)
-    if (old.keys[i]) canon_put(m, old.keys[i], old.vals[i]);
-  canon_free(&old);
-}
-
-static void canon_put(CanonMap *m, const char *k, const char *v) {
-  if (2 * (m->count + 1) > m->cap) canon_grow(m);
-  uint32_t i = (uint32_t)(ox_hash_bytes(k, strlen(k)) & (m->cap - 1));
-  while (m->keys[i] && strcmp(m->keys[i], k) != 0) i = (i + 1) & (m->cap - 1);
-  if (!m->keys[i]) {
-    m->keys[i] = xstrdup(k);
-    m->count++;
-  } else {
-    free(m->vals[i]);
-  }
-  m->vals[i] = xstrdup(v);
-}
-
-static const char *canon_get(const CanonMap *m, const char *k) {
-  if (!k) return "";
-  if (!m->cap) return k;
-  uint32_t i = (uint32_t)(ox_hash_bytes(k, strlen(k)) & (m->cap - 1));
-  while (m->keys[i]) {
-    if (strcmp(m->keys[i], k) == 0) return m->vals[i];
-    i = (i + 1) & (m->cap - 1);
-  }
-  return k;
-}
-
-static void canon_copy(CanonMap *dst, const CanonMap *src) {
-  memset(dst, 0, sizeof *dst);
-  for (uint32_t i = 0; i < src->cap; i++)
-    if (src->keys[i]) canon_put(dst, src->keys[i], src->vals[i]);
-}
+ * Decisions are compared on canonical names (run/ox_canon.h: a node a step added is named after
+ * that step, not by its creation-order name). Both runs are walked forward once, the map updated
+ * after each applied step; the alternative's walk starts from the base's map at the point it
+ * departs from. */
 
 static const char *str_or(const char *s) { return s ? s : ""; }
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-/* pass, rule and canonical anchor; with `matched`, the sorted canonical matched names too */
-static char *step_key(const CanonMap *m, const OxStep *s, bool matched) {
-  OxBuf b;
-  ox_buf_init(&b);
-  ox_buf_printf(&b, "%s\x1f%s\x1f%s\x1f%s", str_or(s->phase), str_or(s->pass), str_or(s->rule), canon_get(m, s->anchor));
-  if (matched && s->n_matched) {
-    const char **v = ox_xrealloc(NULL, s->n_matched * sizeof *v);
-    for (uint32_t i = 0; i < s->n_matched; i++) v[i] = canon_get(m, s->matched[i]);
-    qsort(v, s->n_matched, sizeof *v, cmp_str);
-    for (uint32_t i = 0; i < s->n_matched; i++) ox_buf_printf(&b, "\x1e%s", v[i]);
-    free(v);
-  }
-  ox_buf_putc(&b, 0);
-  return b.data;
-}
-
-/* After step s: the nodes it added get names derived from it. */
-static void canon_after(CanonMap *m, const OxStep *s) {
-  if (!s->applied_index || !s->n_added) return;
-  char *key = step_key(m, s, true);
-  unsigned long long h = (unsigned long long)ox_hash_bytes(key, strlen(key));
-  free(key);
-  char v[48];
-  for (uint32_t k = 0; k < s->n_added; k++) {
-    snprintf(v, sizeof v, "~%016llx#%u", h, k);
-    canon_put(m, s->added[k], v);
-  }
-}
 
 typedef struct Keyed {
   char *key;
@@ -173,7 +76,7 @@ static int cmp_keyed(const void *a, const void *b) {
 
 /* The records of t [from, end): applied ones keyed by decision, the others (and, in other2,
  * the applied ones too) by pass+anchor, with the canonical names of m, which is advanced. */
-static void keyed_collect(const OxTrace *t, uint32_t from, CanonMap *m, Keyed **applied, uint32_t *na, Keyed **other,
+static void keyed_collect(const OxTrace *t, uint32_t from, OxCanonMap *m, Keyed **applied, uint32_t *na, Keyed **other,
                           uint32_t *no) {
   *na = *no = 0;
   uint32_t n = t->n_steps > from ? t->n_steps - from : 0;
@@ -182,10 +85,10 @@ static void keyed_collect(const OxTrace *t, uint32_t from, CanonMap *m, Keyed **
   for (uint32_t i = from; i < t->n_steps; i++) {
     const OxStep *s = &t->steps[i];
     if (s->kind == OX_STEP_APPLIED)
-      (*applied)[(*na)++] = (Keyed){step_key(m, s, true), i, false};
+      (*applied)[(*na)++] = (Keyed){ox_canon_step_key(m, s, true), i, false};
     else
-      (*other)[(*no)++] = (Keyed){step_key(m, s, false), i, false};
-    canon_after(m, s);
+      (*other)[(*no)++] = (Keyed){ox_canon_step_key(m, s, false), i, false};
+    ox_canon_after(m, s);
   }
   qsort(*applied, *na, sizeof **applied, cmp_keyed);
   qsort(*other, *no, sizeof **other, cmp_keyed);
@@ -239,9 +142,9 @@ static int cmp_pick(const void *a, const void *b) {
 }
 
 static void compare(OxWhatifResult *r, const OxTrace *base, uint32_t base_from) {
-  CanonMap mb = {0}, ma;
-  for (uint32_t i = 0; i < base_from && i < base->n_steps; i++) canon_after(&mb, &base->steps[i]);
-  canon_copy(&ma, &mb);
+  OxCanonMap mb = {0}, ma;
+  for (uint32_t i = 0; i < base_from && i < base->n_steps; i++) ox_canon_after(&mb, &base->steps[i]);
+  ox_canon_copy(&ma, &mb);
   Keyed *ba, *bo, *aa, *ao;
   uint32_t nba, nbo, naa, nao;
   keyed_collect(base, base_from, &mb, &ba, &nba, &bo, &nbo);
@@ -280,8 +183,8 @@ static void compare(OxWhatifResult *r, const OxTrace *base, uint32_t base_from) 
   keyed_free(bo, nbo);
   keyed_free(aa, naa);
   keyed_free(ao, nao);
-  canon_free(&mb);
-  canon_free(&ma);
+  ox_canon_free(&mb);
+  ox_canon_free(&ma);
 }
 
 /* ------------------------------------------------------------------ the run */

@@ -1,0 +1,242 @@
+/* cmd-compare-runs.c - `optimus compare-runs`: two recorded runs of one input graph aligned
+ * step by step (engine/run/ox_compare.h), and their final graphs compared.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ir/ox_graph_diff.h"
+#include "run/ox_compare.h"
+#include "cli.h"
+
+static const char usage_compare_runs[] =
+  "Usage: optimus compare-runs A.trace.json B.trace.json [--input FILE] [--all] [--json]\n"
+  "\n"
+  "Compare two recorded runs of the same input graph (two configurations, two rule sets, two\n"
+  "versions of the engine): align their records by pass, rule and anchor (nodes made by\n"
+  "earlier rewrites named canonically), and list the records only in A, only in B, and those\n"
+  "whose outcome differs. Both traces are replayed on the input to compare the final graphs.\n"
+  "Exit status 1 when the final graphs differ (or on bad input), 0 when they are the same.\n"
+  "\n"
+  "Options:\n"
+  "  --input FILE      the runs' input graph (default: the file trace A, else B, names)\n"
+  "  --all             also list the records that are rejections on both sides (or on the\n"
+  "                    one side that has them); by default they are only counted\n"
+  "  --json            print one JSON object (docs/cli.md)\n"
+  "  --graph N, --strict, --format   as for optimize (the input)\n"
+  "  -h, --help        show this help\n";
+
+static void json_step(OxBuf *b, const OxStep *s) {
+  if (!s) {
+    ox_buf_puts(b, "null");
+    return;
+  }
+  ox_buf_printf(b, "{\"seq\": %u, \"outcome\": \"%s\", \"removed\": %u, \"added\": %u, \"matched\": [", s->seq + 1,
+                ox_step_kind_text(s), s->n_removed, s->n_added);
+  for (uint32_t i = 0; i < s->n_matched; i++) {
+    if (i) ox_buf_puts(b, ", ");
+    ox_cli_json_str(b, s->matched[i]);
+  }
+  ox_buf_puts(b, "], \"reason\": ");
+  char *why = s->kind != OX_STEP_APPLIED ? ox_reason_format(&s->reason) : NULL;
+  ox_cli_json_str(b, why);
+  free(why);
+  ox_buf_puts(b, "}");
+}
+
+static void text_step(OxBuf *b, const char *side, const OxStep *s) {
+  ox_buf_printf(b, "%s #%u %s", side, s->seq + 1, ox_step_kind_text(s));
+  if (s->kind == OX_STEP_APPLIED) {
+    ox_buf_printf(b, ", -%u +%u nodes", s->n_removed, s->n_added);
+  } else {
+    char *why = ox_reason_format(&s->reason);
+    ox_buf_printf(b, ": %s", why ? why : "");
+    free(why);
+  }
+}
+
+static const char *kind_name(uint8_t k) {
+  return k == OX_COMPARE_ONLY_A ? "only_a" : k == OX_COMPARE_ONLY_B ? "only_b" : "differs";
+}
+
+typedef struct Side {
+  const char *path;
+  OxTrace *t;
+  OxGraph *g; /* the input with the run replayed */
+  uint32_t nodes;
+  char hash[32];
+} Side;
+
+static void json_side(OxBuf *b, const char *key, const Side *s) {
+  ox_buf_printf(b, "\"%s\": {\"trace\": ", key);
+  ox_cli_json_str(b, s->path);
+  ox_buf_printf(b, ", \"records\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u, \"nodes\": %u, "
+                   "\"hash\": \"%s\"}",
+                s->t->n_steps, s->t->n_applied, s->t->n_rejected, s->t->n_check_failed, s->nodes, s->hash);
+}
+
+int ox_cli_cmd_compare_runs(int argc, char **argv) {
+  CliOpts o = {.cmd = "compare-runs", .usage = usage_compare_runs, .want_file2 = true};
+  int rc = ox_cli_parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_INPUT | OPT_ALL, argc, argv);
+  if (rc) return rc < 0 ? EXIT_OK : rc;
+  if (!o.file2) return ox_cli_usage_error(&o, "%s", "missing B.trace.json");
+  Side sa = {.path = o.file}, sb = {.path = o.file2};
+  int status = EXIT_OK;
+  if (!(sa.t = ox_cli_read_trace(&o, sa.path)) || !(sb.t = ox_cli_read_trace(&o, sb.path))) status = EXIT_BAD;
+  if (status == EXIT_OK) {
+    for (int k = 0; k < 2; k++) {
+      const Side *s = k ? &sb : &sa;
+      if (!s->t->input_hash || !*s->t->input_hash) {
+        fprintf(stderr, "optimus compare-runs: %s: the trace has no input hash, so nothing says which graph it ran on\n",
+                s->path);
+        status = EXIT_BAD;
+      }
+    }
+  }
+  if (status == EXIT_OK && strcmp(sa.t->input_hash, sb.t->input_hash) != 0) {
+    fprintf(stderr,
+            "optimus compare-runs: the runs are of different graphs (input structure hash %s in %s, %s in %s)\n",
+            sa.t->input_hash, sa.path, sb.t->input_hash, sb.path);
+    status = EXIT_BAD;
+  }
+  /* the input: --input, else the file a trace names (when it is there) */
+  const char *input = o.input;
+  for (int k = 0; status == EXIT_OK && !input && k < 2; k++) {
+    const OxTrace *t = k ? sb.t : sa.t;
+    if (t->input_file && *t->input_file && strcmp(t->input_file, "-") != 0 && access(t->input_file, R_OK) == 0)
+      input = t->input_file;
+  }
+  if (status == EXIT_OK && !input) {
+    ox_trace_free(sa.t);
+    ox_trace_free(sb.t);
+    return ox_cli_usage_error(&o, "%s", "the traces' input file cannot be read: give it with --input FILE");
+  }
+  OxDoc *doc = NULL;
+  OxDiagList diags;
+  memset(&diags, 0, sizeof diags);
+  OxGraph *g = NULL;
+  CliOpts lo = o;
+  lo.file = input;
+  if (status == EXIT_OK) status = ox_cli_load_for_run(&lo, &doc, &diags, &g);
+  for (int k = 0; status == EXIT_OK && k < 2; k++) {
+    Side *s = k ? &sb : &sa;
+    s->g = ox_graph_clone(g);
+    OxDiagList rd;
+    ox_diags_init(&rd, s->path);
+    if (ox_replay(s->g, s->t, UINT32_MAX, &rd) != 0) {
+      ox_diags_print(&rd, stderr);
+      status = EXIT_BAD;
+    } else {
+      s->nodes = ox_cli_count_nodes(s->g);
+      snprintf(s->hash, sizeof s->hash, "%016llx", (unsigned long long)ox_graph_structure_hash(s->g));
+    }
+    ox_diags_clear(&rd);
+  }
+  bool same_graph = false, same_hash = false;
+  OxGraphDiff gd;
+  memset(&gd, 0, sizeof gd);
+  if (status == EXIT_OK) {
+    /* the same structure hash, or no difference once nodes are matched by name and structure
+     * (two engine versions may name or order the same graph differently) */
+    same_hash = strcmp(sa.hash, sb.hash) == 0;
+    ox_graph_diff(sa.g, sb.g, &gd);
+    same_graph = same_hash || (!gd.n_changed && !gd.n_added && !gd.n_removed);
+    OxCompareResult r;
+    ox_compare_traces(sa.t, sb.t, &r);
+    OxBuf b;
+    ox_buf_init(&b);
+    if (o.json) {
+      ox_buf_puts(&b, "{\"input\": ");
+      ox_cli_json_str(&b, input);
+      ox_buf_puts(&b, ", ");
+      json_side(&b, "a", &sa);
+      ox_buf_puts(&b, ", ");
+      json_side(&b, "b", &sb);
+      ox_buf_printf(&b,
+                    ", \"same\": %u, \"differs\": %u, \"only_a\": %u, \"only_b\": %u, \"only_a_applied\": %u, "
+                    "\"only_b_applied\": %u, \"final_graphs_equal\": %s, \"final_diff\": {\"changed\": %u, "
+                    "\"removed\": %u, \"added\": %u, \"regions\": %u}, \"entries\": [",
+                    r.n_same, r.n_differs, r.n_only_a, r.n_only_b, r.n_only_a_applied, r.n_only_b_applied,
+                    same_graph ? "true" : "false", gd.n_changed, gd.n_removed, gd.n_added, gd.n_regions);
+      for (uint32_t i = 0; i < r.n; i++) {
+        const OxCompareEntry *e = &r.entries[i];
+        const OxStep *a = e->a_seq != OX_COMPARE_NONE ? &sa.t->steps[e->a_seq] : NULL;
+        const OxStep *bs = e->b_seq != OX_COMPARE_NONE ? &sb.t->steps[e->b_seq] : NULL;
+        const OxStep *s = a ? a : bs;
+        ox_buf_printf(&b, "%s{\"kind\": \"%s\", \"phase\": ", i ? ", " : "", kind_name(e->kind));
+        ox_cli_json_str(&b, s->phase);
+        ox_buf_puts(&b, ", \"pass\": ");
+        ox_cli_json_str(&b, s->pass);
+        ox_buf_puts(&b, ", \"rule\": ");
+        ox_cli_json_str(&b, s->rule);
+        ox_buf_puts(&b, ", \"anchor\": ");
+        ox_cli_json_str(&b, s->anchor);
+        ox_buf_puts(&b, ", \"a\": ");
+        json_step(&b, a);
+        ox_buf_puts(&b, ", \"b\": ");
+        json_step(&b, bs);
+        ox_buf_puts(&b, "}");
+      }
+      ox_buf_puts(&b, "]}\n");
+    } else {
+      ox_buf_printf(&b, "A: %s: %u records, %u applied; final graph %u nodes\n", sa.path, sa.t->n_steps,
+                    sa.t->n_applied, sa.nodes);
+      ox_buf_printf(&b, "B: %s: %u records, %u applied; final graph %u nodes\n", sb.path, sb.t->n_steps,
+                    sb.t->n_applied, sb.nodes);
+      ox_buf_printf(&b, "aligned: %u the same, %u with another outcome; only in A: %u (%u applied); only in B: %u (%u applied)\n",
+                    r.n_same, r.n_differs, r.n_only_a, r.n_only_a_applied, r.n_only_b, r.n_only_b_applied);
+      static const char *const titles[] = {"only in A:\n", "only in B:\n", "outcome differs:\n"};
+      uint32_t hidden = 0;
+      for (uint8_t kind = 0; kind < 3; kind++) {
+        uint8_t k = kind == 1 ? OX_COMPARE_DIFFERS : kind == 2 ? OX_COMPARE_ONLY_B : OX_COMPARE_ONLY_A;
+        bool title = false;
+        for (uint32_t i = 0; i < r.n; i++) {
+          const OxCompareEntry *e = &r.entries[i];
+          if (e->kind != k) continue;
+          const OxStep *a = e->a_seq != OX_COMPARE_NONE ? &sa.t->steps[e->a_seq] : NULL;
+          const OxStep *bs = e->b_seq != OX_COMPARE_NONE ? &sb.t->steps[e->b_seq] : NULL;
+          const OxStep *s = a ? a : bs;
+          if (!o.all && (!a || a->kind == OX_STEP_REJECTED) && (!bs || bs->kind == OX_STEP_REJECTED)) {
+            hidden++;
+            continue;
+          }
+          if (!title) ox_buf_puts(&b, titles[k]);
+          title = true;
+          ox_buf_printf(&b, "  %s%s%s at %s: ", s->pass ? s->pass : "?", s->rule ? " / " : "", s->rule ? s->rule : "",
+                        s->anchor ? s->anchor : "?");
+          if (a) text_step(&b, "A", a);
+          if (a && bs) ox_buf_puts(&b, "; ");
+          if (bs) text_step(&b, "B", bs);
+          ox_buf_putc(&b, '\n');
+        }
+      }
+      if (hidden)
+        ox_buf_printf(&b, "(%u more that are rejections on every side they occur on: --all or --json lists them)\n",
+                      hidden);
+      if (same_hash)
+        ox_buf_printf(&b, "final graphs: the same (structure hash %s)\n", sa.hash);
+      else if (same_graph)
+        ox_buf_printf(&b, "final graphs: the same up to node names and order (%u matched by structure)\n",
+                      gd.n_by_structure);
+      else
+        ox_buf_printf(&b,
+                      "final graphs: differ (A %u nodes, B %u nodes: %u changed, %u removed, %u added in %u "
+                      "region%s; optimus diff shows them)\n",
+                      sa.nodes, sb.nodes, gd.n_changed, gd.n_removed, gd.n_added, gd.n_regions,
+                      gd.n_regions == 1 ? "" : "s");
+    }
+    if (!ox_cli_write_stdout(b.data, b.len)) status = EXIT_BAD;
+    ox_buf_free(&b);
+    ox_compare_result_free(&r);
+  }
+  ox_graph_diff_free(&gd);
+  if (status == EXIT_OK && !same_graph) status = EXIT_BAD;
+  ox_graph_free(sa.g);
+  ox_graph_free(sb.g);
+  ox_trace_free(sa.t);
+  ox_trace_free(sb.t);
+  ox_doc_free(doc);
+  ox_diags_clear(&diags);
+  return status;
+}
