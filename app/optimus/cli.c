@@ -58,6 +58,7 @@ static const OptSpec opt_specs[] = {
   {"params", 0, false, OPT_PARAMS},
   {"shapes", 0, true, OPT_SHAPES},
   {"budget", 0, true, OPT_BUDGET},
+  {"cost-guard", 0, false, OPT_COST_GUARD},
 };
 
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -111,6 +112,7 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
   case OPT_NODE: o->node = val; break;
   case OPT_PASS: o->pass = val; break;
   case OPT_KEEP_FAILED: o->keep_failed = true; break;
+  case OPT_COST_GUARD: o->cost_guard = true; break;
   case OPT_LIST_PASSES: o->list_passes = true; break;
   case OPT_FOCUS:
     if (o->n_focus == MAX_REPEATS)
@@ -496,6 +498,11 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
   OxPipeline p = {0};
   int status = build_pipeline(o, g, &p, &d);
   p.budget = o->budget;
+  for (uint32_t i = 0; status == EXIT_OK && o->cost_guard && i < p.n; i++)
+    if (!p.entries[i].opt.has_min_payoff) { /* an explicit P.min_payoff=X wins */
+      p.entries[i].opt.has_min_payoff = true;
+      p.entries[i].opt.min_payoff = 0;
+    }
   if (status == EXIT_OK) {
     OxTrace *t = ox_trace_new_for(g);
     t->input_file = ox_trace_intern(t, o->file);

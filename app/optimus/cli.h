@@ -75,6 +75,8 @@ enum {
   OPT_SHAPES = 1 << 29, /* accepted wherever OPT_INPUT_SHAPE is */
   OPT_BUDGET = 1 << 30,
 };
+/* the 32nd bit, outside the enum (an enumerator must fit an int) */
+#define OPT_COST_GUARD (1u << 31)
 
 enum { MAX_REPEATS = 64 };
 
@@ -97,6 +99,7 @@ typedef struct CliOpts {
   const char *file2;   /* replay: TRACE */
   bool want_file2;
   bool keep_failed, list_passes, has_step;
+  bool cost_guard; /* --cost-guard: min_payoff=0 for every pass that has none */
   uint32_t step;
   uint64_t numeric_budget;
   OxBudget budget; /* --budget; zero fields = defaults */
