@@ -173,7 +173,8 @@ static bool noncontig(const OxGraph *g, OxNodeId id, int depth) {
 /* ---------------------------------------------------------------- one node */
 
 typedef struct {
-  OxNodeId *ids;
+  OxNodeId *ids; /* local until it outgrows it, then malloc'ed */
+  OxNodeId local[16];
   uint32_t n, cap;
 } InputSet;
 
@@ -182,8 +183,13 @@ static void input_cb(OxNodeId id, void *data) {
   for (uint32_t i = 0; i < s->n; i++)
     if (s->ids[i] == id) return;
   if (s->n == s->cap) {
-    s->cap = s->cap ? s->cap * 2 : 16;
-    s->ids = ox_xrealloc(s->ids, s->cap * sizeof *s->ids);
+    s->cap *= 2;
+    if (s->ids == s->local) {
+      s->ids = ox_xrealloc(NULL, s->cap * sizeof *s->ids);
+      memcpy(s->ids, s->local, sizeof s->local);
+    } else {
+      s->ids = ox_xrealloc(s->ids, s->cap * sizeof *s->ids);
+    }
   }
   s->ids[s->n++] = id;
 }
@@ -191,7 +197,10 @@ static void input_cb(OxNodeId id, void *data) {
 /* Bytes of the node's distinct node inputs (tensors at their size, scalars 0); false if one is
  * unknown. */
 static bool input_bytes(const OxGraph *g, const OxNode *n, uint64_t *out) {
-  InputSet s = {NULL, 0, 0};
+  InputSet s;
+  s.ids = s.local;
+  s.n = 0;
+  s.cap = 16;
   ox_value_foreach_node(&n->args, input_cb, &s);
   ox_value_foreach_node(&n->kwargs, input_cb, &s);
   *out = 0;
@@ -202,7 +211,7 @@ static bool input_bytes(const OxGraph *g, const OxNode *n, uint64_t *out) {
     if (!x || !meta_bytes(&x->meta, &b)) ok = false;
     else *out = sat_add(*out, b);
   }
-  free(s.ids);
+  if (s.ids != s.local) free(s.ids);
   return ok;
 }
 
@@ -309,9 +318,21 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
   const OxNode *n = readable(ox_graph_node(g, id), &tmp);
   if (!n || n->op == OX_OP_PLACEHOLDER || n->op == OX_OP_GET_ATTR || n->op == OX_OP_OUTPUT) return;
   OxOpId op = ox_op_of_node(g, n, NULL);
+  const OxOpInfo *info = op != OX_OPID_NONE ? ox_op_info(op) : NULL;
+  /* views, shape queries, copies and pointwise ops need no slot: normalize only for the others
+   * (a whole graph's cost is mostly such nodes) */
+  bool free_view = info && (info->flags & OX_OPF_VIEW) && op != OX_OPID_RESHAPE && op != OX_OPID_FLATTEN;
+  if (free_view || op == OX_OPID_SIZE || op == OX_OPID_DETACH) return;
+  if (op == OX_OPID_CAT || op == OX_OPID_STACK || op == OX_OPID_CLONE) {
+    add_copy(g, n, acc);
+    return;
+  }
   OxOpArgs a;
+  memset(&a, 0, sizeof a);
+  a.op = op;
   char err[160];
-  if (op != OX_OPID_NONE && ox_op_normalize(g, n, &a, err, sizeof err) != 0) op = OX_OPID_NONE;
+  bool pointwise = info && (info->flags & OX_OPF_POINTWISE) && op != OX_OPID_TO && op != OX_OPID_CONTIGUOUS;
+  if (op != OX_OPID_NONE && !pointwise && ox_op_normalize(g, n, &a, err, sizeof err) != 0) op = OX_OPID_NONE;
   if (op == OX_OPID_NONE) {
     /* Python arithmetic on sizes costs no kernel; an unknown call making a tensor is taken as
      * one launch whose work is unknown */
@@ -327,13 +348,7 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
     }
     return;
   }
-  const OxOpInfo *info = ox_op_info(op);
   switch (op) {
-  case OX_OPID_SIZE:
-  case OX_OPID_DETACH: return;
-  case OX_OPID_CAT:
-  case OX_OPID_STACK:
-  case OX_OPID_CLONE: add_copy(g, n, acc); return;
   case OX_OPID_RESHAPE:
   case OX_OPID_FLATTEN:
   case OX_OPID_CONTIGUOUS:
@@ -344,9 +359,7 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
     if (in && out && in->dtype == out->dtype && in->dtype != OX_DT_UNKNOWN) return; /* no conversion */
     break;
   }
-  default:
-    if (info && (info->flags & OX_OPF_VIEW)) return;
-    break;
+  default: break;
   }
   /* a compute op */
   uint64_t launches = 1;
