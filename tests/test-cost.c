@@ -326,6 +326,18 @@ static void test_guard(void) {
   g_assert_nonnull(strstr(cfg.data, "\"counter\": 1, \"min_payoff\": 0.25}"));
   const char *first = strstr(cfg.data, "min_payoff");
   g_assert_null(strstr(first + 1, "min_payoff")); /* batch_linear has none */
+  /* ... and a config file sets it like any option */
+  OxPipeline p2 = {0};
+  g_assert_cmpint(ox_pipeline_from_config(cfg.data, cfg.len, "c.json", &p2, &d), ==, 0);
+  uint32_t guarded = 0;
+  for (uint32_t i = 0; i < p2.n; i++)
+    if (p2.entries[i].opt.has_min_payoff) {
+      g_assert_cmpstr(p2.entries[i].pass->name, ==, "batch_relu");
+      g_assert_cmpfloat(p2.entries[i].opt.min_payoff, ==, 0.25);
+      guarded++;
+    }
+  g_assert_cmpuint(guarded, ==, 1);
+  ox_pipeline_free(&p2);
   ox_buf_free(&cfg);
   ox_pipeline_free(&p);
   ox_diags_clear(&d);

@@ -48,7 +48,7 @@ typedef struct OxCostPair {
 /* Adds the cost of node id (live or a tombstone of an open step: erased nodes keep their args
  * and meta) to *acc. */
 void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc);
-/* The cost of a set of nodes (ids may repeat nothing; 0 ids are skipped). */
+/* The cost of a set of nodes (each id once; 0 ids are skipped). */
 OxCost ox_cost_nodes(const OxGraph *g, const OxNodeId *ids, uint32_t n);
 /* The cost of every live node of g. */
 OxCost ox_cost_graph(const OxGraph *g);
