@@ -595,8 +595,8 @@ int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
     const OxStep *s = &t->steps[i];
     if (!s->applied_index || s->applied_index > k) continue;
     uint32_t need = 2 * s->n_prov + s->n_matched + s->n_added + s->n_scaffold;
-    if (need > cap) {
-      cap = need;
+    if (need > cap || !ids) { /* at least one slot: no arithmetic on a NULL pointer */
+      cap = need ? need : 1;
       ids = ox_xrealloc(ids, cap * sizeof *ids);
     }
     OxNodeId *po = ids, *pn = po + s->n_prov, *src = pn + s->n_prov, *added = src + s->n_matched,
