@@ -405,6 +405,45 @@ static void test_json(void) {
   ox_doc_free(doc);
 }
 
+/* The bundled example's committed trace: every applied batch fusion of n >= 2 nodes launches
+ * fewer kernels after than before, and every applied step has a complete cost (the example's
+ * shapes are all known). */
+static void test_bundled_example(void) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (!root) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
+    return;
+  }
+  char *path = g_build_filename(root, "data", "examples", "recsys-towers.trace.json", NULL);
+  gchar *text;
+  gsize len;
+  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxTrace *t = NULL;
+  g_assert_cmpint(ox_trace_read_json(text, len, path, &t, &d), ==, 0);
+  g_assert_true(t->cost.set);
+  g_assert_cmpuint(t->cost.before.launches, ==, 62);
+  uint32_t batch = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    const OxStep *s = &t->steps[i];
+    if (s->kind != OX_STEP_APPLIED) continue;
+    g_assert_true(s->cost.set);
+    g_assert_cmpuint(s->cost.before.unknown | s->cost.after.unknown, ==, 0);
+    const OxPassInfo *p = ox_pass_find(s->pass);
+    g_assert_nonnull(p);
+    if (p->engine != OX_ENGINE_BATCH || s->n_matched < 2) continue;
+    batch++;
+    g_assert_cmpuint(s->cost.after.launches, <, s->cost.before.launches);
+    g_assert_cmpuint(s->cost.after.flops, >=, s->cost.before.flops); /* the same work, or more */
+  }
+  g_assert_cmpuint(batch, ==, 5); /* 2 batch_linear, 2 batch_layernorm, 1 batch_relu */
+  ox_trace_free(t);
+  ox_diags_clear(&d);
+  g_free(text);
+  g_free(path);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/cost/chain", test_chain);
@@ -413,5 +452,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cost/batch-step", test_batch_step);
   g_test_add_func("/cost/guard", test_guard);
   g_test_add_func("/cost/json", test_json);
+  g_test_add_func("/cost/bundled-example", test_bundled_example);
   return g_test_run();
 }

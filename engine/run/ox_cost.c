@@ -479,7 +479,7 @@ const char *ox_cost_format_pair(const OxCostPair *p, char *buf, size_t cap) {
   int k = snprintf(buf, cap, "%s -> %s launches, %s -> %s, %s -> %s", lb, la, bb, ba, fb, fa);
   if (k > 0 && (size_t)k < cap) {
     if (p->before.unknown | p->after.unknown)
-      snprintf(buf + k, cap - (size_t)k, " (est. time unknown: some sizes are)");
+      snprintf(buf + k, cap - (size_t)k, " (no time estimate: a metric is unknown)");
     else
       snprintf(buf + k, cap - (size_t)k, " (est. %.1f -> %.1f us)", ox_cost_time_us(&p->before),
                ox_cost_time_us(&p->after));
