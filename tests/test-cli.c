@@ -18,6 +18,7 @@
 #include "ir/ox_buf.h"
 #include "ir/ox_graph.h"
 #include "load/ox_load.h"
+#include "run/ox_cost.h"
 #include "write/ox_write.h"
 #include "test-common.h"
 
@@ -2533,6 +2534,148 @@ static void test_cli_integrity(void) {
   g_free(dir);
 }
 
+/* Issue 18: the summary's estimated cost and --cost-guard on the bundled example. The example
+ * has 62 compute ops (21 linear, 17 layer_norm, 12 relu, 4 sigmoid, 3 tanh, 3 cat, add, mul:
+ * one launch each; its splits and getitems are views). The guard keeps only steps whose
+ * estimate does not grow, records the others as PAYOFF rejections, and changes nothing when
+ * it is off. */
+static void read_pair(json_object *cost, OxCostPair *p) {
+  static const char *const keys[3] = {"launches", "bytes", "flops"};
+  memset(p, 0, sizeof *p);
+  p->set = true;
+  for (int k = 0; k < 3; k++) {
+    json_object *v;
+    g_assert_true(json_object_object_get_ex(cost, keys[k], &v));
+    g_assert_cmpuint(json_object_array_length(v), ==, 2);
+    for (int i = 0; i < 2; i++) {
+      OxCost *c = i ? &p->after : &p->before;
+      json_object *e = json_object_array_get_idx(v, i);
+      g_assert_true(json_object_is_type(e, json_type_int)); /* the example's sizes are all known */
+      uint64_t x = (uint64_t)json_object_get_int64(e);
+      if (k == 0) c->launches = x;
+      else if (k == 1) c->bytes = x;
+      else c->flops = x;
+    }
+  }
+}
+
+static void test_cli_cost_guard(void) {
+  if (!need_cli()) return;
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  g_assert_nonnull(root);
+  char *ex = g_build_filename(root, "data", "examples", "recsys-towers.txt", NULL);
+  char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
+  char *out = g_build_filename(dir, "out.txt", NULL), *tr = g_build_filename(dir, "t.json", NULL);
+  char *outg = g_build_filename(dir, "outg.txt", NULL), *trg = g_build_filename(dir, "tg.json", NULL);
+  char *rep = g_build_filename(dir, "rep.txt", NULL);
+  Run r;
+  run_cli(&r, "optimize", ex, "-o", out, "--trace", tr);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "\n  estimated cost: 62 -> 55 launches, "));
+  g_assert_nonnull(strstr(r.out, "  batch_linear "));
+  run_clear(&r);
+  /* --json: the same totals as the trace's */
+  run_cli(&r, "optimize", ex, "-o", out, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *sum = json_tokener_parse(r.out), *cost, *counters;
+  g_assert_nonnull(sum);
+  g_assert_true(json_object_object_get_ex(sum, "cost", &cost));
+  OxCostPair ps, pt;
+  read_pair(cost, &ps);
+  g_assert_cmpuint(ps.before.launches, ==, 62);
+  g_assert_cmpuint(ps.after.launches, ==, 55);
+  gsize len;
+  char *text = read_all(tr, &len);
+  json_object *tj = json_tokener_parse(text);
+  g_assert_nonnull(tj);
+  g_assert_true(json_object_object_get_ex(tj, "cost", &cost));
+  read_pair(cost, &pt);
+  g_assert_cmpmem(&ps, sizeof ps, &pt, sizeof pt);
+  json_object_put(tj);
+  json_object_put(sum);
+  g_free(text);
+  run_clear(&r);
+
+  /* --cost-guard */
+  run_cli(&r, "optimize", ex, "-o", outg, "--trace", trg, "--cost-guard", "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  sum = json_tokener_parse(r.out);
+  g_assert_nonnull(sum);
+  g_assert_true(json_object_object_get_ex(sum, "counters", &counters));
+  g_assert_false(json_object_object_get_ex(counters, "batch_linear", NULL)); /* its steps grow the estimate */
+  g_assert_true(json_object_object_get_ex(sum, "cost", &cost));
+  OxCostPair pg;
+  read_pair(cost, &pg);
+  g_assert_cmpfloat(ox_cost_time_us(&pg.after), <=, ox_cost_time_us(&pg.before));
+  g_assert_cmpfloat(ox_cost_time_us(&pg.after), <, ox_cost_time_us(&ps.after)); /* the unguarded run grows it */
+  json_object_put(sum);
+  run_clear(&r);
+  text = read_all(trg, &len);
+  tj = json_tokener_parse(text);
+  g_assert_nonnull(tj);
+  json_object *steps;
+  g_assert_true(json_object_object_get_ex(tj, "steps", &steps));
+  uint32_t applied = 0, payoff = 0;
+  for (size_t i = 0; i < json_object_array_length(steps); i++) {
+    json_object *st = json_object_array_get_idx(steps, i), *kind, *reason, *code, *c;
+    g_assert_true(json_object_object_get_ex(st, "kind", &kind));
+    bool is_payoff = json_object_object_get_ex(st, "reason", &reason) && json_object_object_get_ex(reason, "code", &code) &&
+                     !strcmp(json_object_get_string(code), "PAYOFF");
+    bool is_applied = !strcmp(json_object_get_string(kind), "applied");
+    if (!is_payoff && !is_applied) continue;
+    g_assert_true(json_object_object_get_ex(st, "cost", &c));
+    OxCostPair p;
+    read_pair(c, &p);
+    if (is_applied) {
+      applied++;
+      g_assert_cmpfloat(ox_cost_time_us(&p.after), <=, ox_cost_time_us(&p.before));
+    } else {
+      payoff++;
+      g_assert_cmpfloat(ox_cost_time_us(&p.after), >, ox_cost_time_us(&p.before));
+      json_object *t2;
+      g_assert_true(json_object_object_get_ex(reason, "text", &t2));
+      g_assert_true(g_str_has_prefix(json_object_get_string(t2), "estimated "));
+      g_assert_nonnull(strstr(json_object_get_string(t2), ": below the payoff threshold (min_payoff 0: saves -"));
+    }
+  }
+  g_assert_cmpuint(applied, >, 0);
+  g_assert_cmpuint(payoff, >, 0);
+  json_object_put(tj);
+  g_free(text);
+  /* the guarded trace replays to the guarded graph */
+  run_cli(&r, "replay", ex, trg, "-o", rep);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  gsize la, lb;
+  char *a = read_all(outg, &la), *b = read_all(rep, &lb);
+  g_assert_cmpstr(a, ==, b);
+  g_free(a);
+  g_free(b);
+  /* an explicit min_payoff wins over --cost-guard for its pass */
+  run_cli(&r, "optimize", ex, "-o", outg, "--cost-guard", "--option", "batch_linear.min_payoff=-5");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "  batch_linear "));
+  g_assert_null(strstr(r.out, "  batch_layernorm ")); /* still guarded */
+  run_clear(&r);
+  /* usage errors */
+  run_cli(&r, "optimize", ex, "-o", outg, "--option", "batch_linear.min_payoff=lots");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "--option batch_linear.min_payoff=lots: bad value 'lots'"));
+  run_clear(&r);
+  run_cli(&r, "info", ex, "--cost-guard");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "unknown option '--cost-guard'"));
+  run_clear(&r);
+  g_free(ex);
+  g_free(out);
+  g_free(tr);
+  g_free(outg);
+  g_free(trg);
+  g_free(rep);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/dot/structure", test_dot_structure);
@@ -2574,5 +2717,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/compare-runs", test_cli_compare_runs);
   g_test_add_func("/cli/diff", test_cli_diff);
   g_test_add_func("/cli/bisect", test_cli_bisect);
+  g_test_add_func("/cli/cost-guard", test_cli_cost_guard);
   return g_test_run();
 }

@@ -727,6 +727,42 @@ static char *record_block(const char *markup, guint pos) {
   return b ? g_strndup(a, (gsize)(b - a)) : g_strdup(a);
 }
 
+/* Issue 18: the Checks panel shows the step's estimated cost, before -> after. In the bundled
+ * example's first batch_linear step five linears (5 launches) become three stacks and a
+ * baddbmm (4); its layer_norms have no cost line before the first step. */
+static void test_step_cost(void) {
+  OxWindow *w = window_with_example();
+  OxDocument *d = ox_window_get_document(w);
+  const OxTrace *t = ox_document_get_trace(d);
+  g_assert_true(t->cost.set);
+  guint pos = 0;
+  for (guint i = 0; i < t->n_steps && !pos; i++)
+    if (t->steps[i].kind == OX_STEP_APPLIED && !strcmp(t->steps[i].pass, "batch_linear")) pos = i + 1;
+  g_assert_cmpuint(pos, >, 0);
+  const OxStep *st = &t->steps[pos - 1];
+  g_assert_true(st->cost.set);
+  g_assert_cmpuint(st->cost.before.launches, ==, 5);
+  g_assert_cmpuint(st->cost.after.launches, ==, 4);
+  ox_window_show_panel(w, "checks");
+  ox_document_set_position(d, 0);
+  g_assert_null(strstr(ox_window_get_panel_markup(w, "checks"), "estimated cost"));
+  ox_document_set_position(d, pos);
+  g_assert_true(ox_document_get_step(d) == st);
+  const char *m = ox_window_get_panel_markup(w, "checks");
+  g_test_message("%s", m);
+  g_assert_nonnull(strstr(m, "<b>estimated cost</b>  5 -&gt; 4 launches, 103.0 kB -&gt; 227.2 kB, 655.4 kFLOP -&gt; "
+                             "655.4 kFLOP (est. "));
+  /* a rejected record without a cost has no line */
+  guint rej = 0;
+  for (guint i = 0; i < t->n_steps && !rej; i++)
+    if (t->steps[i].kind == OX_STEP_REJECTED && !t->steps[i].cost.set) rej = i + 1;
+  g_assert_cmpuint(rej, >, 0);
+  ox_document_set_position(d, rej);
+  g_assert_null(strstr(ox_window_get_panel_markup(w, "checks"), "estimated cost"));
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
 /* Why not? teaches: for relu_11, batch_linear's rejection (a set of 3 < min_fuse_set_size 5)
  * gets a hint that a real re-run confirmed, and applying it fuses the group; the sets of one
  * get no hint (the re-run refuted it); a guard no option controls says so. Links: nodes in
@@ -1488,6 +1524,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/graphs", test_graphs);
   g_test_add_func("/ui/window/load-warnings", test_load_warnings);
   g_test_add_func("/ui/window/why-not-hints", test_why_not_hints);
+  g_test_add_func("/ui/window/step-cost", test_step_cost);
   g_test_add_func("/ui/window/timeline-keys", test_timeline_keys);
   g_test_add_func("/ui/window/layout-stable", test_layout_stable);
   g_test_add_func("/ui/window/shapes", test_shapes);

@@ -374,6 +374,14 @@ static void panel_checks(OxWindow *self, GString *s) {
     g_free(m);
     g_free(loc);
   }
+  if (st->cost.set) {
+    /* the estimate of what the step removes and adds (docs/cost-model.md) */
+    char cb[256];
+    ox_cost_format_pair(&st->cost, cb, sizeof cb);
+    char *m = g_markup_printf_escaped("<b>estimated cost</b>  %s\n", cb);
+    g_string_append(s, m);
+    g_free(m);
+  }
   g_string_append_c(s, '\n');
   if (st->kind == OX_STEP_REJECTED) {
     g_string_append(s, "<i>Rejected before rewriting: no checks ran.</i>\n");

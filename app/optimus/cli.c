@@ -65,6 +65,7 @@ static const OptSpec opt_specs[] = {
   {"oracle", 0, true, OPT_ORACLE},
   {"check", 0, true, OPT_CHECK},
   {"timeout", 0, true, OPT_TIMEOUT},
+  {"cost-guard", 0, false, OPT_COST_GUARD},
 };
 
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -143,6 +144,7 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     break;
   }
   case OPT_KEEP_FAILED: o->keep_failed = true; break;
+  case OPT_COST_GUARD: o->cost_guard = true; break;
   case OPT_LIST_PASSES: o->list_passes = true; break;
   case OPT_FOCUS:
     if (o->n_focus == MAX_REPEATS)
@@ -528,6 +530,11 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
   OxPipeline p = {0};
   int status = build_pipeline(o, g, &p, true, &d);
   p.budget = o->budget;
+  for (uint32_t i = 0; status == EXIT_OK && o->cost_guard && i < p.n; i++)
+    if (!p.entries[i].opt.has_min_payoff) { /* an explicit P.min_payoff=X wins */
+      p.entries[i].opt.has_min_payoff = true;
+      p.entries[i].opt.min_payoff = 0;
+    }
   if (status == EXIT_OK) {
     OxTrace *t = ox_trace_new_for(g);
     t->input_file = ox_trace_intern(t, o->file);

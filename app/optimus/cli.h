@@ -88,6 +88,7 @@ enum {
 #define OPT_ORACLE (1ull << 35)
 #define OPT_CHECK (1ull << 36)
 #define OPT_TIMEOUT (1ull << 37)
+#define OPT_COST_GUARD (1ull << 38)
 
 enum { MAX_REPEATS = 64 };
 
@@ -110,6 +111,7 @@ typedef struct CliOpts {
   const char *file2;   /* replay: TRACE */
   bool want_file2;
   bool keep_failed, list_passes, has_step;
+  bool cost_guard; /* --cost-guard: min_payoff=0 for every pass that has none */
   uint32_t step;
   uint64_t numeric_budget;
   OxBudget budget; /* --budget; zero fields = defaults */

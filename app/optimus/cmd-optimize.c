@@ -28,6 +28,8 @@ static const char usage_optimize[] =
   "                        seconds=S wall time (default 300); a pass that spends one stops\n"
   "                        with a warning and a BUDGET record in the trace\n"
   "  --keep-failed         keep steps whose check failed (for debugging the checks)\n"
+  "  --cost-guard          reject every step whose estimated cost grows (min_payoff=0 for\n"
+  "                        every pass without its own P.min_payoff=X; docs/cost-model.md)\n"
   "  --input-shape N=DIMS  placeholder or parameter shape, e.g. x=16,256 or x=f32:16,256\n"
   "                        (repeatable); parameters without one are inferred from their uses\n"
   "  --shapes FILE         shapes from a JSON object or a .safetensors header (docs/cli.md)\n"
@@ -55,7 +57,7 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
   int rc = ox_cli_parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_JSON | OPT_INPUT_SHAPE | OPT_TRACE |
                           OPT_CONFIG | OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_KEEP_FAILED | OPT_NUMERIC_BUDGET | OPT_BUDGET |
-                          OPT_LIST_PASSES | OPT_RULES,
+                          OPT_LIST_PASSES | OPT_RULES | OPT_COST_GUARD,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (o.list_passes) return ox_cli_list_passes();
@@ -83,9 +85,27 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
       ox_cli_json_str(&b, o.file);
       ox_buf_printf(&b,
                     ", \"nodes_before\": %u, \"nodes_after\": %u, \"applied\": %u, \"rejected\": %u, "
-                    "\"check_failures\": %u, \"budget_stops\": %u, \"seconds\": %.6f, \"counters\": {",
+                    "\"check_failures\": %u, \"budget_stops\": %u, \"seconds\": %.6f, ",
                     before, ox_cli_count_nodes(g), res.applied, res.rejected, res.check_failures,
                     res.budget_stops, res.seconds);
+      if (t && t->cost.set) {
+        static const char *const keys[3] = {"launches", "bytes", "flops"};
+        static const unsigned bits[3] = {OX_COST_LAUNCHES, OX_COST_BYTES, OX_COST_FLOPS};
+        const OxCost *x[2] = {&t->cost.before, &t->cost.after};
+        ox_buf_puts(&b, "\"cost\": {");
+        for (int k = 0; k < 3; k++) {
+          ox_buf_printf(&b, "%s\"%s\": [", k ? ", " : "", keys[k]);
+          for (int i = 0; i < 2; i++) {
+            uint64_t v = k == 0 ? x[i]->launches : k == 1 ? x[i]->bytes : x[i]->flops;
+            if (x[i]->unknown & bits[k]) ox_buf_printf(&b, "%snull", i ? ", " : "");
+            else ox_buf_printf(&b, "%s%llu", i ? ", " : "", (unsigned long long)v);
+          }
+          ox_buf_putc(&b, ']');
+        }
+        ox_buf_puts(&b, "}, \"counters\": {");
+      } else {
+        ox_buf_puts(&b, "\"counters\": {");
+      }
       for (uint32_t i = 0; i < res.n_counters; i++) {
         if (i) ox_buf_puts(&b, ", ");
         ox_cli_json_str(&b, res.counter_names[i]);
@@ -96,6 +116,10 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
       ox_buf_printf(
           &b, "%s: %u -> %u nodes; %u applied steps, %u rejected attempts, %u check failures in %.3f s\n",
           o.file, before, ox_cli_count_nodes(g), res.applied, res.rejected, res.check_failures, res.seconds);
+      if (t && t->cost.set) {
+        char cb[256];
+        ox_buf_printf(&b, "  estimated cost: %s\n", ox_cost_format_pair(&t->cost, cb, sizeof cb));
+      }
       for (uint32_t i = 0; i < res.n_counters; i++)
         ox_buf_printf(&b, "  %-40s %lld\n", res.counter_names[i], (long long)res.counter_values[i]);
       if (strcmp(o.output, "-") != 0) ox_buf_printf(&b, "wrote %s\n", o.output);

@@ -41,6 +41,25 @@ static void put_num(OxBuf *b, const char *key, double v) {
     ox_buf_puts(b, "null");
 }
 
+/* "cost": {"launches": [b, a], "bytes": [b, a], "flops": [b, a]}, null for an unknown value */
+static void put_cost(OxBuf *b, const OxCostPair *p) {
+  static const char *const keys[3] = {"launches", "bytes", "flops"};
+  static const unsigned bits[3] = {OX_COST_LAUNCHES, OX_COST_BYTES, OX_COST_FLOPS};
+  ox_buf_puts(b, "\"cost\": {");
+  for (int k = 0; k < 3; k++) {
+    const OxCost *x[2] = {&p->before, &p->after};
+    ox_buf_printf(b, "%s\"%s\": [", k ? ", " : "", keys[k]);
+    for (int i = 0; i < 2; i++) {
+      uint64_t v = k == 0 ? x[i]->launches : k == 1 ? x[i]->bytes : x[i]->flops;
+      if (i) ox_buf_puts(b, ", ");
+      if (x[i]->unknown & bits[k]) ox_buf_puts(b, "null");
+      else ox_buf_printf(b, "%llu", (unsigned long long)v);
+    }
+    ox_buf_putc(b, ']');
+  }
+  ox_buf_putc(b, '}');
+}
+
 static void write_edit(const OxTrace *t, const OxTraceEdit *e, OxBuf *b) {
   const char *kind = e->kind == OX_TEDIT_MOVE && !e->name ? "toposort" : edit_kind_names[e->kind];
   ox_buf_puts(b, "{\"kind\": ");
@@ -133,6 +152,10 @@ static void write_step(const OxTrace *t, const OxStep *s, OxBuf *b) {
     free(text);
     ox_buf_putc(b, '}');
   }
+  if (s->cost.set) {
+    ox_buf_puts(b, ",\n     ");
+    put_cost(b, &s->cost);
+  }
   bool any = false;
   for (int k = 0; k < OX_CHECK_KINDS; k++) any |= s->checks[k].status != OX_CHECK_NOT_RUN;
   if (any) {
@@ -196,6 +219,10 @@ void ox_trace_write_json(const OxTrace *t, OxBuf *out) {
   }
   ox_buf_printf(out, ",\n  \"summary\": {\"steps\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u}",
                 t->n_steps, t->n_applied, t->n_rejected, t->n_check_failed);
+  if (t->cost.set) {
+    ox_buf_puts(out, ",\n  ");
+    put_cost(out, &t->cost);
+  }
   ox_buf_puts(out, ",\n  \"counters\": {");
   for (uint32_t i = 0; i < t->n_counters; i++) {
     if (i) ox_buf_puts(out, ", ");
@@ -334,6 +361,53 @@ static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
   if (k == OX_TEDIT_META && !e->has_meta) ERR(r, "a meta edit needs a \"meta\"");
 }
 
+/* A "cost" object (put_cost); every member optional, a missing one unknown. */
+static void read_cost(Rd *r, json_object *o, OxCostPair *p) {
+  static const char *const keys[3] = {"launches", "bytes", "flops"};
+  static const unsigned bits[3] = {OX_COST_LAUNCHES, OX_COST_BYTES, OX_COST_FLOPS};
+  memset(p, 0, sizeof *p);
+  ox_json_path_push_key(r, "cost");
+  if (!ox_json_expect_type(r, o, json_type_object, "cost")) {
+    ox_json_path_pop(r);
+    return;
+  }
+  p->set = true;
+  OxCost *x[2] = {&p->before, &p->after};
+  for (int k = 0; k < 3; k++) {
+    json_object *v;
+    if (!json_object_object_get_ex(o, keys[k], &v)) {
+      x[0]->unknown |= (uint8_t)bits[k];
+      x[1]->unknown |= (uint8_t)bits[k];
+      continue;
+    }
+    ox_json_path_push_key(r, keys[k]);
+    if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) != 2) {
+      ERR(r, "%s must be [before, after]", keys[k]);
+    } else {
+      for (int i = 0; i < 2; i++) {
+        json_object *e = json_object_array_get_idx(v, i);
+        uint64_t n = 0;
+        if (!e || json_object_is_type(e, json_type_null)) {
+          x[i]->unknown |= (uint8_t)bits[k];
+          continue;
+        }
+        if (!json_object_is_type(e, json_type_int) || json_object_get_int64(e) < 0) {
+          ox_json_path_push_idx(r, (size_t)i);
+          ERR(r, "a cost must be a count (an integer >= 0) or null, not %s", ox_json_jtype_name(e));
+          ox_json_path_pop(r);
+          continue;
+        }
+        n = json_object_get_uint64(e);
+        if (k == 0) x[i]->launches = n;
+        else if (k == 1) x[i]->bytes = n;
+        else x[i]->flops = n;
+      }
+    }
+    ox_json_path_pop(r);
+  }
+  ox_json_path_pop(r);
+}
+
 static void read_step(Rd *r, OxTrace *t, json_object *o) {
   if (!ox_json_expect_type(r, o, json_type_object, "a step")) return;
   const char *kind = opt_string(r, t, o, "kind");
@@ -361,6 +435,7 @@ static void read_step(Rd *r, OxTrace *t, json_object *o) {
   s->scaffold = read_names(r, t, o, "scaffolding", &s->n_scaffold);
   s->seconds = opt_num(o, "seconds");
   json_object *v;
+  if (json_object_object_get_ex(o, "cost", &v)) read_cost(r, v, &s->cost);
   if (json_object_object_get_ex(o, "provenance", &v)) {
     ox_json_path_push_key(r, "provenance");
     if (ox_json_expect_type(r, v, json_type_array, "provenance")) {
@@ -702,6 +777,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       t->config = opt_string(r, t, root, "config");
     t->checks = opt_string(r, t, root, "checks");
     t->seconds = opt_num(root, "seconds");
+    if (json_object_object_get_ex(root, "cost", &v)) read_cost(r, v, &t->cost);
     if (json_object_object_get_ex(root, "counters", &v) && json_object_is_type(v, json_type_object)) {
       uint32_t n = 0;
       json_object_object_foreach(v, ck, cv) {

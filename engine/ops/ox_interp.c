@@ -602,7 +602,7 @@ static int64_t kwarg_int(const OxNode *n, const char *key, int64_t def, int whic
   return def;
 }
 
-static uint64_t node_flops(const OxGraph *g, const OxNode *n) {
+uint64_t ox_interp_node_flops(const OxGraph *g, const OxNode *n) {
   if (n->op == OX_OP_PLACEHOLDER || n->op == OX_OP_GET_ATTR || n->op == OX_OP_OUTPUT) return 0;
   uint64_t out = meta_numel(&n->meta);
   OxOpId op = ox_op_of_node(g, n, NULL);
@@ -688,10 +688,10 @@ uint64_t ox_interp_estimate_flops(const OxGraph *g, const OxNodeId *region, uint
   if (region) {
     for (uint32_t i = 0; i < n; i++) {
       const OxNode *x = ox_graph_node(g, region[i]);
-      if (x && !x->erased) total = sat_add(total, node_flops(g, x));
+      if (x && !x->erased) total = sat_add(total, ox_interp_node_flops(g, x));
     }
   } else {
-    OX_GRAPH_FOREACH(g, id) total = sat_add(total, node_flops(g, &g->nodes[id]));
+    OX_GRAPH_FOREACH(g, id) total = sat_add(total, ox_interp_node_flops(g, &g->nodes[id]));
   }
   return total;
 }

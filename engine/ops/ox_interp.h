@@ -71,6 +71,8 @@ const OxRtValue *ox_interp_value(const OxInterp *in, OxNodeId id);
  * output element for everything else; nodes whose meta is unknown or symbolic count 0.
  * Saturates at UINT64_MAX. Used to budget numeric checks. */
 uint64_t ox_interp_estimate_flops(const OxGraph *g, const OxNodeId *region, uint32_t n);
+/* The same estimate for one node, erased or not (run/ox_cost.c reads a step's tombstones). */
+uint64_t ox_interp_node_flops(const OxGraph *g, const OxNode *n);
 
 #ifdef __cplusplus
 }

@@ -46,6 +46,11 @@ typedef struct OxPassOptions {
   int cpu_max_first_dimension_decomposition; /* decompose_mm_pass, CPU: 1 */
   int cpu_max_other_dimension_decomposition; /* decompose_mm_pass, CPU: 2048 */
   bool skip_dynamic_shape_dim_check;         /* decompose_mm_pass: false */
+  /* the payoff guard (any pass; off by default): a step whose estimated time (run/ox_cost.h)
+   * saves less than this fraction of its BEFORE region's is rejected (reason PAYOFF); 0 =
+   * reject steps whose estimate grows. Set by min_payoff=X or `optimize --cost-guard`. */
+  bool has_min_payoff;
+  double min_payoff;
 } OxPassOptions;
 
 void ox_pass_options_default(OxPassOptions *o);

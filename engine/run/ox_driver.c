@@ -14,6 +14,7 @@
  * scripts alone (no matching is re-run), after checking that the trace was recorded on a
  * graph with the same structure hash.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,15 @@ int ox_pass_option_set(OxPassOptions *o, const char *key, const char *value) {
     {"cpu_max_other_dimension_decomposition", &o->cpu_max_other_dimension_decomposition, NULL},
     {"skip_dynamic_shape_dim_check", NULL, &o->skip_dynamic_shape_dim_check},
   };
+  if (strcmp(key, "min_payoff") == 0) {
+    /* a fraction of the step's estimated time it must save; negative tolerates growth */
+    char *end;
+    double x = strtod(value, &end);
+    if (!*value || *end || !isfinite(x) || x > 1 || x < -1000) return -2;
+    o->has_min_payoff = true;
+    o->min_payoff = x;
+    return 0;
+  }
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     if (strcmp(table[i].name, key) != 0) continue;
     if (table[i].i) return parse_int(value, table[i].i) ? 0 : -2;
@@ -242,6 +252,7 @@ void ox_pipeline_to_json(const OxPipeline *p, OxBuf *out) {
                     o->fuse_nodes_with_same_parent ? "true" : "false", o->fuse_nodes_with_same_users ? "true" : "false",
                     o->shape_broadcast_batch_linear ? "true" : "false", o->require_fbgemm ? "true" : "false",
                     o->threshold_to_cat, o->counter);
+      if (o->has_min_payoff) ox_buf_printf(out, ", \"min_payoff\": %.17g", o->min_payoff);
       const char *nm = e->pass->name;
       if (!strcmp(nm, "unbind_stack_aten_pass"))
         ox_buf_printf(out, ", \"match_select_overload\": %s}", o->match_select_overload ? "true" : "false");
@@ -343,6 +354,9 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
     snprintf(h, sizeof h, "%016llx", (unsigned long long)ox_graph_structure_hash(g));
     trace->input_hash = ox_trace_intern(trace, h);
   }
+  /* the graph's estimated cost before the run (the first run recorded into this trace) */
+  bool cost_fresh = !own && !trace->cost.set;
+  if (cost_fresh) trace->cost.before = ox_cost_graph(g);
   int rc = 0;
   for (uint32_t i = 0; i < p->n && rc == 0; i++) {
     const OxPipelineEntry *e = &p->entries[i];
@@ -393,6 +407,10 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
   if (rc == 0 && !ox_graph_stable_toposort(g)) {
     ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "optimized graph has a cycle");
     rc = -1;
+  }
+  if (cost_fresh) {
+    trace->cost.after = ox_cost_graph(g);
+    trace->cost.set = true;
   }
   trace->seconds += now_s() - t0;
   res->applied = trace->n_applied;
@@ -577,8 +595,8 @@ int ox_replay(OxGraph *g, const OxTrace *t, uint32_t k, OxDiagList *d) {
     const OxStep *s = &t->steps[i];
     if (!s->applied_index || s->applied_index > k) continue;
     uint32_t need = 2 * s->n_prov + s->n_matched + s->n_added + s->n_scaffold;
-    if (need > cap) {
-      cap = need;
+    if (need > cap || !ids) { /* at least one slot: no arithmetic on a NULL pointer */
+      cap = need ? need : 1;
       ids = ox_xrealloc(ids, cap * sizeof *ids);
     }
     OxNodeId *po = ids, *pn = po + s->n_prov, *src = pn + s->n_prov, *added = src + s->n_matched,

@@ -738,6 +738,27 @@ static bool commit_vetoed(OxPassCtx *c) {
   return false;
 }
 
+/* A step the payoff guard refuses: rolled back, recorded as rejected with reason PAYOFF and
+ * the cost estimate that decided it. */
+static bool commit_payoff(OxPassCtx *c, const char *what, const char *why) {
+  ox_graph_txn_rollback(c->g);
+  c->in_step = false;
+  if (!c->trace || !c->record_rejections) return false;
+  OxStep *s = ox_trace_add_step(c->trace, OX_STEP_REJECTED);
+  s->pass = c->staged.pass;
+  s->phase = c->staged.phase;
+  s->rule = c->staged.rule;
+  s->anchor = c->staged.anchor;
+  s->key = c->staged.key;
+  s->matched = names_of(c, c->g, c->matched_ids, c->n_matched_ids);
+  s->n_matched = c->n_matched_ids;
+  s->cost = c->staged.cost;
+  const char *args[2] = {what, why};
+  s->reason = ox_reason_nodes(c, OX_REASON_PAYOFF, args, 2, NULL);
+  s->seconds = now_s() - c->t_start;
+  return false;
+}
+
 bool ox_step_commit(OxPassCtx *c) {
   OxGraph *g = c->g;
   OxStep *s = &c->staged;
@@ -745,6 +766,19 @@ bool ox_step_commit(OxPassCtx *c) {
   Changes ch;
   collect_changes(g, &ch);
   fill_added_meta(g, &ch);
+  /* the estimated cost of what the step removes and adds (tombstones keep their meta), and the
+   * payoff guard, before anything else is spent on the step */
+  bool guard = c->opt && c->opt->has_min_payoff;
+  if (c->trace || guard) {
+    s->cost.set = true;
+    s->cost.before = ox_cost_nodes(g, ch.removed, ch.n_removed);
+    s->cost.after = ox_cost_nodes(g, ch.added, ch.n_added);
+  }
+  char what[160], why[160];
+  if (guard && !ox_cost_guard(&s->cost, c->opt->min_payoff, what, sizeof what, why, sizeof why)) {
+    changes_free(&ch);
+    return commit_payoff(c, what, why);
+  }
   uint32_t n_log;
   const OxEdit *log = ox_graph_txn_edits(g, &n_log);
   LogIndex lx;

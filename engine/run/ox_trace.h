@@ -14,6 +14,7 @@
 
 #include "ir/ox_buf.h"
 #include "ir/ox_graph.h"
+#include "run/ox_cost.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,7 +56,8 @@ extern "C" {
   X(NOT_NORMALIZED, "%0 is not in normalized form: %1")                                         \
   X(MUTATION_BARRIER, "match spans a mutation barrier (%0 mutates between %1 and %2)")          \
   X(PATTERN_DIFFERS, "pattern %0 already bound to %1, now %2")                                 \
-  X(BUDGET, "%0 budget: %1")
+  X(BUDGET, "%0 budget: %1")                                                                     \
+  X(PAYOFF, "estimated %0: below the payoff threshold (%1)")
 
 typedef enum OxReasonCode {
 #define OX_REASON_ENUM(code, tmpl) OX_REASON_##code,
@@ -171,6 +173,8 @@ typedef struct OxStep {
   OxReason reason;         /* REJECTED / CHECK_FAILED: why */
   OxCheckResult checks[OX_CHECK_KINDS];
   OxTraceEdit *edits;      uint32_t n_edits;     /* APPLIED: script from the graph before to after */
+  OxCostPair cost;         /* estimated cost of the removed (before) and added (after) nodes:
+                              applied steps and payoff rejections; set = false otherwise */
   const char *options;     /* options in force, compact JSON text */
   const char **counter_names; int64_t *counter_deltas; uint32_t n_counters;
   double seconds;
@@ -189,6 +193,7 @@ typedef struct OxTrace {
   const char *config;      /* the configuration in force, JSON text */
   const char *checks;      /* "structure,shape,numeric" */
   const char **counter_names; int64_t *counter_values; uint32_t n_counters; /* totals */
+  OxCostPair cost;         /* estimated cost of the whole graph before and after the run */
   double seconds;
   struct OxTraceStrCache *str_cache; /* private: strings of recording graphs -> pool strings */
 } OxTrace;

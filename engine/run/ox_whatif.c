@@ -212,7 +212,8 @@ static bool options_equal(const OxPassOptions *a, const OxPassOptions *b) {
          a->fuse_nodes_with_same_users == b->fuse_nodes_with_same_users &&
          a->shape_broadcast_batch_linear == b->shape_broadcast_batch_linear &&
          a->require_fbgemm == b->require_fbgemm && a->threshold_to_cat == b->threshold_to_cat &&
-         a->counter == b->counter;
+         a->counter == b->counter && a->has_min_payoff == b->has_min_payoff &&
+         (!a->has_min_payoff || a->min_payoff == b->min_payoff);
 }
 
 static void set_trace_config(OxTrace *t, const OxPipeline *p, const OxCheckConfig *checks) {
