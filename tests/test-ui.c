@@ -15,6 +15,7 @@
 #include "ox-minimap.h"
 #include "ox-step-row.h"
 #include "ox-window.h"
+#include "run/ox_compare.h"
 #include "test-common.h"
 #include "ui-test-pass.h"
 
@@ -1462,6 +1463,107 @@ static void test_whatif_tab(void) {
   drain();
 }
 
+static gboolean cond_compared(gpointer w) {
+  const char *t = ox_window_get_compare_text(w);
+  return strstr(t, "records agree") || strstr(t, "#c01c28");
+}
+
+/* Compare with another trace: B (batch_linear.min_fuse_set_size=3, made by the CLI) opens
+ * beside A; the header counts what ox_compare_traces counts; stepping A moves B to the aligned
+ * record; selecting in A selects in B; A's differing records are marked in the timeline; a trace
+ * that cannot be read is an error in the pane; close removes it. */
+static void test_compare_traces(void) {
+  OxWindow *w = window_with_example();
+  OxDocument *d = ox_window_get_document(w);
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-compare-XXXXXX", NULL);
+  g_autofree char *graph = example("recsys-towers.txt");
+  g_autofree char *out = g_build_filename(dir, "b.txt", NULL);
+  g_autofree char *tb = g_build_filename(dir, "b.trace.json", NULL);
+  const char *argv[] = {g_getenv("OPTIMUS_CLI"), "optimize", graph, "-o", out, "--trace", tb,
+                        "--option", "batch_linear.min_fuse_set_size=3", NULL};
+  if (!argv[0]) {
+    g_test_skip("OPTIMUS_CLI is not set (meson test sets it)");
+    gtk_window_destroy(GTK_WINDOW(w));
+    return;
+  }
+  int status = -1;
+  g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                             NULL, NULL, NULL, &status, NULL));
+  g_assert_cmpint(status, ==, 0);
+  g_assert_false(ox_window_compare_active(w));
+  GError *err = NULL;
+  g_assert_true(ox_window_compare_open(w, tb, &err));
+  g_assert_no_error(err);
+  g_assert_true(ox_window_compare_active(w));
+  g_assert_true(wait_until(cond_compared, w, 60000));
+  const char *m = ox_window_get_compare_text(w);
+  g_test_message("%s", m);
+  OxDocument *b = ox_window_get_compare_document(w);
+  g_assert_nonnull(b);
+  const OxTrace *ta = ox_document_get_trace(d), *tbt = ox_document_get_trace(b);
+  g_assert_nonnull(tbt);
+  OxCompareResult r;
+  ox_compare_traces(ta, tbt, &r);
+  g_assert_cmpuint(r.n_only_a + r.n_only_b + r.n_differs, >, 0);
+  g_autofree char *counts = g_strdup_printf("%u records agree; %u only here in A (%u applied), %u only in B (%u applied), "
+                                            "%u end otherwise",
+                                            r.n_same, r.n_only_a, r.n_only_a_applied, r.n_only_b, r.n_only_b_applied,
+                                            r.n_differs);
+  g_assert_nonnull(strstr(m, counts));
+  /* stepping A moves B to the aligned record */
+  guint checked = 0, marked = 0;
+  for (guint s = 0; s < ta->n_steps && checked < 6; s++) {
+    if (r.a_to_b[s] == OX_COMPARE_NONE || ta->steps[s].kind != OX_STEP_APPLIED) continue;
+    g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.goto-step", "u", s + 1));
+    drain();
+    g_assert_cmpuint(ox_document_get_position(b), ==, r.a_to_b[s] + 1);
+    checked++;
+  }
+  g_assert_cmpuint(checked, >, 0);
+  /* a differing record of A is marked in its timeline row */
+  for (guint i = 0; i < r.n && !marked; i++) {
+    const OxCompareEntry *e = &r.entries[i];
+    if (e->kind == OX_COMPARE_ONLY_B) continue;
+    g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.goto-step", "u", e->a_seq + 1));
+    settle(250);
+    GtkWidget *row = timeline_row(GTK_WIDGET(w), e->a_seq + 1);
+    g_assert_nonnull(row);
+    g_assert_true(gtk_widget_has_css_class(row, e->kind == OX_COMPARE_ONLY_A ? "compare-only" : "compare-differs"));
+    /* B shows the aligned record before it (or the input graph) */
+    guint want = 0;
+    for (guint s = e->a_seq + 1; s > 0 && !want; s--)
+      if (r.a_to_b[s - 1] != OX_COMPARE_NONE) want = r.a_to_b[s - 1] + 1;
+    g_assert_cmpuint(ox_document_get_position(b), ==, want);
+    marked++;
+  }
+  g_assert_cmpuint(marked, ==, 1);
+  /* selection follows */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "relu_11"));
+  drain();
+  g_assert_cmpstr(ox_document_get_selected(b), ==, "relu_11");
+  ox_compare_result_free(&r);
+  /* close */
+  g_assert_true(g_action_group_get_action_enabled(G_ACTION_GROUP(w), "compare-close"));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.compare-close", NULL));
+  drain();
+  g_assert_false(ox_window_compare_active(w));
+  g_assert_null(ox_window_get_compare_document(w));
+  /* a trace that is not there: the pane says why */
+  g_autofree char *missing = g_build_filename(dir, "missing.trace.json", NULL);
+  g_assert_true(ox_window_compare_open(w, missing, &err));
+  g_assert_true(wait_until(cond_compared, w, 30000));
+  m = ox_window_get_compare_text(w);
+  g_test_message("%s", m);
+  g_assert_nonnull(strstr(m, "missing.trace.json"));
+  g_assert_nonnull(strstr(m, "#c01c28"));
+  ox_window_compare_close(w);
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unlink(tb);
+  g_unlink(out);
+  g_rmdir(dir);
+}
+
 /* Export Current Step as SVG from the window (win.export-to, as the menu's dialog does): the
  * step's highlight classes, the canvas's colours and a legend. */
 static void test_export_step(void) {
@@ -1532,5 +1634,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/rules-dialog", test_rules_dialog);
   g_test_add_func("/ui/window/export-step", test_export_step);
   g_test_add_func("/ui/window/whatif-tab", test_whatif_tab);
+  g_test_add_func("/ui/window/compare-traces", test_compare_traces);
   return g_test_run();
 }

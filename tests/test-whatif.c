@@ -504,6 +504,10 @@ static void test_compare_runs(void) {
   ox_compare_traces(f.base, f.base, &r);
   g_assert_cmpuint(r.n, ==, 0);
   g_assert_cmpuint(r.n_same, ==, f.base->n_steps);
+  for (uint32_t i = 0; i < f.base->n_steps; i++) { /* a run aligns with itself record by record */
+    g_assert_cmpuint(r.a_to_b[i], ==, i);
+    g_assert_cmpuint(r.b_to_a[i], ==, i);
+  }
   ox_compare_result_free(&r);
   OxTrace *t7 = NULL;
   OxGraph *g7 = plain_run(&f, "batch_linear.min_fuse_set_size=7", &t7);
@@ -527,6 +531,24 @@ static void test_compare_runs(void) {
     g_assert_cmpint(b->reason.code, ==, OX_REASON_SET_TOO_SMALL);
   }
   g_assert_cmpuint(linear, ==, 2);
+  /* the alignment maps: inverse of each other, NONE exactly for the records only in one run,
+   * the differing pairs aligned, every aligned pair of the same pass */
+  uint32_t aligned = 0;
+  for (uint32_t i = 0; i < f.base->n_steps; i++) {
+    uint32_t j = r.a_to_b[i];
+    if (j == OX_COMPARE_NONE) continue;
+    aligned++;
+    g_assert_cmpuint(j, <, t7->n_steps);
+    g_assert_cmpuint(r.b_to_a[j], ==, i);
+    g_assert_cmpstr(f.base->steps[i].pass, ==, t7->steps[j].pass);
+  }
+  g_assert_cmpuint(aligned, ==, r.n_same + r.n_differs);
+  for (uint32_t i = 0; i < r.n; i++) {
+    const OxCompareEntry *e = &r.entries[i];
+    if (e->kind == OX_COMPARE_ONLY_A) g_assert_cmpuint(r.a_to_b[e->a_seq], ==, OX_COMPARE_NONE);
+    if (e->kind == OX_COMPARE_ONLY_B) g_assert_cmpuint(r.b_to_a[e->b_seq], ==, OX_COMPARE_NONE);
+    if (e->kind == OX_COMPARE_DIFFERS) g_assert_cmpuint(r.a_to_b[e->a_seq], ==, e->b_seq);
+  }
   /* entries: A's (only in A, differing) in A's order, then only in B in B's order */
   for (uint32_t i = 1; i < r.n; i++) {
     const OxCompareEntry *p = &r.entries[i - 1], *e = &r.entries[i];

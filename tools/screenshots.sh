@@ -95,7 +95,23 @@ key a
 key ctrl+Return
 sleep 3
 shot whatif
-# 6. a large graph whose names carry no module path (100k nodes, gen-recsys --shape flat): the
+# 6. compare: this run beside one with batch_linear.min_fuse_set_size=3, stepping together
+kill $apid 2>/dev/null || true
+sleep 0.5
+"$build/app/optimus" optimize "$graph" -o "$tmp/b.txt" --trace "$tmp/b.trace.json" \
+  --option batch_linear.min_fuse_set_size=3 >/dev/null 2>&1
+"$build/app/optimus-debugger" "$graph" "$trace" --compare "$tmp/b.trace.json" >"$tmp/app-compare.log" 2>&1 &
+apid=$!
+sleep 4
+win=$(xdotool search --sync --name "Optimus Debugger" | head -1)
+xdotool windowsize "$win" 1320 840 windowmove "$win" 0 0
+sleep 1
+xdotool mousemove 700 300 click 1
+sleep 0.3
+for i in 1 2 3 4; do key n; done
+key m
+shot compare
+# 7. a large graph whose names carry no module path (100k nodes, gen-recsys --shape flat): the
 # overview of clusters it opens in, then the focus view of a step
 kill $apid 2>/dev/null || true
 sleep 0.5

@@ -19,6 +19,7 @@ struct _OxApplication {
   GtkApplication parent_instance;
   char **input_shapes; /* --input-shape (repeatable) */
   char *shapes_file;   /* --shapes */
+  char *compare_trace; /* --compare */
   int graph;           /* --graph N (1-based), 0 = the first */
 };
 
@@ -112,7 +113,13 @@ static void ox_application_open(GApplication *app, GFile **files, int n_files, c
     ox_document_set_pending_shapes(ox_window_get_document(w), (const char *const *)self->input_shapes, n_specs,
                                    self->shapes_file);
   if (self->graph > 0) ox_document_set_pending_graph(ox_window_get_document(w), (guint)self->graph - 1);
-  if (graph) ox_window_open(w, graph, trace);
+  if (graph && ox_window_open(w, graph, trace) && self->compare_trace) {
+    GError *err = NULL;
+    if (!ox_window_compare_open(w, self->compare_trace, &err)) {
+      g_printerr("optimus-debugger: cannot compare with %s: %s\n", self->compare_trace, err->message);
+      g_error_free(err);
+    }
+  }
   g_free(graph);
   g_free(trace);
 }
@@ -121,6 +128,7 @@ static void ox_application_finalize(GObject *o) {
   OxApplication *self = OX_APPLICATION(o);
   g_strfreev(self->input_shapes);
   g_free(self->shapes_file);
+  g_free(self->compare_trace);
   G_OBJECT_CLASS(ox_application_parent_class)->finalize(o);
 }
 
@@ -150,6 +158,8 @@ static void ox_application_init(OxApplication *self) {
      "without one are inferred from their uses",
      "N=DIMS"},
     {"graph", 0, 0, G_OPTION_ARG_INT, &self->graph, "Show graph N of GRAPH's dump (1-based; TRACE belongs to it)", "N"},
+    {"compare", 0, 0, G_OPTION_ARG_FILENAME, &self->compare_trace,
+     "Another trace of GRAPH to show side by side with TRACE, stepping together (docs/debugger.md)", "TRACE_B"},
     {"shapes", 0, 0, G_OPTION_ARG_FILENAME, &self->shapes_file,
      "Shapes of GRAPH's placeholders and parameters: a JSON object or a .safetensors file (docs/cli.md)", "FILE"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},

@@ -256,6 +256,14 @@ static void act_whatif_run(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   ox_window_whatif_run(self);
 }
+static void act_compare_trace(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_window_compare_dialog(self);
+}
+static void act_compare_close(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_window_compare_close(self);
+}
 static void act_close(GSimpleAction *a, GVariant *p, gpointer data) { SELF; gtk_window_close(GTK_WINDOW(self)); }
 
 void ox_window_on_scene_mode(OxWindow *self) {
@@ -377,6 +385,8 @@ static const GActionEntry win_entries[] = {
   {"panel", act_panel, "s", NULL, NULL, {0}},
   {"whatif-refuse", act_whatif_refuse, NULL, NULL, NULL, {0}},
   {"whatif-run", act_whatif_run, NULL, NULL, NULL, {0}},
+  {"compare-trace", act_compare_trace, NULL, NULL, NULL, {0}},
+  {"compare-close", act_compare_close, NULL, NULL, NULL, {0}},
   {"close", act_close, NULL, NULL, NULL, {0}},
   {"view-mode", act_view_mode, "s", "'auto'", NULL, {0}},
   {"layout-engine", act_layout_engine, "s", "'auto'", NULL, {0}},

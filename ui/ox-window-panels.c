@@ -429,6 +429,7 @@ void ox_window_update_panels(OxWindow *self) {
     gtk_label_set_markup(GTK_LABEL(self->panel_label[i]), self->panel_markup[i]);
   }
   ox_window_whatif_refresh(self); /* after "why not?", which may have dropped its queued re-run */
+  ox_window_compare_refresh(self); /* the other run follows this one */
 }
 
 const char *ox_window_get_panel_markup(OxWindow *self, const char *panel) {
@@ -445,6 +446,10 @@ gboolean ox_window_on_activate_link(GtkLabel *label, const char *uri, OxWindow *
   (void)label;
   if (g_str_has_prefix(uri, "node:")) {
     gtk_widget_activate_action(GTK_WIDGET(self), "win.select-node", "s", uri + 5);
+    return TRUE;
+  }
+  if (g_str_has_prefix(uri, "bstep:")) {
+    ox_window_compare_goto_b(self, (guint)g_ascii_strtoull(uri + 6, NULL, 10));
     return TRUE;
   }
   if (g_str_has_prefix(uri, "step:")) {

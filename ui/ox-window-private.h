@@ -7,11 +7,13 @@
  *   ox-window-files.c    open (files, recent, drag and drop, traces), --shapes, rule files, export
  *   ox-window-actions.c  the win.* actions and their table
  *   ox-window-whatif.c   the "What if?" tab and the timeline's what-if marks
+ *   ox-window-compare.c  a second run of the graph side by side (compare with trace)
  */
 #ifndef OX_WINDOW_PRIVATE_H
 #define OX_WINDOW_PRIVATE_H
 
 #include "ox-window.h"
+#include "run/ox_compare.h"
 
 G_BEGIN_DECLS
 
@@ -83,6 +85,19 @@ struct _OxWindow {
   GHashTable *whatif_marks;         /* position -> OX_WHATIF_MARK_* */
   GHashTable *whatif_rows;          /* bound timeline rows (set) */
   GString *whatif_text;             /* the tab's text, for tests */
+
+  /* compare with another trace (ox-window-compare.c) */
+  GtkWidget *canvas_split;          /* this run's canvas | the other run's pane */
+  GtkWidget *cmp_pane, *cmp_view, *cmp_header, *cmp_list;
+  OxDocument *cmp_doc;              /* the other run (owned), or NULL */
+  char *cmp_trace_path, *cmp_error, *cmp_last_sel;
+  GCancellable *cmp_cancel;
+  OxCompareResult cmp;
+  gboolean cmp_ready;
+  const OxHistory *cmp_hist_a, *cmp_hist_b; /* what cmp was computed for (compared only) */
+  guint cmp_last_pa;
+  GHashTable *cmp_marks;            /* position of A -> OX_WHATIF_MARK_ONLY / _DIFFERS */
+  GString *cmp_text;
 };
 /* The panels' width when the window opens, and the least they can be dragged to. */
 enum { OX_WINDOW_PANEL_WIDTH = 380, OX_WINDOW_PANEL_MIN_WIDTH = 300 };
@@ -122,7 +137,15 @@ void ox_window_export_start(OxWindow *self, const char *format, const char *path
 void ox_window_export_dialog(OxWindow *self, const char *format);
 
 /* ox-window-whatif.c */
-enum { OX_WHATIF_MARK_NONE = 0, OX_WHATIF_MARK_LOST, OX_WHATIF_MARK_GAINED, OX_WHATIF_MARK_REFUSED };
+enum {
+  OX_WHATIF_MARK_NONE = 0,
+  OX_WHATIF_MARK_LOST,
+  OX_WHATIF_MARK_GAINED,
+  OX_WHATIF_MARK_REFUSED,
+  OX_WHATIF_MARK_ONLY,   /* compare: a record only this run has */
+  OX_WHATIF_MARK_DIFFERS /* compare: a record the other run ends otherwise */
+};
+void ox_window_whatif_remark(OxWindow *self); /* the bound rows' marks again */
 GtkWidget *ox_window_whatif_build(OxWindow *self);
 void ox_window_whatif_dispose(OxWindow *self);
 void ox_window_whatif_refresh(OxWindow *self);
@@ -131,6 +154,15 @@ gboolean ox_window_whatif_toggle_refused(OxWindow *self, guint position);
 guint ox_window_whatif_mark(OxWindow *self, guint position);
 void ox_window_whatif_row_bound(OxWindow *self, GtkWidget *row, guint position);
 void ox_window_whatif_row_unbound(OxWindow *self, GtkWidget *row);
+
+/* ox-window-compare.c */
+void ox_window_compare_init(OxWindow *self);
+void ox_window_compare_dispose(OxWindow *self);
+void ox_window_compare_finalize(OxWindow *self);
+void ox_window_compare_refresh(OxWindow *self);
+void ox_window_compare_dialog(OxWindow *self);
+gboolean ox_window_compare_goto_b(OxWindow *self, guint position);
+guint ox_window_compare_mark(OxWindow *self, guint position);
 
 /* ox-window-actions.c */
 void ox_window_on_right_pane_allocated(GtkPaned *paned, GParamSpec *ps, OxWindow *self);

@@ -21,6 +21,8 @@
 static const char whatif_css[] = ".whatif-lost { background-color: alpha(#c01c28, 0.20); }\n"
                                  ".whatif-gained { background-color: alpha(#26a269, 0.22); }\n"
                                  ".whatif-refused { background-color: alpha(#77767b, 0.30); }\n"
+                                 ".compare-only { background-color: alpha(#1c71d8, 0.18); }\n"
+                                 ".compare-differs { background-color: alpha(#c64600, 0.20); }\n"
                                  /* four tabs in the panels' switcher: compact buttons keep the
                                   * panels narrow enough for a 1000 px window */
                                  ".panel-switcher > button { padding-left: 6px; padding-right: 6px; min-width: 0; }\n";
@@ -36,9 +38,13 @@ static void install_css(void) {
   g_object_unref(p);
 }
 
+static void remark_rows(OxWindow *self);
+
 static void mark_row(OxWindow *self, GtkWidget *row, guint position) {
-  static const char *const classes[] = {NULL, "whatif-lost", "whatif-gained", "whatif-refused"};
+  static const char *const classes[] = {NULL, "whatif-lost", "whatif-gained", "whatif-refused", "compare-only",
+                                        "compare-differs"};
   guint m = ox_window_whatif_mark(self, position);
+  if (!m) m = ox_window_compare_mark(self, position);
   for (guint i = 1; i < G_N_ELEMENTS(classes); i++) {
     if (i == m)
       gtk_widget_add_css_class(row, classes[i]);
@@ -55,6 +61,10 @@ void ox_window_whatif_row_bound(OxWindow *self, GtkWidget *row, guint position) 
 
 void ox_window_whatif_row_unbound(OxWindow *self, GtkWidget *row) {
   if (self->whatif_rows) g_hash_table_remove(self->whatif_rows, row);
+}
+
+void ox_window_whatif_remark(OxWindow *self) {
+  if (self->whatif_rows) remark_rows(self);
 }
 
 static void remark_rows(OxWindow *self) {

@@ -377,6 +377,8 @@ void ox_window_update_actions(OxWindow *self) {
   const OxStep *cur = ox_document_get_step(self->doc);
   action_enable(self, "whatif-refuse", cur && cur->kind == OX_STEP_APPLIED);
   action_enable(self, "whatif-run", n > 0);
+  action_enable(self, "compare-trace", has);
+  action_enable(self, "compare-close", self->cmp_doc != NULL);
   action_enable(self, "open-trace", has && !busy);
   action_enable(self, "open-rules", has);
   action_enable(self, "optimize", has && !busy);
@@ -613,6 +615,8 @@ static GMenuModel *build_menu(OxWindow *self) {
   g_menu_append(file, "Open _Trace…", "win.open-trace");
   g_menu_append(file, "Open _Rules… (re-runs on save)", "win.open-rules");
   g_menu_append(file, "Input _Shapes…", "win.shapes");
+  g_menu_append(file, "_Compare with Trace…", "win.compare-trace");
+  g_menu_append(file, "C_lose Comparison", "win.compare-close");
   g_menu_append_submenu(file, "Open _Recent", G_MENU_MODEL(self->recent_menu));
   g_menu_append_section(menu, NULL, G_MENU_MODEL(file));
   GMenu *exp = g_menu_new();
@@ -812,6 +816,7 @@ static void ox_window_init(OxWindow *self) {
   self->hint_auto_max = HINT_AUTO_MAX_NODES;
   self->rule_sets = g_ptr_array_new_with_free_func((GDestroyNotify)ox_rules_free);
   self->recent_menu = g_menu_new();
+  ox_window_compare_init(self);
   gtk_window_set_title(GTK_WINDOW(self), "Optimus Debugger");
   gtk_window_set_default_size(GTK_WINDOW(self), 1280, 800);
   gtk_window_set_icon_name(GTK_WINDOW(self), "io.github.optimus.Debugger");
@@ -910,7 +915,10 @@ static void ox_window_init(OxWindow *self) {
   gtk_overlay_add_overlay(GTK_OVERLAY(overlay), self->minimap);
   GtkWidget *right = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
   self->right_pane = right;
-  gtk_paned_set_start_child(GTK_PANED(right), overlay);
+  self->canvas_split = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
+  gtk_paned_set_start_child(GTK_PANED(self->canvas_split), overlay);
+  gtk_paned_set_shrink_start_child(GTK_PANED(self->canvas_split), FALSE);
+  gtk_paned_set_start_child(GTK_PANED(right), self->canvas_split);
   self->panels = build_panels(self);
   gtk_paned_set_end_child(GTK_PANED(right), self->panels);
   gtk_paned_set_resize_end_child(GTK_PANED(right), FALSE);
@@ -977,6 +985,7 @@ static void ox_window_dispose(GObject *o) {
   if (self->optimize) g_cancellable_cancel(self->optimize);
   g_clear_object(&self->optimize);
   if (self->doc) g_signal_handlers_disconnect_by_data(self->doc, self);
+  ox_window_compare_dispose(self);
   if (self->rules_reload_source) g_source_remove(self->rules_reload_source);
   self->rules_reload_source = 0;
   if (self->rules_monitor) g_signal_handlers_disconnect_by_data(self->rules_monitor, self);
@@ -998,6 +1007,7 @@ static void ox_window_finalize(GObject *o) {
   g_free(self->frame_selected);
   for (int i = 0; i < 3; i++) g_free(self->panel_markup[i]);
   ox_window_whatif_dispose(self); /* after the widgets: rows unbound during dispose use it */
+  ox_window_compare_finalize(self);
   G_OBJECT_CLASS(ox_window_parent_class)->finalize(o);
 }
 

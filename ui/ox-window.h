@@ -55,6 +55,15 @@ const char *ox_window_get_panel_markup(OxWindow *self, const char *panel); /* "n
  * text ("left | right" per row); the options entry. The tab runs win.whatif-run and refuses the
  * current step with win.whatif-refuse. */
 const char *ox_window_get_whatif_text(OxWindow *self);
+/* Compare with another trace of the shown graph: a second canvas beside this one whose run steps
+ * with this one (aligned records) and selects what this one selects; the records that differ
+ * listed under it and marked in the timeline. The graph is read again; the trace loads in the
+ * background. FALSE with error when there is no graph or it cannot be read again. */
+gboolean ox_window_compare_open(OxWindow *self, const char *trace_path, GError **error);
+void ox_window_compare_close(OxWindow *self);
+gboolean ox_window_compare_active(OxWindow *self);
+OxDocument *ox_window_get_compare_document(OxWindow *self); /* the other run, or NULL */
+const char *ox_window_get_compare_text(OxWindow *self);   /* its header and list, markup */
 void ox_window_set_whatif_options(OxWindow *self, const char *options);
 void ox_window_show_panel(OxWindow *self, const char *panel);
 /* The load-warning bar: its text when shown ("3 warnings while loading trunc.txt"), else NULL;

@@ -90,6 +90,10 @@ static int cmp_entry(const void *x, const void *y) {
 void ox_compare_traces(const OxTrace *a, const OxTrace *b, OxCompareResult *out) {
   memset(out, 0, sizeof *out);
   Rec *ra = collect(a), *rb = collect(b);
+  out->a_to_b = ox_xcalloc(a->n_steps + 1, sizeof *out->a_to_b);
+  out->b_to_a = ox_xcalloc(b->n_steps + 1, sizeof *out->b_to_a);
+  for (uint32_t k = 0; k < a->n_steps; k++) out->a_to_b[k] = OX_COMPARE_NONE;
+  for (uint32_t k = 0; k < b->n_steps; k++) out->b_to_a[k] = OX_COMPARE_NONE;
   uint32_t i = 0, j = 0, cap = 0;
   while (i < a->n_steps || j < b->n_steps) {
     int c = i == a->n_steps ? 1 : j == b->n_steps ? -1 : cmp_rec(&ra[i], &rb[j]);
@@ -104,6 +108,8 @@ void ox_compare_traces(const OxTrace *a, const OxTrace *b, OxCompareResult *out)
       out->n_only_b_applied += b->steps[rb[j].seq].kind == OX_STEP_APPLIED;
       j++;
     } else {
+      out->a_to_b[ra[i].seq] = rb[j].seq;
+      out->b_to_a[rb[j].seq] = ra[i].seq;
       if (strcmp(ra[i].outcome, rb[j].outcome) != 0) {
         push(out, &cap, OX_COMPARE_DIFFERS, ra[i].seq, rb[j].seq);
         out->n_differs++;
@@ -124,5 +130,7 @@ void ox_compare_traces(const OxTrace *a, const OxTrace *b, OxCompareResult *out)
 void ox_compare_result_free(OxCompareResult *r) {
   if (!r) return;
   free(r->entries);
+  free(r->a_to_b);
+  free(r->b_to_a);
   memset(r, 0, sizeof *r);
 }

@@ -43,6 +43,8 @@ typedef struct OxCompareResult {
   uint32_t n;
   uint32_t n_only_a, n_only_b, n_differs, n_same; /* n_same: aligned pairs with the same outcome */
   uint32_t n_only_a_applied, n_only_b_applied;    /* of those only in one run, applied steps */
+  uint32_t *a_to_b;        /* a->n_steps entries: the record of B aligned with A's, or OX_COMPARE_NONE */
+  uint32_t *b_to_a;        /* b->n_steps entries: the other way (a debugger stepping both runs together) */
 } OxCompareResult;
 
 /* Compares the records of a and b (never fails: allocation failure aborts, as everywhere). */
