@@ -2235,6 +2235,27 @@ static void test_cli_diff(void) {
   text = read_all(dot, &len);
   g_assert_true(g_str_has_prefix(text, "digraph"));
   g_free(text);
+  /* the diff as a pseudo-trace: replayed from A it gives B (nothing left to diff) */
+  char *pt = g_build_filename(dir, "diff.trace.json", NULL), *replayed = g_build_filename(dir, "replayed.txt", NULL);
+  run_cli(&r, "diff", ex, after, "--trace", pt);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "steps, one per region"));
+  run_clear(&r);
+  run_cli(&r, "replay", ex, pt, "-o", replayed);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  run_cli(&r, "diff", replayed, after);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "0 changed, 0 removed, 0 added"));
+  run_clear(&r);
+  run_cli(&r, "explain", ex, "--trace", pt, "--node", "linear");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "region 1"));
+  run_clear(&r);
+  g_unlink(pt);
+  g_unlink(replayed);
+  g_free(pt);
+  g_free(replayed);
   /* renamed nodes match by structure; a changed constant is a changed node */
   char *a = write_tmp(dir, "a.txt", small_fx);
   char *b = write_tmp(dir, "b.txt",

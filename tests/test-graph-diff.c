@@ -4,7 +4,10 @@
 #include <glib.h>
 #include <string.h>
 
+#include "ir/ox_buf.h"
 #include "ir/ox_graph_diff.h"
+#include "passes/ox_pass.h"
+#include "run/ox_difftrace.h"
 #include "load/ox_load.h"
 
 static OxDoc *load_text(const char *text) {
@@ -144,11 +147,133 @@ static void test_example_renamed(void) {
   ox_doc_free(a);
 }
 
+/* No difference left between g and b (names may differ where nodes match by structure). */
+static void assert_no_diff(const OxGraph *g, const OxGraph *b) {
+  OxGraphDiff d;
+  ox_graph_diff(g, b, &d);
+  if (d.n_changed + d.n_added + d.n_removed) {
+    g_printerr("left: %u changed, %u added, %u removed\n", d.n_changed, d.n_added, d.n_removed);
+    g_test_fail();
+  }
+  ox_graph_diff_free(&d);
+}
+
+/* The diff of a and b as a pseudo-trace: one applied step per region; its end graph is b; it
+ * survives a JSON round trip and replays from a (hash-checked) to b, in topological order. */
+static void check_difftrace(const OxGraph *a, const OxGraph *b, uint32_t want_regions) {
+  OxGraphDiff d;
+  ox_graph_diff(a, b, &d);
+  g_assert_cmpuint(d.n_regions, ==, want_regions);
+  OxDiagList dl;
+  ox_diags_init(&dl, "diff");
+  OxGraph *end = NULL;
+  OxTrace *t = ox_diff_trace(a, b, &d, &end, &dl);
+  if (!t) ox_diags_print(&dl, stderr);
+  g_assert_nonnull(t);
+  g_assert_nonnull(end);
+  g_assert_cmpuint(t->n_steps, ==, d.n_regions);
+  g_assert_cmpuint(t->n_applied, ==, d.n_regions);
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    const OxStep *s = &t->steps[i];
+    g_assert_cmpstr(s->pass, ==, "diff");
+    g_autofree char *rule = g_strdup_printf("region %u", i + 1);
+    g_assert_cmpstr(s->rule, ==, rule);
+    g_assert_nonnull(s->anchor);
+    g_assert_cmpint(s->checks[OX_CHECK_STRUCTURE].status, ==, OX_CHECK_PASSED);
+  }
+  assert_no_diff(end, b);
+  OxDiagList vd;
+  ox_diags_init(&vd, "end");
+  g_assert_cmpint(ox_graph_verify(end, true, &vd), ==, 0);
+  ox_diags_clear(&vd);
+  /* JSON round trip, replay from a */
+  OxBuf buf;
+  ox_buf_init(&buf);
+  ox_trace_write_json(t, &buf);
+  ox_buf_putc(&buf, 0);
+  OxTrace *back = NULL;
+  g_assert_cmpint(ox_trace_read_json(buf.data, buf.len - 1, "diff.trace.json", &back, &dl), ==, 0);
+  OxGraph *g = ox_graph_clone(a);
+  g_assert_cmpint(ox_replay(g, back, UINT32_MAX, &dl), ==, 0);
+  assert_no_diff(g, b);
+  g_assert_cmpuint(ox_graph_structure_hash(g), ==, ox_graph_structure_hash(end));
+  ox_graph_free(g);
+  ox_trace_free(back);
+  ox_buf_free(&buf);
+  ox_trace_free(t);
+  ox_graph_free(end);
+  ox_diags_clear(&dl);
+  ox_graph_diff_free(&d);
+}
+
+/* Small diffs: a removed node, an added one, changed arguments (two regions); a changed target
+ * under the same name with the other nodes renamed (a node replaced in place). */
+static void test_difftrace_small(void) {
+  OxDoc *a = load_text(base_fx);
+  OxDoc *b = load_text("graph():\n"
+                       "    %x : [num_users=3] = placeholder[target=x]\n"
+                       "    %sigmoid : [num_users=1] = call_function[target=torch.sigmoid](args = (%x,), kwargs = {})\n"
+                       "    %add : [num_users=1] = call_function[target=operator.add](args = (%sigmoid, %x), kwargs = {})\n"
+                       "    %mul : [num_users=1] = call_function[target=operator.mul](args = (%add, 2), kwargs = {})\n"
+                       "    %neg : [num_users=1] = call_function[target=torch.neg](args = (%x,), kwargs = {})\n"
+                       "    %sub : [num_users=1] = call_function[target=operator.sub](args = (%neg, 3), kwargs = {})\n"
+                       "    return (mul, sub)\n");
+  check_difftrace(a->graphs[0], b->graphs[0], 2);
+  OxDoc *c = load_text("graph():\n"
+                       "    %inp : [num_users=3] = placeholder[target=x]\n"
+                       "    %r : [num_users=1] = call_function[target=torch.relu](args = (%inp,), kwargs = {})\n"
+                       "    %s : [num_users=1] = call_function[target=operator.add](args = (%r, %inp), kwargs = {})\n"
+                       "    %m : [num_users=1] = call_function[target=operator.mul](args = (%s, 2), kwargs = {})\n"
+                       "    %neg : [num_users=1] = call_function[target=torch.abs](args = (%inp,), kwargs = {})\n"
+                       "    %t : [num_users=1] = call_function[target=operator.sub](args = (%neg, 1), kwargs = {})\n"
+                       "    %extra : [num_users=1] = call_function[target=torch.tanh](args = (%t,), kwargs = {})\n"
+                       "    return (m, extra)\n");
+  check_difftrace(a->graphs[0], c->graphs[0], 2);
+  /* and back: B to A */
+  check_difftrace(b->graphs[0], a->graphs[0], 2);
+  ox_doc_free(a);
+  ox_doc_free(b);
+  ox_doc_free(c);
+}
+
+/* The bundled example against its own optimized graph (the default pipeline): every rewrite
+ * the run made, as regions of the diff, replays to the optimized graph. */
+static void test_difftrace_example(void) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  g_autofree char *path = g_build_filename(root ? root : ".", "data", "examples", "recsys-towers.txt", NULL);
+  OxDiagList dl;
+  ox_diags_init(&dl, path);
+  OxDoc *a = NULL;
+  g_assert_cmpint(ox_load_file(path, OX_FMT_UNKNOWN, NULL, &a, &dl), ==, 0);
+  OxGraph *b = ox_graph_clone(a->graphs[0]);
+  OxPipeline p;
+  ox_pipeline_default(b, &p);
+  OxCheckConfig checks;
+  ox_check_config_default(&checks);
+  OxOptimizeResult res;
+  g_assert_cmpint(ox_optimize(b, &p, &checks, NULL, &res, &dl), ==, 0);
+  g_assert_cmpuint(res.applied, >, 3);
+  OxGraphDiff d;
+  ox_graph_diff(a->graphs[0], b, &d);
+  g_test_message("example: %u regions, %u added, %u removed, %u changed", d.n_regions, d.n_added, d.n_removed,
+                 d.n_changed);
+  g_assert_cmpuint(d.n_regions, >, 0);
+  uint32_t regions = d.n_regions;
+  ox_graph_diff_free(&d);
+  check_difftrace(a->graphs[0], b, regions);
+  ox_pipeline_free(&p);
+  ox_graph_free(b);
+  ox_doc_free(a);
+  ox_diags_clear(&dl);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/graph-diff/identical", test_identical);
   g_test_add_func("/engine/graph-diff/regions", test_regions);
   g_test_add_func("/engine/graph-diff/structure", test_structure);
   g_test_add_func("/engine/graph-diff/example-renamed", test_example_renamed);
+  g_test_add_func("/engine/graph-diff/pseudo-trace-small", test_difftrace_small);
+  g_test_add_func("/engine/graph-diff/pseudo-trace-example", test_difftrace_example);
   return g_test_run();
 }

@@ -15,6 +15,8 @@
 #include "ox-minimap.h"
 #include "ox-step-row.h"
 #include "ox-window.h"
+#include "ir/ox_graph_diff.h"
+#include "load/ox_load.h"
 #include "run/ox_compare.h"
 #include "test-common.h"
 #include "ui-test-pass.h"
@@ -1564,6 +1566,67 @@ static void test_compare_traces(void) {
   g_rmdir(dir);
 }
 
+static gboolean cond_diff_trace(gpointer w) {
+  OxDocument *d = ox_window_get_document(w);
+  const OxTrace *t = ox_document_get_trace(d);
+  return !ox_document_get_busy(d) && t && t->n_steps && !g_strcmp0(t->steps[0].pass, "diff");
+}
+
+/* Diff with Graph: the example against its optimized dump (made by the CLI) becomes this graph's
+ * run, one step per region of the diff; its last step shows a graph with no difference left from
+ * the optimized dump; the status line says what the diff is. */
+static void test_diff_graph(void) {
+  const char *cli = g_getenv("OPTIMUS_CLI");
+  if (!cli) {
+    g_test_skip("OPTIMUS_CLI is not set (meson test sets it)");
+    return;
+  }
+  OxWindow *w = window_with_example();
+  OxDocument *d = ox_window_get_document(w);
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-diff-XXXXXX", NULL);
+  g_autofree char *graph = example("recsys-towers.txt");
+  g_autofree char *out = g_build_filename(dir, "optimized.txt", NULL);
+  const char *argv[] = {cli, "optimize", graph, "-o", out, NULL};
+  int status = -1;
+  g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                             NULL, NULL, NULL, &status, NULL));
+  g_assert_cmpint(status, ==, 0);
+  g_autofree char *cache = g_build_filename(dir, "cache", NULL);
+  g_setenv("XDG_CACHE_HOME", cache, TRUE);
+  GError *err = NULL;
+  g_assert_true(ox_window_diff_open(w, out, &err));
+  g_assert_no_error(err);
+  g_assert_true(wait_until(cond_diff_trace, w, 60000));
+  const OxTrace *t = ox_document_get_trace(d);
+  OxDiagList dl;
+  ox_diags_init(&dl, out);
+  OxDoc *b = NULL;
+  g_assert_cmpint(ox_load_file(out, OX_FMT_UNKNOWN, NULL, &b, &dl), ==, 0);
+  OxGraphDiff gd;
+  ox_graph_diff(ox_document_get_history(d)->input, b->graphs[0], &gd);
+  g_assert_cmpuint(t->n_steps, ==, gd.n_regions);
+  g_assert_cmpuint(t->n_applied, ==, gd.n_regions);
+  g_autofree char *note = g_strdup_printf("diff to optimized.txt: %u region", gd.n_regions);
+  g_test_message("%s", ox_window_get_status_text(w));
+  g_assert_nonnull(strstr(ox_window_get_status_text(w), note));
+  ox_graph_diff_free(&gd);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-last", NULL));
+  drain();
+  ox_graph_diff(ox_document_get_graph(d), b->graphs[0], &gd);
+  g_assert_cmpuint(gd.n_changed + gd.n_added + gd.n_removed, ==, 0);
+  ox_graph_diff_free(&gd);
+  /* a file that is not a graph */
+  g_assert_false(ox_window_diff_open(w, "/nonexistent/graph.txt", &err));
+  g_assert_nonnull(err);
+  g_test_message("%s", err->message);
+  g_clear_error(&err);
+  ox_doc_free(b);
+  ox_diags_clear(&dl);
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+  g_unsetenv("XDG_CACHE_HOME");
+}
+
 /* Export Current Step as SVG from the window (win.export-to, as the menu's dialog does): the
  * step's highlight classes, the canvas's colours and a legend. */
 static void test_export_step(void) {
@@ -1635,5 +1698,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/export-step", test_export_step);
   g_test_add_func("/ui/window/whatif-tab", test_whatif_tab);
   g_test_add_func("/ui/window/compare-traces", test_compare_traces);
+  g_test_add_func("/ui/window/diff-graph", test_diff_graph);
   return g_test_run();
 }

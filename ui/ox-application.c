@@ -20,6 +20,7 @@ struct _OxApplication {
   char **input_shapes; /* --input-shape (repeatable) */
   char *shapes_file;   /* --shapes */
   char *compare_trace; /* --compare */
+  char *diff_graph;    /* --diff */
   int graph;           /* --graph N (1-based), 0 = the first */
 };
 
@@ -120,6 +121,13 @@ static void ox_application_open(GApplication *app, GFile **files, int n_files, c
       g_error_free(err);
     }
   }
+  if (graph && self->diff_graph && ox_window_get_document(w) && ox_document_has_graph(ox_window_get_document(w))) {
+    GError *err = NULL;
+    if (!ox_window_diff_open(w, self->diff_graph, &err)) {
+      g_printerr("optimus-debugger: cannot diff with %s: %s\n", self->diff_graph, err->message);
+      g_error_free(err);
+    }
+  }
   g_free(graph);
   g_free(trace);
 }
@@ -129,6 +137,7 @@ static void ox_application_finalize(GObject *o) {
   g_strfreev(self->input_shapes);
   g_free(self->shapes_file);
   g_free(self->compare_trace);
+  g_free(self->diff_graph);
   G_OBJECT_CLASS(ox_application_parent_class)->finalize(o);
 }
 
@@ -160,6 +169,9 @@ static void ox_application_init(OxApplication *self) {
     {"graph", 0, 0, G_OPTION_ARG_INT, &self->graph, "Show graph N of GRAPH's dump (1-based; TRACE belongs to it)", "N"},
     {"compare", 0, 0, G_OPTION_ARG_FILENAME, &self->compare_trace,
      "Another trace of GRAPH to show side by side with TRACE, stepping together (docs/debugger.md)", "TRACE_B"},
+    {"diff", 0, 0, G_OPTION_ARG_FILENAME, &self->diff_graph,
+     "Show the difference from GRAPH to GRAPH_B (another dump of the model) as a run, one step per region",
+     "GRAPH_B"},
     {"shapes", 0, 0, G_OPTION_ARG_FILENAME, &self->shapes_file,
      "Shapes of GRAPH's placeholders and parameters: a JSON object or a .safetensors file (docs/cli.md)", "FILE"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},

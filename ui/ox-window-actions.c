@@ -260,6 +260,10 @@ static void act_compare_trace(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   ox_window_compare_dialog(self);
 }
+static void act_diff_graph(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  ox_window_diff_dialog(self);
+}
 static void act_compare_close(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   ox_window_compare_close(self);
@@ -387,6 +391,7 @@ static const GActionEntry win_entries[] = {
   {"whatif-run", act_whatif_run, NULL, NULL, NULL, {0}},
   {"compare-trace", act_compare_trace, NULL, NULL, NULL, {0}},
   {"compare-close", act_compare_close, NULL, NULL, NULL, {0}},
+  {"diff-graph", act_diff_graph, NULL, NULL, NULL, {0}},
   {"close", act_close, NULL, NULL, NULL, {0}},
   {"view-mode", act_view_mode, "s", "'auto'", NULL, {0}},
   {"layout-engine", act_layout_engine, "s", "'auto'", NULL, {0}},

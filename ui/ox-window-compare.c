@@ -10,10 +10,19 @@
  * until A moves again. A's timeline marks its records that are only in A (blue) or end
  * otherwise in B (orange). The graph is read again for B (a document owns its graph); B's trace
  * loads on a worker like any trace. Close Comparison (win.compare-close) removes the pane.
+ *
+ * Diff with Graph… (win.diff-graph, `--diff GRAPH_B`) shows the difference between the shown
+ * graph and another dump of the model as a run: ox_diff_trace makes one step per region of the
+ * diff (pass "diff", rule "region N"), written to the user's cache folder and opened as this
+ * graph's trace, so stepping, highlighting, the inspector and export work on it.
  */
 #include <string.h>
 
+#include "ir/ox_buf.h"
+#include "ir/ox_graph_diff.h"
+#include "load/ox_load.h"
 #include "ox-graph-view.h"
+#include "run/ox_difftrace.h"
 #include "ox-window-private.h"
 #include "run/ox_compare.h"
 
@@ -318,6 +327,103 @@ void ox_window_compare_dialog(OxWindow *self) {
                                                         GTK_FILE_CHOOSER_ACTION_OPEN, "_Compare", "_Cancel");
   ox_window_chooser_in_graph_folder(self, GTK_FILE_CHOOSER(d));
   g_signal_connect(d, "response", G_CALLBACK(on_compare_response), self);
+  gtk_native_dialog_show(GTK_NATIVE_DIALOG(d));
+}
+
+gboolean ox_window_diff_open(OxWindow *self, const char *path_b, GError **error) {
+  const char *path = ox_document_get_path(self->doc);
+  OxHistory *h = ox_document_get_history(self->doc);
+  if (!path || !h) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED, "open a graph first: the diff is from it to the other");
+    return FALSE;
+  }
+  const OxGraphEntry *ge = ox_document_get_graph_entry(self->doc, ox_document_get_graph_entry_index(self->doc));
+  if (ge && ge->depth > 0) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                "a diff is shown for a top-level graph; this is a subgraph (%s)", ge->label);
+    return FALSE;
+  }
+  OxDiagList dl;
+  ox_diags_init(&dl, path_b);
+  OxDoc *db = NULL;
+  if (ox_load_file(path_b, OX_FMT_UNKNOWN, NULL, &db, &dl) != 0 || !db->n_graphs) {
+    char *msg = NULL;
+    for (size_t i = 0; i < dl.n && !msg; i++)
+      if (dl.items[i].sev == OX_SEV_ERROR) msg = ox_diag_format(&dl, &dl.items[i]);
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", msg ? msg : "no graph in it");
+    free(msg);
+    ox_diags_clear(&dl);
+    ox_doc_free(db);
+    return FALSE;
+  }
+  guint top = ox_document_get_top_index(self->doc);
+  const OxGraph *gb = db->graphs[top < db->n_graphs ? top : 0];
+  OxGraphDiff d;
+  ox_graph_diff(h->input, gb, &d);
+  OxTrace *t = ox_diff_trace(h->input, gb, &d, NULL, &dl);
+  gboolean ok = FALSE;
+  if (!t) {
+    char *msg = dl.n ? ox_diag_format(&dl, &dl.items[dl.n - 1]) : NULL;
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "the diff cannot be made a run: %s", msg ? msg : "?");
+    free(msg);
+  } else {
+    t->input_file = ox_trace_intern(t, path);
+    char *dir = g_build_filename(g_get_user_cache_dir(), "optimus", "diffs", NULL);
+    char *ba = g_path_get_basename(path), *bb = g_path_get_basename(path_b);
+    char *name = g_strdup_printf("%s-vs-%s.trace.json", ba, bb);
+    char *file = g_build_filename(dir, name, NULL);
+    OxBuf buf;
+    ox_buf_init(&buf);
+    ox_trace_write_json(t, &buf);
+    char err[1024];
+    if (g_mkdir_with_parents(dir, 0700) != 0)
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot make %s", dir);
+    else if (!ox_write_file_atomic(file, buf.data, buf.len, err, sizeof err))
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
+    else
+      ok = ox_window_open_trace_file(self, file);
+    if (ok) {
+      g_free(self->note);
+      self->note = g_strdup_printf("diff to %s: %u region%s, %u added, %u removed, %u changed", bb, d.n_regions,
+                                   d.n_regions == 1 ? "" : "s", d.n_added, d.n_removed, d.n_changed);
+      ox_window_update_status(self);
+    } else if (error && !*error) {
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", ox_window_get_last_error(self));
+    }
+    ox_buf_free(&buf);
+    g_free(file);
+    g_free(name);
+    g_free(ba);
+    g_free(bb);
+    g_free(dir);
+    ox_trace_free(t);
+  }
+  ox_graph_diff_free(&d);
+  ox_diags_clear(&dl);
+  ox_doc_free(db);
+  return ok;
+}
+
+static void on_diff_response(GtkNativeDialog *d, int response, OxWindow *self) {
+  if (response == GTK_RESPONSE_ACCEPT) {
+    GFile *f = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(d));
+    char *path = f ? g_file_get_path(f) : NULL;
+    GError *err = NULL;
+    if (path && !ox_window_diff_open(self, path, &err)) {
+      ox_window_show_error(self, "Cannot show the diff", err->message);
+      g_error_free(err);
+    }
+    g_free(path);
+    if (f) g_object_unref(f);
+  }
+  g_object_unref(d);
+}
+
+void ox_window_diff_dialog(OxWindow *self) {
+  GtkFileChooserNative *d = gtk_file_chooser_native_new("Diff with Graph", GTK_WINDOW(self),
+                                                        GTK_FILE_CHOOSER_ACTION_OPEN, "_Diff", "_Cancel");
+  ox_window_chooser_in_graph_folder(self, GTK_FILE_CHOOSER(d));
+  g_signal_connect(d, "response", G_CALLBACK(on_diff_response), self);
   gtk_native_dialog_show(GTK_NATIVE_DIALOG(d));
 }
 

@@ -320,7 +320,7 @@ gboolean ox_window_open_recent(OxWindow *self, const char *path) {
   return ok;
 }
 
-static gboolean open_trace(OxWindow *self, const char *trace_path) {
+gboolean ox_window_open_trace_file(OxWindow *self, const char *trace_path) {
   const char *path = ox_document_get_path(self->doc);
   if (!path) return FALSE;
   /* the graph again as it is shown: its shapes and graph index */
@@ -738,7 +738,7 @@ static void on_open_response(GtkNativeDialog *d, int response, OxWindow *self) {
     char *path = g_file_get_path(f);
     if (path) {
       if (trace)
-        open_trace(self, path);
+        ox_window_open_trace_file(self, path);
       else
         ox_window_open(self, path, NULL);
     }
@@ -770,7 +770,7 @@ gboolean ox_window_on_drop(GtkDropTarget *t, const GValue *value, double x, doub
   if (p1) {
     /* two files: a dump and its trace; one file ending in .trace.json onto a loaded graph: a trace */
     if (!p2 && g_str_has_suffix(p1, ".trace.json") && ox_document_has_graph(self->doc))
-      ok = open_trace(self, p1);
+      ok = ox_window_open_trace_file(self, p1);
     else
       ok = ox_window_open(self, p1, p2);
   }

@@ -126,6 +126,8 @@ gboolean ox_window_on_activate_link(GtkLabel *label, const char *uri, OxWindow *
 
 /* ox-window-files.c */
 void ox_window_recent_rebuild(OxWindow *self);
+/* The shown graph opened again (its shapes and graph index) with this trace. */
+gboolean ox_window_open_trace_file(OxWindow *self, const char *trace_path);
 void ox_window_start_optimize(OxWindow *self);
 void ox_window_act_apply_shapes(GSimpleAction *a, GVariant *p, gpointer data);
 void ox_window_act_shapes(GSimpleAction *a, GVariant *p, gpointer data);
@@ -161,6 +163,7 @@ void ox_window_compare_dispose(OxWindow *self);
 void ox_window_compare_finalize(OxWindow *self);
 void ox_window_compare_refresh(OxWindow *self);
 void ox_window_compare_dialog(OxWindow *self);
+void ox_window_diff_dialog(OxWindow *self);
 gboolean ox_window_compare_goto_b(OxWindow *self, guint position);
 guint ox_window_compare_mark(OxWindow *self, guint position);
 

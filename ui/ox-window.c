@@ -379,6 +379,7 @@ void ox_window_update_actions(OxWindow *self) {
   action_enable(self, "whatif-run", n > 0);
   action_enable(self, "compare-trace", has);
   action_enable(self, "compare-close", self->cmp_doc != NULL);
+  action_enable(self, "diff-graph", has);
   action_enable(self, "open-trace", has && !busy);
   action_enable(self, "open-rules", has);
   action_enable(self, "optimize", has && !busy);
@@ -617,6 +618,7 @@ static GMenuModel *build_menu(OxWindow *self) {
   g_menu_append(file, "Input _Shapes…", "win.shapes");
   g_menu_append(file, "_Compare with Trace…", "win.compare-trace");
   g_menu_append(file, "C_lose Comparison", "win.compare-close");
+  g_menu_append(file, "_Diff with Graph…", "win.diff-graph");
   g_menu_append_submenu(file, "Open _Recent", G_MENU_MODEL(self->recent_menu));
   g_menu_append_section(menu, NULL, G_MENU_MODEL(file));
   GMenu *exp = g_menu_new();

@@ -61,6 +61,11 @@ const char *ox_window_get_whatif_text(OxWindow *self);
  * background. FALSE with error when there is no graph or it cannot be read again. */
 gboolean ox_window_compare_open(OxWindow *self, const char *trace_path, GError **error);
 void ox_window_compare_close(OxWindow *self);
+/* The difference between the shown (top-level) graph and graph_b's dump as this graph's run: one
+ * step per region (engine/run/ox_difftrace.h), the trace written to the user's cache folder and
+ * opened (in the background, as any trace). FALSE with error when B cannot be read or the shown
+ * graph is a subgraph. */
+gboolean ox_window_diff_open(OxWindow *self, const char *graph_b, GError **error);
 gboolean ox_window_compare_active(OxWindow *self);
 OxDocument *ox_window_get_compare_document(OxWindow *self); /* the other run, or NULL */
 const char *ox_window_get_compare_text(OxWindow *self);   /* its header and list, markup */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ir/ox_graph_diff.h"
+#include "run/ox_difftrace.h"
 #include "layout/ox_layout.h"
 #include "write/ox_write.h"
 #include "cli.h"
@@ -24,6 +25,9 @@ static const char usage_diff[] =
   "  --json            print one JSON object {\"added\", \"removed\", \"changed\", \"regions\", ...}\n"
   "  -o, --output OUT  draw B with A's removed nodes added back, the differences marked\n"
   "                    (added, removed dashed, changed); .dot, .svg or .png\n"
+  "  --trace T.json    also write the diff as a trace of A, one applied step per region\n"
+  "                    (pass \"diff\", rule \"region N\"): `optimus replay A T` and\n"
+  "                    `optimus-debugger A T` step from A to B\n"
   "  --graph N         the graph of each file to compare (1-based; default 1)\n"
   "  --strict, --format F   as for info\n"
   "  -h, --help        show this help\n";
@@ -182,6 +186,33 @@ static void remap_value(OxValue *v, const Remap *m) {
     for (uint32_t i = 0; i < v->n; i++) remap_value(&v->u.items[i], m);
 }
 
+static int write_pseudo_trace(const CliOpts *o, const Side *a, const Side *b, const OxGraphDiff *d, OxBuf *note) {
+  OxDiagList dl;
+  ox_diags_init(&dl, o->file);
+  OxTrace *t = ox_diff_trace(a->g, b->g, d, NULL, &dl);
+  if (!t) {
+    ox_diags_print(&dl, stderr);
+    ox_diags_clear(&dl);
+    return EXIT_BAD;
+  }
+  ox_diags_clear(&dl);
+  if (strcmp(o->file, "-") != 0) t->input_file = ox_trace_intern(t, o->file);
+  OxBuf out;
+  ox_buf_init(&out);
+  ox_trace_write_json(t, &out);
+  char err[1024];
+  int status = EXIT_OK;
+  if (!ox_write_file_atomic(o->trace, out.data, out.len, err, sizeof err)) {
+    fprintf(stderr, "optimus diff: %s\n", err);
+    status = EXIT_BAD;
+  } else {
+    ox_buf_printf(note, "wrote %s (%u step%s, one per region)\n", o->trace, t->n_steps, t->n_steps == 1 ? "" : "s");
+  }
+  ox_buf_free(&out);
+  ox_trace_free(t);
+  return status;
+}
+
 static int draw(const CliOpts *o, const Side *a, const Side *bs, const OxGraphDiff *d) {
   const char *dot = strrchr(o->output, '.');
   const char *ext = dot ? dot + 1 : "";
@@ -252,7 +283,7 @@ static int draw(const CliOpts *o, const Side *a, const Side *bs, const OxGraphDi
 
 int ox_cli_cmd_diff(int argc, char **argv) {
   CliOpts o = {.cmd = "diff", .usage = usage_diff, .want_file2 = true};
-  int rc = ox_cli_parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_OUTPUT, argc, argv);
+  int rc = ox_cli_parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_OUTPUT | OPT_TRACE, argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (!o.file2) return ox_cli_usage_error(&o, "%s", "missing B (the second graph)");
   if (strcmp(o.file, "-") == 0 && strcmp(o.file2, "-") == 0)
@@ -264,6 +295,9 @@ int ox_cli_cmd_diff(int argc, char **argv) {
     OxGraphDiff d;
     ox_graph_diff(a.g, b.g, &d);
     if (o.output) status = draw(&o, &a, &b, &d);
+    OxBuf note;
+    ox_buf_init(&note);
+    if (status == EXIT_OK && o.trace) status = write_pseudo_trace(&o, &a, &b, &d, &note);
     if (status == EXIT_OK) {
       OxBuf out;
       ox_buf_init(&out);
@@ -272,10 +306,12 @@ int ox_cli_cmd_diff(int argc, char **argv) {
       else
         put_text(&out, &a, &b, &d);
       if (!o.json && o.output) ox_buf_printf(&out, "wrote %s\n", o.output);
+      if (!o.json && note.len) ox_buf_append(&out, note.data, note.len);
       if (!ox_cli_write_stdout(out.data, out.len)) status = EXIT_BAD;
       ox_buf_free(&out);
       if (status == EXIT_OK && (d.n_changed || d.n_added || d.n_removed)) status = EXIT_BAD;
     }
+    ox_buf_free(&note);
     ox_graph_diff_free(&d);
   }
   ox_doc_free(a.doc);
