@@ -1591,8 +1591,6 @@ static void test_diff_graph(void) {
   g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
                              NULL, NULL, NULL, &status, NULL));
   g_assert_cmpint(status, ==, 0);
-  g_autofree char *cache = g_build_filename(dir, "cache", NULL);
-  g_setenv("XDG_CACHE_HOME", cache, TRUE);
   GError *err = NULL;
   g_assert_true(ox_window_diff_open(w, out, &err));
   g_assert_no_error(err);
@@ -1624,7 +1622,8 @@ static void test_diff_graph(void) {
   ox_diags_clear(&dl);
   gtk_window_destroy(GTK_WINDOW(w));
   drain();
-  g_unsetenv("XDG_CACHE_HOME");
+  g_unlink(out);
+  g_rmdir(dir);
 }
 
 /* Export Current Step as SVG from the window (win.export-to, as the menu's dialog does): the
