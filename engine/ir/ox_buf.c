@@ -36,24 +36,13 @@ void ox_buf_free(OxBuf *b) {
   memset(b, 0, sizeof *b);
 }
 
-void ox_buf_reserve(OxBuf *b, size_t extra) {
+void ox_buf_grow(OxBuf *b, size_t extra) {
   if (b->len + extra + 1 <= b->cap) return;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->len + extra + 1) cap *= 2;
   b->data = ox_xrealloc(b->data, cap);
   b->cap = cap;
 }
-
-void ox_buf_append(OxBuf *b, const char *s, size_t n) {
-  ox_buf_reserve(b, n);
-  if (n) memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = 0;
-}
-
-void ox_buf_puts(OxBuf *b, const char *s) { ox_buf_append(b, s, strlen(s)); }
-
-void ox_buf_putc(OxBuf *b, char c) { ox_buf_append(b, &c, 1); }
 
 void ox_buf_printf(OxBuf *b, const char *fmt, ...) {
   va_list ap;
@@ -80,6 +69,14 @@ void ox_buf_printf(OxBuf *b, const char *fmt, ...) {
 void ox_buf_put_quoted(OxBuf *b, const char *s) {
   ox_buf_putc(b, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    /* a run of characters that need no escape is copied at once */
+    const unsigned char *q = p;
+    while (*q >= 0x20 && *q != 0x7f && *q != '"' && *q != '\\') q++;
+    if (q != p) {
+      ox_buf_append(b, (const char *)p, (size_t)(q - p));
+      p = q;
+      if (!*p) break;
+    }
     switch (*p) {
     case '"': ox_buf_puts(b, "\\\""); break;
     case '\\': ox_buf_puts(b, "\\\\"); break;

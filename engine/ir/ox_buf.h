@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,10 +22,26 @@ typedef struct OxBuf {
 
 void ox_buf_init(OxBuf *b);
 void ox_buf_free(OxBuf *b);
-void ox_buf_reserve(OxBuf *b, size_t extra);
-void ox_buf_append(OxBuf *b, const char *s, size_t n);
-void ox_buf_puts(OxBuf *b, const char *s);
-void ox_buf_putc(OxBuf *b, char c);
+/* Grows the buffer for extra more bytes and the NUL (the slow path of ox_buf_reserve). */
+void ox_buf_grow(OxBuf *b, size_t extra);
+
+/* The appends are inline: writers call them per character and per token (a 100k-node trace is
+ * tens of millions of calls), and the common case is a capacity check and a copy. */
+static inline void ox_buf_reserve(OxBuf *b, size_t extra) {
+  if (b->len + extra + 1 > b->cap) ox_buf_grow(b, extra);
+}
+static inline void ox_buf_append(OxBuf *b, const char *s, size_t n) {
+  ox_buf_reserve(b, n);
+  if (n) memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+static inline void ox_buf_puts(OxBuf *b, const char *s) { ox_buf_append(b, s, strlen(s)); }
+static inline void ox_buf_putc(OxBuf *b, char c) {
+  ox_buf_reserve(b, 1);
+  b->data[b->len++] = c;
+  b->data[b->len] = 0;
+}
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
