@@ -16,6 +16,7 @@
 #include "ir/ox_buf.h"
 #include "ir/ox_graph.h"
 #include "load/ox_load.h"
+#include "load/ox_parse.h"
 #include "write/ox_write.h"
 
 /* ------------------------------------------------------------------ deep compare */
@@ -882,6 +883,126 @@ static void test_forward_order_cycles(void) {
 #undef DOC
 }
 
+/* One read of text with streaming on or off: status, every diagnostic as text, the document
+ * written again (when it loaded). */
+static char *read_summary(const char *text, size_t len, bool stream) {
+  ox_json_set_streaming(stream);
+  OxDiagList d;
+  ox_diags_init(&d, "doc.json");
+  OxDoc *doc = NULL;
+  int rc = ox_load_buffer(text, len, OX_FMT_JSON, NULL, &doc, &d);
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "rc=%d\n", rc);
+  for (size_t i = 0; i < d.n; i++) {
+    char *m = ox_diag_format(&d, &d.items[i]);
+    g_string_append_printf(s, "%s [node %s]\n", m, d.items[i].node ? d.items[i].node : "-");
+    free(m);
+  }
+  if (rc == 0) {
+    char *w = write_doc(doc);
+    g_string_append(s, w);
+    g_free(w);
+  }
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+  ox_json_set_streaming(true);
+  return g_string_free(s, FALSE);
+}
+
+static void assert_same_reads(const char *what, const char *text, size_t len, unsigned *streamed) {
+  unsigned long before = ox_json_streamed_reads();
+  char *a = read_summary(text, len, true);
+  if (ox_json_streamed_reads() != before) (*streamed)++;
+  char *b = read_summary(text, len, false);
+  if (strcmp(a, b) != 0) {
+    g_printerr("%s: the streamed read differs from the tree read\n--- streamed\n%.2000s\n--- tree\n%.2000s\n", what, a,
+               b);
+    g_test_fail();
+  }
+  g_free(a);
+  g_free(b);
+}
+
+/* The streamed read (one node at a time) gives what the tree read gives: the same status, the
+ * same diagnostics in the same order, the same document. Clean documents are streamed (the rich
+ * graph, the example, every corpus file as JSON); damaged ones (flipped bytes, cuts), forward
+ * references, unknown keys and repeated keys are read as a tree, with the same result. */
+static void test_streamed_equals_tree(void) {
+  unsigned streamed = 0, clean = 0;
+  OxDoc *doc = ox_doc_new(OX_FMT_JSON);
+  ox_doc_add_graph(doc, rich_graph());
+  char *text = write_doc(doc);
+  size_t len = strlen(text);
+  assert_same_reads("rich", text, len, &streamed);
+  clean++;
+  GRand *rnd = g_rand_new_with_seed(4321);
+  const char flips[] = "{}[]\",:0-e.tn\\ x\x00\xff";
+  for (int k = 0; k < 400; k++) {
+    char *t = g_memdup2(text, len + 1);
+    int nflip = g_rand_int_range(rnd, 1, 3);
+    for (int j = 0; j < nflip; j++) t[g_rand_int_range(rnd, 0, (gint32)len)] = flips[g_rand_int_range(rnd, 0, sizeof flips - 1)];
+    assert_same_reads("flipped", t, len, &streamed);
+    g_free(t);
+  }
+  for (size_t cut = len / 3; cut < len; cut += len / 7) assert_same_reads("cut", text, cut, &streamed);
+  g_rand_free(rnd);
+  /* a forward reference, an unknown key, a repeated key */
+  static const char fwd[] =
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"g\", \"nodes\": ["
+    "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"torch.relu\", \"args\": [{\"node\": \"x\"}], \"kwargs\": {}},"
+    "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"args\": [], \"kwargs\": {}},"
+    "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"y\"}], \"kwargs\": {}}]}]}\n";
+  static const char unknown[] =
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"extra\": 3, \"graphs\": [{\"name\": \"g\", \"nodes\": ["
+    "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"args\": [], \"kwargs\": {}, \"color\": 1},"
+    "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"x\"}], \"kwargs\": {}}]}]}\n";
+  static const char repeated[] =
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"g\", \"name\": \"h\", \"nodes\": ["
+    "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"args\": [], \"kwargs\": {}},"
+    "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"x\"}], \"kwargs\": {}}]}]}\n";
+  unsigned s0 = streamed;
+  assert_same_reads("forward", fwd, strlen(fwd), &streamed);
+  assert_same_reads("unknown", unknown, strlen(unknown), &streamed);
+  assert_same_reads("repeated", repeated, strlen(repeated), &streamed);
+  g_assert_cmpuint(streamed, ==, s0); /* none of them streams */
+  g_free(text);
+  ox_doc_free(doc);
+  /* the example and the corpus, as JSON */
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  g_autofree char *ex = g_build_filename(root ? root : ".", "data", "examples", "recsys-towers.txt", NULL);
+  GPtrArray *files = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(files, g_strdup(ex));
+  char *dir = test_corpus_dir();
+  GDir *gd = dir ? g_dir_open(dir, 0, NULL) : NULL;
+  const char *name;
+  while (gd && (name = g_dir_read_name(gd)))
+    if (g_str_has_suffix(name, ".txt")) g_ptr_array_add(files, g_build_filename(dir, name, NULL));
+  if (gd) g_dir_close(gd);
+  for (guint i = 0; i < files->len; i++) {
+    OxDiagList d;
+    ox_diags_init(&d, files->pdata[i]);
+    OxDoc *in = NULL;
+    if (ox_load_file(files->pdata[i], OX_FMT_UNKNOWN, NULL, &in, &d) == 0) {
+      char *j = write_doc(in);
+      unsigned before = streamed;
+      assert_same_reads(files->pdata[i], j, strlen(j), &streamed);
+      clean++;
+      if (streamed == before) {
+        g_printerr("%s: its JSON was not streamed\n", (const char *)files->pdata[i]);
+        g_test_fail();
+      }
+      g_free(j);
+    }
+    ox_doc_free(in);
+    ox_diags_clear(&d);
+  }
+  g_test_message("%u clean documents, %u streamed reads in all", clean, streamed);
+  g_assert_cmpuint(streamed, >=, clean);
+  if (!dir) g_test_message("corpus absent: example and generated documents only");
+  g_free(dir);
+  g_ptr_array_free(files, TRUE);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/json/exact-output", test_exact_output);
@@ -898,6 +1019,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/json/golden", test_golden);
   g_test_add_func("/engine/json/absurd-dims", test_absurd_dims);
   g_test_add_func("/engine/json/forward-order-cycles", test_forward_order_cycles);
+  g_test_add_func("/engine/json/streamed-equals-tree", test_streamed_equals_tree);
   for (int nn = 1; nn <= 29; nn++) {
     char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);
     g_test_add_data_func(p, GINT_TO_POINTER(nn), test_corpus_roundtrip);

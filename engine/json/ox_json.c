@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ox_mem.h"
 #include "json/ox_json_private.h"
 #include "run/ox_record.h"
 
@@ -883,6 +884,424 @@ static OxGraph *read_graph(Rd *r, json_object *o) {
 
 static const char *const root_keys[] = {"format", "version", "graphs", "record", NULL};
 
+/* ---- streaming: a well-formed document read one node at a time
+ *
+ * json-c's tree of a whole 100k-node document is ~8 KB per node (922 MB for a 43 MB file) and
+ * most of the read is spent allocating and freeing it. A document whose structure down to the
+ * nodes arrays scans cleanly is read instead with each member of the root and of each graph,
+ * and each node, parsed by json-c on its own and created and filled at once, into a scratch
+ * document; the same checks run on the same json-c values. Anything unusual on the way (not well
+ * formed, a duplicate key at these levels, a container of another type than expected, a
+ * reference to a later node, any diagnostic at all) abandons the scratch and the whole text is
+ * read as one tree, exactly as before: a document that is not clean gets the very same
+ * diagnostics, in the same order, and one with forward references the same graph. */
+
+typedef struct {
+  size_t ks, ke, vs, ve; /* key token (quotes included) and value spans */
+  char *key;             /* the key, unescaped */
+} Member;
+
+typedef struct {
+  Member *m;
+  size_t n, cap;
+} Members;
+
+typedef struct {
+  size_t s, e;
+} Span;
+
+typedef struct Stream {
+  Rd *r;
+  const char *t;
+  size_t len;
+  uint32_t max_depth;
+  json_tokener *tok[64]; /* one per nesting level used (depth limits differ) */
+} Stream;
+
+static void members_free(Members *ms) {
+  for (size_t i = 0; i < ms->n; i++) free(ms->m[i].key);
+  free(ms->m);
+  memset(ms, 0, sizeof *ms);
+}
+
+/* The value at t[s, e) parsed by json-c with `level` enclosing containers; NULL unless it parses
+ * exactly that span. (Strict json-c refuses a top-level value followed by anything but white
+ * space, so the span is given alone; a number, which only its next character ends, is ended by
+ * a second chunk of one space.) */
+static json_object *parse_span(Stream *st, size_t s, size_t e, unsigned level) {
+  if (level >= 64 || e > st->len || s >= e || level + 1 >= st->max_depth) return NULL;
+  if (!st->tok[level]) {
+    st->tok[level] = json_tokener_new_ex((int)(st->max_depth - level));
+    if (!st->tok[level]) return NULL;
+    json_tokener_set_flags(st->tok[level], JSON_TOKENER_STRICT);
+  }
+  json_tokener *tok = st->tok[level];
+  json_tokener_reset(tok);
+  json_object *o = json_tokener_parse_ex(tok, st->t + s, (int)(e - s));
+  if (!o && json_tokener_get_error(tok) == json_tokener_continue) {
+    o = json_tokener_parse_ex(tok, " ", 1);
+    return o && json_tokener_get_parse_end(tok) <= 1 ? o : (o ? (json_object_put(o), NULL) : NULL);
+  }
+  if (!o) return NULL;
+  if ((size_t)json_tokener_get_parse_end(tok) != e - s) {
+    json_object_put(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* The members of the object at t[i] (keys unescaped, values skipped, not checked); false when
+ * the object is not well formed at this level or repeats a key. *end: past its '}'. */
+static bool scan_members(Stream *st, size_t i, unsigned level, Members *out, size_t *end) {
+  const char *t = st->t;
+  size_t len = st->len;
+  if (i >= len || t[i] != '{') return false;
+  i = ox_json_skip_ws(t, len, i + 1);
+  if (i < len && t[i] == '}') {
+    *end = i + 1;
+    return true;
+  }
+  for (;;) {
+    if (i >= len || t[i] != '"') return false;
+    size_t ks = i, ke = ox_json_skip_string(t, len, i);
+    if (ke >= len) return false;
+    json_object *k = parse_span(st, ks, ke, level + 1);
+    if (!k || !json_object_is_type(k, json_type_string)) {
+      if (k) json_object_put(k);
+      return false;
+    }
+    char *key = strdup(json_object_get_string(k));
+    json_object_put(k);
+    if (!key) return false;
+    for (size_t j = 0; j < out->n; j++)
+      if (strcmp(out->m[j].key, key) == 0) {
+        free(key);
+        return false; /* json-c keeps the last of a repeated key: the tree read decides */
+      }
+    i = ox_json_skip_ws(t, len, ke);
+    if (i >= len || t[i] != ':') {
+      free(key);
+      return false;
+    }
+    i = ox_json_skip_ws(t, len, i + 1);
+    size_t vs = i, ve = ox_json_skip_value(t, len, i);
+    if (ve <= vs || ve >= len) {
+      free(key);
+      return false;
+    }
+    if (out->n == out->cap) {
+      out->cap = out->cap ? out->cap * 2 : 8;
+      out->m = ox_xrealloc(out->m, out->cap * sizeof *out->m);
+    }
+    out->m[out->n++] = (Member){ks, ke, vs, ve, key};
+    i = ox_json_skip_ws(t, len, ve);
+    if (i < len && t[i] == ',') {
+      i = ox_json_skip_ws(t, len, i + 1);
+      continue;
+    }
+    if (i < len && t[i] == '}') {
+      *end = i + 1;
+      return true;
+    }
+    return false;
+  }
+}
+
+/* The elements of the array at t[i] (skipped, not checked). */
+static bool scan_elements(Stream *st, size_t i, Span **out, size_t *n, size_t *end) {
+  const char *t = st->t;
+  size_t len = st->len, cap = 0;
+  *out = NULL;
+  *n = 0;
+  if (i >= len || t[i] != '[') return false;
+  i = ox_json_skip_ws(t, len, i + 1);
+  if (i < len && t[i] == ']') {
+    *end = i + 1;
+    return true;
+  }
+  for (;;) {
+    size_t s = i, e = ox_json_skip_value(t, len, i);
+    if (e <= s || e >= len) return false;
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 64;
+      *out = ox_xrealloc(*out, cap * sizeof **out);
+    }
+    (*out)[(*n)++] = (Span){s, e};
+    i = ox_json_skip_ws(t, len, e);
+    if (i < len && t[i] == ',') {
+      i = ox_json_skip_ws(t, len, i + 1);
+      continue;
+    }
+    if (i < len && t[i] == ']') {
+      *end = i + 1;
+      return true;
+    }
+    return false;
+  }
+}
+
+static const Member *member(const Members *ms, const char *key) {
+  for (size_t i = 0; i < ms->n; i++)
+    if (strcmp(ms->m[i].key, key) == 0) return &ms->m[i];
+  return NULL;
+}
+
+/* An object of the members other than `skip` (parsed one by one), in their order; NULL when one
+ * does not parse. */
+static json_object *partial_object(Stream *st, const Members *ms, const char *const *skip, unsigned level) {
+  json_object *o = json_object_new_object();
+  if (!o) return NULL;
+  for (size_t i = 0; i < ms->n; i++) {
+    bool skipped = false;
+    for (size_t k = 0; skip && skip[k]; k++) skipped |= strcmp(ms->m[i].key, skip[k]) == 0;
+    if (skipped) continue;
+    json_object *v = parse_span(st, ms->m[i].vs, ms->m[i].ve, level + 1);
+    if (!v) {
+      json_object_put(o);
+      return NULL;
+    }
+    json_object_object_add(o, ms->m[i].key, v);
+  }
+  return o;
+}
+
+enum { STREAM_OK = 0, STREAM_FALLBACK = 1 };
+
+/* read_graph on a graph object of the text; STREAM_FALLBACK when it is not what a streamed read
+ * takes (*out is then NULL). level: containers around the graph object. */
+static int read_graph_stream(Stream *st, size_t at, unsigned level, OxGraph **out) {
+  Rd *r = st->r;
+  *out = NULL;
+  Members ms = {0};
+  size_t end;
+  static const char *const big[] = {"nodes", "subgraphs", NULL};
+  if (!scan_members(st, at, level, &ms, &end)) {
+    members_free(&ms);
+    return STREAM_FALLBACK;
+  }
+  const Member *mn = member(&ms, "nodes"), *msub = member(&ms, "subgraphs");
+  if ((mn && st->t[mn->vs] != '[') || (msub && st->t[msub->vs] != '[')) {
+    members_free(&ms);
+    return STREAM_FALLBACK; /* "nodes must be an array": the tree read says it */
+  }
+  json_object *o = partial_object(st, &ms, big, level);
+  if (!o) {
+    members_free(&ms);
+    return STREAM_FALLBACK;
+  }
+  Span *nodes = NULL, *subs = NULL;
+  size_t n_nodes = 0, n_subs = 0, e2;
+  if ((mn && !scan_elements(st, mn->vs, &nodes, &n_nodes, &e2)) ||
+      (msub && !scan_elements(st, msub->vs, &subs, &n_subs, &e2))) {
+    free(nodes);
+    free(subs);
+    json_object_put(o);
+    members_free(&ms);
+    return STREAM_FALLBACK;
+  }
+  int rc = STREAM_OK;
+  OxGraph *g = ox_graph_new();
+  for (size_t i = 0; i < ms.n; i++) {
+    if (is_known(graph_keys, ms.m[i].key)) continue;
+    ox_json_path_push_key(r, ms.m[i].key);
+    ox_json_report(r, OX_SEV_WARNING, "unknown key '%.60s' in graph ignored", ms.m[i].key);
+    ox_json_path_pop(r);
+  }
+  json_object *v;
+  if (json_object_object_get_ex(o, "name", &v)) {
+    ox_json_path_push_key(r, "name");
+    const char *s = get_interned(r, g, v, "graph name");
+    if (s) g->name = s;
+    ox_json_path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "owner", &v)) {
+    ox_json_path_push_key(r, "owner");
+    g->sub_owner = get_interned(r, g, v, "owner");
+    ox_json_path_pop(r);
+  }
+  if (json_object_object_get_ex(o, "src_line", &v)) {
+    int64_t x;
+    ox_json_path_push_key(r, "src_line");
+    if (ox_json_get_range(r, v, "src_line", 0, UINT32_MAX, &x)) g->src_line = (uint32_t)x;
+    ox_json_path_pop(r);
+  }
+  if (!mn) {
+    ERR(r, "graph has no \"nodes\"");
+  } else {
+    ox_json_path_push_key(r, "nodes");
+    OxNodeId *ids = n_nodes ? calloc(n_nodes, sizeof *ids) : NULL;
+    if (n_nodes && !ids) {
+      ERR(r, "out of memory for %zu nodes", n_nodes);
+      n_nodes = 0;
+    }
+    ox_graph_reserve(g, (uint32_t)(n_nodes + 1));
+    /* one parse per node: created and filled at once, which is the tree read's result as long as
+     * every reference is to an earlier node and nothing is reported (the first diagnostic, such
+     * as a reference to a node further on, sends the document to the tree read) */
+    for (size_t i = 0; i < n_nodes && rc == STREAM_OK; i++) {
+      json_object *no = parse_span(st, nodes[i].s, nodes[i].e, level + 2);
+      if (!no) {
+        rc = STREAM_FALLBACK;
+        break;
+      }
+      ox_json_path_push_idx(r, i);
+      r->node_depth = r->depth;
+      r->node_name = NULL;
+      ids[i] = create_node(r, g, no);
+      if (ids[i] && !r->d->n) {
+        r->node_name = g->nodes[ids[i]].name;
+        fill_node(r, g, ids[i], no);
+      }
+      r->node_depth = 0;
+      ox_json_path_pop(r);
+      json_object_put(no);
+      if (r->d->n) rc = STREAM_FALLBACK;
+    }
+    if (rc == STREAM_OK && r->errors < MAX_ERRORS) check_order(r, g, ids, n_nodes);
+    free(ids);
+    ox_json_path_pop(r);
+  }
+  if (rc == STREAM_OK && msub) {
+    ox_json_path_push_key(r, "subgraphs");
+    for (size_t i = 0; i < n_subs && r->errors < MAX_ERRORS && rc == STREAM_OK; i++) {
+      if (st->t[subs[i].s] != '{') {
+        rc = STREAM_FALLBACK; /* "a graph must be an object" */
+        break;
+      }
+      ox_json_path_push_idx(r, i);
+      OxGraph *sub = NULL;
+      rc = read_graph_stream(st, subs[i].s, level + 2, &sub);
+      if (sub) ox_graph_add_subgraph(g, sub);
+      ox_json_path_pop(r);
+    }
+    ox_json_path_pop(r);
+  }
+  free(nodes);
+  free(subs);
+  json_object_put(o);
+  members_free(&ms);
+  if (rc != STREAM_OK) {
+    ox_graph_free(g);
+    return rc;
+  }
+  *out = g;
+  return STREAM_OK;
+}
+
+/* ox_json_read's body on a well-formed document, into doc and r->d (scratch); FALLBACK when the
+ * tree read must decide. */
+static int read_stream(Stream *st, OxDoc *doc) {
+  Rd *r = st->r;
+  const char *t = st->t;
+  size_t at = ox_json_skip_ws(t, st->len, r->start), end;
+  Members ms = {0};
+  static const char *const big[] = {"graphs", "record", NULL};
+  if (!scan_members(st, at, 0, &ms, &end) || ox_json_skip_ws(t, st->len, end) != st->len) {
+    members_free(&ms);
+    return STREAM_FALLBACK;
+  }
+  const Member *mg = member(&ms, "graphs"), *mr = member(&ms, "record");
+  json_object *root = partial_object(st, &ms, big, 0);
+  Span *graphs = NULL;
+  size_t n_graphs = 0, e2;
+  int rc = STREAM_OK;
+  if (!root || !mg || !scan_elements(st, mg->vs, &graphs, &n_graphs, &e2)) rc = STREAM_FALLBACK;
+  for (size_t i = 0; i < n_graphs && rc == STREAM_OK; i++)
+    if (t[graphs[i].s] != '{') rc = STREAM_FALLBACK;
+  json_object *v;
+  if (rc == STREAM_OK) {
+    /* the checks of ox_json_read, in its order; a document that fails them is read as a tree */
+    int64_t version = 0;
+    if (!json_object_object_get_ex(root, "format", &v) || !json_object_is_type(v, json_type_string) ||
+        strcmp(json_object_get_string(v), "optimus-fx") != 0 || !json_object_object_get_ex(root, "version", &v) ||
+        !json_object_is_type(v, json_type_int) || (version = json_object_get_int64(v)) != 1 || n_graphs == 0)
+      rc = STREAM_FALLBACK;
+  }
+  if (rc == STREAM_OK) {
+    for (size_t i = 0; i < ms.n; i++) {
+      if (is_known(root_keys, ms.m[i].key)) continue;
+      ox_json_path_push_key(r, ms.m[i].key);
+      ox_json_report(r, OX_SEV_WARNING, "unknown key '%.60s' ignored", ms.m[i].key);
+      ox_json_path_pop(r);
+    }
+    ox_json_path_push_key(r, "graphs");
+    for (size_t i = 0; i < n_graphs && r->errors < MAX_ERRORS && rc == STREAM_OK; i++) {
+      ox_json_path_push_idx(r, i);
+      OxGraph *g = NULL;
+      rc = read_graph_stream(st, graphs[i].s, 2, &g);
+      if (g) ox_doc_add_graph(doc, g);
+      ox_json_path_pop(r);
+    }
+    if (rc == STREAM_OK && r->errors >= MAX_ERRORS)
+      ox_diag_add(r->d, OX_SEV_ERROR, 0, 0, NULL, "too many errors (%u); stopped reading", r->errors);
+    ox_json_path_pop(r);
+  }
+  if (rc == STREAM_OK && mr && r->errors == 0) {
+    json_object *rec = parse_span(st, mr->vs, mr->ve, 1);
+    if (!rec) {
+      rc = STREAM_FALLBACK;
+    } else {
+      size_t before = r->d->n_errors;
+      if (ox_record_from_json(rec, &doc->record, r->d) != 0 && r->d->n_errors == before) ERR(r, "bad \"record\"");
+      json_object_put(rec);
+    }
+  }
+  if (r->d->n) rc = STREAM_FALLBACK; /* anything to say: the tree read says it, in its order */
+  free(graphs);
+  if (root) json_object_put(root);
+  members_free(&ms);
+  return rc;
+}
+
+/* Tries the streamed read; true when it read the document (graphs, record and diagnostics moved
+ * into doc and diags), false when the tree read must (nothing added). OX_JSON_NO_STREAM in the
+ * environment turns it off (tests compare both reads). */
+static int stream_off = -1; /* -1: not decided yet (the environment decides) */
+static unsigned long stream_reads;
+
+void ox_json_set_streaming(bool on) { __atomic_store_n(&stream_off, on ? 0 : 1, __ATOMIC_RELAXED); }
+unsigned long ox_json_streamed_reads(void) { return __atomic_load_n(&stream_reads, __ATOMIC_RELAXED); }
+
+bool ox_json_read_streamed(Rd *r, const char *text, size_t len, uint32_t max_depth, OxDoc *doc, OxDiagList *diags) {
+  int off = __atomic_load_n(&stream_off, __ATOMIC_RELAXED);
+  if (off < 0) {
+    off = getenv("OX_JSON_NO_STREAM") != NULL;
+    __atomic_store_n(&stream_off, off, __ATOMIC_RELAXED);
+  }
+  if (off || len > (size_t)INT_MAX || max_depth < 8) return false;
+  OxDiagList scratch;
+  ox_diags_init(&scratch, diags->file);
+  r->text = text;
+  r->len = len;
+  r->d = &scratch;
+  if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) r->start = 3;
+  Stream st = {r, text, len, max_depth > INT_MAX ? INT_MAX : max_depth, {0}};
+  OxDoc *sd = ox_doc_new(doc->format);
+  int rc = read_stream(&st, sd);
+  for (int i = 0; i < 64; i++)
+    if (st.tok[i]) json_tokener_free(st.tok[i]);
+  if (rc != STREAM_OK) {
+    ox_doc_free(sd);
+    ox_diags_clear(&scratch);
+    return false;
+  }
+  for (uint32_t i = 0; i < sd->n_graphs; i++) ox_doc_add_graph(doc, sd->graphs[i]);
+  sd->n_graphs = 0;
+  if (sd->record) {
+    doc->record = sd->record;
+    sd->record = NULL;
+  }
+  ox_doc_free(sd);
+  for (size_t i = 0; i < scratch.n; i++) {
+    const OxDiag *x = &scratch.items[i];
+    ox_diag_add(diags, x->sev, x->line, x->col, x->snippet, "%s", x->msg);
+    diags->items[diags->n - 1].node = x->node;
+  }
+  ox_diags_clear(&scratch);
+  __atomic_add_fetch(&stream_reads, 1, __ATOMIC_RELAXED);
+  return true;
+}
+
 /* Parses the whole text into a json-c tree: a BOM is skipped, depth limited, trailing text
  * refused, syntax errors located. NULL with diagnostics on failure. */
 json_object *ox_json_parse_root(Rd *r, const char *text, size_t len, uint32_t max_depth, OxDiagList *diags) {
@@ -942,6 +1361,12 @@ int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *
   }
   size_t errors_before = diags->n_errors;
   uint32_t max_depth = opt && opt->max_depth ? opt->max_depth : 256;
+  if (ox_json_read_streamed(r, text, len, max_depth, doc, diags)) {
+    free(r);
+    if (diags->n_errors > errors_before) return -1;
+    return doc->n_graphs ? 0 : -1;
+  }
+  memset(r, 0, sizeof *r);
   json_object *root = ox_json_parse_root(r, text, len, max_depth, diags);
   if (!root) {
     free(r);

@@ -18,6 +18,7 @@
 #include "ir/ox_buf.h"
 #include "ir/ox_diag.h"
 #include "ir/ox_graph.h"
+#include "load/ox_doc.h"
 
 /* One step of the path from the root to the value being read. */
 typedef struct {
@@ -72,6 +73,7 @@ bool ox_json_expect_type(Rd *r, json_object *o, json_type t, const char *what);
 bool ox_json_read_items(Ctx *c, json_object *arr, OxValueKind kind, OxValue *out);
 bool ox_json_read_value(Ctx *c, json_object *o, OxValue *out);
 bool ox_json_read_meta(Rd *r, OxGraph *g, json_object *o, OxMeta *m);
+bool ox_json_read_streamed(Rd *r, const char *text, size_t len, uint32_t max_depth, OxDoc *doc, OxDiagList *diags);
 json_object *ox_json_parse_root(Rd *r, const char *text, size_t len, uint32_t max_depth, OxDiagList *diags);
 
 #endif

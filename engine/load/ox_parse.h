@@ -20,6 +20,12 @@ extern "C" {
 int ox_parse_fx_text(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags);
 int ox_parse_fx_readable(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags);
 int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags);
+/* A clean document is read one node at a time (json/ox_json.c, "streaming"), anything else as
+ * one json-c tree with the same result. For tests that compare the two: streaming on or off
+ * (default on; OX_JSON_NO_STREAM in the environment turns it off), and the number of documents
+ * read streamed so far in this process. */
+void ox_json_set_streaming(bool on);
+unsigned long ox_json_streamed_reads(void);
 
 /* Parses a tensor annotation as print(graph) writes it ("f32[8, 16]", "f32[8, 16][16, 1]cuda:0",
  * "Sym(s0)") into m, its arrays in g (shared, read-only: ox_graph_meta_intern). False if s is
