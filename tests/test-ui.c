@@ -1613,6 +1613,17 @@ static void test_diff_graph(void) {
   ox_graph_diff(ox_document_get_graph(d), b->graphs[0], &gd);
   g_assert_cmpuint(gd.n_changed + gd.n_added + gd.n_removed, ==, 0);
   ox_graph_diff_free(&gd);
+  /* asked while the graph, opened without a trace, is still being optimized (optimus-debugger
+   * GRAPH --diff B): the optimization stops and the diff opens when the document is idle */
+  OxWindow *w2 = new_window();
+  g_assert_true(ox_window_open(w2, graph, NULL));
+  g_assert_true(ox_document_get_busy(ox_window_get_document(w2)));
+  g_assert_true(ox_window_diff_open(w2, out, &err));
+  g_assert_no_error(err);
+  g_assert_true(wait_until(cond_diff_trace, w2, 60000));
+  g_assert_cmpuint(ox_document_get_trace(ox_window_get_document(w2))->n_steps, ==, t->n_steps);
+  gtk_window_destroy(GTK_WINDOW(w2));
+  drain();
   /* a file that is not a graph */
   g_assert_false(ox_window_diff_open(w, "/nonexistent/graph.txt", &err));
   g_assert_nonnull(err);

@@ -380,14 +380,23 @@ gboolean ox_window_diff_open(OxWindow *self, const char *path_b, GError **error)
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot make %s", dir);
     else if (!ox_write_file_atomic(file, buf.data, buf.len, err, sizeof err))
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
-    else
-      ok = ox_window_open_trace_file(self, file);
-    if (ok) {
-      g_free(self->note);
-      self->note = g_strdup_printf("diff to %s: %u region%s, %u added, %u removed, %u changed", bb, d.n_regions,
-                                   d.n_regions == 1 ? "" : "s", d.n_added, d.n_removed, d.n_changed);
-      ox_window_update_status(self);
-    } else if (error && !*error) {
+    else {
+      /* a document still optimizing (a graph opened without a trace) is stopped first; the
+       * trace opens when it is idle */
+      g_free(self->pending_trace);
+      g_free(self->pending_note);
+      self->pending_trace = g_strdup(file);
+      self->pending_note = g_strdup_printf("diff to %s: %u region%s, %u added, %u removed, %u changed", bb,
+                                           d.n_regions, d.n_regions == 1 ? "" : "s", d.n_added, d.n_removed,
+                                           d.n_changed);
+      ok = TRUE;
+      if (ox_document_get_busy(self->doc)) {
+        if (self->optimize) g_cancellable_cancel(self->optimize);
+      } else {
+        ok = ox_window_open_pending_trace_now(self);
+      }
+    }
+    if (!ok && error && !*error) {
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", ox_window_get_last_error(self));
     }
     ox_buf_free(&buf);
@@ -402,6 +411,25 @@ gboolean ox_window_diff_open(OxWindow *self, const char *path_b, GError **error)
   ox_diags_clear(&dl);
   ox_doc_free(db);
   return ok;
+}
+
+gboolean ox_window_open_pending_trace_now(OxWindow *self) {
+  char *file = g_steal_pointer(&self->pending_trace), *note = g_steal_pointer(&self->pending_note);
+  gboolean ok = file && ox_window_open_trace_file(self, file);
+  if (ok) {
+    g_free(self->note);
+    self->note = g_steal_pointer(&note);
+    ox_window_update_status(self);
+  }
+  g_free(note);
+  g_free(file);
+  return ok;
+}
+
+void ox_window_open_pending_trace(OxWindow *self) {
+  if (!self->pending_trace || ox_document_get_busy(self->doc)) return;
+  if (!ox_window_open_pending_trace_now(self) && ox_window_get_last_error(self) == NULL)
+    ox_window_show_error(self, "Cannot show the diff", "its trace could not be opened");
 }
 
 static void on_diff_response(GtkNativeDialog *d, int response, OxWindow *self) {
@@ -444,6 +472,8 @@ void ox_window_compare_dispose(OxWindow *self) {
 }
 
 void ox_window_compare_finalize(OxWindow *self) {
+  g_clear_pointer(&self->pending_trace, g_free);
+  g_clear_pointer(&self->pending_note, g_free);
   g_clear_pointer(&self->cmp_marks, g_hash_table_destroy);
   if (self->cmp_text) g_string_free(self->cmp_text, TRUE);
   self->cmp_text = NULL;

@@ -98,6 +98,7 @@ struct _OxWindow {
   guint cmp_last_pa;
   GHashTable *cmp_marks;            /* position of A -> OX_WHATIF_MARK_ONLY / _DIFFERS */
   GString *cmp_text;
+  char *pending_trace, *pending_note; /* a diff's trace to open once the document is idle */
 };
 /* The panels' width when the window opens, and the least they can be dragged to. */
 enum { OX_WINDOW_PANEL_WIDTH = 380, OX_WINDOW_PANEL_MIN_WIDTH = 300 };
@@ -164,6 +165,8 @@ void ox_window_compare_finalize(OxWindow *self);
 void ox_window_compare_refresh(OxWindow *self);
 void ox_window_compare_dialog(OxWindow *self);
 void ox_window_diff_dialog(OxWindow *self);
+void ox_window_open_pending_trace(OxWindow *self); /* the document became idle */
+gboolean ox_window_open_pending_trace_now(OxWindow *self);
 gboolean ox_window_compare_goto_b(OxWindow *self, guint position);
 guint ox_window_compare_mark(OxWindow *self, guint position);
 

@@ -419,6 +419,13 @@ static void on_doc_frame_changed(OxWindow *self) {
   ox_window_update_actions(self);
 }
 
+static gboolean open_pending_idle(gpointer data) {
+  OxWindow *self = data;
+  if (self->doc) ox_window_open_pending_trace(self);
+  g_object_unref(self);
+  return G_SOURCE_REMOVE;
+}
+
 static void on_doc_notify(OxDocument *doc, GParamSpec *ps, OxWindow *self) {
   (void)doc;
   const char *name = g_param_spec_get_name(ps);
@@ -436,6 +443,7 @@ static void on_doc_notify(OxDocument *doc, GParamSpec *ps, OxWindow *self) {
   if (!strcmp(name, "busy")) {
     gboolean busy = ox_document_get_busy(self->doc);
     gtk_revealer_set_reveal_child(GTK_REVEALER(self->progress_revealer), busy);
+    if (!busy && self->pending_trace) g_idle_add(open_pending_idle, g_object_ref(self)); /* not inside the notify */
   }
   if (!strcmp(name, "progress"))
     gtk_progress_bar_set_fraction(GTK_PROGRESS_BAR(self->progress_bar), ox_document_get_progress(self->doc));
