@@ -804,17 +804,9 @@ static void check_order(Rd *r, OxGraph *g, const OxNodeId *ids, size_t cnt) {
   }
 }
 
-static OxGraph *read_graph(Rd *r, json_object *o) {
-  if (!ox_json_expect_type(r, o, json_type_object, "a graph")) return NULL;
-  OxGraph *g = ox_graph_new();
+/* A graph's name, owner and source line (the members other than nodes and subgraphs). */
+static void read_graph_header(Rd *r, OxGraph *g, json_object *o) {
   json_object *v;
-  json_object_object_foreach(o, k, kv) {
-    (void)kv;
-    if (is_known(graph_keys, k)) continue;
-    ox_json_path_push_key(r, k);
-    ox_json_report(r, OX_SEV_WARNING, "unknown key '%.60s' in graph ignored", k);
-    ox_json_path_pop(r);
-  }
   if (json_object_object_get_ex(o, "name", &v)) {
     ox_json_path_push_key(r, "name");
     const char *s = get_interned(r, g, v, "graph name");
@@ -832,6 +824,20 @@ static OxGraph *read_graph(Rd *r, json_object *o) {
     if (ox_json_get_range(r, v, "src_line", 0, UINT32_MAX, &x)) g->src_line = (uint32_t)x;
     ox_json_path_pop(r);
   }
+}
+
+static OxGraph *read_graph(Rd *r, json_object *o) {
+  if (!ox_json_expect_type(r, o, json_type_object, "a graph")) return NULL;
+  OxGraph *g = ox_graph_new();
+  json_object *v;
+  json_object_object_foreach(o, k, kv) {
+    (void)kv;
+    if (is_known(graph_keys, k)) continue;
+    ox_json_path_push_key(r, k);
+    ox_json_report(r, OX_SEV_WARNING, "unknown key '%.60s' in graph ignored", k);
+    ox_json_path_pop(r);
+  }
+  read_graph_header(r, g, o);
   if (!json_object_object_get_ex(o, "nodes", &v)) {
     ERR(r, "graph has no \"nodes\"");
   } else {
@@ -1107,24 +1113,7 @@ static int read_graph_stream(Stream *st, size_t at, unsigned level, OxGraph **ou
     ox_json_report(r, OX_SEV_WARNING, "unknown key '%.60s' in graph ignored", ms.m[i].key);
     ox_json_path_pop(r);
   }
-  json_object *v;
-  if (json_object_object_get_ex(o, "name", &v)) {
-    ox_json_path_push_key(r, "name");
-    const char *s = get_interned(r, g, v, "graph name");
-    if (s) g->name = s;
-    ox_json_path_pop(r);
-  }
-  if (json_object_object_get_ex(o, "owner", &v)) {
-    ox_json_path_push_key(r, "owner");
-    g->sub_owner = get_interned(r, g, v, "owner");
-    ox_json_path_pop(r);
-  }
-  if (json_object_object_get_ex(o, "src_line", &v)) {
-    int64_t x;
-    ox_json_path_push_key(r, "src_line");
-    if (ox_json_get_range(r, v, "src_line", 0, UINT32_MAX, &x)) g->src_line = (uint32_t)x;
-    ox_json_path_pop(r);
-  }
+  read_graph_header(r, g, o);
   if (!mn) {
     ERR(r, "graph has no \"nodes\"");
   } else {

@@ -333,99 +333,67 @@ static void fmt_num(char *buf, size_t cap, double v) {
     snprintf(buf, cap, "%.9g", v);
 }
 
+/* One element of a floating-point comparison: the error statistics, and whether it is within
+ * atol (already scaled) + rtol * |want|; NaN equals NaN, an infinity only itself. */
+static inline bool close_enough(double gv, double wv, double atol, double rtol, OxCompare *res) {
+  if (isnan(wv) || isnan(gv)) return isnan(wv) && isnan(gv);
+  if (isinf(wv) || isinf(gv)) return gv == wv;
+  double d = fabs(gv - wv);
+  if (d > res->max_abs) res->max_abs = d;
+  if (wv != 0.0 && d / fabs(wv) > res->max_rel) res->max_rel = d / fabs(wv);
+  return d <= atol + rtol * fabs(wv);
+}
+
+static void note_bad(OxCompare *res, int64_t i, double gv, double wv) {
+  if (res->first_bad < 0) {
+    char a[64], b[64];
+    res->first_bad = i;
+    fmt_num(a, sizeof a, gv);
+    fmt_num(b, sizeof b, wv);
+    snprintf(res->why, sizeof res->why, "element %lld: %s vs %s", (long long)i, a, b);
+  }
+  res->n_bad++;
+}
+
 bool ox_tensor_compare(const OxTensor *got, const OxTensor *want, const OxTolerance *tol, OxCompare *res) {
   memset(res, 0, sizeof *res);
   res->first_bad = -1;
   res->tol = tol ? *tol : ox_tolerance_for(want->dtype);
-  char a[64], b[64];
   if (got->dtype != want->dtype || !ox_tensor_same_shape(got, want)) {
+    char a[64], b[64];
     ox_tensor_describe(got, a, sizeof a);
     ox_tensor_describe(want, b, sizeof b);
     snprintf(res->why, sizeof res->why, "%s %s vs %s", got->dtype != want->dtype ? "dtype" : "shape", a, b);
     res->n_bad = 1;
     return false;
   }
+  /* f32 (the common case) without a per-element dtype switch; got has want's dtype */
+  bool f32 = ox_dtype_storage(want->dtype) == OX_ST_F32;
+  const float *gf = got->data.f, *wf = want->data.f;
   double scale = 0.0;
-  bool f32 = ox_dtype_storage(want->dtype) == OX_ST_F32; /* got has the same dtype */
-  if (f32) {
-    const float *wf = want->data.f;
-    for (int64_t i = 0; i < want->numel; i++) {
-      double w = fabs((double)wf[i]);
-      if (isfinite(w) && w > scale) scale = w;
-    }
-  } else {
-    for (int64_t i = 0; i < want->numel; i++) {
-      double w = fabs(ox_tensor_get(want, i));
-      if (isfinite(w) && w > scale) scale = w;
-    }
+  for (int64_t i = 0; i < want->numel; i++) {
+    double w = fabs(f32 ? (double)wf[i] : ox_tensor_get(want, i));
+    if (isfinite(w) && w > scale) scale = w;
   }
   if (scale == 0.0) scale = 1.0;
   res->scale = scale;
+  double atol = res->tol.atol * scale, rtol = res->tol.rtol;
   if (f32) {
-    /* the loop below without its per-element dispatch (same arithmetic, same verdict) */
-    const float *gf = got->data.f, *wf = want->data.f;
-    double atol = res->tol.atol * scale, rtol = res->tol.rtol;
+    for (int64_t i = 0; i < want->numel; i++)
+      if (!close_enough((double)gf[i], (double)wf[i], atol, rtol, res)) note_bad(res, i, (double)gf[i], (double)wf[i]);
+  } else if (res->tol.atol == 0.0 && res->tol.rtol == 0.0 && ox_dtype_storage(want->dtype) != OX_ST_F64) {
+    /* integers and bools: exact */
     for (int64_t i = 0; i < want->numel; i++) {
-      double gv = (double)gf[i], wv = (double)wf[i];
-      bool ok;
-      if (isnan(wv) || isnan(gv)) {
-        ok = isnan(wv) && isnan(gv);
-      } else if (isinf(wv) || isinf(gv)) {
-        ok = gv == wv;
-      } else {
-        double d = fabs(gv - wv);
-        if (d > res->max_abs) res->max_abs = d;
-        if (wv != 0.0 && d / fabs(wv) > res->max_rel) res->max_rel = d / fabs(wv);
-        ok = d <= atol + rtol * fabs(wv);
-      }
-      if (!ok) {
-        if (res->first_bad < 0) {
-          res->first_bad = i;
-          fmt_num(a, sizeof a, gv);
-          fmt_num(b, sizeof b, wv);
-          snprintf(res->why, sizeof res->why, "element %lld: %s vs %s", (long long)i, a, b);
-        }
-        res->n_bad++;
-      }
-    }
-    res->pass = res->n_bad == 0;
-    return res->pass;
-  }
-  bool exact = res->tol.atol == 0.0 && res->tol.rtol == 0.0 &&
-               ox_dtype_storage(want->dtype) != OX_ST_F32 && ox_dtype_storage(want->dtype) != OX_ST_F64;
-  for (int64_t i = 0; i < want->numel; i++) {
-    bool ok;
-    double gv, wv;
-    if (exact) {
       int64_t gi = ox_tensor_get_i64(got, i), wi = ox_tensor_get_i64(want, i);
-      gv = (double)gi;
-      wv = (double)wi;
-      ok = gi == wi;
-      double d = fabs(gv - wv);
+      double gv = (double)gi, wv = (double)wi, d = fabs(gv - wv);
       if (d > res->max_abs) res->max_abs = d;
       if (wv != 0.0 && d / fabs(wv) > res->max_rel) res->max_rel = d / fabs(wv);
-    } else {
-      gv = ox_tensor_get(got, i);
-      wv = ox_tensor_get(want, i);
-      if (isnan(wv) || isnan(gv)) {
-        ok = isnan(wv) && isnan(gv);
-      } else if (isinf(wv) || isinf(gv)) {
-        ok = gv == wv;
-      } else {
-        double d = fabs(gv - wv);
-        if (d > res->max_abs) res->max_abs = d;
-        if (wv != 0.0 && d / fabs(wv) > res->max_rel) res->max_rel = d / fabs(wv);
-        ok = d <= res->tol.atol * scale + res->tol.rtol * fabs(wv);
-      }
+      if (gi != wi) note_bad(res, i, gv, wv);
     }
-    if (!ok) {
-      if (res->first_bad < 0) {
-        res->first_bad = i;
-        fmt_num(a, sizeof a, gv);
-        fmt_num(b, sizeof b, wv);
-        snprintf(res->why, sizeof res->why, "element %lld: %s vs %s", (long long)i, a, b);
-      }
-      res->n_bad++;
+  } else {
+    for (int64_t i = 0; i < want->numel; i++) {
+      double gv = ox_tensor_get(got, i), wv = ox_tensor_get(want, i);
+      if (!close_enough(gv, wv, atol, rtol, res)) note_bad(res, i, gv, wv);
     }
   }
   res->pass = res->n_bad == 0;
