@@ -41,12 +41,21 @@ xpid=$!
 trap 'kill $apid $xpid 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
 sleep 1
 export DISPLAY=$disp GTK_A11Y=none GSK_RENDERER=cairo
-"$build/app/optimus-debugger" "$graph" "$trace" >"$tmp/app.log" 2>&1 &
-apid=$!
-sleep 4
-win=$(xdotool search --sync --name "Optimus Debugger" | head -1)
-xdotool windowsize "$win" 1320 840 windowmove "$win" 0 0
-sleep 1
+apid=
+# launch SECONDS LOG ARGS...: the debugger (the previous one closed) with ARGS, given SECONDS to
+# open, its window placed at the screen's corner at the screenshots' size
+launch() {
+  local secs=$1 log=$2
+  shift 2
+  if [ -n "$apid" ]; then kill "$apid" 2>/dev/null || true; sleep 0.5; fi
+  "$build/app/optimus-debugger" "$@" >"$tmp/$log" 2>&1 &
+  apid=$!
+  sleep "$secs"
+  win=$(xdotool search --sync --name "Optimus Debugger" | head -1)
+  xdotool windowsize "$win" 1320 840 windowmove "$win" 0 0
+  sleep 1
+}
+launch 4 app.log "$graph" "$trace"
 shot() { sleep 1.2; import -window root -crop 1320x840+0+0 "$out/$1.png"; echo "wrote docs/screenshots/$1.png"; }
 key() { xdotool key "$@"; sleep 0.25; }
 # focus the canvas (click on an empty corner: selects nothing)
@@ -96,16 +105,9 @@ key ctrl+Return
 sleep 3
 shot whatif
 # 6. compare: this run beside one with batch_linear.min_fuse_set_size=3, stepping together
-kill $apid 2>/dev/null || true
-sleep 0.5
 "$build/app/optimus" optimize "$graph" -o "$tmp/b.txt" --trace "$tmp/b.trace.json" \
   --option batch_linear.min_fuse_set_size=3 >/dev/null 2>&1
-"$build/app/optimus-debugger" "$graph" "$trace" --compare "$tmp/b.trace.json" >"$tmp/app-compare.log" 2>&1 &
-apid=$!
-sleep 4
-win=$(xdotool search --sync --name "Optimus Debugger" | head -1)
-xdotool windowsize "$win" 1320 840 windowmove "$win" 0 0
-sleep 1
+launch 4 app-compare.log "$graph" "$trace" --compare "$tmp/b.trace.json"
 xdotool mousemove 700 300 click 1
 sleep 0.3
 for i in 1 2 3 4; do key n; done
@@ -113,18 +115,11 @@ key m
 shot compare
 # 7. a large graph whose names carry no module path (100k nodes, gen-recsys --shape flat): the
 # overview of clusters it opens in, then the focus view of a step
-kill $apid 2>/dev/null || true
-sleep 0.5
 big=$tmp/flat-100k.txt
 "$build/tools/gen-recsys" --nodes 100000 --shape flat --seed 2 -o "$big" >/dev/null
 "$build/app/optimus" optimize "$big" -o "$tmp/flat-100k.opt.json" --trace "$tmp/flat-100k.trace.json" \
   --checks structure,shape >/dev/null
-"$build/app/optimus-debugger" "$big" "$tmp/flat-100k.trace.json" >"$tmp/app-large.log" 2>&1 &
-apid=$!
-sleep 12
-win=$(xdotool search --sync --name "Optimus Debugger" | head -1)
-xdotool windowsize "$win" 1320 840 windowmove "$win" 0 0
-sleep 1
+launch 12 app-large.log "$big" "$tmp/flat-100k.trace.json"
 xdotool mousemove 700 130 click 1
 sleep 0.3
 key o

@@ -461,6 +461,18 @@ OxRtValue *ox_rt_ref(OxRtValue *v) {
   return v;
 }
 
+void ox_rt_flatten(const OxRtValue *v, OxRtFlat *f) {
+  if (v && (v->kind == OX_RT_TUPLE || v->kind == OX_RT_LIST)) {
+    for (uint32_t i = 0; i < v->n; i++) ox_rt_flatten(v->u.items[i], f);
+    return;
+  }
+  if (f->n == f->cap) {
+    f->cap = f->cap ? 2 * f->cap : 8;
+    f->v = ox_xrealloc(f->v, f->cap * sizeof *f->v);
+  }
+  f->v[f->n++] = v;
+}
+
 void ox_rt_unref(OxRtValue *v) {
   if (!v || --v->refs > 0) return;
   switch (v->kind) {

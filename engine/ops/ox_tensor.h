@@ -186,6 +186,13 @@ void ox_rt_unref(OxRtValue *v);      /* NULL is a no-op */
 const char *ox_rt_kind_name(OxRtKind k);
 bool ox_rt_is_scalar(const OxRtValue *v); /* INT, FLOAT or BOOL */
 double ox_rt_scalar(const OxRtValue *v);  /* numeric value of a scalar */
+/* The leaves of a value, nested tuples and lists flattened in order (a graph's outputs as
+ * recorded or compared): appended to v[0..n), borrowed; free(f.v) when done. */
+typedef struct OxRtFlat {
+  const OxRtValue **v;
+  uint32_t n, cap;
+} OxRtFlat;
+void ox_rt_flatten(const OxRtValue *v, OxRtFlat *f);
 
 #ifdef __cplusplus
 }

@@ -11,23 +11,6 @@
 #include "ir/ox_mem.h"
 #include "ops/ox_interp.h"
 
-typedef struct Flat {
-  const OxRtValue **v;
-  uint32_t n, cap;
-} Flat;
-
-static void flatten(const OxRtValue *v, Flat *f) {
-  if (v && (v->kind == OX_RT_TUPLE || v->kind == OX_RT_LIST)) {
-    for (uint32_t i = 0; i < v->n; i++) flatten(v->u.items[i], f);
-    return;
-  }
-  if (f->n == f->cap) {
-    f->cap = f->cap ? 2 * f->cap : 8;
-    f->v = ox_xrealloc(f->v, f->cap * sizeof *f->v);
-  }
-  f->v[f->n++] = v;
-}
-
 /* Runs g; returns its interpreter (caller frees) or NULL with err. */
 static OxInterp *run(const OxGraph *g, const OxRecord *rec, uint64_t seed, char *err, size_t errcap) {
   if (!ox_graph_output(g)) {
@@ -80,9 +63,9 @@ int ox_equiv_outputs(const OxGraph *ref, const OxGraph *g, const OxRecord *rec, 
     ox_interp_free(a);
     return 0;
   }
-  Flat fa = {0}, fb = {0};
-  flatten(ox_interp_value(a, ox_graph_output(ref)), &fa);
-  flatten(ox_interp_value(b, ox_graph_output(g)), &fb);
+  OxRtFlat fa = {0}, fb = {0};
+  ox_rt_flatten(ox_interp_value(a, ox_graph_output(ref)), &fa);
+  ox_rt_flatten(ox_interp_value(b, ox_graph_output(g)), &fb);
   rep->n_outputs = fa.n;
   rep->pass = fa.n == fb.n;
   if (!rep->pass) snprintf(rep->why, sizeof rep->why, "%u outputs where the original has %u", fb.n, fa.n);

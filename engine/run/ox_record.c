@@ -371,23 +371,6 @@ int ox_record_apply(const OxRecord *r, const OxGraph *g, struct OxInterp *in, ch
   return 0;
 }
 
-typedef struct Flat {
-  const OxRtValue **v;
-  uint32_t n, cap;
-} Flat;
-
-static void flatten(const OxRtValue *v, Flat *f) {
-  if (v && (v->kind == OX_RT_TUPLE || v->kind == OX_RT_LIST)) {
-    for (uint32_t i = 0; i < v->n; i++) flatten(v->u.items[i], f);
-    return;
-  }
-  if (f->n == f->cap) {
-    f->cap = f->cap ? 2 * f->cap : 8;
-    f->v = ox_xrealloc(f->v, f->cap * sizeof *f->v);
-  }
-  f->v[f->n++] = v;
-}
-
 void ox_verify_report_clear(OxVerifyReport *rep) {
   if (!rep) return;
   free(rep->outputs);
@@ -458,8 +441,8 @@ int ox_verify_record(const OxDoc *doc, uint32_t graph_index, OxVerifyReport *rep
     ox_interp_free(in);
     return -1;
   }
-  Flat f = {0};
-  flatten(ox_interp_value(in, out_id), &f);
+  OxRtFlat f = {0};
+  ox_rt_flatten(ox_interp_value(in, out_id), &f);
   rep->n_outputs = r->n_outputs;
   rep->n_produced = f.n;
   rep->outputs = ox_xcalloc(r->n_outputs ? r->n_outputs : 1, sizeof *rep->outputs);

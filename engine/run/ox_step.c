@@ -718,12 +718,13 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
 
 /* A vetoed step (what-if): nothing of it is kept; the attempt is recorded as rejected with the
  * veto's text and the nodes the pass matched. */
-static bool commit_vetoed(OxPassCtx *c) {
-  const OxStepVeto *v = c->vetoed;
-  c->vetoed = NULL;
+/* Rolls the open step back and, when record (and there is a trace), records it as rejected
+ * under the step's pass, rule, anchor, key and matched nodes; returns that record (the caller
+ * sets its reason) or NULL. */
+static OxStep *rollback_as_rejected(OxPassCtx *c, bool record) {
   ox_graph_txn_rollback(c->g);
   c->in_step = false;
-  if (!c->trace) return false;
+  if (!c->trace || !record) return NULL;
   OxStep *s = ox_trace_add_step(c->trace, OX_STEP_REJECTED);
   s->pass = c->staged.pass;
   s->phase = c->staged.phase;
@@ -732,30 +733,28 @@ static bool commit_vetoed(OxPassCtx *c) {
   s->key = c->staged.key;
   s->matched = names_of(c, c->g, c->matched_ids, c->n_matched_ids);
   s->n_matched = c->n_matched_ids;
+  s->seconds = now_s() - c->t_start;
+  return s;
+}
+
+static bool commit_vetoed(OxPassCtx *c) {
+  const OxStepVeto *v = c->vetoed;
+  c->vetoed = NULL;
+  OxStep *s = rollback_as_rejected(c, true); /* the what-if compares these: always recorded */
+  if (!s) return false;
   const char *why = v->why ? v->why : "skipped by the what-if";
   s->reason = ox_reason_nodes(c, OX_REASON_OTHER, &why, 1, NULL);
-  s->seconds = now_s() - c->t_start;
   return false;
 }
 
 /* A step the payoff guard refuses: rolled back, recorded as rejected with reason PAYOFF and
  * the cost estimate that decided it. */
 static bool commit_payoff(OxPassCtx *c, const char *what, const char *why) {
-  ox_graph_txn_rollback(c->g);
-  c->in_step = false;
-  if (!c->trace || !c->record_rejections) return false;
-  OxStep *s = ox_trace_add_step(c->trace, OX_STEP_REJECTED);
-  s->pass = c->staged.pass;
-  s->phase = c->staged.phase;
-  s->rule = c->staged.rule;
-  s->anchor = c->staged.anchor;
-  s->key = c->staged.key;
-  s->matched = names_of(c, c->g, c->matched_ids, c->n_matched_ids);
-  s->n_matched = c->n_matched_ids;
+  OxStep *s = rollback_as_rejected(c, c->record_rejections);
+  if (!s) return false;
   s->cost = c->staged.cost;
   const char *args[2] = {what, why};
   s->reason = ox_reason_nodes(c, OX_REASON_PAYOFF, args, 2, NULL);
-  s->seconds = now_s() - c->t_start;
   return false;
 }
 
