@@ -169,23 +169,6 @@ static void put_text(OxBuf *b, const Side *a, const Side *bs, const OxGraphDiff 
 
 /* ------------------------------------------------------------------ drawing */
 
-typedef struct Remap {
-  const OxGraphDiff *d;
-  const OxNodeId *copy_of; /* A id -> its copy in the union graph (removed nodes) */
-} Remap;
-
-/* Node references of a value copied from A into the union graph: a matched node becomes its B
- * counterpart, a removed one its copy. */
-static void remap_value(OxValue *v, const Remap *m) {
-  if (v->kind == OX_V_NODE) {
-    OxNodeId a = v->u.node;
-    v->u.node = m->d->a_to_b[a] ? m->d->a_to_b[a] : m->copy_of[a];
-    return;
-  }
-  if (v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE)
-    for (uint32_t i = 0; i < v->n; i++) remap_value(&v->u.items[i], m);
-}
-
 static int write_pseudo_trace(const CliOpts *o, const Side *a, const Side *b, const OxGraphDiff *d, OxBuf *note) {
   OxDiagList dl;
   ox_diags_init(&dl, o->file);
@@ -233,14 +216,19 @@ static int draw(const CliOpts *o, const Side *a, const Side *bs, const OxGraphDi
     copy_of[id] = ox_graph_add_node(u, (OxOp)n->op, name, n->target, ox_value_none(), ox_value_none());
     ox_graph_set_meta(u, copy_of[id], &n->meta);
   }
-  Remap m = {d, copy_of};
+  /* node references of A's removed nodes, in the union graph: a matched node is its B
+   * counterpart, a removed one its copy */
+  OxNodeId *to_u = calloc(d->na + 1, sizeof *to_u);
+  if (!to_u) exit(EXIT_BAD);
+  for (uint32_t i = 0; i < d->na; i++) to_u[i] = d->a_to_b[i] ? d->a_to_b[i] : copy_of[i];
   OX_GRAPH_FOREACH(a->g, id) if (copy_of[id]) {
     OxValue args = ox_graph_value_copy(u, &a->g->nodes[id].args), kw = ox_graph_value_copy(u, &a->g->nodes[id].kwargs);
-    remap_value(&args, &m);
-    remap_value(&kw, &m);
-    ox_graph_set_args(u, copy_of[id], args);
-    ox_graph_set_kwargs(u, copy_of[id], kw);
+    if (ox_value_remap_nodes(&args, to_u, d->na) && ox_value_remap_nodes(&kw, to_u, d->na)) {
+      ox_graph_set_args(u, copy_of[id], args);
+      ox_graph_set_kwargs(u, copy_of[id], kw);
+    }
   }
+  free(to_u);
   uint8_t *mark = calloc(u->n_nodes + 1, 1);
   if (!mark) exit(EXIT_BAD);
   OX_GRAPH_FOREACH(u, id) {

@@ -373,6 +373,18 @@ static OxValue value_copy(OxGraph *g, const OxValue *src, bool intern) {
 
 OxValue ox_graph_value_copy(OxGraph *g, const OxValue *src) { return value_copy(g, src, true); }
 
+bool ox_value_remap_nodes(OxValue *v, const OxNodeId *map, uint32_t n) {
+  if (v->kind == OX_V_NODE) {
+    if (v->u.node >= n || !map[v->u.node]) return false;
+    v->u.node = map[v->u.node];
+    return true;
+  }
+  if (is_container(v))
+    for (uint32_t i = 0; i < v->n; i++)
+      if (!ox_value_remap_nodes(&v->u.items[i], map, n)) return false;
+  return true;
+}
+
 /* ------------------------------------------------------------------ users */
 
 /* Appends user to nid's users in amortized O(1): no scan of the list (a node with 1e6 users

@@ -365,6 +365,10 @@ OxValue ox_graph_value_seq(OxGraph *g, OxValueKind kind, const OxValue *items, u
 /* A key given twice keeps its first place and its last value (a Python dict literal's rule). */
 OxValue ox_graph_value_dict(OxGraph *g, const char *const *keys, const OxValue *items, uint32_t n);
 OxValue ox_graph_value_copy(OxGraph *g, const OxValue *v); /* deep copy into g's arena */
+/* Rewrites v's node references in place through map (n entries: id -> new id; 0 = none), as
+ * after copying a value into another graph. False at a reference map does not cover (the
+ * references before it are already rewritten). */
+bool ox_value_remap_nodes(OxValue *v, const OxNodeId *map, uint32_t n);
 
 /* Mutation */
 void ox_graph_set_args(OxGraph *g, OxNodeId n, OxValue args);

@@ -11,27 +11,9 @@
 static const OxPassInfo diff_pass = {"diff", OX_PHASE_PRE, OX_ENGINE_PATTERN, NULL,
                                      "the difference of two graphs, one step per region"};
 
-/* v (a fresh copy in g's arena) with B's node references made g's */
-static bool remap(OxValue *v, const OxNodeId *bmap, uint32_t nb) {
-  switch (v->kind) {
-  case OX_V_NODE:
-    if (v->u.node >= nb || !bmap[v->u.node]) return false;
-    v->u.node = bmap[v->u.node];
-    return true;
-  case OX_V_LIST:
-  case OX_V_TUPLE:
-  case OX_V_DICT:
-  case OX_V_SLICE:
-    for (uint32_t i = 0; i < v->n; i++)
-      if (!remap(&v->u.items[i], bmap, nb)) return false;
-    return true;
-  default: return true;
-  }
-}
-
 static bool copy_value(OxGraph *g, const OxValue *src, const OxNodeId *bmap, uint32_t nb, OxValue *out) {
   *out = ox_graph_value_copy(g, src);
-  return remap(out, bmap, nb);
+  return ox_value_remap_nodes(out, bmap, nb);
 }
 
 /* B's node bid as a new node of g before g's output, named as in B (when the name is taken, by
