@@ -302,6 +302,7 @@ static char *read_fd(int fd, const char *name, size_t *len_out, size_t max_bytes
   if (max_bytes && cap > max_bytes + 2) cap = max_bytes + 2;
   size_t len = 0;
   char *buf = ox_xrealloc(NULL, cap);
+  ox_mem_hint_huge(buf, cap);
   for (;;) {
     if (len + 1 >= cap) {
       size_t next = cap * 2;

@@ -17,12 +17,21 @@ void *ox_xcalloc(size_t count, size_t size);
  * docs/benchmarks.md). No effect outside glibc. */
 void ox_mem_tune_for_batch(void);
 char *ox_xstrdup(const char *s);
-/* Arrays that grow by doubling to tens of MB (a graph's node array): above 4 MiB they are mapped
+/* Arrays that grow by doubling to tens of MB (a graph's node array): from 2 MiB on they are mapped
  * and grown with mremap, so growing copies nothing and leaves no freed copy behind in the heap
  * (where, kept for reuse, it would count in the peak). old_bytes / bytes: the size the block was
  * last given; p NULL or from ox_big_realloc. Contents beyond old_bytes are undefined. */
 void *ox_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
 void ox_big_free(void *p, size_t bytes);
+/* Zeroed memory for a table sized up front (a string table's or name map's slots): big ones
+ * are mapped (already zero, backed by huge pages where the kernel allows), small ones calloc'd.
+ * Free with ox_big_free(p, the same bytes). */
+void *ox_big_zalloc(size_t bytes);
+/* Ask for huge pages (2 MiB) behind the 2 MiB-aligned part of [p, p + bytes), before it is first
+ * written: a 100k-node load touches ~90 MB, and a fault per 4 KiB page costs 3-10 us on the VMs
+ * measured (docs/benchmarks.md), a fault per 2 MiB page a few hundred. Blocks under 2 MiB and
+ * kernels without transparent huge pages (or with them off) are left as they are. */
+void ox_mem_hint_huge(void *p, size_t bytes);
 uint64_t ox_hash_bytes(const char *s, size_t n);
 
 /* A string table whose strings live in arena, or (arena NULL) in its own arena: such a table

@@ -199,8 +199,9 @@ static OxValue value_text(OxGraph *g, OxValueKind kind, const char *s, size_t n)
 
 static void ctx_add_ref(Ctx *c, const char *name, uint32_t line, uint32_t col) {
   if (c->n_refs == c->cap_refs) {
-    c->cap_refs = c->cap_refs ? c->cap_refs * 2 : 64;
-    c->refs = ox_xrealloc(c->refs, c->cap_refs * sizeof *c->refs);
+    uint32_t old = c->cap_refs;
+    c->cap_refs = old ? old * 2 : 64;
+    c->refs = ox_big_realloc(c->refs, (size_t)old * sizeof *c->refs, (size_t)c->cap_refs * sizeof *c->refs);
   }
   c->refs[c->n_refs++] = (Ref){{.name = name}, line, col};
 }
@@ -832,8 +833,8 @@ static NameInfo *names_get(NameTab *t, const char *name, bool create);
  * so the table is sized by what it holds, not by the reference count). */
 static void names_grow(NameTab *t) {
   uint32_t cap = (t->mask + 1) * 2;
-  free(t->slots);
-  t->slots = ox_xcalloc(cap, sizeof *t->slots);
+  ox_big_free(t->slots, (size_t)(t->mask + 1) * sizeof *t->slots);
+  t->slots = ox_big_zalloc((size_t)cap * sizeof *t->slots);
   t->mask = cap - 1;
   for (uint32_t i = 0; i < t->n; i++) {
     uint32_t h = ptr_hash(t->items[i].name) & t->mask;
@@ -852,8 +853,9 @@ static NameInfo *names_get(NameTab *t, const char *name, bool create) {
   }
   if (!create) return NULL;
   if (t->n == t->cap_items) {
-    t->cap_items = t->cap_items ? t->cap_items * 2 : 64;
-    t->items = ox_xrealloc(t->items, t->cap_items * sizeof *t->items);
+    uint32_t old = t->cap_items;
+    t->cap_items = old ? old * 2 : 64;
+    t->items = ox_big_realloc(t->items, (size_t)old * sizeof *t->items, (size_t)t->cap_items * sizeof *t->items);
   }
   NameInfo *ni = &t->items[t->n];
   memset(ni, 0, sizeof *ni);
@@ -916,8 +918,10 @@ static void build_graph(P *p, Ctx *c) {
   NameTab t = {0};
   uint32_t want = 2 * c->n_recs + 16, cap = 16; /* grows if references name more */
   while (cap < want) cap *= 2;
-  t.slots = ox_xcalloc(cap, sizeof *t.slots);
+  t.slots = ox_big_zalloc((size_t)cap * sizeof *t.slots);
   t.mask = cap - 1;
+  t.cap_items = c->n_recs + 64; /* every record names one; references may add more */
+  t.items = ox_big_realloc(NULL, 0, (size_t)t.cap_items * sizeof *t.items);
   /* pass 0: what each name has; records and references keep their entry's index, so the later
    * passes look nothing up (one hash probe per name occurrence in all, not three) */
   for (uint32_t i = 0; i < c->n_recs; i++) {
@@ -999,12 +1003,13 @@ static void build_graph(P *p, Ctx *c) {
     diag(p, OX_SEV_ERROR, g->src_line ? g->src_line : (c->n_recs ? c->recs[0].line : 0), 0, NULL,
          "graph '%s' has a cycle through uses before definitions", g->name);
   }
-  free(t.items);
-  free(t.slots);
-  free(c->recs);
-  free(c->refs);
+  ox_big_free(t.items, (size_t)t.cap_items * sizeof *t.items);
+  ox_big_free(t.slots, (size_t)(t.mask + 1) * sizeof *t.slots);
+  ox_big_free(c->recs, (size_t)c->cap_recs * sizeof *c->recs);
+  ox_big_free(c->refs, (size_t)c->cap_refs * sizeof *c->refs);
   c->recs = NULL;
   c->refs = NULL;
+  c->cap_recs = c->cap_refs = 0;
 }
 
 /* Ends the innermost block: a subgraph goes to its parent, a top-level graph to the doc. */
@@ -1044,8 +1049,9 @@ static Rec *new_rec(P *p, Ctx *c) {
     /* first record: room for every line left in the input (one record per line at most), so a
      * big dump never copies its records; pages of a generous guess are never touched */
     uint32_t left = p->n_lines > p->lineno ? p->n_lines - p->lineno + 1 : 1;
-    c->cap_recs = c->cap_recs ? c->cap_recs * 2 : (left < 32 ? 32 : left);
-    c->recs = ox_xrealloc(c->recs, c->cap_recs * sizeof *c->recs);
+    uint32_t old = c->cap_recs;
+    c->cap_recs = old ? old * 2 : (left < 32 ? 32 : left);
+    c->recs = ox_big_realloc(c->recs, (size_t)old * sizeof *c->recs, (size_t)c->cap_recs * sizeof *c->recs);
   }
   Rec *r = &c->recs[c->n_recs];
   memset(r, 0, sizeof *r);
