@@ -163,7 +163,10 @@ void ox_mem_tune_for_batch(void) {
   mallopt(M_TOP_PAD, 256 << 20);
   void *probe = malloc(64);
   void *end = sbrk(0);
-  if (probe && end != (void *)-1 && (uintptr_t)end > (uintptr_t)probe)
+  /* the probe sits at the top of the heap, under the new break (not so under a sanitizer's
+   * allocator, whose memory is elsewhere: then nothing is asked) */
+  if (probe && end != (void *)-1 && (uintptr_t)end > (uintptr_t)probe &&
+      (uintptr_t)end - (uintptr_t)probe <= ((size_t)257 << 20))
     ox_mem_hint_huge(probe, (uintptr_t)end - (uintptr_t)probe);
   free(probe);
   mallopt(M_TOP_PAD, 16 << 20);
