@@ -746,9 +746,13 @@ void ox_graph_reserve(OxGraph *g, uint32_t n) {
   g->nodes = ox_big_realloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes, (size_t)want * sizeof *g->nodes);
   g->cap_nodes = want;
   if (g->olab_on) olab_reserve(g);
-  /* every node has a name: size the name map and the string table for them too */
+  /* every node has a name: size the name map and the string table for them too. A loader that
+   * interned the names while parsing has them in the table already (the FX text parser: 100k
+   * names, and reserving 100k more rehashed 100k strings into 8 MB of slots for nothing), so
+   * the table is sized for n strings, or what it holds if that is more */
   ox_namemap_reserve(g->names, n);
-  ox_strtab_reserve(g->strings, ox_strtab_count(g->strings) + n);
+  size_t have = ox_strtab_count(g->strings);
+  ox_strtab_reserve(g->strings, have > n ? have : n);
 }
 
 static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
