@@ -247,8 +247,8 @@ void ox_rng_seed(OxRng *r, uint64_t seed) {
   for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
 }
 
-uint64_t ox_rng_next(OxRng *r) {
-  uint64_t *s = r->s;
+/* xoshiro256** on a state the caller may keep in registers (a fill loop copies it in and out) */
+static inline uint64_t rng_step(uint64_t *s) {
   uint64_t result = rotl(s[1] * 5, 7) * 9;
   uint64_t t = s[1] << 17;
   s[2] ^= s[0];
@@ -259,6 +259,8 @@ uint64_t ox_rng_next(OxRng *r) {
   s[3] = rotl(s[3], 45);
   return result;
 }
+
+uint64_t ox_rng_next(OxRng *r) { return rng_step(r->s); }
 
 double ox_rng_uniform(OxRng *r) { return (double)(ox_rng_next(r) >> 11) * 0x1.0p-53; }
 
@@ -286,14 +288,17 @@ uint64_t ox_seed_mix(uint64_t seed, const char *s) {
 void ox_tensor_fill_random(OxTensor *t, OxRng *r, double lo, double hi, int64_t ilo, int64_t ihi) {
   OxStorage st = ox_dtype_storage(t->dtype);
   /* the common dtypes without a per-element dispatch: the same values as ox_tensor_set writes */
-  if (t->dtype == OX_DT_F32) {
-    float *f = t->data.f;
-    for (int64_t i = 0; i < t->numel; i++) f[i] = (float)(lo + (hi - lo) * ox_rng_uniform(r));
-    return;
-  }
-  if (t->dtype == OX_DT_F64) {
-    double *d = t->data.d;
-    for (int64_t i = 0; i < t->numel; i++) d[i] = lo + (hi - lo) * ox_rng_uniform(r);
+  if (t->dtype == OX_DT_F32 || t->dtype == OX_DT_F64) {
+    uint64_t s[4] = {r->s[0], r->s[1], r->s[2], r->s[3]}; /* in registers for the loop */
+    double span = hi - lo;
+    if (t->dtype == OX_DT_F32) {
+      float *f = t->data.f;
+      for (int64_t i = 0; i < t->numel; i++) f[i] = (float)(lo + span * ((double)(rng_step(s) >> 11) * 0x1.0p-53));
+    } else {
+      double *d = t->data.d;
+      for (int64_t i = 0; i < t->numel; i++) d[i] = lo + span * ((double)(rng_step(s) >> 11) * 0x1.0p-53);
+    }
+    memcpy(r->s, s, sizeof s);
     return;
   }
   for (int64_t i = 0; i < t->numel; i++) {
@@ -379,8 +384,26 @@ bool ox_tensor_compare(const OxTensor *got, const OxTensor *want, const OxTolera
   res->scale = scale;
   double atol = res->tol.atol * scale, rtol = res->tol.rtol;
   if (f32) {
-    for (int64_t i = 0; i < want->numel; i++)
-      if (!close_enough((double)gf[i], (double)wf[i], atol, rtol, res)) note_bad(res, i, (double)gf[i], (double)wf[i]);
+    /* finite pairs in a branch-free pass (the statistics and a count of the bad ones, as
+     * close_enough gives them); any bad or non-finite pair sends the tensor through
+     * close_enough again, which also finds the first bad element */
+    double max_abs = 0.0, max_rel = 0.0;
+    int64_t n_odd = 0;
+    for (int64_t i = 0; i < want->numel; i++) {
+      double gv = (double)gf[i], wv = (double)wf[i], aw = fabs(wv), d = fabs(gv - wv);
+      bool finite = isfinite(gv) && isfinite(wv);
+      double dd = finite ? d : 0.0, rel = finite && wv != 0.0 ? d / aw : 0.0;
+      max_abs = dd > max_abs ? dd : max_abs;
+      max_rel = rel > max_rel ? rel : max_rel;
+      n_odd += !finite || !(d <= atol + rtol * aw);
+    }
+    if (n_odd == 0) {
+      res->max_abs = max_abs;
+      res->max_rel = max_rel;
+    } else {
+      for (int64_t i = 0; i < want->numel; i++)
+        if (!close_enough((double)gf[i], (double)wf[i], atol, rtol, res)) note_bad(res, i, (double)gf[i], (double)wf[i]);
+    }
   } else if (res->tol.atol == 0.0 && res->tol.rtol == 0.0 && ox_dtype_storage(want->dtype) != OX_ST_F64) {
     /* integers and bools: exact */
     for (int64_t i = 0; i < want->numel; i++) {
