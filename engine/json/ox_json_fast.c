@@ -130,7 +130,7 @@ static bool dict_pairs(Fast *f, OxValue *out) {
   size_t n = f->n_vals - vbase;
   if (n > UINT32_MAX) return false;
   /* a repeated key keeps its first place and its last value, as in the tree read */
-  *out = ox_graph_value_dict(f->g, f->keys + kbase, f->vals + vbase, (uint32_t)n);
+  *out = ox_graph_value_dict(f->g, n ? f->keys + kbase : NULL, n ? f->vals + vbase : NULL, (uint32_t)n);
   f->n_vals = vbase;
   f->n_keys = kbase;
   return true;

@@ -114,6 +114,17 @@ static size_t utf8_len(const char *t, size_t len, size_t i) {
 static bool read_string(OxJsonLex *x, size_t i, size_t *end) {
   const char *t = x->t;
   size_t len = x->len, s = i + 1, j = s;
+  /* eight bytes at a time while none is '"', '\\', a control character or non-ASCII */
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  while (j + 8 <= len) {
+    uint64_t v, q, b;
+    memcpy(&v, t + j, 8);
+    q = v ^ (ones * '"');
+    b = v ^ (ones * '\\');
+    uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | (v - ones * 0x20) | v;
+    if (special & highs) break;
+    j += 8;
+  }
   while (j < len && plain[(unsigned char)t[j]]) j++;
   if (j < len && t[j] == '"') { /* the common case: nothing to decode */
     x->s = t + s;
