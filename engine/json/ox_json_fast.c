@@ -50,6 +50,7 @@ typedef struct {
   size_t n_dims, cap_dims;
   OxNodeId *ids;        /* the provenance being read */
   size_t n_ids, cap_ids;
+  size_t reserve;       /* nodes to make room for in the first graph (a guess from the text's size) */
   size_t rec_s, rec_e;  /* span of the root's "record" value; rec_e == 0 when none */
 } Fast;
 
@@ -494,6 +495,10 @@ static const char *const graph_keys[] = {"name", "owner", "src_line", "nodes", "
 static OxGraph *graph(Fast *f) {
   OxGraph *outer = f->g, *g = ox_graph_new();
   f->g = g;
+  if (f->reserve) {
+    ox_graph_reserve(g, (uint32_t)(f->reserve < UINT32_MAX / 2 ? f->reserve : UINT32_MAX / 2));
+    f->reserve = 0;
+  }
   unsigned seen = 0;
   bool ok = true;
   while (ok) {
@@ -516,10 +521,10 @@ static OxGraph *graph(Fast *f) {
       break;
     case G_NODES:
       if (tok != OX_JSON_ARRAY) ok = false;
+      /* every reference is to an earlier node: the order is topological already, ids are in
+       * array order; positions are computed when first asked, as after the FX loaders (the tree
+       * read computes them to look for references to later nodes) */
       while (ok && (tok = next(f)) != OX_JSON_ARRAY_END) ok = tok == OX_JSON_OBJECT && node(f);
-      /* every reference is to an earlier node: the order is topological already, and ids are in
-       * array order; positions as the tree read leaves them */
-      if (ok) ox_graph_renumber(g);
       break;
     case G_SUBGRAPHS:
       if (tok != OX_JSON_ARRAY) ok = false;
@@ -615,6 +620,10 @@ bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, OxDoc *
   /* one level less than json-c takes: whatever the fast read accepts, the tree read would */
   uint32_t depth = max_depth - 1 < FAST_MAX_DEPTH ? max_depth - 1 : FAST_MAX_DEPTH;
   ox_json_lex_init(&f.x, text, len, start, depth);
+  /* what optimus writes takes ~380 bytes a node with its meta, ~150 without; a document of
+   * larger nodes (long stack traces) gets room for more nodes than it has, which costs ~60 bytes
+   * a node it does not have (a node array, name map and string table grown once, not ~17 times) */
+  f.reserve = len >= (1u << 20) ? len / 400 : 0;
   OxDoc *fd = ox_doc_new(doc->format);
   bool ok = document(&f, fd) && (!f.rec_e || record(&f, max_depth - 1, fd, diags->file));
   ox_json_lex_free(&f.x);
