@@ -945,6 +945,7 @@ static char *value_doc(const char *value, size_t vlen, const char *key, size_t *
  * on every one; those it takes (numbers json-c reads the same way, escapes, UTF-8) are read fast,
  * the others (out of range, non-standard, lone surrogates, NUL, invalid UTF-8) fall back. */
 static void test_streamed_values(void) {
+  unsigned before;
   static const char *const fast[] = {
     "-0", "0", "1", "1.0", "-0.0", "0e0", "-0e0", "1E5", "1e+5", "1e-5", "1.5e-7", "2.5E-3", "0.1",
     "0.09999999999999998", "1e308", "-1e308", "1.7976931348623157e308", "1e-320", "4.9e-324", "1e-400",
@@ -1076,6 +1077,24 @@ static void test_streamed_values(void) {
     assert_same_reads_opt("limit", t, len, &opt, &streamed);
     g_free(t);
   }
+  /* the same meta text again (read once, then taken as it is) in the same graph, in a subgraph
+   * (deeper: not taken from the outer graph) and as a different meta, under every small limit */
+  static const char metas[] =
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": ["
+    "{\"name\": \"a\", \"op\": \"placeholder\", \"target\": \"a\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}},"
+    "{\"name\": \"b\", \"op\": \"placeholder\", \"target\": \"b\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}},"
+    "{\"name\": \"c\", \"op\": \"placeholder\", \"target\": \"c\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}, \"inferred\": true}},"
+    "{\"name\": \"d\", \"op\": \"placeholder\", \"target\": \"d\", \"meta\":{\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}}],"
+    " \"subgraphs\": [{\"nodes\": ["
+    "{\"name\": \"a\", \"op\": \"placeholder\", \"target\": \"a\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}},"
+    "{\"name\": \"e\", \"op\": \"placeholder\", \"target\": \"e\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}}]}]}]}";
+  before = streamed;
+  assert_same_reads("repeated metas", metas, sizeof metas - 1, &streamed);
+  g_assert_cmpuint(streamed, ==, before + 1);
+  for (uint32_t lim = 1; lim <= 12; lim++) {
+    OxLoadOptions opt = {.max_depth = lim};
+    assert_same_reads_opt("repeated metas, limit", metas, sizeof metas - 1, &opt, &streamed);
+  }
   /* every prefix of a small document, and of one with a byte order mark */
   t = value_doc("[1.5, \"\\u00e9\", {\"dict\": [[\"k\", null]]}]", 40, "\"w\"", &len);
   for (size_t cut = 0; cut <= len; cut++) {
@@ -1089,7 +1108,7 @@ static void test_streamed_values(void) {
     assert_same_reads("prefix after a BOM", p, cut, &streamed);
     g_free(p);
   }
-  unsigned before = streamed;
+  before = streamed;
   assert_same_reads("BOM", bom, len + 3, &streamed);
   g_assert_cmpuint(streamed, ==, before + 1);
   g_free(bom);

@@ -37,6 +37,16 @@ typedef struct {
   size_t shape_at, stride_at;
 } TmAt;
 
+/* A node meta read before: the same bytes again at the same depth in the same graph are the same
+ * meta (a graph has a handful of distinct ones, written alike for every node). */
+enum { META_SEEN = 8 };
+typedef struct {
+  const OxGraph *g;
+  size_t at, len;  /* its text */
+  uint32_t depth;
+  OxMeta m;
+} MetaSeen;
+
 typedef struct {
   OxJsonLex x;
   OxGraph *g;           /* the graph being read */
@@ -50,6 +60,8 @@ typedef struct {
   size_t n_dims, cap_dims;
   OxNodeId *ids;        /* the provenance being read */
   size_t n_ids, cap_ids;
+  MetaSeen metas[META_SEEN]; /* the metas read last (replaced in turn) */
+  unsigned meta_turn;
   size_t reserve;       /* nodes to make room for in the first graph (a guess from the text's size) */
   size_t rec_s, rec_e;  /* span of the root's "record" value; rec_e == 0 when none */
 } Fast;
@@ -356,6 +368,26 @@ static bool meta(Fast *f, OxMeta *m) {
   return true;
 }
 
+/* A node's meta, its key read: the same text as a meta read before is taken as it is. */
+static bool node_meta(Fast *f, OxMeta *m) {
+  const char *t = f->x.t;
+  size_t at = f->x.pos;
+  while (at < f->x.len && (t[at] == ' ' || t[at] == '\n' || t[at] == '\t' || t[at] == '\r')) at++;
+  for (unsigned i = 0; i < META_SEEN; i++) {
+    const MetaSeen *e = &f->metas[i];
+    if (e->g == f->g && e->depth == f->x.depth && e->len <= f->x.len - at && memcmp(t + at, t + e->at, e->len) == 0 &&
+        ox_json_lex_take(&f->x, at, at + e->len)) {
+      *m = e->m;
+      return true;
+    }
+  }
+  uint32_t depth = f->x.depth;
+  if (next(f) != OX_JSON_OBJECT || f->x.at != at || !meta(f, m)) return false;
+  MetaSeen *e = &f->metas[f->meta_turn++ % META_SEEN];
+  *e = (MetaSeen){f->g, at, f->x.pos - at, depth, *m};
+  return true;
+}
+
 /* ---- nodes and graphs */
 
 enum {
@@ -418,6 +450,10 @@ static bool node(Fast *f) {
     int k = key_index(f, node_keys);
     if (k < 0 || (seen & (1u << k))) return false; /* unknown (a warning) or repeated */
     seen |= 1u << k;
+    if (k == N_META) {
+      if (!node_meta(f, &m)) return false;
+      continue;
+    }
     tok = next(f);
     switch (k) {
     case N_NAME:
@@ -435,9 +471,6 @@ static bool node(Fast *f) {
       break;
     case N_KWARGS:
       if (tok != OX_JSON_OBJECT || !kwargs(f, &kw)) return false;
-      break;
-    case N_META:
-      if (tok != OX_JSON_OBJECT || !meta(f, &m)) return false;
       break;
     case N_DECLARED_USERS:
       if (!int_in(f, tok, -1, INT32_MAX, &declared)) return false;

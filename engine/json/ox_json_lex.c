@@ -427,3 +427,14 @@ bool ox_json_lex_skip(OxJsonLex *x, OxJsonTok tok) {
     if (ox_json_lex_next(x) == OX_JSON_ERROR) return false;
   return true;
 }
+
+bool ox_json_lex_take(OxJsonLex *x, size_t start, size_t end) {
+  if ((x->state != ST_VALUE && x->state != ST_VALUE_OR_CLOSE) || start != skip_ws(x->t, x->len, x->pos) ||
+      end <= start || end > x->len)
+    return false;
+  x->tok = OX_JSON_NULL; /* no token of its own: the caller knows what it took */
+  x->at = start;
+  x->pos = end;
+  x->state = ST_AFTER;
+  return true;
+}

@@ -70,4 +70,11 @@ OxJsonTok ox_json_lex_next(OxJsonLex *x);
  * one token: nothing more is read). False on an error. */
 bool ox_json_lex_skip(OxJsonLex *x, OxJsonTok tok);
 
+/* Where a value must come next: takes t[start, end) as that value without looking at it again
+ * (start: the value's first byte, past white space). The caller vouches that those bytes are a
+ * value it read before with this reader at the same depth (so: complete, well formed, within the
+ * depth limit), e.g. the same node meta again. False, and nothing done, when no value may come
+ * here or start is not where it would begin. */
+bool ox_json_lex_take(OxJsonLex *x, size_t start, size_t end);
+
 #endif
