@@ -885,12 +885,12 @@ static void test_forward_order_cycles(void) {
 
 /* One read of text with streaming on or off: status, every diagnostic as text, the document
  * written again (when it loaded). */
-static char *read_summary(const char *text, size_t len, bool stream) {
+static char *read_summary(const char *text, size_t len, bool stream, const OxLoadOptions *opt) {
   ox_json_set_streaming(stream);
   OxDiagList d;
   ox_diags_init(&d, "doc.json");
   OxDoc *doc = NULL;
-  int rc = ox_load_buffer(text, len, OX_FMT_JSON, NULL, &doc, &d);
+  int rc = ox_load_buffer(text, len, OX_FMT_JSON, opt, &doc, &d);
   GString *s = g_string_new(NULL);
   g_string_append_printf(s, "rc=%d\n", rc);
   for (size_t i = 0; i < d.n; i++) {
@@ -909,11 +909,12 @@ static char *read_summary(const char *text, size_t len, bool stream) {
   return g_string_free(s, FALSE);
 }
 
-static void assert_same_reads(const char *what, const char *text, size_t len, unsigned *streamed) {
+static void assert_same_reads_opt(const char *what, const char *text, size_t len, const OxLoadOptions *opt,
+                                  unsigned *streamed) {
   unsigned long before = ox_json_streamed_reads();
-  char *a = read_summary(text, len, true);
+  char *a = read_summary(text, len, true, opt);
   if (ox_json_streamed_reads() != before) (*streamed)++;
-  char *b = read_summary(text, len, false);
+  char *b = read_summary(text, len, false, opt);
   if (strcmp(a, b) != 0) {
     g_printerr("%s: the streamed read differs from the tree read\n--- streamed\n%.2000s\n--- tree\n%.2000s\n", what, a,
                b);
@@ -923,7 +924,229 @@ static void assert_same_reads(const char *what, const char *text, size_t len, un
   g_free(b);
 }
 
-/* The streamed read (one node at a time) gives what the tree read gives: the same status, the
+static void assert_same_reads(const char *what, const char *text, size_t len, unsigned *streamed) {
+  assert_same_reads_opt(what, text, len, NULL, streamed);
+}
+
+/* The text of a small document whose node "v" has args [VALUE] (and kwargs {KEY: 1} when key is
+ * given); *len its length (value may hold NUL bytes: vlen). */
+static char *value_doc(const char *value, size_t vlen, const char *key, size_t *len) {
+  GString *s = g_string_new("{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"g\", \"nodes\": [\n"
+                            "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\"},\n"
+                            "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [");
+  g_string_append_len(s, value, (gssize)vlen);
+  g_string_append_printf(s, "], \"kwargs\": {%s%s}},\n", key ? key : "", key ? ": 1" : "");
+  g_string_append(s, "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"v\"}]}]}]}\n");
+  *len = s->len;
+  return g_string_free(s, FALSE);
+}
+
+/* Values at the edges of the fast read's tokenizer (engine/json/ox_json_lex.c): both reads agree
+ * on every one; those it takes (numbers json-c reads the same way, escapes, UTF-8) are read fast,
+ * the others (out of range, non-standard, lone surrogates, NUL, invalid UTF-8) fall back. */
+static void test_streamed_values(void) {
+  unsigned before;
+  static const char *const fast[] = {
+    "-0", "0", "1", "1.0", "-0.0", "0e0", "-0e0", "1E5", "1e+5", "1e-5", "1.5e-7", "2.5E-3", "0.1",
+    "0.09999999999999998", "1e308", "-1e308", "1.7976931348623157e308", "1e-320", "4.9e-324", "1e-400",
+    "9223372036854775807", "-9223372036854775808", "-9223372036854775807", "123456789012345678",
+    "100000000000000000000.5", "3.141592653589793238462643383279",
+    "\"\"", "\"a\\nb\\tc\\\"d\\\\e\\/f\\bg\\fh\\ri\"", "\"\\u0041\\u00e9\\u20ac\\uffff\"",
+    "\"\\ud83d\\ude00 and \\uD83D\\uDE00\"", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf\"", "\"\\u0001\\u001f\"",
+    "true", "false", "null", "[]", "[[], [[1]], {\"tuple\": []}]", "{\"dtype\": \"torch.float\"}",
+    "{\"dict\": [[\"a\", 1], [\"b\", 2], [\"a\", 3]]}", "{\"slice\": [null, 4, -1]}", "{\"raw\": \"\"}",
+    "{\"float\": \"-inf\"}", "{\"node\": \"x\"}", "{\"node\": \"\\u0078\"}",
+  };
+  static const char *const slow[] = {
+    "9223372036854775808", "-9223372036854775809", "18446744073709551616", "99999999999999999999999",
+    "1e309", "-1e400", "NaN", "Infinity", "-Infinity", "-01", "01", "1.", ".5", "+1", "1e", "-", "0x10",
+    "\"\\ud83d\"", "\"\\ude00x\"", "\"\\ud83d\\u0041\"", "\"a\\u0000b\"", "\"\\q\"", "\"\\U0041\"",
+    "\"\\u00g0\"", "\"a\tb\"", "\"a\nb\"", "\"\xff\"", "\"\xc0\x80\"", "\"\xed\xa0\x80\"", "\"\xe2\x82\"",
+    "\"\xf4\x90\x80\x80\"", "\"\xe0\x80\xaf\"", "'a'", "True", "nul", "{}", "{\"node\": \"y\"}",
+    "{\"node\": \"v\"}", "{\"tuple\": [], \"raw\": \"\"}", "{\"sym\": \"\"}", "{\"slice\": [1]}", "{\"color\": 1}",
+    "{\"float\": \"Inf\"}", "{\"ellipsis\": false}", "{\"dtype\": \"\"}", "[1,]", "[1 2]", "\"abc", "[",
+  };
+  unsigned streamed = 0;
+  for (size_t i = 0; i < G_N_ELEMENTS(fast); i++) {
+    size_t len;
+    char *t = value_doc(fast[i], strlen(fast[i]), NULL, &len);
+    unsigned before = streamed;
+    assert_same_reads(fast[i], t, len, &streamed);
+    if (streamed == before) {
+      g_printerr("value %s: not read fast\n", fast[i]);
+      g_test_fail();
+    }
+    g_free(t);
+  }
+  for (size_t i = 0; i < G_N_ELEMENTS(slow); i++) {
+    size_t len;
+    char *t = value_doc(slow[i], strlen(slow[i]), NULL, &len);
+    unsigned before = streamed;
+    assert_same_reads(slow[i], t, len, &streamed);
+    if (streamed != before) {
+      g_printerr("value %s: read fast\n", slow[i]);
+      g_test_fail();
+    }
+    g_free(t);
+  }
+  /* documents with something the tree read reports or decides: never read fast */
+#define GR(nodes) "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"g\", \"nodes\": [" nodes "]}]}"
+#define PX "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\""
+#define MT(m) GR(PX ", \"meta\": " m "}")
+  static const char *const docs[] = {
+    GR(PX "}, " PX "}"),                                         /* duplicate name */
+    GR("{\"name\": \"x\", \"target\": \"x\"}"),               /* no op */
+    GR("{\"name\": \"x\", \"op\": \"call_fn\", \"target\": \"x\"}"),
+    GR("{\"name\": \"x\", \"op\": \"placeholder\"}"),         /* no target */
+    GR("{\"name\": \"\", \"op\": \"placeholder\", \"target\": \"x\"}"),
+    GR("{\"op\": \"placeholder\", \"target\": \"x\"}"),
+    GR(PX ", \"name\": \"y\"}"),                               /* repeated node key */
+    GR(PX ", \"args\": {}}"), GR(PX ", \"kwargs\": []}"), GR(PX ", \"meta\": 1}"),
+    GR(PX ", \"declared_users\": -2}"), GR(PX ", \"declared_users\": 2147483648}"), GR(PX ", \"flags\": 65536}"),
+    GR(PX ", \"src_line\": 4294967296}"), GR(PX ", \"src_line\": 1.0}"), GR(PX ", \"provenance\": [0]}"),
+    GR(PX ", \"provenance\": [4294967296]}"), GR(PX ", \"type_ann\": 3}"), GR(PX ", \"stack_trace\": \"a\\u0000\"}"),
+    MT("{\"tensor\": {\"dtype\": \"f33\"}}"), MT("{\"tensor\": {\"shape\": [1]}}"),
+    MT("{\"tensor\": {\"dtype\": \"f32\", \"stride\": [1]}}"),
+    MT("{\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, 3], \"stride\": [1]}}"),
+    MT("{\"tensor\": {\"dtype\": \"f32\", \"shape\": [-5]}}"),
+    MT("{\"tensor\": {\"dtype\": \"f32\", \"shape\": [4611686018427387904, 4]}}"),
+    MT("{\"tensor\": {\"dtype\": \"f32\", \"shape\": [\"\"]}}"),
+    MT("{\"tensor\": {\"dtype\": \"f32\", \"shape\": [1.5]}}"),
+    MT("{\"tensor\": {\"dtype\": \"f32\", \"colour\": 1}}"), MT("{\"tensor\": {\"dtype\": \"f32\"}, \"scalar\": true}"),
+    MT("{\"scalar\": false}"), MT("{\"symint\": 1}"), MT("{\"inferred\": 1}"), MT("{\"tuple\": [1]}"),
+    MT("{\"tensor\": {\"dtype\": \"f32\", \"dtype\": \"f16\"}}"),
+    "{\"format\": \"optimus-fx\", \"version\": 2, \"graphs\": [{\"nodes\": []}]}",
+    "{\"format\": \"optimus\", \"version\": 1, \"graphs\": [{\"nodes\": []}]}",
+    "{\"format\": \"optimus-fx\", \"graphs\": [{\"nodes\": []}]}",
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": []}",
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"g\"}]}",
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": {}}]}",
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": [], \"subgraphs\": [1]}]}",
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": [], \"subgraphs\": [{\"nodes\": ["
+      "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"f\", \"args\": [{\"node\": \"p\"}]},"
+      "{\"name\": \"p\", \"op\": \"placeholder\", \"target\": \"p\"}]}]}]}",
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": []}], \"record\": {\"x\": 1}}",
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": []}], \"record\": 3}",
+    "[]", "3", "\"optimus-fx\"", "",
+  };
+#undef GR
+#undef PX
+#undef MT
+  for (size_t i = 0; i < G_N_ELEMENTS(docs); i++) {
+    unsigned before = streamed;
+    assert_same_reads(docs[i], docs[i], strlen(docs[i]), &streamed);
+    if (streamed != before) {
+      g_printerr("document %s: read fast\n", docs[i]);
+      g_test_fail();
+    }
+  }
+  /* kwargs keys: escaped, repeated (json-c keeps one: the tree read decides), NUL */
+  static const char *const keys[] = {"\"\\u0061\"", "\"a\": 2, \"a\"", "\"a\\u0000b\"", "\"\"", "\"x\\ty\""};
+  for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+    size_t len;
+    char *t = value_doc("1", 1, keys[i], &len);
+    assert_same_reads(keys[i], t, len, &streamed);
+    g_free(t);
+  }
+  /* NUL bytes in the text: in a string, between tokens, at the end */
+  static const char nul_str[] = "\"a\0b\"", nul_ws[] = "1,\0 2";
+  size_t len;
+  char *t = value_doc(nul_str, sizeof nul_str - 1, NULL, &len);
+  assert_same_reads("NUL in a string", t, len, &streamed);
+  g_free(t);
+  t = value_doc(nul_ws, sizeof nul_ws - 1, NULL, &len);
+  assert_same_reads("NUL between tokens", t, len, &streamed);
+  t[len - 1] = 0; /* the final newline */
+  assert_same_reads("NUL at the end", t, len, &streamed);
+  g_free(t);
+  /* deep nesting around the default limit (256 containers; the node's args are the 6th) and
+   * around small explicit limits */
+  for (int depth = 240; depth <= 262; depth++) {
+    GString *v = g_string_new(NULL);
+    for (int k = 0; k < depth; k++) g_string_append_c(v, '[');
+    g_string_append_c(v, '7');
+    for (int k = 0; k < depth; k++) g_string_append_c(v, ']');
+    t = value_doc(v->str, v->len, NULL, &len);
+    assert_same_reads("deep", t, len, &streamed);
+    g_free(t);
+    g_string_free(v, TRUE);
+  }
+  for (uint32_t lim = 1; lim <= 12; lim++) {
+    OxLoadOptions opt = {.max_depth = lim};
+    t = value_doc("[[1]]", 5, NULL, &len);
+    assert_same_reads_opt("limit", t, len, &opt, &streamed);
+    g_free(t);
+  }
+  /* the same meta text again (read once, then taken as it is) in the same graph, in a subgraph
+   * (deeper: not taken from the outer graph) and as a different meta, under every small limit */
+  static const char metas[] =
+    "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"nodes\": ["
+    "{\"name\": \"a\", \"op\": \"placeholder\", \"target\": \"a\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}},"
+    "{\"name\": \"b\", \"op\": \"placeholder\", \"target\": \"b\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}},"
+    "{\"name\": \"c\", \"op\": \"placeholder\", \"target\": \"c\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}, \"inferred\": true}},"
+    "{\"name\": \"d\", \"op\": \"placeholder\", \"target\": \"d\", \"meta\":{\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}}],"
+    " \"subgraphs\": [{\"nodes\": ["
+    "{\"name\": \"a\", \"op\": \"placeholder\", \"target\": \"a\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}},"
+    "{\"name\": \"e\", \"op\": \"placeholder\", \"target\": \"e\", \"meta\": {\"tensor\": {\"dtype\": \"f32\", \"shape\": [2, \"s0\"]}}}]}]}]}";
+  before = streamed;
+  assert_same_reads("repeated metas", metas, sizeof metas - 1, &streamed);
+  g_assert_cmpuint(streamed, ==, before + 1);
+  for (uint32_t lim = 1; lim <= 12; lim++) {
+    OxLoadOptions opt = {.max_depth = lim};
+    assert_same_reads_opt("repeated metas, limit", metas, sizeof metas - 1, &opt, &streamed);
+  }
+  /* every prefix of a small document, and of one with a byte order mark */
+  t = value_doc("[1.5, \"\\u00e9\", {\"dict\": [[\"k\", null]]}]", 40, "\"w\"", &len);
+  for (size_t cut = 0; cut <= len; cut++) {
+    char *p = g_strndup(t, cut);
+    assert_same_reads("prefix", p, cut, &streamed);
+    g_free(p);
+  }
+  char *bom = g_strconcat("\xef\xbb\xbf", t, NULL);
+  for (size_t cut = 0; cut <= len + 3; cut += 7) {
+    char *p = g_strndup(bom, cut);
+    assert_same_reads("prefix after a BOM", p, cut, &streamed);
+    g_free(p);
+  }
+  before = streamed;
+  assert_same_reads("BOM", bom, len + 3, &streamed);
+  g_assert_cmpuint(streamed, ==, before + 1);
+  g_free(bom);
+  g_free(t);
+}
+
+/* The fixtures (hand-written and bridge-exported documents, several with a "record" of example
+ * tensors): both reads agree; those without forward references are read fast. */
+static void test_streamed_fixtures(void) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (!root) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT not set");
+    return;
+  }
+  g_autofree char *dir = g_build_filename(root, "tests", "data", "fixtures", NULL);
+  GDir *gd = g_dir_open(dir, 0, NULL);
+  g_assert_nonnull(gd);
+  const char *name;
+  unsigned n = 0, streamed = 0, records = 0;
+  while ((name = g_dir_read_name(gd))) {
+    if (!g_str_has_suffix(name, ".json")) continue;
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    char *text;
+    gsize len;
+    g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+    assert_same_reads(path, text, len, &streamed);
+    if (strstr(text, "\"record\"")) records++;
+    n++;
+    g_free(text);
+  }
+  g_dir_close(gd);
+  g_test_message("%u fixtures (%u with a record), %u read fast", n, records, streamed);
+  g_assert_cmpuint(n, >, 0);
+  g_assert_cmpuint(streamed, ==, n);
+}
+
+/* The streamed read (the fast read of engine/json/ox_json_fast.c: one pass, no json-c) gives what
+ * the tree read gives: the same status, the
  * same diagnostics in the same order, the same document. Clean documents are streamed (the rich
  * graph, the example, every corpus file as JSON); damaged ones (flipped bytes, cuts), forward
  * references, unknown keys and repeated keys are read as a tree, with the same result. */
@@ -1020,6 +1243,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/json/absurd-dims", test_absurd_dims);
   g_test_add_func("/engine/json/forward-order-cycles", test_forward_order_cycles);
   g_test_add_func("/engine/json/streamed-equals-tree", test_streamed_equals_tree);
+  g_test_add_func("/engine/json/streamed-values", test_streamed_values);
+  g_test_add_func("/engine/json/streamed-fixtures", test_streamed_fixtures);
   for (int nn = 1; nn <= 29; nn++) {
     char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);
     g_test_add_data_func(p, GINT_TO_POINTER(nn), test_corpus_roundtrip);

@@ -2,13 +2,15 @@
  *
  *   ox_json.c         the document reader; parsing with json-c, the path of the value being
  *                     read, located errors, typed accessors, values and meta
+ *   ox_json_fast.c    the fast read of a clean document (no json-c; the tree read is its fallback)
+ *   ox_json_lex.c     a strict JSON tokenizer of our own (ox_json_lex.h), which the fast read uses
  *   ox_json_write.c   the document writer (and the value/meta writers traces reuse)
  *   ox_json_trace.c   trace files: writer and reader (docs/trace-format.md)
  *   ox_json_config.c  pass configuration files and --shapes files
  *
  * Rd is the state of one read: the text, the diagnostics, the path from the root to the value
  * being read (errors name it, and locate it in the text). These files are the only ones of the
- * engine, with run/ox_record.c, that include json-c.
+ * engine, with run/ox_record.c, that include json-c (ox_json_lex.c does not).
  */
 #ifndef OX_JSON_PRIVATE_H
 #define OX_JSON_PRIVATE_H
@@ -73,7 +75,10 @@ bool ox_json_expect_type(Rd *r, json_object *o, json_type t, const char *what);
 bool ox_json_read_items(Ctx *c, json_object *arr, OxValueKind kind, OxValue *out);
 bool ox_json_read_value(Ctx *c, json_object *o, OxValue *out);
 bool ox_json_read_meta(Rd *r, OxGraph *g, json_object *o, OxMeta *m);
-bool ox_json_read_streamed(Rd *r, const char *text, size_t len, uint32_t max_depth, OxDoc *doc, OxDiagList *diags);
 json_object *ox_json_parse_root(Rd *r, const char *text, size_t len, uint32_t max_depth, OxDiagList *diags);
+
+/* ox_json_fast.c: a clean document read in one pass without json-c; false (nothing added to doc
+ * or diags) when it is not one, and the tree read must decide */
+bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, OxDoc *doc, OxDiagList *diags);
 
 #endif

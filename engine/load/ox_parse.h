@@ -20,8 +20,8 @@ extern "C" {
 int ox_parse_fx_text(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags);
 int ox_parse_fx_readable(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags);
 int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *doc, OxDiagList *diags);
-/* A clean document is read one node at a time (json/ox_json.c, "streaming"), anything else as
- * one json-c tree with the same result. For tests that compare the two: streaming on or off
+/* A clean document is read in one pass by our own tokenizer (json/ox_json_fast.c, "streaming"),
+ * anything else as one json-c tree with the same result. For tests that compare the two: streaming on or off
  * (default on; OX_JSON_NO_STREAM in the environment turns it off), and the number of documents
  * read streamed so far in this process. */
 void ox_json_set_streaming(bool on);
