@@ -397,8 +397,8 @@ void ox_namemap_free(OxNameMap *m) {
   free(m);
 }
 
-static void namemap_grow(OxNameMap *m) {
-  size_t ncap = m->cap * 2;
+/* Rehashes into ncap slots (a power of two, more than twice the count). */
+static void namemap_resize(OxNameMap *m, size_t ncap) {
   NameSlot *ns = ox_xcalloc(ncap, sizeof *ns);
   for (size_t i = 0; i < m->cap; i++) {
     if (!m->slots[i].key) continue;
@@ -411,10 +411,12 @@ static void namemap_grow(OxNameMap *m) {
   m->cap = ncap;
 }
 
+static void namemap_grow(OxNameMap *m) { namemap_resize(m, m->cap * 2); }
+
 void ox_namemap_reserve(OxNameMap *m, size_t n) {
   size_t cap = m->cap;
   while ((n + 1) * 2 > cap) cap *= 2;
-  while (m->cap < cap) namemap_grow(m);
+  if (cap > m->cap) namemap_resize(m, cap); /* one allocation, one rehash */
 }
 
 void ox_namemap_foreach(const OxNameMap *m, void (*fn)(const char *key, uint32_t val, void *ud), void *ud) {

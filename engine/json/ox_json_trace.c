@@ -258,24 +258,18 @@ typedef struct W3 {
   OxBuf tmp;
 } W3;
 
-/* The index of name in the names table (added on first use). Names are the pool's interned
- * strings, so a pointer identifies one; a name that is the same text at another address (not
- * interned in the pool) gets the index of the pool's copy, so each name is listed once. */
+/* The index of name in the names table (added on first use). Every name a trace holds is
+ * interned in its pool (recording interns through ox_trace_intern_from, the reader through the
+ * pool), so the pointer identifies the name: one probe of a pointer map, no hashing of text. */
 static uint32_t w3_index(W3 *w, const char *name) {
   uint32_t v = ox_namemap_get(w->ix, name);
   if (v) return v - 1;
-  const char *canon = ox_strtab_lookup(w->t->pool->strings, name, strlen(name));
-  if (canon && canon != name && (v = ox_namemap_get(w->ix, canon)) != 0) {
-    ox_namemap_set(w->ix, name, v);
-    return v - 1;
-  }
   if (w->n_names == w->cap_names) {
     w->cap_names = w->cap_names ? 2 * w->cap_names : 1024;
     w->names = ox_xrealloc(w->names, w->cap_names * sizeof *w->names);
   }
   w->names[w->n_names++] = name;
   ox_namemap_set(w->ix, name, w->n_names);
-  if (canon && canon != name) ox_namemap_set(w->ix, canon, w->n_names);
   return w->n_names - 1;
 }
 
@@ -302,9 +296,17 @@ static void w3_list_ref(W3 *w, OxBuf *b, const char *name) { put_u32(b, w3_index
 
 static void w3_node_ref(void *ctx, OxBuf *b, const char *name) { w3_ref(ctx, b, name); }
 
+/* ,"key": (keys are ours: nothing to escape) */
+static void w3_key(OxBuf *b, const char *key) {
+  ox_buf_puts(b, ",\"");
+  ox_buf_puts(b, key);
+  ox_buf_puts(b, "\":");
+}
+
 /* ,"key":[i, ...] */
 static void w3_list(W3 *w, OxBuf *b, const char *key, const char *const *names, uint32_t n) {
-  ox_buf_printf(b, ",\"%s\":[", key);
+  w3_key(b, key);
+  ox_buf_putc(b, '[');
   for (uint32_t i = 0; i < n; i++) {
     if (i) ox_buf_putc(b, ',');
     w3_list_ref(w, b, names[i]);
@@ -332,14 +334,14 @@ static bool same_as_edits(const OxStep *s, OxTraceEditKind k, const char *const 
 
 static void w3_str(OxBuf *b, const char *key, const char *s) {
   if (!s) return;
-  ox_buf_printf(b, ",\"%s\":", key);
+  w3_key(b, key);
   ox_json_put_str(b, s);
 }
 
 /* ,"key":v; a zero (or, with skip_zero false, nothing is skipped) left out */
 static void w3_num(OxBuf *b, const char *key, double v, bool skip_zero) {
   if (skip_zero && v == 0) return;
-  ox_buf_printf(b, ",\"%s\":", key);
+  w3_key(b, key);
   if (isfinite(v))
     ox_buf_put_pyfloat(b, v);
   else
@@ -537,8 +539,11 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
     for (int k = 0; k < OX_CHECK_KINDS; k++) {
       const OxCheckResult *c = &s->checks[k];
       if (c->status == OX_CHECK_NOT_RUN) continue;
-      ox_buf_printf(b, "%s\"%s\":{\"status\":\"%s\"", first ? "" : ",", ox_check_kind_name((OxCheckKind)k),
-                    ox_check_status_name((OxCheckStatus)c->status));
+      ox_buf_puts(b, first ? "\"" : ",\"");
+      ox_buf_puts(b, ox_check_kind_name((OxCheckKind)k));
+      ox_buf_puts(b, "\":{\"status\":\"");
+      ox_buf_puts(b, ox_check_status_name((OxCheckStatus)c->status));
+      ox_buf_putc(b, '"');
       first = false;
       w3_str(b, "detail", c->detail);
       if (k == OX_CHECK_NUMERIC && c->trials) {
@@ -566,18 +571,32 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
   ox_buf_putc(b, '}');
 }
 
+/* Room for the text and the name map up front, from an estimate: doubling a 20 MB buffer
+ * copies it each time and touches fresh pages (on a VM the page faults were a quarter of the
+ * writer's time); room not used is never touched. */
+static void reserve_v3(W3 *w, OxBuf *out) {
+  const OxTrace *t = w->t;
+  size_t bytes = 4096 + (t->config ? strlen(t->config) : 0), refs = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    const OxStep *s = &t->steps[i];
+    refs += 1 + s->n_matched + s->n_removed + s->n_added + 2 * (size_t)s->n_prov + s->n_scaffold + 3 * (size_t)s->n_edits;
+    bytes += 256 + 48 * (size_t)s->n_edits;
+    for (uint32_t k = 0; k < s->reason.n_args; k++) bytes += 4 + strlen(s->reason.args[k]);
+    for (int k = 0; k < OX_CHECK_KINDS; k++)
+      if (s->checks[k].detail) bytes += 64 + strlen(s->checks[k].detail);
+  }
+  ox_buf_reserve(out, bytes + 8 * refs);
+  ox_namemap_reserve(w->ix, refs / 6); /* names are mentioned ~7 times each in a large run */
+}
+
+/* The header and config first, then the steps (one a line), then the tables the steps filled:
+ * the steps are written straight into out, once (a reader finds the tables wherever they are). */
 static void write_v3(const OxTrace *t, OxBuf *out) {
   W3 w = {.t = t, .ix = ox_namemap_new(), .meta_text = ox_strtab_new(NULL), .meta_ix = ox_namemap_new()};
   ox_buf_init(&w.metas);
   ox_buf_init(&w.targets);
   ox_buf_init(&w.tmp);
-  /* the steps first (they fill the tables), then the header, the tables and the steps */
-  OxBuf steps;
-  ox_buf_init(&steps);
-  for (uint32_t i = 0; i < t->n_steps; i++) {
-    w3_step(&w, &t->steps[i], &steps);
-    ox_buf_puts(&steps, i + 1 < t->n_steps ? ",\n" : "\n");
-  }
+  reserve_v3(&w, out);
   ox_buf_puts(out, "{\"format\":\"optimus-trace\",\"version\":3,\"input\":{\"file\":");
   ox_json_put_str(out, t->input_file ? t->input_file : "");
   ox_buf_puts(out, ",\"hash\":");
@@ -605,7 +624,13 @@ static void write_v3(const OxTrace *t, OxBuf *out) {
     else
       ox_json_put_str(out, t->config);
   }
-  ox_buf_puts(out, ",\n\"names\":[");
+  ox_buf_puts(out, ",\n\"steps\":[");
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    ox_buf_putc(out, '\n');
+    w3_step(&w, &t->steps[i], out);
+    if (i + 1 < t->n_steps) ox_buf_putc(out, ',');
+  }
+  ox_buf_puts(out, t->n_steps ? "\n],\n\"names\":[" : "],\n\"names\":[");
   for (uint32_t i = 0; i < w.n_names; i++) {
     if (i) ox_buf_putc(out, ',');
     ox_json_put_str(out, w.names[i]);
@@ -618,13 +643,7 @@ static void write_v3(const OxTrace *t, OxBuf *out) {
     ox_buf_append(out, w.metas.data, w.metas.len);
     ox_buf_putc(out, '\n');
   }
-  ox_buf_puts(out, "],\n\"steps\":[");
-  if (t->n_steps) {
-    ox_buf_putc(out, '\n');
-    ox_buf_append(out, steps.data, steps.len);
-  }
   ox_buf_puts(out, "]}\n");
-  ox_buf_free(&steps);
   ox_buf_free(&w.metas);
   ox_buf_free(&w.targets);
   ox_buf_free(&w.tmp);
