@@ -243,13 +243,25 @@ static void write_v2(const OxTrace *t, OxBuf *out) {
 
 /* ---- version 3: node names and metas in tables, edits as arrays, compact, one step a line */
 
+enum { W3_RECENT = 4096 };
+
+typedef struct W3Recent {
+  const char *name;
+  uint32_t index;
+} W3Recent;
+
 typedef struct W3 {
   const OxTrace *t;
+  W3Recent *recent;       /* direct-mapped cache in front of ix: a step names the same nodes
+                             several times (matched, edits, provenance), chains of adds and
+                             moves name the previous node */
   OxNameMap *ix;          /* name -> 1 + its index in names */
   const char **names;
   uint32_t n_names, cap_names;
   OxStrTab *meta_text;    /* compact text of each distinct meta, interned ... */
   OxNameMap *meta_ix;     /* ... -> 1 + its index in metas */
+  OxNameMap *meta_by_t;   /* tensor metas array -> 1 + the index of a meta with it (a hint) */
+  OxMeta *meta_first;     /* metas[i] as first met (kind, n, inferred: to check a hint) */
   OxBuf metas;            /* the "metas" items written so far */
   uint32_t n_metas;
   OxNameMap *target_ix[OX_OP_COUNT]; /* per op: target -> 1 + its index in targets */
@@ -262,14 +274,20 @@ typedef struct W3 {
  * interned in its pool (recording interns through ox_trace_intern_from, the reader through the
  * pool), so the pointer identifies the name: one probe of a pointer map, no hashing of text. */
 static uint32_t w3_index(W3 *w, const char *name) {
+  W3Recent *r = &w->recent[(uint32_t)(((uintptr_t)name * 0x9E3779B97F4A7C15ull) >> 32) & (W3_RECENT - 1)];
+  if (r->name == name) return r->index;
   uint32_t v = ox_namemap_get(w->ix, name);
-  if (v) return v - 1;
+  if (v) {
+    *r = (W3Recent){name, v - 1};
+    return v - 1;
+  }
   if (w->n_names == w->cap_names) {
     w->cap_names = w->cap_names ? 2 * w->cap_names : 1024;
     w->names = ox_xrealloc(w->names, w->cap_names * sizeof *w->names);
   }
   w->names[w->n_names++] = name;
   ox_namemap_set(w->ix, name, w->n_names);
+  *r = (W3Recent){name, w->n_names - 1};
   return w->n_names - 1;
 }
 
@@ -375,16 +393,29 @@ static void put_compact(OxBuf *b, const char *s, size_t n) {
  * version 2 writer leaves such a meta out too). */
 static int64_t w3_meta(W3 *w, const OxMeta *m) {
   static const char prefix[] = ", \"meta\": ";
+  /* metas recorded in the pool share their tensor metas (ox_graph_meta_share) and are never
+   * written in place: a tensor metas array met before, with the same kind, count and inferred
+   * flag, is the same meta, found without making its text (a split's tuple of 128 is 6 kB) */
+  uint32_t hint = m->t ? ox_namemap_get(w->meta_by_t, (const char *)m->t) : 0;
+  if (hint) {
+    const OxMeta *f = &w->meta_first[hint - 1];
+    if (f->kind == m->kind && f->n == m->n && f->inferred == m->inferred && f->t == m->t) return hint - 1;
+  }
   w->tmp.len = 0;
   ox_json_write_meta(m, &w->tmp);
   if (w->tmp.len <= sizeof prefix - 1) return -1;
   const char *text = ox_strtab_intern(w->meta_text, w->tmp.data + (sizeof prefix - 1), w->tmp.len - (sizeof prefix - 1));
   uint32_t v = ox_namemap_get(w->meta_ix, text);
-  if (v) return v - 1;
-  if (w->n_metas) ox_buf_puts(&w->metas, ",\n");
-  put_compact(&w->metas, text, strlen(text));
-  ox_namemap_set(w->meta_ix, text, ++w->n_metas);
-  return w->n_metas - 1;
+  if (!v) {
+    if (w->n_metas) ox_buf_puts(&w->metas, ",\n");
+    put_compact(&w->metas, text, strlen(text));
+    if ((w->n_metas & (w->n_metas - 1)) == 0) /* a power of two (or 0): grow */
+      w->meta_first = ox_xrealloc(w->meta_first, (w->n_metas ? 2 * w->n_metas : 16) * sizeof *w->meta_first);
+    w->meta_first[w->n_metas] = *m;
+    ox_namemap_set(w->meta_ix, text, v = ++w->n_metas);
+  }
+  if (m->t && !hint && w->meta_first[v - 1].t == m->t) ox_namemap_set(w->meta_by_t, (const char *)m->t, v);
+  return v - 1;
 }
 
 /* The index of (op, target) in the targets table (added on first use). */
@@ -592,7 +623,12 @@ static void reserve_v3(W3 *w, OxBuf *out) {
 /* The header and config first, then the steps (one a line), then the tables the steps filled:
  * the steps are written straight into out, once (a reader finds the tables wherever they are). */
 static void write_v3(const OxTrace *t, OxBuf *out) {
-  W3 w = {.t = t, .ix = ox_namemap_new(), .meta_text = ox_strtab_new(NULL), .meta_ix = ox_namemap_new()};
+  W3 w = {.t = t,
+          .recent = ox_xcalloc(W3_RECENT, sizeof(W3Recent)),
+          .ix = ox_namemap_new(),
+          .meta_text = ox_strtab_new(NULL),
+          .meta_ix = ox_namemap_new(),
+          .meta_by_t = ox_namemap_new()};
   ox_buf_init(&w.metas);
   ox_buf_init(&w.targets);
   ox_buf_init(&w.tmp);
@@ -652,7 +688,10 @@ static void write_v3(const OxTrace *t, OxBuf *out) {
   free(w.names);
   ox_namemap_free(w.ix);
   ox_namemap_free(w.meta_ix);
+  ox_namemap_free(w.meta_by_t);
   ox_strtab_free(w.meta_text);
+  free(w.meta_first);
+  free(w.recent);
 }
 
 void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out) {
