@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gen-graphs.h"
+#include "load/ox_load.h"
 #include "ops/ox_shape.h"
 #include "passes/ox_pass.h"
 #include "trace-compare.h"
@@ -1111,6 +1112,71 @@ static void test_v3_errors(void) {
   g_free(doc);
 }
 
+/* A version 2 file written by the version 2 writer before version 3 existed (the bundled
+ * example's trace as of a7534aa): it reads; written as version 2 again it is the same bytes
+ * (the version 2 writer is unchanged); written as version 3 and read back it is the same trace,
+ * record by record; and it replays onto the example graph it was recorded on. */
+static void test_v2_file(void) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (!root) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
+    return;
+  }
+  char *path = g_build_filename(root, "tests", "data", "trace", "recsys-towers.v2.trace.json", NULL);
+  char *graph = g_build_filename(root, "data", "examples", "recsys-towers.txt", NULL);
+  gchar *text = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxTrace *t = NULL;
+  int rc = ox_trace_read_json(text, len, path, &t, &d);
+  if (rc) ox_diags_print(&d, stderr);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_cmpuint(t->n_steps, >, 100);
+  g_assert_cmpuint(t->n_applied, >, 5);
+  OxBuf b2, b3;
+  ox_buf_init(&b2);
+  ox_buf_init(&b3);
+  ox_trace_write_json_version(t, 2, &b2);
+  /* line by line; the config object is re-spaced by json-c when read (as before version 3) */
+  char **want = g_strsplit(text, "\n", -1), **got = g_strsplit(b2.data, "\n", -1);
+  g_assert_cmpuint(g_strv_length(got), ==, g_strv_length(want));
+  for (guint i = 0; want[i]; i++)
+    if (!g_str_has_prefix(want[i], "  \"config\": ")) g_assert_cmpstr(got[i], ==, want[i]);
+  g_strfreev(want);
+  g_strfreev(got);
+  ox_trace_write_json(t, &b3);
+  g_assert_cmpuint(b3.len * 5, <, len * 3); /* the same records in about half the bytes */
+  OxTrace *t3 = NULL;
+  g_assert_cmpint(ox_trace_read_json(b3.data, b3.len, "v3.json", &t3, &d), ==, 0);
+  char *diff = trace_first_difference(t, t3);
+  if (diff) g_test_fail_printf("the version 2 file and its version 3 form differ: %s", diff);
+  g_free(diff);
+  /* replay, from both, onto the graph it was recorded on (shapes inferred, as the CLI does) */
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_file(graph, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  ox_shape_infer_graph(doc->graphs[0], NULL, NULL);
+  OxGraph *a = ox_graph_clone(doc->graphs[0]), *c = ox_graph_clone(doc->graphs[0]);
+  g_assert_cmpint(ox_replay(a, t, UINT32_MAX, &d), ==, 0);
+  g_assert_cmpint(ox_replay(c, t3, UINT32_MAX, &d), ==, 0);
+  char *fa = fx_of(a), *fc = fx_of(c);
+  g_assert_cmpstr(fa, ==, fc);
+  free(fa);
+  free(fc);
+  ox_graph_free(a);
+  ox_graph_free(c);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+  ox_trace_free(t);
+  ox_trace_free(t3);
+  ox_buf_free(&b2);
+  ox_buf_free(&b3);
+  g_free(text);
+  g_free(path);
+  g_free(graph);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/trace/applied-step", test_applied_step);
@@ -1119,6 +1185,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/engine/trace/reader-damaged-v3", GINT_TO_POINTER(3), test_trace_reader_damaged);
   g_test_add_func("/engine/trace/v3-generated", test_v3_generated);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
+  g_test_add_func("/engine/trace/v2-file", test_v2_file);
   g_test_add_func("/engine/trace/integrity", test_trace_integrity);
   g_test_add_func("/engine/trace/numeric-check-rolls-back", test_numeric_check_rolls_back);
   g_test_add_func("/engine/trace/shape-check-rolls-back", test_shape_check_rolls_back);
