@@ -11,29 +11,30 @@
 
 static bool same_str(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
-#define DIFF(...)                         \
-  do {                                    \
-    char *what_ = g_strdup_printf(__VA_ARGS__); \
-    char *out_ = g_strdup_printf("%s%s", where, what_); \
-    g_free(what_);                        \
-    return out_;                          \
+#define DIFF(...)                                                                                            \
+  do {                                                                                                       \
+    char *what_ = g_strdup_printf(__VA_ARGS__);                                                              \
+    char *out_ = g_strdup_printf("%s%s", where, what_);                                                      \
+    g_free(what_);                                                                                           \
+    return out_;                                                                                             \
   } while (0)
-#define STR(field, x, y)                                                                       \
-  do {                                                                                         \
-    if (!same_str((x), (y))) DIFF("%s: '%s' != '%s'", field, (x) ? (x) : "(null)", (y) ? (y) : "(null)"); \
+#define STR(field, x, y)                                                                                     \
+  do {                                                                                                       \
+    if (!same_str((x), (y))) DIFF("%s: '%s' != '%s'", field, (x) ? (x) : "(null)", (y) ? (y) : "(null)");    \
   } while (0)
-#define NUM(field, x, y)                                                                                   \
-  do {                                                                                                     \
-    if ((x) != (y)) DIFF("%s: %llu != %llu", field, (unsigned long long)(x), (unsigned long long)(y));     \
+#define NUM(field, x, y)                                                                                     \
+  do {                                                                                                       \
+    if ((x) != (y)) DIFF("%s: %llu != %llu", field, (unsigned long long)(x), (unsigned long long)(y));       \
   } while (0)
 
 static bool same_double(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
 
-static char *names(const char *where, const char *field, const char *const *a, uint32_t na, const char *const *b,
-                   uint32_t nb) {
+static char *names(const char *where, const char *field, const char *const *a, uint32_t na,
+                   const char *const *b, uint32_t nb) {
   NUM(field, na, nb);
   for (uint32_t i = 0; i < na; i++)
-    if (!same_str(a[i], b[i])) DIFF("%s[%u]: '%s' != '%s'", field, i, a[i] ? a[i] : "(null)", b[i] ? b[i] : "(null)");
+    if (!same_str(a[i], b[i]))
+      DIFF("%s[%u]: '%s' != '%s'", field, i, a[i] ? a[i] : "(null)", b[i] ? b[i] : "(null)");
   return NULL;
 }
 
@@ -44,11 +45,13 @@ static bool same_dims(const OxDim *a, const OxDim *b, int32_t n) {
 }
 
 static bool same_meta(const OxMeta *a, const OxMeta *b) {
-  if (a->kind != b->kind || a->n != b->n || a->inferred != b->inferred || !same_str(a->sym, b->sym)) return false;
+  if (a->kind != b->kind || a->n != b->n || a->inferred != b->inferred || !same_str(a->sym, b->sym))
+    return false;
   if ((a->t == NULL) != (b->t == NULL)) return false;
   for (uint32_t i = 0; a->t && i < a->n; i++) {
     const OxTensorMeta *x = &a->t[i], *y = &b->t[i];
-    if (x->dtype != y->dtype || x->rank != y->rank || x->has_stride != y->has_stride || !same_str(x->device, y->device))
+    if (x->dtype != y->dtype || x->rank != y->rank || x->has_stride != y->has_stride ||
+        !same_str(x->device, y->device))
       return false;
     if (x->rank > 0 && !same_dims(x->shape, y->shape, x->rank)) return false;
     if (x->rank > 0 && x->has_stride && (x->stride == NULL) != (y->stride == NULL)) return false;
@@ -57,8 +60,8 @@ static bool same_meta(const OxMeta *a, const OxMeta *b) {
   return true;
 }
 
-static char *values(const char *where, const char *field, const OxTrace *ta, const OxValue *a, const OxTrace *tb,
-                    const OxValue *b) {
+static char *values(const char *where, const char *field, const OxTrace *ta, const OxValue *a,
+                    const OxTrace *tb, const OxValue *b) {
   enum { CAP = 1 << 20 };
   static char *x, *y; /* allocated once: tests compare millions of values */
   if (!x) {
@@ -67,11 +70,13 @@ static char *values(const char *where, const char *field, const OxTrace *ta, con
   }
   ox_value_format(ta->pool, a, x, CAP);
   ox_value_format(tb->pool, b, y, CAP);
-  if (a->kind != b->kind || strcmp(x, y) != 0) return g_strdup_printf("%s%s: %.200s != %.200s", where, field, x, y);
+  if (a->kind != b->kind || strcmp(x, y) != 0)
+    return g_strdup_printf("%s%s: %.200s != %.200s", where, field, x, y);
   return NULL;
 }
 
-static char *edit(const char *where, const OxTrace *ta, const OxTraceEdit *a, const OxTrace *tb, const OxTraceEdit *b) {
+static char *edit(const char *where, const OxTrace *ta, const OxTraceEdit *a, const OxTrace *tb,
+                  const OxTraceEdit *b) {
   NUM("kind", a->kind, b->kind);
   STR("name", a->name, b->name);
   STR("after", a->after, b->after);
@@ -86,8 +91,9 @@ static char *edit(const char *where, const OxTrace *ta, const OxTraceEdit *a, co
   if ((a->data == NULL) != (b->data == NULL)) DIFF("data: %p != %p", (void *)a->data, (void *)b->data);
   if (!a->data) return NULL;
   char *d = NULL;
-  if (a->kind != OX_TEDIT_META && ((d = values(where, "args", ta, &a->data->args, tb, &b->data->args)) != NULL ||
-                                   (d = values(where, "kwargs", ta, &a->data->kwargs, tb, &b->data->kwargs)) != NULL))
+  if (a->kind != OX_TEDIT_META &&
+      ((d = values(where, "args", ta, &a->data->args, tb, &b->data->args)) != NULL ||
+       (d = values(where, "kwargs", ta, &a->data->kwargs, tb, &b->data->kwargs)) != NULL))
     return d;
   if ((a->has_meta || a->kind == OX_TEDIT_META) && !same_meta(&a->data->meta, &b->data->meta)) {
     char x[256], y[256];
@@ -173,9 +179,11 @@ char *trace_first_difference(const OxTrace *a, const OxTrace *b) {
   STR("checks", a->checks, b->checks);
   if (!same_double(a->seconds, b->seconds)) DIFF("seconds: %g != %g", a->seconds, b->seconds);
   if ((d = cost(where, &a->cost, &b->cost)) != NULL) return d;
-  if ((d = names(where, "counters", a->counter_names, a->n_counters, b->counter_names, b->n_counters)) != NULL)
+  if ((d = names(where, "counters", a->counter_names, a->n_counters, b->counter_names, b->n_counters)) !=
+      NULL)
     return d;
-  for (uint32_t i = 0; i < a->n_counters; i++) NUM("counter value", a->counter_values[i], b->counter_values[i]);
+  for (uint32_t i = 0; i < a->n_counters; i++)
+    NUM("counter value", a->counter_values[i], b->counter_values[i]);
   NUM("n_steps", a->n_steps, b->n_steps);
   NUM("n_applied", a->n_applied, b->n_applied);
   NUM("n_rejected", a->n_rejected, b->n_rejected);
@@ -240,13 +248,15 @@ size_t trace_check_versions(const OxTrace *t, const OxGraph *input, const char *
         ox_buf_init(&again);
         ox_trace_write_json_version(back[r], v + 2, &again);
         if (again.len != w[v].len || memcmp(again.data, w[v].data, again.len) != 0)
-          g_test_fail_printf("%s: the version %d trace read and written as version %d is not the same text", what,
-                             r + 2, v + 2);
+          g_test_fail_printf("%s: the version %d trace read and written as version %d is not the same text",
+                             what, r + 2, v + 2);
         ox_buf_free(&again);
       }
     char *a = replayed(input, back[0], what), *b = replayed(input, back[1], what);
-    if (strcmp(a, b) != 0) g_test_fail_printf("%s: replays of the version 2 and version 3 traces differ", what);
-    if (want_fx && strcmp(b, want_fx) != 0) g_test_fail_printf("%s: the version 3 replay is not the run's result", what);
+    if (strcmp(a, b) != 0)
+      g_test_fail_printf("%s: replays of the version 2 and version 3 traces differ", what);
+    if (want_fx && strcmp(b, want_fx) != 0)
+      g_test_fail_printf("%s: the version 3 replay is not the run's result", what);
     free(a);
     free(b);
   }

@@ -404,7 +404,8 @@ static int64_t w3_meta(W3 *w, const OxMeta *m) {
   w->tmp.len = 0;
   ox_json_write_meta(m, &w->tmp);
   if (w->tmp.len <= sizeof prefix - 1) return -1;
-  const char *text = ox_strtab_intern(w->meta_text, w->tmp.data + (sizeof prefix - 1), w->tmp.len - (sizeof prefix - 1));
+  size_t skip = sizeof prefix - 1;
+  const char *text = ox_strtab_intern(w->meta_text, w->tmp.data + skip, w->tmp.len - skip);
   uint32_t v = ox_namemap_get(w->meta_ix, text);
   if (!v) {
     if (w->n_metas) ox_buf_puts(&w->metas, ",\n");
@@ -610,7 +611,8 @@ static void reserve_v3(W3 *w, OxBuf *out) {
   size_t bytes = 4096 + (t->config ? strlen(t->config) : 0), refs = 0;
   for (uint32_t i = 0; i < t->n_steps; i++) {
     const OxStep *s = &t->steps[i];
-    refs += 1 + s->n_matched + s->n_removed + s->n_added + 2 * (size_t)s->n_prov + s->n_scaffold + 3 * (size_t)s->n_edits;
+    refs += 1 + (size_t)s->n_matched + s->n_removed + s->n_added + 2 * (size_t)s->n_prov + s->n_scaffold;
+    refs += 3 * (size_t)s->n_edits;
     bytes += 256 + 48 * (size_t)s->n_edits;
     for (uint32_t k = 0; k < s->reason.n_args; k++) bytes += 4 + strlen(s->reason.args[k]);
     for (int k = 0; k < OX_CHECK_KINDS; k++)
@@ -878,14 +880,13 @@ static json_object *edit_item(json_object *a, size_t i) {
   return i < json_object_array_length(a) ? json_object_array_get_idx(a, i) : NULL;
 }
 
-/* The node reference at a[i] (null allowed when nullable); NULL on an error. */
-static const char *edit_node(TR *x, json_object *a, size_t i, bool nullable, bool *ok) {
+/* The node reference at a[i] (null allowed when nullable); NULL (after an error) otherwise. */
+static const char *edit_node(TR *x, json_object *a, size_t i, bool nullable) {
   json_object *v = edit_item(a, i);
   if (nullable && json_object_is_type(v, json_type_null)) return NULL;
   ox_json_path_push_idx(x->r, i);
   const char *s = node_ref(x, v);
   ox_json_path_pop(x->r);
-  if (!s) *ok = false;
   return s;
 }
 
@@ -949,18 +950,17 @@ static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
     return;
   }
   e->kind = (uint8_t)k;
-  bool ok = true;
-  e->name = edit_node(x, a, 1, false, &ok);
+  e->name = edit_node(x, a, 1, false);
   switch ((OxTraceEditKind)k) {
   case OX_TEDIT_ERASE: return;
-  case OX_TEDIT_MOVE: e->after = edit_node(x, a, 2, true, &ok); return;
+  case OX_TEDIT_MOVE: e->after = edit_node(x, a, 2, true); return;
   case OX_TEDIT_RENAME: e->new_name = edit_string(x, a, 2, "a new name"); return;
   case OX_TEDIT_REPLACE:
-    e->from = edit_node(x, a, 2, false, &ok);
-    e->to = edit_node(x, a, 3, false, &ok);
+    e->from = edit_node(x, a, 2, false);
+    e->to = edit_node(x, a, 3, false);
     return;
   case OX_TEDIT_ADD: {
-    e->after = edit_node(x, a, 2, true, &ok);
+    e->after = edit_node(x, a, 2, true);
     json_object *v = edit_item(a, 3);
     int64_t ti;
     ox_json_path_push_idx(r, 3);
