@@ -1622,8 +1622,12 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
         uint32_t before = t->n_steps;
         read_step(&x, o);
         if (t->n_steps > before) {
-          t->steps[t->n_steps - 1].src_line = line;
-          edit_lines(text, i, e, line, &t->steps[t->n_steps - 1]);
+          OxStep *s = &t->steps[t->n_steps - 1];
+          s->src_line = line;
+          if (memchr(text + i, '\n', e - i)) /* version 1 and 2: an edit a line */
+            edit_lines(text, i, e, line, s);
+          else /* a step on one line (version 3): its edits are on it */
+            for (uint32_t k = 0; k < s->n_edits; k++) s->edits[k].src_line = line;
         }
         ox_json_path_pop(r);
         json_object_put(o);
