@@ -350,33 +350,36 @@ static void test_json(void) {
   OxTrace *t = run_towers(&doc, NULL, &res);
   /* make one value unknown to see null travel */
   t->steps[t->n_steps - 1].cost.after.unknown = OX_COST_FLOPS;
-  OxBuf b;
-  ox_buf_init(&b);
-  ox_trace_write_json(t, &b);
-  g_assert_nonnull(strstr(b.data, "\"cost\": {\"launches\": [6, 5], "));
   OxDiagList d;
-  ox_diags_init(&d, "t.json");
   OxTrace *r = NULL;
-  g_assert_cmpint(ox_trace_read_json(b.data, b.len, "t.json", &r, &d), ==, 0);
-  g_assert_true(r->cost.set);
-  g_assert_cmpmem(&r->cost.before, sizeof r->cost.before, &t->cost.before, sizeof t->cost.before);
-  g_assert_cmpmem(&r->cost.after, sizeof r->cost.after, &t->cost.after, sizeof t->cost.after);
-  g_assert_cmpuint(r->n_steps, ==, t->n_steps);
-  for (uint32_t i = 0; i < t->n_steps; i++) {
-    const OxCostPair *x = &t->steps[i].cost, *y = &r->steps[i].cost;
-    g_assert_cmpint(x->set, ==, y->set);
-    if (!x->set) continue;
-    for (int k = 0; k < 2; k++) {
-      const OxCost *cx = k ? &x->after : &x->before, *cy = k ? &y->after : &y->before;
-      g_assert_cmpuint(cx->unknown, ==, cy->unknown);
-      g_assert_cmpuint(cx->launches, ==, cy->launches);
-      g_assert_cmpuint(cx->bytes, ==, cy->bytes);
-      if (!(cx->unknown & OX_COST_FLOPS)) g_assert_cmpuint(cx->flops, ==, cy->flops);
+  for (int version = 2; version <= 3; version++) {
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_trace_write_json_version(t, version, &b);
+    g_assert_nonnull(strstr(b.data, version == 2 ? "\"cost\": {\"launches\": [6, 5], " : "\"cost\":{\"launches\":[6,5],"));
+    ox_diags_init(&d, "t.json");
+    g_assert_cmpint(ox_trace_read_json(b.data, b.len, "t.json", &r, &d), ==, 0);
+    g_assert_true(r->cost.set);
+    g_assert_cmpmem(&r->cost.before, sizeof r->cost.before, &t->cost.before, sizeof t->cost.before);
+    g_assert_cmpmem(&r->cost.after, sizeof r->cost.after, &t->cost.after, sizeof t->cost.after);
+    g_assert_cmpuint(r->n_steps, ==, t->n_steps);
+    for (uint32_t i = 0; i < t->n_steps; i++) {
+      const OxCostPair *x = &t->steps[i].cost, *y = &r->steps[i].cost;
+      g_assert_cmpint(x->set, ==, y->set);
+      if (!x->set) continue;
+      for (int k = 0; k < 2; k++) {
+        const OxCost *cx = k ? &x->after : &x->before, *cy = k ? &y->after : &y->before;
+        g_assert_cmpuint(cx->unknown, ==, cy->unknown);
+        g_assert_cmpuint(cx->launches, ==, cy->launches);
+        g_assert_cmpuint(cx->bytes, ==, cy->bytes);
+        if (!(cx->unknown & OX_COST_FLOPS)) g_assert_cmpuint(cx->flops, ==, cy->flops);
+      }
     }
+    g_assert_cmpuint(r->steps[r->n_steps - 1].cost.after.unknown, ==, OX_COST_FLOPS);
+    ox_trace_free(r);
+    ox_diags_clear(&d);
+    ox_buf_free(&b);
   }
-  g_assert_cmpuint(r->steps[r->n_steps - 1].cost.after.unknown, ==, OX_COST_FLOPS);
-  ox_trace_free(r);
-  ox_diags_clear(&d);
 
   /* an old trace: no cost anywhere */
   static const char old[] = "{\"format\": \"optimus-trace\", \"version\": 2, \"input\": {\"file\": \"a\", \"hash\": \"1\"},\n"
@@ -400,7 +403,6 @@ static void test_json(void) {
   g_assert_nonnull(strstr(d.items[0].msg, "cost"));
   g_assert_cmpuint(d.items[0].line, ==, 4);
   ox_diags_clear(&d);
-  ox_buf_free(&b);
   ox_trace_free(t);
   ox_doc_free(doc);
 }

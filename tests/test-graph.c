@@ -3,6 +3,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -383,6 +385,26 @@ static void test_dtypes(void) {
   g_assert_false(ox_dtype_is_float(OX_DT_I32));
 }
 
+/* The significant digits of a number's text, without sign, point, exponent, leading or
+ * trailing zeros ("-0.00120e+05" -> "12"). */
+static void significant_digits(const char *s, char out[32]) {
+  int n = 0;
+  for (; *s && *s != 'e' && *s != 'E'; s++)
+    if (*s >= '0' && *s <= '9' && (n || *s != '0') && n < 31) out[n++] = *s;
+  while (n > 1 && out[n - 1] == '0') n--;
+  out[n] = 0;
+}
+
+/* The digits of the first of %.0e, %.1e, ... %.16e that reads back as x. */
+static void shortest_digits_by_search(double x, char out[32]) {
+  char tmp[64];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*e", prec - 1, x);
+    if (strtod(tmp, NULL) == x) break;
+  }
+  significant_digits(tmp, out);
+}
+
 static void test_pyfloat(void) {
   struct {
     double v;
@@ -417,6 +439,19 @@ static void test_pyfloat(void) {
     ox_buf_init(&b);
     ox_buf_put_pyfloat(&b, x.d);
     g_assert_cmpfloat(g_ascii_strtod(b.data, NULL), ==, x.d);
+    /* and it has the fewest digits that do: those of the first of %.0e, %.1e, ... that reads
+     * back (random bits, and values of a few digits such as times and tolerances) */
+    char want[32], got[32];
+    shortest_digits_by_search(x.d, want);
+    significant_digits(b.data, got);
+    g_assert_cmpstr(got, ==, want);
+    ox_buf_free(&b);
+    double few = (double)(g_rand_int_range(r, 1, 100000)) * pow(10, g_rand_int_range(r, -20, 20));
+    ox_buf_init(&b);
+    ox_buf_put_pyfloat(&b, few);
+    shortest_digits_by_search(few, want);
+    significant_digits(b.data, got);
+    g_assert_cmpstr(got, ==, want);
     ox_buf_free(&b);
   }
   g_rand_free(r);

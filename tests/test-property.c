@@ -173,7 +173,7 @@ static void test_search_shortcuts(void) {
     char *without = trace_text(h, false);
     ox_batch_set_shortcuts(true);
     if (strcmp(with, without) != 0) g_test_fail_printf("seed %" G_GUINT64_FORMAT ": traces differ", seed);
-    for (const char *s = with; (s = strstr(s, "\"pass\": \"batch_")) != NULL; s++) batch_steps++;
+    for (const char *s = with; (s = strstr(s, "\"pass\":\"batch_")) != NULL; s++) batch_steps++;
     g_free(with);
     g_free(without);
     ox_graph_free(g);
@@ -196,7 +196,7 @@ static void test_trace_shared_strings(void) {
     char *own = trace_text(g, false);
     char *shared = trace_text(h, true); /* frees h */
     if (strcmp(own, shared) != 0) g_test_fail_printf("seed %" G_GUINT64_FORMAT ": traces differ", seed);
-    compared += strstr(own, "\"kind\": \"applied\"") != NULL;
+    compared += strstr(own, "\"kind\":\"applied\"") != NULL;
     g_free(own);
     g_free(shared);
     ox_graph_free(g);

@@ -902,7 +902,7 @@ static void test_cli(void) {
   g_assert_nonnull(strstr(out, "\"swish_to_silu_reversed\": 1"));
   char *text = NULL;
   g_assert_true(g_file_get_contents(trace, &text, NULL, NULL));
-  g_assert_nonnull(strstr(text, "\"rule_file\": \"data/rules/swish.rules\", \"rule_line\": 3"));
+  g_assert_nonnull(strstr(text, "\"rule_file\":\"data/rules/swish.rules\",\"rule_line\":3"));
   g_free(text);
   g_free(out);
   g_free(err);

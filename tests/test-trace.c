@@ -6,8 +6,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "gen-graphs.h"
+#include "load/ox_load.h"
 #include "ops/ox_shape.h"
 #include "passes/ox_pass.h"
+#include "trace-compare.h"
 #include "write/ox_write.h"
 
 static OxValue tup(OxGraph *g, uint32_t n, const OxValue *items) { return ox_graph_value_seq(g, OX_V_TUPLE, items, n); }
@@ -269,7 +272,7 @@ static void test_trace_json_roundtrip(void) {
   free(c);
   /* damaged trace files give located errors */
   const char *bad[] = {
-    "{\"format\": \"optimus-trace\", \"version\": 3, \"steps\": []}",
+    "{\"format\": \"optimus-trace\", \"version\": 4, \"steps\": []}",
     "{\"format\": \"optimus-trace\", \"version\": 2, \"steps\": [{\"kind\": \"applied\", \"edits\": [{\"kind\": \"replace_input\", \"name\": \"x\", \"old\": \"y\"}]}]}",
     "{\"format\": \"optimus-fx\", \"version\": 1}",
     "{\"format\": \"optimus-trace\", \"version\": 1,\n \"steps\": [{\"kind\": \"maybe\"}]}",
@@ -321,13 +324,14 @@ static bool json_c_accepts(const char *text, size_t len) {
   return ok;
 }
 
-static void test_trace_reader_damaged(void) {
+static void test_trace_reader_damaged(gconstpointer data) {
+  int version = GPOINTER_TO_INT(data);
   OxGraph *g = sample();
   OxOptimizeResult res;
   OxTrace *t = run(g, &good, false, &res);
   OxBuf b;
   ox_buf_init(&b);
-  ox_trace_write_json(t, &b);
+  ox_trace_write_json_version(t, version, &b);
   GRand *r = g_rand_new_with_seed(7);
   static const char subst[] = "{}[],:\"x0 \n\\-e.";
   uint32_t rejected = 0, accepted = 0;
@@ -364,7 +368,7 @@ static void test_trace_reader_damaged(void) {
     ox_diags_clear(&d);
     g_string_free(m, TRUE);
   }
-  g_test_message("damaged traces: %u rejected, %u accepted", rejected, accepted);
+  g_test_message("damaged version %d traces: %u rejected, %u accepted", version, rejected, accepted);
   /* both outcomes occurred (a byte change inside a string is still a valid trace) */
   g_assert_cmpuint(rejected, >, 1000);
   g_assert_cmpuint(accepted, >, 10);
@@ -621,7 +625,9 @@ static void test_long_step_replays(void) {
   OxBuf js;
   ox_buf_init(&js);
   ox_trace_write_json(t, &js);
-  g_assert_nonnull(strstr(js.data, "\"kind\": \"replace_input\", \"name\": \"cat\""));
+  uint32_t rewires = 0;
+  for (const char *q = js.data; (q = strstr(q, "[\"replace_input\",")) != NULL; q++) rewires++;
+  g_assert_cmpuint(rewires, ==, 200);
   OxTrace *back = NULL;
   g_assert_cmpint(ox_trace_read_json(js.data, js.len, "t.json", &back, &d), ==, 0);
   ox_buf_free(&js);
@@ -893,7 +899,7 @@ static void test_trace_integrity(void) {
   OxTrace *t = run(g, &good, false, &res);
   OxBuf b;
   ox_buf_init(&b);
-  ox_trace_write_json(t, &b);
+  ox_trace_write_json_version(t, 2, &b); /* version 3: test_trace_v3_damaged */
   OxDiagList d;
   ox_diags_init(&d, "t.json");
   /* "hash": "" */
@@ -954,11 +960,232 @@ static void test_trace_integrity(void) {
   ox_graph_free(g);
 }
 
+/* ------------------------------------------------------------------ version 3 (issue 20) */
+
+/* Random graphs through the built-in pipeline: each run's trace in version 2 and version 3
+ * reads back the same, record by record, rewrites to the same bytes, and replays the same
+ * (trace_check_versions); the compact one is smaller. */
+static void test_v3_generated(void) {
+  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
+  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 60, applied = 0;
+  size_t v2_bytes = 0, v3_bytes = 0;
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    bool post;
+    OxGraph *g = gen_graph(seed, &post);
+    g_assert_nonnull(g);
+    OxGraph *input = ox_graph_clone(g);
+    OxPipeline p;
+    ox_pipeline_default(g, &p);
+    OxCheckConfig checks;
+    ox_check_config_default(&checks);
+    checks.numeric = seed % 4 == 0; /* numeric results (max_abs ...) on some */
+    OxTrace *t = seed % 2 ? ox_trace_new_for(g) : ox_trace_new();
+    OxDiagList d;
+    ox_diags_init(&d, "gen");
+    OxOptimizeResult res;
+    g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
+    applied += res.applied;
+    t->input_file = ox_trace_intern(t, "gen \"graph\".txt"); /* a string that needs escapes */
+    char *want = fx_of(g), *what = g_strdup_printf("seed %" G_GUINT64_FORMAT, seed);
+    v3_bytes += trace_check_versions(t, input, want, what);
+    OxBuf b2;
+    ox_buf_init(&b2);
+    ox_trace_write_json_version(t, 2, &b2);
+    v2_bytes += b2.len;
+    ox_buf_free(&b2);
+    free(want);
+    g_free(what);
+    ox_diags_clear(&d);
+    ox_trace_free(t);
+    ox_pipeline_free(&p);
+    ox_graph_free(input);
+    ox_graph_free(g);
+  }
+  g_test_message("%u graphs, %u applied steps; traces: version 2 %zu bytes, version 3 %zu", n, applied, v2_bytes,
+                 v3_bytes);
+  g_assert_cmpuint(applied, >, n); /* the comparison covered edits, not only rejections */
+  g_assert_cmpuint(v3_bytes, <, v2_bytes * 2 / 3); /* small graphs: the names table weighs more */
+}
+
+/* A hand-written version 3 trace and damaged copies of it: each damage is an error located
+ * at its line with the path of the value (never a crash, never an index used unchecked). */
+static const char v3_doc[] =
+  "{\"format\":\"optimus-trace\",\"version\":3,\"input\":{\"file\":\"a\",\"hash\":\"1\"},\n"
+  "\"names\":[\"x\",\"\\u0079\",\"w\"],\n"
+  "\"targets\":[[\"call_function\",\"torch.relu\"]],\n"
+  "\"metas\":[{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4,8]}}],\n"
+  "\"steps\":[\n"
+  "{\"kind\":\"rejected\",\"pass\":\"p\",\"anchor\":0,\"matched\":[0,2],\"reason\":{\"code\":\"OTHER\",\"args\":[\"z\"]}},\n"
+  "{\"kind\":\"applied\",\"applied_index\":1,\"pass\":\"p\",\"edits\":[[\"add\",1,0,0,[{\"node\":0}],0],[\"move\",2,1],[\"toposort\"]]}\n"
+  "]}\n";
+
+static void test_v3_errors(void) {
+  OxDiagList d;
+  ox_diags_init(&d, "t.json");
+  OxTrace *t = NULL;
+  int rc = ox_trace_read_json(v3_doc, strlen(v3_doc), "t.json", &t, &d);
+  if (rc) ox_diags_print(&d, stderr);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_cmpuint(t->n_steps, ==, 2);
+  const OxStep *s0 = &t->steps[0], *s1 = &t->steps[1];
+  g_assert_cmpstr(s0->anchor, ==, "x");
+  g_assert_cmpuint(s0->n_matched, ==, 2);
+  g_assert_cmpstr(s0->matched[1], ==, "w");
+  char *why = ox_reason_format(&s0->reason);
+  g_assert_cmpstr(why, ==, "z"); /* OTHER: "%0", the text rebuilt from the template */
+  free(why);
+  g_assert_cmpuint(s1->n_edits, ==, 3);
+  const OxTraceEdit *e = &s1->edits[0];
+  g_assert_cmpint(e->kind, ==, OX_TEDIT_ADD);
+  g_assert_cmpstr(e->name, ==, "y"); /* "\u0079": an escaped name reads like any other */
+  g_assert_cmpstr(e->after, ==, "x");
+  g_assert_cmpint(e->op, ==, OX_OP_CALL_FUNCTION);
+  g_assert_cmpstr(e->target, ==, "torch.relu");
+  g_assert_true(e->has_meta);
+  char buf[64];
+  ox_meta_format(&e->data->meta, buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "f32[4, 8]");
+  g_assert_cmpstr(ox_value_format(t->pool, &e->data->args, buf, sizeof buf), ==, "(%x,)");
+  g_assert_cmpint(s1->edits[1].kind, ==, OX_TEDIT_MOVE);
+  g_assert_cmpstr(s1->edits[1].after, ==, "y");
+  g_assert_null(s1->edits[2].name); /* toposort */
+  /* added / removed are rebuilt from the edits */
+  g_assert_cmpuint(s1->n_added, ==, 1);
+  g_assert_cmpstr(s1->added[0], ==, "y");
+  g_assert_cmpuint(s1->n_removed, ==, 0);
+  g_assert_cmpuint(s1->src_line, ==, 7);
+  ox_trace_free(t);
+  ox_diags_clear(&d);
+
+  static const struct {
+    const char *from, *to, *msg;
+    uint32_t line;
+  } bad[] = {
+    {"\"anchor\":0", "\"anchor\":3", "steps[0].anchor: node index 3 is out of range (\"names\" has 3 entries)", 6},
+    {"\"anchor\":0", "\"anchor\":\"x\"", "steps[0].anchor: a node reference must be an index into \"names\", not a string", 6},
+    {"\"matched\":[0,2]", "\"matched\":[0,-1]", "steps[0].matched[1]: node index -1 is out of range", 6},
+    {"[{\"node\":0}]", "[{\"node\":9}]", "steps[1].edits[0][4][0].node: node index 9 is out of range", 7},
+    {"[{\"node\":0}]", "[{\"node\":\"x\"}]", "a node reference must be an index into \"names\", not a string", 7},
+    {"[{\"node\":0}],0]", "[{\"node\":0}],1]", "steps[1].edits[0][5]: meta index 1 is out of range (\"metas\" has 1 entries)", 7},
+    {"[\"add\",1,0,0,", "[\"add\",1,0,1,", "steps[1].edits[0][3]: target index 1 is out of range", 7},
+    {"[\"add\",1,0,0,", "[\"add\",1,0,null,", "steps[1].edits[0][3]: a target must be an index into \"targets\", not null", 7},
+    {"[\"move\",2,1]", "[\"move\",2]", "steps[1].edits[1]: move edit of 2 items (it has 3)", 7},
+    {"[\"move\",2,1]", "[\"shuffle\",2,1]", "steps[1].edits[1]: unknown edit kind 'shuffle'", 7},
+    {"[\"move\",2,1]", "[\"move\",null,1]", "steps[1].edits[1][1]: a node reference must be an index into \"names\", not null", 7},
+    {"[\"toposort\"]", "[\"toposort\",1]", "steps[1].edits[2]: a toposort edit has no fields, not 1", 7},
+    {"[\"toposort\"]", "{\"kind\":\"toposort\"}", "steps[1].edits[2]: an edit must be an array", 7},
+    {"\"names\":[\"x\",", "\"names\":[7,", "names[0]: a node name must be a string, not an integer", 2},
+    {"\"names\":[\"x\",", "\"names\":[\"x\" ", "JSON syntax error: expected ',' or ']'", 2},
+    {"\"names\":[\"x\",", "\"nameless\":[\"x\",", "no \"names\" key", 1},
+    {"\"call_function\"", "\"call_fn\"", "targets[0]: unknown op 'call_fn'", 3},
+    {"\"shape\":[4,8]}", "\"shape\":[4,8]},\"inferred\":1", "metas[0].inferred: inferred must be a boolean", 4},
+    {"\"version\":3", "\"version\":4", "version: unsupported trace version 4 (this reader knows versions 1 to 3)", 1},
+    {"{\"code\":\"OTHER\"", "{\"code\":\"NOPE\"", "steps[0].reason: unknown reason code 'NOPE'", 6},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    char *doc = replaced(v3_doc, bad[i].from, bad[i].to);
+    ox_diags_init(&d, "t.json");
+    t = NULL;
+    rc = ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d);
+    if (rc != -1 || d.n_errors == 0 || !strstr(d.items[0].msg, bad[i].msg) || d.items[0].line != bad[i].line) {
+      ox_diags_print(&d, stderr);
+      g_test_fail_printf("damage %zu (%s -> %s): wanted line %u: %s", i, bad[i].from, bad[i].to, bad[i].line, bad[i].msg);
+    }
+    ox_trace_free(t);
+    ox_diags_clear(&d);
+    g_free(doc);
+  }
+
+  /* replay: an edit that does not fit is located at its step's line */
+  char *doc = replaced(v3_doc, "[\"move\",2,1]", "[\"erase\",2]");
+  ox_diags_init(&d, "t.json");
+  g_assert_cmpint(ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d), ==, 0);
+  OxGraph *g = ox_graph_new();
+  ph(g, "x", 4, 8);
+  t->input_hash = NULL;
+  g_assert_cmpint(ox_replay(g, t, UINT32_MAX, &d), ==, -1);
+  g_assert_cmpuint(d.items[d.n - 1].line, ==, 7);
+  g_test_message("%s", d.items[d.n - 1].msg);
+  ox_graph_free(g);
+  ox_trace_free(t);
+  ox_diags_clear(&d);
+  g_free(doc);
+}
+
+/* A version 2 file written by the version 2 writer before version 3 existed (the bundled
+ * example's trace as of a7534aa): it reads; written as version 2 again it is the same bytes
+ * (the version 2 writer is unchanged); written as version 3 and read back it is the same trace,
+ * record by record; and it replays onto the example graph it was recorded on. */
+static void test_v2_file(void) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (!root) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
+    return;
+  }
+  char *path = g_build_filename(root, "tests", "data", "trace", "recsys-towers.v2.trace.json", NULL);
+  char *graph = g_build_filename(root, "data", "examples", "recsys-towers.txt", NULL);
+  gchar *text = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxTrace *t = NULL;
+  int rc = ox_trace_read_json(text, len, path, &t, &d);
+  if (rc) ox_diags_print(&d, stderr);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_cmpuint(t->n_steps, >, 100);
+  g_assert_cmpuint(t->n_applied, >, 5);
+  OxBuf b2, b3;
+  ox_buf_init(&b2);
+  ox_buf_init(&b3);
+  ox_trace_write_json_version(t, 2, &b2);
+  /* line by line; the config object is re-spaced by json-c when read (as before version 3) */
+  char **want = g_strsplit(text, "\n", -1), **got = g_strsplit(b2.data, "\n", -1);
+  g_assert_cmpuint(g_strv_length(got), ==, g_strv_length(want));
+  for (guint i = 0; want[i]; i++)
+    if (!g_str_has_prefix(want[i], "  \"config\": ")) g_assert_cmpstr(got[i], ==, want[i]);
+  g_strfreev(want);
+  g_strfreev(got);
+  ox_trace_write_json(t, &b3);
+  g_assert_cmpuint(b3.len * 5, <, len * 3); /* the same records in about half the bytes */
+  OxTrace *t3 = NULL;
+  g_assert_cmpint(ox_trace_read_json(b3.data, b3.len, "v3.json", &t3, &d), ==, 0);
+  char *diff = trace_first_difference(t, t3);
+  if (diff) g_test_fail_printf("the version 2 file and its version 3 form differ: %s", diff);
+  g_free(diff);
+  /* replay, from both, onto the graph it was recorded on (shapes inferred, as the CLI does) */
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_file(graph, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  ox_shape_infer_graph(doc->graphs[0], NULL, NULL);
+  OxGraph *a = ox_graph_clone(doc->graphs[0]), *c = ox_graph_clone(doc->graphs[0]);
+  g_assert_cmpint(ox_replay(a, t, UINT32_MAX, &d), ==, 0);
+  g_assert_cmpint(ox_replay(c, t3, UINT32_MAX, &d), ==, 0);
+  char *fa = fx_of(a), *fc = fx_of(c);
+  g_assert_cmpstr(fa, ==, fc);
+  free(fa);
+  free(fc);
+  ox_graph_free(a);
+  ox_graph_free(c);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+  ox_trace_free(t);
+  ox_trace_free(t3);
+  ox_buf_free(&b2);
+  ox_buf_free(&b3);
+  g_free(text);
+  g_free(path);
+  g_free(graph);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/trace/applied-step", test_applied_step);
   g_test_add_func("/engine/trace/json-roundtrip", test_trace_json_roundtrip);
-  g_test_add_func("/engine/trace/reader-damaged", test_trace_reader_damaged);
+  g_test_add_data_func("/engine/trace/reader-damaged", GINT_TO_POINTER(2), test_trace_reader_damaged);
+  g_test_add_data_func("/engine/trace/reader-damaged-v3", GINT_TO_POINTER(3), test_trace_reader_damaged);
+  g_test_add_func("/engine/trace/v3-generated", test_v3_generated);
+  g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
+  g_test_add_func("/engine/trace/v2-file", test_v2_file);
   g_test_add_func("/engine/trace/integrity", test_trace_integrity);
   g_test_add_func("/engine/trace/numeric-check-rolls-back", test_numeric_check_rolls_back);
   g_test_add_func("/engine/trace/shape-check-rolls-back", test_shape_check_rolls_back);

@@ -7,7 +7,7 @@
  *               (same graph, same trace, same check configuration), so each pass gets its
  *               own time; the sum is the optimize time. The checks' share is summed from the
  *               check results the trace records for every step.
- *   trace_write ox_trace_write_json into memory (size reported)
+ *   trace_write ox_trace_write_json into memory (size reported; --trace-format 2 writes version 2)
  *   trace_read  ox_trace_read_json of that text
  *   replay      a fresh load + shape inference (not timed), then ox_replay of every step
  * Each phase reports wall time (CLOCK_MONOTONIC) and process CPU time; medians over the K
@@ -16,7 +16,7 @@
  *
  * The trace is always on (rejections recorded), as `optimus optimize --trace` runs it.
  *
- * Usage: bench-optimize FILE [--checks LIST] [--repeat K] [--json]
+ * Usage: bench-optimize FILE [--checks LIST] [--repeat K] [--trace-format 2|3] [--json]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,24 +121,27 @@ static void shape_infer(OxGraph *g) {
 int main(int argc, char **argv) {
   ox_mem_tune_for_batch(); /* as the CLI does */
   const char *path = NULL, *checks = "structure,shape";
-  int repeat = 3;
+  int repeat = 3, trace_format = OX_TRACE_VERSION;
   bool json = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--checks") == 0 && i + 1 < argc)
       checks = argv[++i];
     else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
       repeat = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--trace-format") == 0 && i + 1 < argc)
+      trace_format = atoi(argv[++i]);
     else if (strcmp(argv[i], "--json") == 0)
       json = true;
     else if (argv[i][0] != '-' && !path)
       path = argv[i];
     else {
-      fprintf(stderr, "usage: bench-optimize FILE [--checks LIST] [--repeat K] [--json]\n");
+      fprintf(stderr, "usage: bench-optimize FILE [--checks LIST] [--repeat K] [--trace-format 2|3] [--json]\n");
       return 2;
     }
   }
-  if (!path || repeat < 1 || repeat > MAX_REPEAT) {
-    fprintf(stderr, "usage: bench-optimize FILE [--checks LIST] [--repeat K (1-%d)] [--json]\n", MAX_REPEAT);
+  if (!path || repeat < 1 || repeat > MAX_REPEAT || trace_format < 2 || trace_format > 3) {
+    fprintf(stderr, "usage: bench-optimize FILE [--checks LIST] [--repeat K (1-%d)] [--trace-format 2|3] [--json]\n",
+            MAX_REPEAT);
     return 2;
   }
   OxCheckConfig cc;
@@ -218,7 +221,7 @@ int main(int argc, char **argv) {
     OxBuf b;
     ox_buf_init(&b);
     t = timer_start();
-    ox_trace_write_json(tr, &b);
+    ox_trace_write_json_version(tr, trace_format, &b);
     timer_stop(t, &twrite, run);
     trace_bytes = b.len;
     OxTrace *back = NULL;

@@ -1430,7 +1430,8 @@ def _placeholders(doc):
 
 
 def read_trace(path):
-    """An optimus trace (docs/trace-format.md) as a dict; ValueError when it is not one."""
+    """An optimus trace (docs/trace-format.md) as a dict, in the version 2 shape whatever its
+    version (decode_trace); ValueError when it is not one."""
     try:
         with open(path, encoding="utf-8") as f:
             tr = json.load(f)
@@ -1439,7 +1440,109 @@ def read_trace(path):
     if not isinstance(tr, dict) or tr.get("format") != "optimus-trace":
         raise ValueError("%s: not an optimus trace (format=%r)" %
                          (path, tr.get("format") if isinstance(tr, dict) else None))
-    return tr
+    try:
+        return decode_trace(tr)
+    except (IndexError, KeyError, TypeError, ValueError) as e:
+        raise ValueError("%s: a damaged version 3 trace (%s: %s); `optimus replay` locates the damage" %
+                         (path, type(e).__name__, e)) from None
+
+
+def _decode_value(v, names):
+    """A version 3 value: {"node": i} -> {"node": names[i]}, the rest as it is."""
+    if isinstance(v, list):
+        return [_decode_value(x, names) for x in v]
+    if isinstance(v, dict):
+        if len(v) == 1 and isinstance(v.get("node"), int):
+            return {"node": names[v["node"]]}
+        return {k: _decode_value(x, names) for k, x in v.items()}
+    return v
+
+
+def decode_trace(tr):
+    """A version 3 trace (node names, targets and metas in tables, edits as arrays;
+    docs/trace-format.md) in the shape of version 2: names in place of indices, edits as
+    objects, "seq", "removed" and "added" as version 2 writes them, "nodes" in every reason.
+    The formatted reason text is not rebuilt (its templates live in the engine): reason_text()
+    gives it when the trace has it, else the code and arguments. "version" stays 3. Versions 1
+    and 2 are returned as they are. Raises IndexError/KeyError/TypeError on a damaged trace."""
+    if not isinstance(tr.get("version"), int) or tr["version"] < 3:
+        return tr
+    names, targets, metas = tr["names"], tr.get("targets") or [], tr.get("metas") or []
+
+    def name(i):
+        if i is None:
+            return None
+        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+            raise IndexError("node index %r" % (i,))
+        return names[i]
+
+    def index(table, i, what):
+        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+            raise IndexError("%s index %r" % (what, i))
+        return table[i]
+
+    def edit(e):
+        kind = e[0]
+        if kind == "toposort":
+            return {"kind": "toposort"}
+        d = {"kind": kind, "name": name(e[1])}
+        if kind == "add":
+            op, target = index(targets, e[3], "target")
+            d.update(after=name(e[2]), op=op, target=target, args=_decode_value(e[4], names),
+                     kwargs=_decode_value(e[6], names) if len(e) > 6 else {"dict": []})
+            if len(e) > 5 and e[5] is not None:
+                d["meta"] = index(metas, e[5], "meta")
+        elif kind == "args":
+            d.update(args=_decode_value(e[2], names),
+                     kwargs=_decode_value(e[3], names) if len(e) > 3 else {"dict": []})
+        elif kind == "move":
+            d["after"] = name(e[2])
+        elif kind == "meta":
+            d["meta"] = index(metas, e[2], "meta")
+        elif kind == "rename":
+            d["to"] = e[2]
+        elif kind == "replace_input":
+            d.update(old=name(e[2]), new=name(e[3]))
+        elif kind != "erase":
+            raise ValueError("unknown edit kind %r" % (kind,))
+        return d
+
+    steps = []
+    for seq, s in enumerate(tr.get("steps") or []):
+        s = dict(s, seq=seq)
+        if "anchor" in s:
+            s["anchor"] = name(s["anchor"])
+        for key in ("matched", "removed", "added", "scaffolding"):
+            if key in s:
+                s[key] = [name(i) for i in s[key]]
+        if "provenance" in s:
+            s["provenance"] = [[name(a), name(b)] for a, b in s["provenance"]]
+        if "edits" in s:
+            s["edits"] = [edit(e) for e in s["edits"]]
+            for key, kind in (("removed", "erase"), ("added", "add")):
+                if key not in s:
+                    s[key] = [e["name"] for e in s["edits"] if e["kind"] == kind]
+        for key in ("removed", "added"):
+            if key in s and not s[key]:
+                del s[key]
+        if "reason" in s:
+            r = s["reason"] = dict(s["reason"])
+            r.setdefault("nodes", [False] * len(r.get("args") or []))
+        steps.append(s)
+    out = {k: v for k, v in tr.items() if k not in ("names", "targets", "metas", "steps")}
+    out["steps"] = steps
+    return out
+
+
+def reason_text(step):
+    """A step's reason as text: the formatted text of a version 1 or 2 trace, else its code
+    and arguments ("SET_TOO_SMALL: 3; 5"); "" when the step has no reason."""
+    r = step.get("reason") or {}
+    if r.get("text"):
+        return r["text"]
+    if not r.get("code"):
+        return ""
+    return "%s: %s" % (r["code"], "; ".join(str(a) for a in r.get("args") or []))
 
 
 def trace_groups(trace, by="pass"):

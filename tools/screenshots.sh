@@ -23,9 +23,11 @@ if [ ! -f "$graph" ] || [ ! -f "$trace" ]; then
   "$build/app/optimus" optimize "$graph" -o "$tmp/recsys.opt.txt" --trace "$trace" >/dev/null
 fi
 # the applied step with the most added nodes, as a 1-based position, and a node it removed
-eval "$(/usr/bin/python3 - "$trace" <<'PY'
-import json, sys
-t = json.load(open(sys.argv[1]))
+eval "$(/usr/bin/python3 - "$trace" "$here/tools" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from optimus_fx import read_trace  # any trace version, names spelled out
+t = read_trace(sys.argv[1])
 steps = t["steps"]
 best = max(range(len(steps)), key=lambda i: (steps[i].get("kind") == "applied", len(steps[i].get("added", []))))
 rej = [s for s in steps if s.get("kind") == "rejected" and s.get("anchor")]

@@ -66,6 +66,7 @@ static const OptSpec opt_specs[] = {
   {"check", 0, true, OPT_CHECK},
   {"timeout", 0, true, OPT_TIMEOUT},
   {"cost-guard", 0, false, OPT_COST_GUARD},
+  {"trace-format", 0, true, OPT_TRACE_FORMAT},
 };
 
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -113,6 +114,11 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     o->options[o->n_options++] = val;
     break;
   case OPT_TRACE: o->trace = val; break;
+  case OPT_TRACE_FORMAT:
+    if (strcmp(val, "2") != 0 && strcmp(val, "3") != 0)
+      return ox_cli_usage_error(o, "--trace-format: the trace version to write is 2 or 3, not '%s'", val);
+    o->trace_format = val[0] - '0';
+    break;
   case OPT_CONFIG: o->config = val; break;
   case OPT_PASSES: o->passes = val; break;
   case OPT_CHECKS: o->checks = val; break;

@@ -89,6 +89,7 @@ enum {
 #define OPT_CHECK (1ull << 36)
 #define OPT_TIMEOUT (1ull << 37)
 #define OPT_COST_GUARD (1ull << 38)
+#define OPT_TRACE_FORMAT (1ull << 39)
 
 enum { MAX_REPEATS = 64 };
 
@@ -108,6 +109,7 @@ typedef struct CliOpts {
   const char *options[MAX_REPEATS];
   uint32_t n_options;
   const char *trace, *config, *passes, *checks, *node, *pass;
+  int trace_format;    /* --trace-format N: the trace version written (0 = OX_TRACE_VERSION) */
   const char *file2;   /* replay: TRACE */
   bool want_file2;
   bool keep_failed, list_passes, has_step;

@@ -28,6 +28,7 @@ static const char usage_diff[] =
   "  --trace T.json    also write the diff as a trace of A, one applied step per region\n"
   "                    (pass \"diff\", rule \"region N\"): `optimus replay A T` and\n"
   "                    `optimus-debugger A T` step from A to B\n"
+  "  --trace-format N  its version: 3 (default) or 2 (docs/trace-format.md)\n"
   "  --graph N         the graph of each file to compare (1-based; default 1)\n"
   "  --strict, --format F   as for info\n"
   "  -h, --help        show this help\n";
@@ -182,7 +183,7 @@ static int write_pseudo_trace(const CliOpts *o, const Side *a, const Side *b, co
   if (strcmp(o->file, "-") != 0) t->input_file = ox_trace_intern(t, o->file);
   OxBuf out;
   ox_buf_init(&out);
-  ox_trace_write_json(t, &out);
+  ox_trace_write_json_version(t, o->trace_format ? o->trace_format : OX_TRACE_VERSION, &out);
   char err[1024];
   int status = EXIT_OK;
   if (!ox_write_file_atomic(o->trace, out.data, out.len, err, sizeof err)) {
@@ -271,7 +272,7 @@ static int draw(const CliOpts *o, const Side *a, const Side *bs, const OxGraphDi
 
 int ox_cli_cmd_diff(int argc, char **argv) {
   CliOpts o = {.cmd = "diff", .usage = usage_diff, .want_file2 = true};
-  int rc = ox_cli_parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_OUTPUT | OPT_TRACE, argc, argv);
+  int rc = ox_cli_parse_args(&o, OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_JSON | OPT_OUTPUT | OPT_TRACE | OPT_TRACE_FORMAT, argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (!o.file2) return ox_cli_usage_error(&o, "%s", "missing B (the second graph)");
   if (strcmp(o.file, "-") == 0 && strcmp(o.file2, "-") == 0)

@@ -17,6 +17,8 @@ static const char usage_optimize[] =
   "  -o, --output OUT      the optimized graph ('-' with --to for stdout)\n"
   "  --to KIND             json, fx, dot, svg or png (overrides the extension)\n"
   "  --trace T.json        write the trace (docs/trace-format.md)\n"
+  "  --trace-format N      the trace version to write: 3 (default, compact) or 2 (for\n"
+  "                        tools that read only version 2)\n"
   "  --config C.json       passes and options, shaped like PyTorch's\n"
   "                        {pre,post}_grad_fusion_options\n"
   "  --passes a,b,c        run exactly these passes, in this order\n"
@@ -41,10 +43,10 @@ static const char usage_optimize[] =
   "  --strict, --format F  as for info\n"
   "  -h, --help            show this help\n";
 
-static int write_trace_file(const char *cmd, const char *path, const OxTrace *t) {
+static int write_trace_file(const char *cmd, const char *path, const OxTrace *t, int version) {
   OxBuf b;
   ox_buf_init(&b);
-  ox_trace_write_json(t, &b);
+  ox_trace_write_json_version(t, version ? version : OX_TRACE_VERSION, &b);
   char err[1024];
   bool ok = ox_write_file_atomic(path, b.data, b.len, err, sizeof err);
   if (!ok) fprintf(stderr, "optimus %s: %s\n", cmd, err);
@@ -57,7 +59,7 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
   int rc = ox_cli_parse_args(&o,
                       OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_OUTPUT | OPT_TO | OPT_JSON | OPT_INPUT_SHAPE | OPT_TRACE |
                           OPT_CONFIG | OPT_PASSES | OPT_OPTION | OPT_CHECKS | OPT_KEEP_FAILED | OPT_NUMERIC_BUDGET | OPT_BUDGET |
-                          OPT_LIST_PASSES | OPT_RULES | OPT_COST_GUARD,
+                          OPT_LIST_PASSES | OPT_RULES | OPT_COST_GUARD | OPT_TRACE_FORMAT,
                       argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
   if (o.list_passes) return ox_cli_list_passes();
@@ -76,7 +78,7 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
     status = ox_cli_run_pipeline(&o, g, &t, &res);
   }
   if (status == EXIT_OK) status = ox_cli_write_graph_out(&o, doc, o.graph ? o.graph : 1);
-  if (status == EXIT_OK && o.trace) status = write_trace_file("optimize", o.trace, t);
+  if (status == EXIT_OK && o.trace) status = write_trace_file("optimize", o.trace, t, o.trace_format);
   if (status == EXIT_OK) {
     OxBuf b;
     ox_buf_init(&b);

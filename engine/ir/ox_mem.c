@@ -451,6 +451,7 @@ void ox_namemap_free(OxNameMap *m) {
   free(m);
 }
 
+/* Rehashes into ncap slots (a power of two, more than twice the count). */
 static void namemap_resize(OxNameMap *m, size_t ncap) {
   NameSlot *ns = ox_big_zalloc(ncap * sizeof *ns);
   for (size_t i = 0; i < m->cap; i++) {
@@ -467,7 +468,7 @@ static void namemap_resize(OxNameMap *m, size_t ncap) {
 void ox_namemap_reserve(OxNameMap *m, size_t n) {
   size_t cap = m->cap;
   while ((n + 1) * 2 > cap) cap *= 2;
-  if (cap > m->cap) namemap_resize(m, cap); /* one rehash, not one per doubling */
+  if (cap > m->cap) namemap_resize(m, cap); /* one allocation, one rehash */
 }
 
 void ox_namemap_foreach(const OxNameMap *m, void (*fn)(const char *key, uint32_t val, void *ud), void *ud) {

@@ -331,6 +331,16 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
       else
         ok = ox_json_read_items(c, v, OX_V_SLICE, out);
     }
+  } else if (strcmp(tag, "node") == 0 && c->names) {
+    int64_t ix;
+    if (!json_object_is_type(v, json_type_int)) {
+      ERR(r, "a node reference must be an index into \"names\", not %s", ox_json_jtype_name(v));
+    } else if ((ix = json_object_get_int64(v)) < 0 || ix >= c->n_names) {
+      ERR(r, "node index %" PRId64 " is out of range (\"names\" has %" PRIu32 " entries)", ix, c->n_names);
+    } else {
+      *out = ox_value_node(ox_graph_name_ref_interned(c->g, c->names[ix]));
+      ok = true;
+    }
   } else if (strcmp(tag, "node") == 0) {
     if (get_str(r, v, "a node reference", &s, &n)) {
       const char *name = ox_graph_intern_n(c->g, s, n);
@@ -689,7 +699,7 @@ static OxNodeId create_node(Rd *r, OxGraph *g, json_object *o) {
 
 /* Pass 2: everything else about the node (all names are known now). */
 static void fill_node(Rd *r, OxGraph *g, OxNodeId id, json_object *o) {
-  Ctx c = {g, r, false};
+  Ctx c = {g, r, false, NULL, 0};
   json_object_object_foreach(o, k, v) {
     ox_json_path_push_key(r, k);
     if (!is_known(node_keys, k)) {

@@ -47,9 +47,22 @@ typedef struct {
   OxGraph *g;
   Rd *r;
   bool create_refs; /* trace values: an unknown name becomes a placeholder standing for it */
+  /* trace version 3: a node reference is an index into these names (interned in g), not a name */
+  const char *const *names;
+  uint32_t n_names;
 } Ctx;
 
 /* ox_json_write.c */
+/* How a value is written: the separators, and how a node reference's target is written
+ * (node_ref NULL: the name as a string; trace version 3 writes an index into its names). */
+typedef struct OxJsonStyle {
+  const char *comma; /* ", " in documents, "," in traces */
+  const char *colon; /* ": " or ":" */
+  void (*node_ref)(void *ctx, OxBuf *b, const char *name);
+  void *ctx;
+} OxJsonStyle;
+void ox_json_write_items_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st);
+void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st);
 void ox_json_put_str(OxBuf *b, const char *s);
 void ox_json_put_key(OxBuf *b, const char *key);
 void ox_json_write_items(const OxGraph *g, const OxValue *v, OxBuf *b);

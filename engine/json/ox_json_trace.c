@@ -42,16 +42,17 @@ static void put_num(OxBuf *b, const char *key, double v) {
 }
 
 /* "cost": {"launches": [b, a], "bytes": [b, a], "flops": [b, a]}, null for an unknown value */
-static void put_cost(OxBuf *b, const OxCostPair *p) {
+static void put_cost_sep(OxBuf *b, const OxCostPair *p, bool compact) {
   static const char *const keys[3] = {"launches", "bytes", "flops"};
   static const unsigned bits[3] = {OX_COST_LAUNCHES, OX_COST_BYTES, OX_COST_FLOPS};
-  ox_buf_puts(b, "\"cost\": {");
+  const char *comma = compact ? "," : ", ";
+  ox_buf_puts(b, compact ? "\"cost\":{" : "\"cost\": {");
   for (int k = 0; k < 3; k++) {
     const OxCost *x[2] = {&p->before, &p->after};
-    ox_buf_printf(b, "%s\"%s\": [", k ? ", " : "", keys[k]);
+    ox_buf_printf(b, compact ? "%s\"%s\":[" : "%s\"%s\": [", k ? comma : "", keys[k]);
     for (int i = 0; i < 2; i++) {
       uint64_t v = k == 0 ? x[i]->launches : k == 1 ? x[i]->bytes : x[i]->flops;
-      if (i) ox_buf_puts(b, ", ");
+      if (i) ox_buf_puts(b, comma);
       if (x[i]->unknown & bits[k]) ox_buf_puts(b, "null");
       else ox_buf_printf(b, "%llu", (unsigned long long)v);
     }
@@ -59,6 +60,8 @@ static void put_cost(OxBuf *b, const OxCostPair *p) {
   }
   ox_buf_putc(b, '}');
 }
+
+static void put_cost(OxBuf *b, const OxCostPair *p) { put_cost_sep(b, p, false); }
 
 static void write_edit(const OxTrace *t, const OxTraceEdit *e, OxBuf *b) {
   const char *kind = e->kind == OX_TEDIT_MOVE && !e->name ? "toposort" : edit_kind_names[e->kind];
@@ -198,9 +201,8 @@ static void write_step(const OxTrace *t, const OxStep *s, OxBuf *b) {
   ox_buf_putc(b, '}');
 }
 
-void ox_trace_write_json(const OxTrace *t, OxBuf *out) {
-  ox_buf_printf(out, "{\n  \"format\": \"optimus-trace\",\n  \"version\": %d,\n  \"input\": {\"file\": ",
-                OX_TRACE_VERSION);
+static void write_v2(const OxTrace *t, OxBuf *out) {
+  ox_buf_puts(out, "{\n  \"format\": \"optimus-trace\",\n  \"version\": 2,\n  \"input\": {\"file\": ");
   ox_json_put_str(out, t->input_file ? t->input_file : "");
   ox_buf_puts(out, ", \"hash\": ");
   ox_json_put_str(out, t->input_hash ? t->input_hash : "");
@@ -239,6 +241,470 @@ void ox_trace_write_json(const OxTrace *t, OxBuf *out) {
   ox_buf_puts(out, t->n_steps ? "\n  ]\n}\n" : "]\n}\n");
 }
 
+/* ---- version 3: node names and metas in tables, edits as arrays, compact, one step a line */
+
+enum { W3_RECENT = 4096 };
+
+typedef struct W3Recent {
+  const char *name;
+  uint32_t index;
+} W3Recent;
+
+typedef struct W3 {
+  const OxTrace *t;
+  W3Recent *recent;       /* direct-mapped cache in front of ix: a step names the same nodes
+                             several times (matched, edits, provenance), chains of adds and
+                             moves name the previous node */
+  OxNameMap *ix;          /* name -> 1 + its index in names */
+  const char **names;
+  uint32_t n_names, cap_names;
+  OxStrTab *meta_text;    /* compact text of each distinct meta, interned ... */
+  OxNameMap *meta_ix;     /* ... -> 1 + its index in metas */
+  OxNameMap *meta_by_t;   /* tensor metas array -> 1 + the index of a meta with it (a hint) */
+  OxMeta *meta_first;     /* metas[i] as first met (kind, n, inferred: to check a hint) */
+  OxBuf metas;            /* the "metas" items written so far */
+  uint32_t n_metas;
+  OxNameMap *target_ix[OX_OP_COUNT]; /* per op: target -> 1 + its index in targets */
+  OxBuf targets;          /* the "targets" items written so far */
+  uint32_t n_targets;
+  OxBuf tmp;
+} W3;
+
+/* The index of name in the names table (added on first use). Every name a trace holds is
+ * interned in its pool (recording interns through ox_trace_intern_from, the reader through the
+ * pool), so the pointer identifies the name: one probe of a pointer map, no hashing of text. */
+static uint32_t w3_index(W3 *w, const char *name) {
+  W3Recent *r = &w->recent[(uint32_t)(((uintptr_t)name * 0x9E3779B97F4A7C15ull) >> 32) & (W3_RECENT - 1)];
+  if (r->name == name) return r->index;
+  uint32_t v = ox_namemap_get(w->ix, name);
+  if (v) {
+    *r = (W3Recent){name, v - 1};
+    return v - 1;
+  }
+  if (w->n_names == w->cap_names) {
+    w->cap_names = w->cap_names ? 2 * w->cap_names : 1024;
+    w->names = ox_xrealloc(w->names, w->cap_names * sizeof *w->names);
+  }
+  w->names[w->n_names++] = name;
+  ox_namemap_set(w->ix, name, w->n_names);
+  *r = (W3Recent){name, w->n_names - 1};
+  return w->n_names - 1;
+}
+
+/* Writes an unsigned number (the writer's hot path: ~1M indices in a 100k-node trace). */
+static void put_u32(OxBuf *b, uint32_t v) {
+  char d[10];
+  int n = 0;
+  do d[n++] = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  ox_buf_reserve(b, (size_t)n);
+  while (n) b->data[b->len++] = d[--n];
+  b->data[b->len] = 0;
+}
+
+static void w3_ref(W3 *w, OxBuf *b, const char *name) {
+  if (name)
+    put_u32(b, w3_index(w, name));
+  else
+    ox_buf_puts(b, "null");
+}
+
+/* a name in a list: a missing one is written as "" (as version 2 does) */
+static void w3_list_ref(W3 *w, OxBuf *b, const char *name) { put_u32(b, w3_index(w, name ? name : "")); }
+
+static void w3_node_ref(void *ctx, OxBuf *b, const char *name) { w3_ref(ctx, b, name); }
+
+/* ,"key": (keys are ours: nothing to escape) */
+static void w3_key(OxBuf *b, const char *key) {
+  ox_buf_puts(b, ",\"");
+  ox_buf_puts(b, key);
+  ox_buf_puts(b, "\":");
+}
+
+/* ,"key":[i, ...] */
+static void w3_list(W3 *w, OxBuf *b, const char *key, const char *const *names, uint32_t n) {
+  w3_key(b, key);
+  ox_buf_putc(b, '[');
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) ox_buf_putc(b, ',');
+    w3_list_ref(w, b, names[i]);
+  }
+  ox_buf_putc(b, ']');
+}
+
+/* the same, left out when empty */
+static void w3_refs(W3 *w, OxBuf *b, const char *key, const char *const *names, uint32_t n) {
+  if (n) w3_list(w, b, key, names, n);
+}
+
+/* Whether names[0, n) are the names of s's edits of kind k, in order (a version 3 reader
+ * rebuilds a step's removed and added lists from its erase and add edits). */
+static bool same_as_edits(const OxStep *s, OxTraceEditKind k, const char *const *names, uint32_t n) {
+  uint32_t j = 0;
+  for (uint32_t i = 0; i < s->n_edits; i++) {
+    const OxTraceEdit *e = &s->edits[i];
+    if (e->kind != k || !e->name) continue;
+    if (j >= n || !names[j] || strcmp(names[j], e->name) != 0) return false;
+    j++;
+  }
+  return j == n;
+}
+
+static void w3_str(OxBuf *b, const char *key, const char *s) {
+  if (!s) return;
+  w3_key(b, key);
+  ox_json_put_str(b, s);
+}
+
+/* ,"key":v; a zero (or, with skip_zero false, nothing is skipped) left out */
+static void w3_num(OxBuf *b, const char *key, double v, bool skip_zero) {
+  if (skip_zero && v == 0) return;
+  w3_key(b, key);
+  if (isfinite(v))
+    ox_buf_put_pyfloat(b, v);
+  else
+    ox_buf_puts(b, "null");
+}
+
+/* Appends s[0, n) without the blanks outside strings (the document writers' ", " and ": "). */
+static void put_compact(OxBuf *b, const char *s, size_t n) {
+  bool in_str = false;
+  ox_buf_reserve(b, n);
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (in_str) {
+      if (c == '\\' && i + 1 < n) {
+        b->data[b->len++] = c;
+        c = s[++i];
+      } else if (c == '"') {
+        in_str = false;
+      }
+    } else if (c == ' ' || c == '\n') {
+      continue;
+    } else if (c == '"') {
+      in_str = true;
+    }
+    b->data[b->len++] = c;
+  }
+  b->data[b->len] = 0;
+}
+
+/* The index of m in the metas table (added on first use), or -1 when m says nothing (the
+ * version 2 writer leaves such a meta out too). */
+static int64_t w3_meta(W3 *w, const OxMeta *m) {
+  static const char prefix[] = ", \"meta\": ";
+  /* metas recorded in the pool share their tensor metas (ox_graph_meta_share) and are never
+   * written in place: a tensor metas array met before, with the same kind, count and inferred
+   * flag, is the same meta, found without making its text (a split's tuple of 128 is 6 kB) */
+  uint32_t hint = m->t ? ox_namemap_get(w->meta_by_t, (const char *)m->t) : 0;
+  if (hint) {
+    const OxMeta *f = &w->meta_first[hint - 1];
+    if (f->kind == m->kind && f->n == m->n && f->inferred == m->inferred && f->t == m->t) return hint - 1;
+  }
+  w->tmp.len = 0;
+  ox_json_write_meta(m, &w->tmp);
+  if (w->tmp.len <= sizeof prefix - 1) return -1;
+  size_t skip = sizeof prefix - 1;
+  const char *text = ox_strtab_intern(w->meta_text, w->tmp.data + skip, w->tmp.len - skip);
+  uint32_t v = ox_namemap_get(w->meta_ix, text);
+  if (!v) {
+    if (w->n_metas) ox_buf_puts(&w->metas, ",\n");
+    put_compact(&w->metas, text, strlen(text));
+    if ((w->n_metas & (w->n_metas - 1)) == 0) /* a power of two (or 0): grow */
+      w->meta_first = ox_xrealloc(w->meta_first, (w->n_metas ? 2 * w->n_metas : 16) * sizeof *w->meta_first);
+    w->meta_first[w->n_metas] = *m;
+    ox_namemap_set(w->meta_ix, text, v = ++w->n_metas);
+  }
+  if (m->t && !hint && w->meta_first[v - 1].t == m->t) ox_namemap_set(w->meta_by_t, (const char *)m->t, v);
+  return v - 1;
+}
+
+/* The index of (op, target) in the targets table (added on first use). */
+static uint32_t w3_target(W3 *w, uint8_t op, const char *target) {
+  if (op >= OX_OP_COUNT) op = 0;
+  if (!target) target = "";
+  if (!w->target_ix[op]) w->target_ix[op] = ox_namemap_new();
+  uint32_t v = ox_namemap_get(w->target_ix[op], target);
+  if (v) return v - 1;
+  ox_buf_puts(&w->targets, w->n_targets ? ",[\"" : "[\"");
+  ox_buf_puts(&w->targets, ox_op_name((OxOp)op));
+  ox_buf_puts(&w->targets, "\",");
+  ox_json_put_str(&w->targets, target);
+  ox_buf_putc(&w->targets, ']');
+  ox_namemap_set(w->target_ix[op], target, ++w->n_targets);
+  return w->n_targets - 1;
+}
+
+static void w3_edit(W3 *w, const OxTraceEdit *e, OxBuf *b) {
+  const OxJsonStyle st = {",", ":", w3_node_ref, w};
+  if (e->kind == OX_TEDIT_MOVE && !e->name) {
+    ox_buf_puts(b, "[\"toposort\"]");
+    return;
+  }
+  ox_buf_puts(b, "[\"");
+  ox_buf_puts(b, edit_kind_names[e->kind]);
+  ox_buf_puts(b, "\",");
+  w3_ref(w, b, e->name);
+  switch ((OxTraceEditKind)e->kind) {
+  case OX_TEDIT_ADD: {
+    int64_t meta = e->has_meta ? w3_meta(w, &e->data->meta) : -1;
+    ox_buf_putc(b, ',');
+    w3_ref(w, b, e->after);
+    ox_buf_putc(b, ',');
+    put_u32(b, w3_target(w, e->op, e->target));
+    ox_buf_putc(b, ',');
+    ox_json_write_items_styled(w->t->pool, &e->data->args, b, &st);
+    if (meta >= 0 || e->data->kwargs.n) {
+      ox_buf_putc(b, ',');
+      if (meta >= 0)
+        put_u32(b, (uint32_t)meta);
+      else
+        ox_buf_puts(b, "null");
+    }
+    if (e->data->kwargs.n) {
+      ox_buf_putc(b, ',');
+      ox_json_write_value_styled(w->t->pool, &e->data->kwargs, b, &st);
+    }
+    break;
+  }
+  case OX_TEDIT_ARGS:
+    ox_buf_putc(b, ',');
+    ox_json_write_items_styled(w->t->pool, &e->data->args, b, &st);
+    if (e->data->kwargs.n) {
+      ox_buf_putc(b, ',');
+      ox_json_write_value_styled(w->t->pool, &e->data->kwargs, b, &st);
+    }
+    break;
+  case OX_TEDIT_MOVE:
+    ox_buf_putc(b, ',');
+    w3_ref(w, b, e->after);
+    break;
+  case OX_TEDIT_META: {
+    int64_t meta = w3_meta(w, &e->data->meta);
+    ox_buf_putc(b, ',');
+    if (meta >= 0)
+      put_u32(b, (uint32_t)meta);
+    else
+      ox_buf_puts(b, "null");
+    break;
+  }
+  case OX_TEDIT_RENAME:
+    ox_buf_putc(b, ',');
+    ox_json_put_str(b, e->new_name ? e->new_name : "");
+    break;
+  case OX_TEDIT_REPLACE:
+    ox_buf_putc(b, ',');
+    w3_ref(w, b, e->from);
+    ox_buf_putc(b, ',');
+    w3_ref(w, b, e->to);
+    break;
+  case OX_TEDIT_ERASE: break;
+  }
+  ox_buf_putc(b, ']');
+}
+
+static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
+  ox_buf_puts(b, "{\"kind\":\"");
+  ox_buf_puts(b, step_kind_names[s->kind < 3 ? s->kind : 0]);
+  ox_buf_putc(b, '"');
+  if (s->applied_index) {
+    ox_buf_puts(b, ",\"applied_index\":");
+    put_u32(b, s->applied_index);
+  }
+  w3_str(b, "phase", s->phase);
+  w3_str(b, "pass", s->pass);
+  w3_str(b, "rule", s->rule);
+  w3_str(b, "rule_file", s->rule_file);
+  if (s->rule_line) ox_buf_printf(b, ",\"rule_line\":%u", s->rule_line);
+  if (s->anchor) {
+    ox_buf_puts(b, ",\"anchor\":");
+    w3_ref(w, b, s->anchor);
+  }
+  w3_str(b, "key", s->key);
+  w3_refs(w, b, "matched", s->matched, s->n_matched);
+  /* removed / added: left out when they are the names of the erase / add edits, in order
+   * (written, even empty, when not) */
+  if (!same_as_edits(s, OX_TEDIT_ERASE, s->removed, s->n_removed)) w3_list(w, b, "removed", s->removed, s->n_removed);
+  if (!same_as_edits(s, OX_TEDIT_ADD, s->added, s->n_added)) w3_list(w, b, "added", s->added, s->n_added);
+  if (s->n_prov) {
+    ox_buf_puts(b, ",\"provenance\":[");
+    for (uint32_t i = 0; i < s->n_prov; i++) {
+      ox_buf_puts(b, i ? ",[" : "[");
+      w3_list_ref(w, b, s->prov_old[i]);
+      ox_buf_putc(b, ',');
+      w3_list_ref(w, b, s->prov_new[i]);
+      ox_buf_putc(b, ']');
+    }
+    ox_buf_putc(b, ']');
+  }
+  w3_refs(w, b, "scaffolding", s->scaffold, s->n_scaffold);
+  if (s->kind != OX_STEP_APPLIED) {
+    ox_buf_puts(b, ",\"reason\":{\"code\":\"");
+    ox_buf_puts(b, ox_reason_code_name((OxReasonCode)s->reason.code));
+    ox_buf_puts(b, "\",\"args\":[");
+    bool nodes = false;
+    for (uint32_t i = 0; i < s->reason.n_args; i++) {
+      if (i) ox_buf_putc(b, ',');
+      ox_json_put_str(b, s->reason.args[i]);
+      nodes |= s->reason.nodes[i] != NULL;
+    }
+    ox_buf_putc(b, ']');
+    if (nodes) {
+      ox_buf_puts(b, ",\"nodes\":[");
+      for (uint32_t i = 0; i < s->reason.n_args; i++) {
+        if (i) ox_buf_putc(b, ',');
+        ox_buf_puts(b, s->reason.nodes[i] ? "true" : "false");
+      }
+      ox_buf_putc(b, ']');
+    }
+    ox_buf_putc(b, '}');
+  }
+  if (s->cost.set) {
+    ox_buf_putc(b, ',');
+    put_cost_sep(b, &s->cost, true);
+  }
+  bool any = false;
+  for (int k = 0; k < OX_CHECK_KINDS; k++) any |= s->checks[k].status != OX_CHECK_NOT_RUN;
+  if (any) {
+    ox_buf_puts(b, ",\"checks\":{");
+    bool first = true;
+    for (int k = 0; k < OX_CHECK_KINDS; k++) {
+      const OxCheckResult *c = &s->checks[k];
+      if (c->status == OX_CHECK_NOT_RUN) continue;
+      ox_buf_puts(b, first ? "\"" : ",\"");
+      ox_buf_puts(b, ox_check_kind_name((OxCheckKind)k));
+      ox_buf_puts(b, "\":{\"status\":\"");
+      ox_buf_puts(b, ox_check_status_name((OxCheckStatus)c->status));
+      ox_buf_putc(b, '"');
+      first = false;
+      w3_str(b, "detail", c->detail);
+      if (k == OX_CHECK_NUMERIC && c->trials) {
+        w3_num(b, "max_abs", c->max_abs, false);
+        w3_num(b, "max_rel", c->max_rel, false);
+        w3_num(b, "tol", c->tol, false);
+        ox_buf_printf(b, ",\"trials\":%u", c->trials);
+      }
+      w3_str(b, "checked_shape", c->checked_shape);
+      w3_num(b, "seconds", c->seconds, true);
+      ox_buf_putc(b, '}');
+    }
+    ox_buf_putc(b, '}');
+  }
+  if (s->n_edits) {
+    ox_buf_puts(b, ",\"edits\":[");
+    for (uint32_t i = 0; i < s->n_edits; i++) {
+      if (i) ox_buf_putc(b, ',');
+      w3_edit(w, &s->edits[i], b);
+    }
+    ox_buf_putc(b, ']');
+  }
+  w3_str(b, "options", s->options);
+  w3_num(b, "seconds", s->seconds, true);
+  ox_buf_putc(b, '}');
+}
+
+/* Room for the text and the name map up front, from an estimate: doubling a 20 MB buffer
+ * copies it each time and touches fresh pages (on a VM the page faults were a quarter of the
+ * writer's time); room not used is never touched. */
+static void reserve_v3(W3 *w, OxBuf *out) {
+  const OxTrace *t = w->t;
+  size_t bytes = 4096 + (t->config ? strlen(t->config) : 0), refs = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    const OxStep *s = &t->steps[i];
+    refs += 1 + (size_t)s->n_matched + s->n_removed + s->n_added + 2 * (size_t)s->n_prov + s->n_scaffold;
+    refs += 3 * (size_t)s->n_edits;
+    bytes += 256 + 48 * (size_t)s->n_edits;
+    for (uint32_t k = 0; k < s->reason.n_args; k++) bytes += 4 + strlen(s->reason.args[k]);
+    for (int k = 0; k < OX_CHECK_KINDS; k++)
+      if (s->checks[k].detail) bytes += 64 + strlen(s->checks[k].detail);
+  }
+  ox_buf_reserve(out, bytes + 8 * refs);
+  ox_namemap_reserve(w->ix, refs / 6); /* names are mentioned ~7 times each in a large run */
+}
+
+/* The header and config first, then the steps (one a line), then the tables the steps filled:
+ * the steps are written straight into out, once (a reader finds the tables wherever they are). */
+static void write_v3(const OxTrace *t, OxBuf *out) {
+  W3 w = {.t = t,
+          .recent = ox_xcalloc(W3_RECENT, sizeof(W3Recent)),
+          .ix = ox_namemap_new(),
+          .meta_text = ox_strtab_new(NULL),
+          .meta_ix = ox_namemap_new(),
+          .meta_by_t = ox_namemap_new()};
+  ox_buf_init(&w.metas);
+  ox_buf_init(&w.targets);
+  ox_buf_init(&w.tmp);
+  reserve_v3(&w, out);
+  ox_buf_puts(out, "{\"format\":\"optimus-trace\",\"version\":3,\"input\":{\"file\":");
+  ox_json_put_str(out, t->input_file ? t->input_file : "");
+  ox_buf_puts(out, ",\"hash\":");
+  ox_json_put_str(out, t->input_hash ? t->input_hash : "");
+  ox_buf_putc(out, '}');
+  w3_str(out, "checks", t->checks);
+  ox_buf_printf(out, ",\"summary\":{\"steps\":%u,\"applied\":%u,\"rejected\":%u,\"check_failed\":%u}", t->n_steps,
+                t->n_applied, t->n_rejected, t->n_check_failed);
+  if (t->cost.set) {
+    ox_buf_putc(out, ',');
+    put_cost_sep(out, &t->cost, true);
+  }
+  ox_buf_puts(out, ",\"counters\":{");
+  for (uint32_t i = 0; i < t->n_counters; i++) {
+    if (i) ox_buf_putc(out, ',');
+    ox_json_put_str(out, t->counter_names[i]);
+    ox_buf_printf(out, ":%lld", (long long)t->counter_values[i]);
+  }
+  ox_buf_putc(out, '}');
+  w3_num(out, "seconds", t->seconds, false);
+  if (t->config) {
+    ox_buf_puts(out, ",\n\"config\":");
+    if (t->config[0] == '{')
+      put_compact(out, t->config, strlen(t->config));
+    else
+      ox_json_put_str(out, t->config);
+  }
+  ox_buf_puts(out, ",\n\"steps\":[");
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    ox_buf_putc(out, '\n');
+    w3_step(&w, &t->steps[i], out);
+    if (i + 1 < t->n_steps) ox_buf_putc(out, ',');
+  }
+  ox_buf_puts(out, t->n_steps ? "\n],\n\"names\":[" : "],\n\"names\":[");
+  for (uint32_t i = 0; i < w.n_names; i++) {
+    if (i) ox_buf_putc(out, ',');
+    ox_json_put_str(out, w.names[i]);
+  }
+  ox_buf_puts(out, "],\n\"targets\":[");
+  ox_buf_append(out, w.targets.data, w.targets.len);
+  ox_buf_puts(out, "],\n\"metas\":[");
+  if (w.n_metas) {
+    ox_buf_putc(out, '\n');
+    ox_buf_append(out, w.metas.data, w.metas.len);
+    ox_buf_putc(out, '\n');
+  }
+  ox_buf_puts(out, "]}\n");
+  ox_buf_free(&w.metas);
+  ox_buf_free(&w.targets);
+  ox_buf_free(&w.tmp);
+  for (int i = 0; i < OX_OP_COUNT; i++)
+    if (w.target_ix[i]) ox_namemap_free(w.target_ix[i]);
+  free(w.names);
+  ox_namemap_free(w.ix);
+  ox_namemap_free(w.meta_ix);
+  ox_namemap_free(w.meta_by_t);
+  ox_strtab_free(w.meta_text);
+  free(w.meta_first);
+  free(w.recent);
+}
+
+void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out) {
+  if (version == 2)
+    write_v2(t, out);
+  else
+    write_v3(t, out);
+}
+
+void ox_trace_write_json(const OxTrace *t, OxBuf *out) { write_v3(t, out); }
+
 /* ---- reader */
 
 static const char *opt_string(Rd *r, OxTrace *t, json_object *o, const char *key) {
@@ -268,7 +734,55 @@ static double opt_num(json_object *o, const char *key) {
   return NAN;
 }
 
-static const char **read_names(Rd *r, OxTrace *t, json_object *o, const char *key, uint32_t *n) {
+/* What a step's node references are read against: version 3 refers to nodes by their index in
+ * the top-level "names" and to edit metas by their index in "metas". */
+typedef struct TR {
+  Rd *r;
+  OxTrace *t;
+  int version;
+  const char **names; /* interned in t's pool */
+  uint32_t n_names;
+  OxMeta *metas;
+  bool *meta_ok;
+  uint32_t n_metas;
+  uint8_t *target_ops; /* targets[i] = (target_ops[i], target_names[i]) */
+  const char **target_names;
+  uint32_t n_targets;
+} TR;
+
+/* A node reference (an element of matched, the anchor ...): a name (versions 1 and 2) or an
+ * index into names (3); NULL after an error against the current path. */
+static const char *node_ref(TR *x, json_object *v) {
+  Rd *r = x->r;
+  if (x->version < 3) {
+    if (json_object_is_type(v, json_type_string)) return ox_trace_intern(x->t, json_object_get_string(v));
+    ERR(r, "node names must be strings, not %s", ox_json_jtype_name(v));
+    return NULL;
+  }
+  if (!json_object_is_type(v, json_type_int)) {
+    ERR(r, "a node reference must be an index into \"names\", not %s", ox_json_jtype_name(v));
+    return NULL;
+  }
+  int64_t i = json_object_get_int64(v);
+  if (i < 0 || i >= x->n_names) {
+    ERR(r, "node index %lld is out of range (\"names\" has %u entries)", (long long)i, x->n_names);
+    return NULL;
+  }
+  return x->names[i];
+}
+
+/* An optional node reference member (absent or null: NULL). */
+static const char *opt_node(TR *x, json_object *o, const char *key) {
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) return NULL;
+  ox_json_path_push_key(x->r, key);
+  const char *s = node_ref(x, v);
+  ox_json_path_pop(x->r);
+  return s;
+}
+
+static const char **read_names(TR *x, json_object *o, const char *key, uint32_t *n) {
+  Rd *r = x->r;
   json_object *v;
   *n = 0;
   if (!json_object_object_get_ex(o, key, &v)) return NULL;
@@ -276,14 +790,11 @@ static const char **read_names(Rd *r, OxTrace *t, json_object *o, const char *ke
   const char **out = NULL;
   if (ox_json_expect_type(r, v, json_type_array, key)) {
     size_t len = json_object_array_length(v);
-    out = ox_graph_alloc(t->pool, (len + 1) * sizeof *out);
+    out = ox_graph_alloc(x->t->pool, (len + 1) * sizeof *out);
     for (size_t i = 0; i < len; i++) {
-      json_object *e = json_object_array_get_idx(v, i);
       ox_json_path_push_idx(r, i);
-      if (json_object_is_type(e, json_type_string))
-        out[(*n)++] = ox_trace_intern(t, json_object_get_string(e));
-      else
-        ERR(r, "node names must be strings, not %s", ox_json_jtype_name(e));
+      const char *s = node_ref(x, json_object_array_get_idx(v, i));
+      if (s) out[(*n)++] = s;
       ox_json_path_pop(r);
     }
   }
@@ -330,7 +841,7 @@ static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
       e->op = (uint8_t)opv;
     if (!e->target) ERR(r, "an add edit needs a \"target\"");
   }
-  Ctx c = {t->pool, r, true};
+  Ctx c = {t->pool, r, true, NULL, 0};
   json_object *v;
   /* only the kinds that carry args / meta get data (and read them) */
   if (k != OX_TEDIT_ADD && k != OX_TEDIT_ARGS && k != OX_TEDIT_META) return;
@@ -359,6 +870,142 @@ static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
     ox_json_path_pop(r);
   }
   if (k == OX_TEDIT_META && !e->has_meta) ERR(r, "a meta edit needs a \"meta\"");
+}
+
+/* Version 3 edits are arrays (docs/trace-format.md):
+ *   ["add", name, after, target, args(, meta(, kwargs))]   target, meta: indices; meta null = none
+ *   ["erase", name]  ["args", name, args(, kwargs)]  ["move", name, after]  ["toposort"]
+ *   ["meta", name, meta]  ["rename", name, to]  ["replace_input", name, old, new] */
+static json_object *edit_item(json_object *a, size_t i) {
+  return i < json_object_array_length(a) ? json_object_array_get_idx(a, i) : NULL;
+}
+
+/* The node reference at a[i] (null allowed when nullable); NULL (after an error) otherwise. */
+static const char *edit_node(TR *x, json_object *a, size_t i, bool nullable) {
+  json_object *v = edit_item(a, i);
+  if (nullable && json_object_is_type(v, json_type_null)) return NULL;
+  ox_json_path_push_idx(x->r, i);
+  const char *s = node_ref(x, v);
+  ox_json_path_pop(x->r);
+  return s;
+}
+
+static const char *edit_string(TR *x, json_object *a, size_t i, const char *what) {
+  json_object *v = edit_item(a, i);
+  ox_json_path_push_idx(x->r, i);
+  const char *s = NULL;
+  if (json_object_is_type(v, json_type_string))
+    s = ox_trace_intern(x->t, json_object_get_string(v));
+  else
+    ERR(x->r, "%s must be a string, not %s", what, ox_json_jtype_name(v));
+  ox_json_path_pop(x->r);
+  return s;
+}
+
+static bool edit_meta(TR *x, json_object *a, size_t i, OxMeta *m) {
+  json_object *v = edit_item(a, i);
+  ox_json_path_push_idx(x->r, i);
+  int64_t k = -1;
+  if (!json_object_is_type(v, json_type_int))
+    ERR(x->r, "a meta must be an index into \"metas\", not %s", ox_json_jtype_name(v));
+  else if ((k = json_object_get_int64(v)) < 0 || k >= x->n_metas)
+    ERR(x->r, "meta index %lld is out of range (\"metas\" has %u entries)", (long long)k, x->n_metas);
+  else
+    *m = x->metas[k];
+  ox_json_path_pop(x->r);
+  return k >= 0 && k < x->n_metas && x->meta_ok[k];
+}
+
+static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
+  /* fields by kind: how many items at least and at most (with the kind) */
+  static const uint8_t min_n[N_EDIT_KINDS] = {5, 2, 3, 3, 3, 3, 4}, max_n[N_EDIT_KINDS] = {7, 2, 4, 3, 3, 3, 4};
+  Rd *r = x->r;
+  OxTrace *t = x->t;
+  memset(e, 0, sizeof *e);
+  if (!ox_json_expect_type(r, a, json_type_array, "an edit")) return;
+  size_t n = json_object_array_length(a);
+  json_object *kv = edit_item(a, 0);
+  const char *kind = json_object_is_type(kv, json_type_string) ? json_object_get_string(kv) : NULL;
+  if (!kind) {
+    ERR(r, "an edit must start with its kind (a string)");
+    return;
+  }
+  if (strcmp(kind, "toposort") == 0) {
+    if (n != 1) ERR(r, "a toposort edit has no fields, not %zu", n - 1);
+    e->kind = OX_TEDIT_MOVE;
+    return;
+  }
+  int k = -1;
+  for (int i = 0; i < N_EDIT_KINDS; i++)
+    if (strcmp(kind, edit_kind_names[i]) == 0) k = i;
+  if (k < 0) {
+    ERR(r, "unknown edit kind '%.40s'", kind);
+    return;
+  }
+  if (n < min_n[k] || n > max_n[k]) {
+    if (min_n[k] == max_n[k])
+      ERR(r, "%s edit of %zu items (it has %u)", kind, n, (unsigned)min_n[k]);
+    else
+      ERR(r, "%s edit of %zu items (it has %u to %u)", kind, n, (unsigned)min_n[k], (unsigned)max_n[k]);
+    return;
+  }
+  e->kind = (uint8_t)k;
+  e->name = edit_node(x, a, 1, false);
+  switch ((OxTraceEditKind)k) {
+  case OX_TEDIT_ERASE: return;
+  case OX_TEDIT_MOVE: e->after = edit_node(x, a, 2, true); return;
+  case OX_TEDIT_RENAME: e->new_name = edit_string(x, a, 2, "a new name"); return;
+  case OX_TEDIT_REPLACE:
+    e->from = edit_node(x, a, 2, false);
+    e->to = edit_node(x, a, 3, false);
+    return;
+  case OX_TEDIT_ADD: {
+    e->after = edit_node(x, a, 2, true);
+    json_object *v = edit_item(a, 3);
+    int64_t ti;
+    ox_json_path_push_idx(r, 3);
+    if (!json_object_is_type(v, json_type_int)) {
+      ERR(r, "a target must be an index into \"targets\", not %s", ox_json_jtype_name(v));
+    } else if ((ti = json_object_get_int64(v)) < 0 || ti >= x->n_targets) {
+      ERR(r, "target index %lld is out of range (\"targets\" has %u entries)", (long long)ti, x->n_targets);
+    } else {
+      e->op = x->target_ops[ti];
+      e->target = x->target_names[ti];
+    }
+    ox_json_path_pop(r);
+    break;
+  }
+  case OX_TEDIT_ARGS:
+  case OX_TEDIT_META: break;
+  }
+  OxTraceEditData *d = ox_trace_edit_data(t, e);
+  d->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
+  d->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
+  if (k == OX_TEDIT_META) {
+    e->has_meta = edit_meta(x, a, 2, &d->meta);
+    return;
+  }
+  Ctx c = {t->pool, r, true, (const char *const *)x->names, x->n_names};
+  size_t ai = k == OX_TEDIT_ADD ? 4 : 2;       /* args */
+  size_t ki = k == OX_TEDIT_ADD ? 6 : 3;       /* kwargs */
+  json_object *v = edit_item(a, ai);
+  ox_json_path_push_idx(r, ai);
+  if (ox_json_expect_type(r, v, json_type_array, "args")) ox_json_read_items(&c, v, OX_V_TUPLE, &d->args);
+  ox_json_path_pop(r);
+  if (k == OX_TEDIT_ADD && n > 5 && !json_object_is_type(edit_item(a, 5), json_type_null))
+    e->has_meta = edit_meta(x, a, 5, &d->meta);
+  if (n > ki) {
+    v = edit_item(a, ki);
+    ox_json_path_push_idx(r, ki);
+    OxValue kw;
+    if (ox_json_read_value(&c, v, &kw)) {
+      if (kw.kind == OX_V_DICT)
+        d->kwargs = kw;
+      else
+        ERR(r, "kwargs must be a dict ({\"dict\": [[key, value], ...]})");
+    }
+    ox_json_path_pop(r);
+  }
 }
 
 /* A "cost" object (put_cost); every member optional, a missing one unknown. */
@@ -408,7 +1055,21 @@ static void read_cost(Rd *r, json_object *o, OxCostPair *p) {
   ox_json_path_pop(r);
 }
 
-static void read_step(Rd *r, OxTrace *t, json_object *o) {
+/* The names of s's edits of kind k, in order (NULL when there are none). */
+static const char **edit_names(OxTrace *t, const OxStep *s, OxTraceEditKind k, uint32_t *n) {
+  uint32_t c = 0;
+  *n = 0;
+  for (uint32_t i = 0; i < s->n_edits; i++) c += s->edits[i].kind == k && s->edits[i].name;
+  if (!c) return NULL;
+  const char **out = ox_graph_alloc(t->pool, (c + 1) * sizeof *out);
+  for (uint32_t i = 0; i < s->n_edits; i++)
+    if (s->edits[i].kind == k && s->edits[i].name) out[(*n)++] = s->edits[i].name;
+  return out;
+}
+
+static void read_step(TR *x, json_object *o) {
+  Rd *r = x->r;
+  OxTrace *t = x->t;
   if (!ox_json_expect_type(r, o, json_type_object, "a step")) return;
   const char *kind = opt_string(r, t, o, "kind");
   int k = -1;
@@ -426,13 +1087,13 @@ static void read_step(Rd *r, OxTrace *t, json_object *o) {
   s->rule = opt_string(r, t, o, "rule");
   s->rule_file = opt_string(r, t, o, "rule_file");
   s->rule_line = opt_u32(r, o, "rule_line");
-  s->anchor = opt_string(r, t, o, "anchor");
+  s->anchor = x->version < 3 ? opt_string(r, t, o, "anchor") : opt_node(x, o, "anchor");
   s->key = opt_string(r, t, o, "key");
   s->options = opt_string(r, t, o, "options");
-  s->matched = read_names(r, t, o, "matched", &s->n_matched);
-  s->removed = read_names(r, t, o, "removed", &s->n_removed);
-  s->added = read_names(r, t, o, "added", &s->n_added);
-  s->scaffold = read_names(r, t, o, "scaffolding", &s->n_scaffold);
+  s->matched = read_names(x, o, "matched", &s->n_matched);
+  s->removed = read_names(x, o, "removed", &s->n_removed);
+  s->added = read_names(x, o, "added", &s->n_added);
+  s->scaffold = read_names(x, o, "scaffolding", &s->n_scaffold);
   s->seconds = opt_num(o, "seconds");
   json_object *v;
   if (json_object_object_get_ex(o, "cost", &v)) read_cost(r, v, &s->cost);
@@ -445,13 +1106,16 @@ static void read_step(Rd *r, OxTrace *t, json_object *o) {
       for (size_t i = 0; i < n; i++) {
         json_object *p = json_object_array_get_idx(v, i);
         ox_json_path_push_idx(r, i);
-        if (json_object_is_type(p, json_type_array) && json_object_array_length(p) == 2 &&
-            json_object_is_type(json_object_array_get_idx(p, 0), json_type_string) &&
-            json_object_is_type(json_object_array_get_idx(p, 1), json_type_string)) {
-          s->prov_old[s->n_prov] = ox_trace_intern(t, json_object_get_string(json_object_array_get_idx(p, 0)));
-          s->prov_new[s->n_prov++] = ox_trace_intern(t, json_object_get_string(json_object_array_get_idx(p, 1)));
+        if (json_object_is_type(p, json_type_array) && json_object_array_length(p) == 2) {
+          const char *po = node_ref(x, json_object_array_get_idx(p, 0));
+          const char *pn = po ? node_ref(x, json_object_array_get_idx(p, 1)) : NULL;
+          if (pn) {
+            s->prov_old[s->n_prov] = po;
+            s->prov_new[s->n_prov++] = pn;
+          }
         } else {
-          ERR(r, "a provenance entry must be [old name, new name]");
+          ERR(r, "a provenance entry must be [old %s, new %s]", x->version < 3 ? "name" : "index",
+              x->version < 3 ? "name" : "index");
         }
         ox_json_path_pop(r);
       }
@@ -523,7 +1187,10 @@ static void read_step(Rd *r, OxTrace *t, json_object *o) {
       OxTraceEdit *edits = ox_graph_alloc(t->pool, (n + 1) * sizeof *edits);
       for (size_t i = 0; i < n; i++) {
         ox_json_path_push_idx(r, i);
-        read_edit(r, t, json_object_array_get_idx(v, i), &edits[i]);
+        if (x->version < 3)
+          read_edit(r, t, json_object_array_get_idx(v, i), &edits[i]);
+        else
+          read_edit3(x, json_object_array_get_idx(v, i), &edits[i]);
         ox_json_path_pop(r);
       }
       /* s stays valid: nothing in this loop adds steps */
@@ -531,6 +1198,11 @@ static void read_step(Rd *r, OxTrace *t, json_object *o) {
       s->n_edits = (uint32_t)n;
     }
     ox_json_path_pop(r);
+  }
+  if (x->version >= 3) {
+    /* version 3 leaves out removed / added when they are the names of the erase / add edits */
+    if (!json_object_object_get_ex(o, "removed", &v)) s->removed = edit_names(t, s, OX_TEDIT_ERASE, &s->n_removed);
+    if (!json_object_object_get_ex(o, "added", &v)) s->added = edit_names(t, s, OX_TEDIT_ADD, &s->n_added);
   }
 }
 
@@ -643,6 +1315,120 @@ typedef struct Member {
 
 enum { MAX_MEMBERS = 16 };
 
+/* The "names" array of a version 3 trace at text[i] (its '['): a string a name, read straight
+ * from the text when it has no escape or control character (nearly all), through json-c
+ * otherwise. Returns false after a syntax error (reported, located). */
+static bool read_name_table(Stream *st, TR *x, size_t i) {
+  Rd *r = st->r;
+  const char *text = st->text;
+  size_t len = st->len;
+  uint32_t cap = 0;
+  ox_json_path_push_key(r, "names");
+  if (text[i] != '[') {
+    ERR(r, "expected an array of node names");
+    ox_json_path_pop(r);
+    return true;
+  }
+  i = ox_json_skip_ws(text, len, i + 1);
+  bool ok = true;
+  if (i < len && text[i] == ']') {
+    ox_json_path_pop(r);
+    return true;
+  }
+  for (;;) {
+    const char *name = NULL;
+    size_t e = i + 1;
+    if (i < len && text[i] == '"') {
+      while (e < len && text[e] != '"' && text[e] != '\\' && (unsigned char)text[e] >= 0x20) e++;
+      if (e < len && text[e] == '"') {
+        name = ox_graph_intern_n(x->t->pool, text + i + 1, e - i - 1);
+        e++;
+      }
+    }
+    if (!name) {
+      e = stream_value_end(st, i);
+      json_object *o = e ? stream_parse(st, i, e) : NULL;
+      if (!o) {
+        ok = false;
+        break;
+      }
+      ox_json_path_push_idx(r, x->n_names);
+      if (!json_object_is_type(o, json_type_string))
+        ERR(r, "a node name must be a string, not %s", ox_json_jtype_name(o));
+      else if (memchr(json_object_get_string(o), 0, (size_t)json_object_get_string_len(o)))
+        ERR(r, "a node name contains a NUL character");
+      else
+        name = ox_graph_intern_n(x->t->pool, json_object_get_string(o), (size_t)json_object_get_string_len(o));
+      ox_json_path_pop(r);
+      json_object_put(o);
+      if (!name) name = ""; /* the error fails the read; keep the indices of the later names */
+    }
+    if (x->n_names == cap) {
+      cap = cap ? 2 * cap : 1024;
+      x->names = ox_xrealloc(x->names, cap * sizeof *x->names);
+    }
+    x->names[x->n_names++] = name;
+    i = ox_json_skip_ws(text, len, e);
+    if (i < len && text[i] == ',') {
+      i = ox_json_skip_ws(text, len, i + 1);
+      continue;
+    }
+    if (i < len && text[i] == ']') break;
+    stream_syntax(st, i, "JSON syntax error: %s", i >= len ? "unexpected end of input" : "expected ',' or ']'");
+    ok = false;
+    break;
+  }
+  ox_json_path_pop(r);
+  return ok;
+}
+
+/* The "targets" array of a version 3 trace (parsed already): [op, target] pairs. */
+static void read_target_table(TR *x, json_object *v) {
+  Rd *r = x->r;
+  ox_json_path_push_key(r, "targets");
+  if (ox_json_expect_type(r, v, json_type_array, "targets")) {
+    size_t n = json_object_array_length(v);
+    x->target_ops = ox_xcalloc(n + 1, sizeof *x->target_ops);
+    x->target_names = ox_xcalloc(n + 1, sizeof *x->target_names);
+    for (size_t i = 0; i < n; i++) {
+      json_object *p = json_object_array_get_idx(v, i);
+      json_object *op = json_object_is_type(p, json_type_array) && json_object_array_length(p) == 2
+                            ? json_object_array_get_idx(p, 0) : NULL;
+      json_object *tg = op ? json_object_array_get_idx(p, 1) : NULL;
+      OxOp opv = OX_OP_PLACEHOLDER;
+      ox_json_path_push_idx(r, i);
+      if (!json_object_is_type(op, json_type_string) || !json_object_is_type(tg, json_type_string))
+        ERR(r, "a target must be [op, target] (two strings)");
+      else if (!ox_op_from_name(json_object_get_string(op), (size_t)json_object_get_string_len(op), &opv))
+        ERR(r, "unknown op '%.40s'", json_object_get_string(op));
+      x->target_ops[i] = (uint8_t)opv;
+      x->target_names[i] = ox_trace_intern(x->t, tg ? json_object_get_string(tg) : "");
+      ox_json_path_pop(r);
+    }
+    x->n_targets = (uint32_t)n;
+  }
+  ox_json_path_pop(r);
+}
+
+/* The "metas" array of a version 3 trace (parsed already). */
+static void read_meta_table(TR *x, json_object *v) {
+  Rd *r = x->r;
+  ox_json_path_push_key(r, "metas");
+  if (ox_json_expect_type(r, v, json_type_array, "metas")) {
+    size_t n = json_object_array_length(v);
+    x->metas = ox_xcalloc(n + 1, sizeof *x->metas);
+    x->meta_ok = ox_xcalloc(n + 1, sizeof *x->meta_ok);
+    for (size_t i = 0; i < n; i++) {
+      ox_json_path_push_idx(r, i);
+      /* as in version 2, a meta that does not read (reported by ox_json_read_meta) is no meta */
+      x->meta_ok[i] = ox_json_read_meta(r, x->t->pool, json_object_array_get_idx(v, i), &x->metas[i]);
+      ox_json_path_pop(r);
+    }
+    x->n_metas = (uint32_t)n;
+  }
+  ox_json_path_pop(r);
+}
+
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *diags) {
   (void)file;
   *out = NULL;
@@ -664,6 +1450,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   Member mem[MAX_MEMBERS];
   uint32_t n_mem = 0;
   size_t steps_at = SIZE_MAX; /* offset of the steps array's '[' */
+  size_t names_at = SIZE_MAX; /* version 3: of the names array's */
+  TR x = {.r = r};
   if (!st.tok) {
     ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
     free(r);
@@ -703,6 +1491,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       if (!ve) goto out;
       if (!long_key && strcmp(kbuf, "steps") == 0) {
         steps_at = i; /* the last one wins, as in json-c */
+      } else if (!long_key && strcmp(kbuf, "names") == 0) {
+        names_at = i;
       } else if (!long_key) {
         json_object *v = stream_parse(&st, i, ve);
         if (!v) goto out;
@@ -751,10 +1541,15 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   } else if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int) ||
              json_object_get_int64(v) < 1 || json_object_get_int64(v) > OX_TRACE_VERSION) {
     ox_json_path_push_key(r, "version");
-    ERR(r, "unsupported trace version (this reader knows versions 1 to %d)", OX_TRACE_VERSION);
+    if (v && json_object_is_type(v, json_type_int))
+      ERR(r, "unsupported trace version %lld (this reader knows versions 1 to %d)", (long long)json_object_get_int64(v),
+          OX_TRACE_VERSION);
+    else
+      ERR(r, "unsupported trace version (this reader knows versions 1 to %d)", OX_TRACE_VERSION);
     ox_json_path_pop(r);
   } else {
     header_ok = true;
+    x.version = (int)json_object_get_int64(v);
   }
   if (header_ok) {
     if (json_object_object_get_ex(root, "input", &v) && json_object_is_type(v, json_type_object)) {
@@ -793,9 +1588,16 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       }
     }
     if (steps_at == SIZE_MAX) ERR(r, "no \"steps\" key");
+    x.t = t;
+    if (x.version >= 3) {
+      if (json_object_object_get_ex(root, "metas", &v)) read_meta_table(&x, v);
+      if (json_object_object_get_ex(root, "targets", &v)) read_target_table(&x, v);
+      if (names_at == SIZE_MAX) ERR(r, "no \"names\" key (a version 3 trace lists its node names)");
+    }
   }
   json_object_put(root);
   if (!header_ok || steps_at == SIZE_MAX) goto out;
+  if (x.version >= 3 && (names_at == SIZE_MAX || !read_name_table(&st, &x, names_at))) goto out;
 
   /* pass 2: the steps, one at a time */
   ox_json_path_push_key(r, "steps");
@@ -818,10 +1620,14 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
           if (text[line_at] == '\n') line++;
         ox_json_path_push_idx(r, idx++);
         uint32_t before = t->n_steps;
-        read_step(r, t, o);
+        read_step(&x, o);
         if (t->n_steps > before) {
-          t->steps[t->n_steps - 1].src_line = line;
-          edit_lines(text, i, e, line, &t->steps[t->n_steps - 1]);
+          OxStep *s = &t->steps[t->n_steps - 1];
+          s->src_line = line;
+          if (memchr(text + i, '\n', e - i)) /* version 1 and 2: an edit a line */
+            edit_lines(text, i, e, line, s);
+          else /* a step on one line (version 3): its edits are on it */
+            for (uint32_t k = 0; k < s->n_edits; k++) s->edits[k].src_line = line;
         }
         ox_json_path_pop(r);
         json_object_put(o);
@@ -837,6 +1643,11 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   }
   ox_json_path_pop(r);
 out:
+  free(x.names);
+  free(x.metas);
+  free(x.meta_ok);
+  free(x.target_ops);
+  free(x.target_names);
   for (uint32_t k = 0; k < n_mem; k++) json_object_put(mem[k].v);
   json_tokener_free(st.tok);
   free(st.tmp);

@@ -27,72 +27,91 @@ static void put_indent(OxBuf *b, int n) {
   for (int i = 0; i < n; i++) ox_buf_putc(b, ' ');
 }
 
+/* Documents: ", " and ": " between items, node references by name. */
+static const OxJsonStyle default_style = {", ", ": ", NULL, NULL};
+
 void ox_json_write_items(const OxGraph *g, const OxValue *v, OxBuf *b) {
+  ox_json_write_items_styled(g, v, b, &default_style);
+}
+
+void ox_json_write_value(const OxGraph *g, const OxValue *v, OxBuf *b) {
+  ox_json_write_value_styled(g, v, b, &default_style);
+}
+
+void ox_json_write_items_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st) {
   ox_buf_putc(b, '[');
   for (uint32_t i = 0; i < v->n; i++) {
-    if (i) ox_buf_puts(b, ", ");
-    ox_json_write_value(g, &v->u.items[i], b);
+    if (i) ox_buf_puts(b, st->comma);
+    ox_json_write_value_styled(g, &v->u.items[i], b, st);
   }
   ox_buf_putc(b, ']');
 }
 
-static void write_tagged_str(OxBuf *b, const char *tag, const char *s) {
+/* {"tag": "s"} (and the opening of any tagged value: tag_open) */
+static void tag_open(OxBuf *b, const char *tag, const OxJsonStyle *st) {
   ox_buf_putc(b, '{');
-  ox_json_put_key(b, tag);
+  ox_json_put_str(b, tag);
+  ox_buf_puts(b, st->colon);
+}
+
+static void write_tagged_str(OxBuf *b, const char *tag, const char *s, const OxJsonStyle *st) {
+  tag_open(b, tag, st);
   ox_json_put_str(b, s);
   ox_buf_putc(b, '}');
 }
 
-void ox_json_write_value(const OxGraph *g, const OxValue *v, OxBuf *b) {
+void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st) {
   switch ((OxValueKind)v->kind) {
   case OX_V_NONE: ox_buf_puts(b, "null"); return;
   case OX_V_BOOL: ox_buf_puts(b, v->u.b ? "true" : "false"); return;
   case OX_V_INT: ox_buf_printf(b, "%" PRId64, v->u.i); return;
   case OX_V_FLOAT:
-    if (isnan(v->u.f))
-      ox_buf_puts(b, "{\"float\": \"nan\"}");
-    else if (isinf(v->u.f))
-      ox_buf_puts(b, v->u.f < 0 ? "{\"float\": \"-inf\"}" : "{\"float\": \"inf\"}");
-    else
+    if (isnan(v->u.f) || isinf(v->u.f)) {
+      write_tagged_str(b, "float", isnan(v->u.f) ? "nan" : v->u.f < 0 ? "-inf" : "inf", st);
+    } else {
       ox_buf_put_pyfloat(b, v->u.f); /* shortest round-trip text, always with '.' or 'e' */
+    }
     return;
   case OX_V_STR: ox_json_put_str(b, v->s); return;
   case OX_V_NODE: {
     const char *name = ox_graph_ref_name(g, v->u.node);
-    if (name) {
-      write_tagged_str(b, "node", name);
-    } else {
-      ox_buf_puts(b, "{\"node\": null}"); /* a dangling id: the reader rejects it, loudly */
-    }
-    return;
-  }
-  case OX_V_SYM: write_tagged_str(b, "sym", v->s); return;
-  case OX_V_DTYPE:
-    write_tagged_str(b, "dtype", v->s ? v->s : ox_dtype_torch_name((OxDType)v->u.dtype));
-    return;
-  case OX_V_DEVICE: write_tagged_str(b, "device", v->s); return;
-  case OX_V_ENUM: write_tagged_str(b, "enum", v->s); return;
-  case OX_V_RAW: write_tagged_str(b, "raw", v->s); return;
-  case OX_V_ELLIPSIS: ox_buf_puts(b, "{\"ellipsis\": true}"); return;
-  case OX_V_LIST: ox_json_write_items(g, v, b); return;
-  case OX_V_TUPLE:
-    ox_buf_puts(b, "{\"tuple\": ");
-    ox_json_write_items(g, v, b);
+    tag_open(b, "node", st);
+    if (!name)
+      ox_buf_puts(b, "null"); /* a dangling id: the reader rejects it, loudly */
+    else if (st->node_ref)
+      st->node_ref(st->ctx, b, name);
+    else
+      ox_json_put_str(b, name);
     ox_buf_putc(b, '}');
     return;
+  }
+  case OX_V_SYM: write_tagged_str(b, "sym", v->s, st); return;
+  case OX_V_DTYPE:
+    write_tagged_str(b, "dtype", v->s ? v->s : ox_dtype_torch_name((OxDType)v->u.dtype), st);
+    return;
+  case OX_V_DEVICE: write_tagged_str(b, "device", v->s, st); return;
+  case OX_V_ENUM: write_tagged_str(b, "enum", v->s, st); return;
+  case OX_V_RAW: write_tagged_str(b, "raw", v->s, st); return;
+  case OX_V_ELLIPSIS:
+    tag_open(b, "ellipsis", st);
+    ox_buf_puts(b, "true}");
+    return;
+  case OX_V_LIST: ox_json_write_items_styled(g, v, b, st); return;
+  case OX_V_TUPLE:
   case OX_V_SLICE:
-    ox_buf_puts(b, "{\"slice\": ");
-    ox_json_write_items(g, v, b);
+    tag_open(b, v->kind == OX_V_TUPLE ? "tuple" : "slice", st);
+    ox_json_write_items_styled(g, v, b, st);
     ox_buf_putc(b, '}');
     return;
   case OX_V_DICT:
-    ox_buf_puts(b, "{\"dict\": [");
+    tag_open(b, "dict", st);
+    ox_buf_putc(b, '[');
     for (uint32_t i = 0; i < v->n; i++) {
-      if (i) ox_buf_puts(b, ", ");
+      if (i) ox_buf_puts(b, st->comma);
       ox_buf_putc(b, '[');
       ox_json_put_str(b, v->keys[i]);
-      ox_buf_puts(b, ", ");
-      ox_json_write_value(g, &v->u.items[i], b);
+      ox_buf_puts(b, st->comma);
+      ox_json_write_value_styled(g, &v->u.items[i], b, st);
       ox_buf_putc(b, ']');
     }
     ox_buf_puts(b, "]}");

@@ -229,14 +229,18 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
                          const OxNodeId *added, uint32_t n_added, const OxNodeId *scaffold, uint32_t n_scaffold,
                          const OxNodeId *sources, uint32_t n_sources);
 
-/* Trace JSON version written; the reader accepts 1..OX_TRACE_VERSION. Version 2 added the
- * replace_input edit and the step's "scaffolding" list (version 1 spelled scaffolding out as
- * provenance pairs and every rewire as an args edit; both still read and replay). */
-#define OX_TRACE_VERSION 2
+/* Trace JSON version written by default; the reader accepts 1..OX_TRACE_VERSION. Version 2
+ * added the replace_input edit and the step's "scaffolding" list (version 1 spelled scaffolding
+ * out as provenance pairs and every rewire as an args edit; both still read and replay).
+ * Version 3 is the compact encoding: node names and edit metas in top-level tables ("names",
+ * "metas") referenced by index, edits as arrays, no formatted reason text, one step a line. */
+#define OX_TRACE_VERSION 3
 
 /* JSON (docs/trace-format.md). Writes with OxBuf; reading validates and returns located errors
- * (text NUL-terminated at len, as for ox_load_buffer). */
+ * (text NUL-terminated at len, as for ox_load_buffer). ox_trace_write_json writes version 3;
+ * ox_trace_write_json_version writes version 2 (for older tools) or 3. */
 void ox_trace_write_json(const OxTrace *t, OxBuf *out);
+void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out);
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *d);
 
 #ifdef __cplusplus

@@ -54,6 +54,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ox_diags_clear(&d);
   ox_trace_write_json(back, &b2);
   if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0) fuzz_fail("trace: does not round-trip");
+  ox_trace_free(back);
+  back = NULL;
+  /* through version 2 (optimize --trace-format 2): the same trace again */
+  b2.len = 0;
+  ox_trace_write_json_version(t, 2, &b2);
+  if (ox_trace_read_json(b2.data, b2.len, "written-v2.json", &back, &d) != 0) {
+    fuzz_print_diags(&d);
+    fuzz_fail("trace: a trace that read does not read again once written as version 2");
+  }
+  ox_diags_clear(&d);
+  b2.len = 0;
+  ox_trace_write_json(back, &b2);
+  if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0) fuzz_fail("trace: does not round-trip through version 2");
   /* explain's queries */
   const char *unknown[4];
   ox_trace_unknown_names(t, graph, unknown, 4);

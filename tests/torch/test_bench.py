@@ -114,8 +114,7 @@ class Work:
                       cls.model, record_io=True)
             cls.summary = json.loads(run_optimus("optimize", cls.model, "-o", cls.opt,
                                                  "--trace", cls.trace, "--json"))
-            with open(cls.trace, encoding="utf-8") as f:
-                cls.trace_doc = json.load(f)
+            cls.trace_doc = ox.read_trace(cls.trace)
         return cls
 
     @classmethod

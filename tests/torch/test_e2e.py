@@ -99,7 +99,7 @@ class Run:
                 self.model, self.proc.returncode, self.proc.stdout, self.proc.stderr)
             return
         self.summary = json.loads(self.proc.stdout)
-        self.trace = read_json(self.trace_path)
+        self.trace = ox.read_trace(self.trace_path)  # names in place of version 3 indices
 
     def describe(self):
         return "%s (%s)" % (self.case.name, self.dir)
@@ -144,7 +144,7 @@ def why_not(run, counter):
     lines = []
     for s in run.steps(pass_name=counter):
         if s["kind"] != "applied":
-            reason = (s.get("reason") or {}).get("text") or json.dumps(s.get("checks"))[:300]
+            reason = ox.reason_text(s) or json.dumps(s.get("checks"))[:300]
             lines.append("  %s %s at %s: %s" % (s["kind"], s.get("rule"), s.get("anchor"), reason))
     return "\n".join(lines[:8]) or "  (no record of %s in the trace)" % counter
 

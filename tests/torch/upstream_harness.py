@@ -154,8 +154,7 @@ def _optimize(tag, gm, inputs, section, options, edit=None):
             model, cfg, p.returncode, p.stdout, p.stderr))
     summary = json.loads(p.stdout)
     if summary["check_failures"]:
-        with open(trace, encoding="utf-8") as f:
-            steps = [s for s in json.load(f)["steps"] if s["kind"] == "check_failed"]
+        steps = [s for s in ox.read_trace(trace)["steps"] if s["kind"] == "check_failed"]
         raise AssertionError("%d steps failed a check (%s):\n%s" % (
             summary["check_failures"], trace, "\n".join(
                 "  %s %s at %s: %s" % (s["pass"], s.get("rule"), s.get("anchor"),
@@ -170,12 +169,10 @@ def _why(dirs, counter):
         for name in sorted(os.listdir(d)):
             if not name.endswith(".trace.json"):
                 continue
-            with open(os.path.join(d, name), encoding="utf-8") as f:
-                for s in json.load(f)["steps"]:
-                    if s["pass"] == counter and s["kind"] != "applied":
-                        why = (s.get("reason") or {}).get("text", "")
-                        lines.append("    %s %s at %s: %s" % (s["kind"], s.get("rule"),
-                                                              s.get("anchor"), why))
+            for s in ox.read_trace(os.path.join(d, name))["steps"]:
+                if s["pass"] == counter and s["kind"] != "applied":
+                    lines.append("    %s %s at %s: %s" % (s["kind"], s.get("rule"), s.get("anchor"),
+                                                          ox.reason_text(s)))
     return "\n".join(lines[:6])
 
 

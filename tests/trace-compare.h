@@ -1,0 +1,20 @@
+/* trace-compare.h - field-by-field comparison of two in-memory traces, for tests. */
+#ifndef OX_TRACE_COMPARE_H
+#define OX_TRACE_COMPARE_H
+
+#include "run/ox_trace.h"
+
+/* NULL when a and b hold the same information (everything a trace file carries: the header,
+ * every step's fields, reasons, checks, costs, edits with their values and metas; not where
+ * they were read from, src_line); else a g_malloc'ed description of the first difference
+ * ("steps[12].edits[3].after: 'x' != 'y'"). */
+char *trace_first_difference(const OxTrace *a, const OxTrace *b);
+
+/* The trace t of a run on input (left unchanged), written as version 2 and as version 3 and
+ * read back: both read the same as t, record by record; writing either read trace in either
+ * version gives the bytes written from t; both replay input to the same graph (want_fx when
+ * not NULL: the fx text of the run's result). Fails the test (naming `what`) otherwise.
+ * Returns the number of version 3 bytes (to report the encoding's size). */
+size_t trace_check_versions(const OxTrace *t, const OxGraph *input, const char *want_fx, const char *what);
+
+#endif
