@@ -14,7 +14,7 @@ PKGS=(
   build-essential pkg-config meson ninja-build
   libglib2.0-dev libgtk-4-dev libgraphviz-dev graphviz libjson-c-dev
   xvfb xauth x11-utils dbus at-spi2-core librsvg2-common libgl1-mesa-dri fonts-dejavu-core
-  imagemagick xdotool
+  imagemagick xdotool time
   python3 python3-torch python3-torchvision python3-networkx
   clang libclang-rt-14-dev llvm-14
 )
