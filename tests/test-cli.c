@@ -1399,6 +1399,29 @@ static void test_cli_optimize_replay_explain(void) {
   g_assert_cmpstr(a, ==, b);
   g_free(a);
   g_free(b);
+  /* the same run with its trace gzipped (a .gz name) replays from it to the same graph */
+  char *tracegz = g_build_filename(dir, "trace.json.gz", NULL), *replayedgz = g_build_filename(dir, "replayed-gz.txt", NULL);
+  run_cli(&r, "optimize", in, "-o", out, "--trace", tracegz);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  gsize lz;
+  char *z = read_all(tracegz, &lz);
+  g_assert_cmpuint(lz, >, 2);
+  g_assert_cmpint((unsigned char)z[0], ==, 0x1f);
+  g_assert_cmpint((unsigned char)z[1], ==, 0x8b);
+  g_free(z);
+  run_cli(&r, "replay", in, tracegz, "-o", replayedgz);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  a = read_all(out, &la);
+  b = read_all(replayedgz, &lb);
+  g_assert_cmpstr(a, ==, b);
+  g_free(a);
+  g_free(b);
+  g_remove(tracegz);
+  g_remove(replayedgz);
+  g_free(tracegz);
+  g_free(replayedgz);
   /* replay of step 0 is the input, as the FX writer prints it */
   run_cli(&r, "replay", in, trace, "--step", "0", "-o", "-", "--to", "fx");
   g_assert_cmpint(r.status, ==, 0);

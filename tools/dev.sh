@@ -12,7 +12,7 @@ cd "$here"
 # Debian 12 packages the project needs (build, tests, headless UI tests, the PyTorch bridge).
 PKGS=(
   build-essential pkg-config meson ninja-build
-  libglib2.0-dev libgtk-4-dev libgraphviz-dev graphviz libjson-c-dev
+  libglib2.0-dev libgtk-4-dev libgraphviz-dev graphviz libjson-c-dev zlib1g-dev
   xvfb xauth x11-utils dbus at-spi2-core librsvg2-common libgl1-mesa-dri fonts-dejavu-core
   imagemagick xdotool time
   python3 python3-torch python3-torchvision python3-networkx

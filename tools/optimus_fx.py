@@ -1432,11 +1432,17 @@ def _placeholders(doc):
 def read_trace(path):
     """An optimus trace (docs/trace-format.md) as a dict, in the version 2 shape whatever its
     version (decode_trace); ValueError when it is not one."""
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
-        with open(path, encoding="utf-8") as f:
-            tr = json.load(f)
+        if raw[:2] == b"\x1f\x8b":  # T.json.gz (optimize --trace T.json.gz)
+            import gzip
+            raw = gzip.decompress(raw)
+        tr = json.loads(raw.decode("utf-8"))
     except json.JSONDecodeError as e:
         raise ValueError("%s:%d:%d: not JSON: %s" % (path, e.lineno, e.colno, e.msg)) from None
+    except (OSError, EOFError, UnicodeDecodeError) as e:  # gzip.BadGzipFile is an OSError
+        raise ValueError("%s: %s" % (path, e)) from None
     if not isinstance(tr, dict) or tr.get("format") != "optimus-trace":
         raise ValueError("%s: not an optimus trace (format=%r)" %
                          (path, tr.get("format") if isinstance(tr, dict) else None))

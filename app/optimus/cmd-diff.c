@@ -181,18 +181,14 @@ static int write_pseudo_trace(const CliOpts *o, const Side *a, const Side *b, co
   }
   ox_diags_clear(&dl);
   if (strcmp(o->file, "-") != 0) t->input_file = ox_trace_intern(t, o->file);
-  OxBuf out;
-  ox_buf_init(&out);
-  ox_trace_write_json_version(t, o->trace_format ? o->trace_format : OX_TRACE_VERSION, &out);
   char err[1024];
   int status = EXIT_OK;
-  if (!ox_write_file_atomic(o->trace, out.data, out.len, err, sizeof err)) {
+  if (!ox_trace_write_file(t, o->trace_format, o->trace, err, sizeof err)) {
     fprintf(stderr, "optimus diff: %s\n", err);
     status = EXIT_BAD;
   } else {
     ox_buf_printf(note, "wrote %s (%u step%s, one per region)\n", o->trace, t->n_steps, t->n_steps == 1 ? "" : "s");
   }
-  ox_buf_free(&out);
   ox_trace_free(t);
   return status;
 }

@@ -16,7 +16,7 @@ static const char usage_optimize[] =
   "Options:\n"
   "  -o, --output OUT      the optimized graph ('-' with --to for stdout)\n"
   "  --to KIND             json, fx, dot, svg or png (overrides the extension)\n"
-  "  --trace T.json        write the trace (docs/trace-format.md)\n"
+  "  --trace T.json        write the trace (docs/trace-format.md; *.gz: gzipped)\n"
   "  --trace-format N      the trace version to write: 3 (default, compact) or 2 (for\n"
   "                        tools that read only version 2)\n"
   "  --config C.json       passes and options, shaped like PyTorch's\n"
@@ -44,13 +44,9 @@ static const char usage_optimize[] =
   "  -h, --help            show this help\n";
 
 static int write_trace_file(const char *cmd, const char *path, const OxTrace *t, int version) {
-  OxBuf b;
-  ox_buf_init(&b);
-  ox_trace_write_json_version(t, version ? version : OX_TRACE_VERSION, &b);
   char err[1024];
-  bool ok = ox_write_file_atomic(path, b.data, b.len, err, sizeof err);
+  bool ok = ox_trace_write_file(t, version, path, err, sizeof err);
   if (!ok) fprintf(stderr, "optimus %s: %s\n", cmd, err);
-  ox_buf_free(&b);
   return ok ? EXIT_OK : EXIT_BAD;
 }
 

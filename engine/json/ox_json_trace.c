@@ -9,6 +9,7 @@
 
 #include "ir/ox_mem.h"
 #include "json/ox_json_private.h"
+#include "ir/ox_gzip.h"
 #include "run/ox_trace.h"
 
 /* ================================================================== trace files */
@@ -704,6 +705,23 @@ void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out) {
 }
 
 void ox_trace_write_json(const OxTrace *t, OxBuf *out) { write_v3(t, out); }
+
+bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *err, size_t errcap) {
+  OxBuf b, z;
+  ox_buf_init(&b);
+  ox_buf_init(&z);
+  ox_trace_write_json_version(t, version ? version : OX_TRACE_VERSION, &b);
+  bool ok = true;
+  const OxBuf *bytes = &b;
+  if (ox_gzip_wanted(path)) {
+    ok = ox_gzip_compress(b.data, b.len, 1, &z, err, errcap);
+    bytes = &z;
+  }
+  if (ok) ok = ox_write_file_atomic(path, bytes->data ? bytes->data : "", bytes->len, err, errcap);
+  ox_buf_free(&b);
+  ox_buf_free(&z);
+  return ok;
+}
 
 /* ---- reader */
 
@@ -1430,8 +1448,24 @@ static void read_meta_table(TR *x, json_object *v) {
 }
 
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *diags) {
-  (void)file;
   *out = NULL;
+  if (ox_gzip_is(text, len)) { /* T.json.gz: read what it holds (line numbers are of that text) */
+    char err[256];
+    size_t n = 0;
+    char *plain = ox_gzip_decompress(text, len, (size_t)INT_MAX, &n, err, sizeof err);
+    if (!plain) {
+      ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
+      return -1;
+    }
+    if (ox_gzip_is(plain, n)) { /* gzip in gzip: not a trace */
+      free(plain);
+      ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "gzip: the stream holds another gzip stream, not a trace");
+      return -1;
+    }
+    int rc = ox_trace_read_json(plain, n, file, out, diags);
+    free(plain);
+    return rc;
+  }
   Rd *r = calloc(1, sizeof *r);
   if (!r) return -1;
   r->text = text;

@@ -242,6 +242,9 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
 void ox_trace_write_json(const OxTrace *t, OxBuf *out);
 void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out);
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *d);
+/* Writes the trace (version 0 = OX_TRACE_VERSION) to path atomically; a path ending in ".gz" gets
+ * it gzipped (ox_trace_read_json reads either). false with a message in err. */
+bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *err, size_t errcap);
 
 #ifdef __cplusplus
 }

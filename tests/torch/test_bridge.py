@@ -239,6 +239,32 @@ class BridgeTests(unittest.TestCase):
             for prefix in ("", "optimus."):
                 self.assertIs(ox.resolve_target(prefix + op), ox.OPTIMUS_OPS[op])
 
+    def test_read_trace_gzip(self):
+        """traces/gzip: read_trace reads T.json.gz as T.json; a cut one is a ValueError"""
+        _need_cli(self)
+        example = os.path.join(SOURCE_ROOT, "data", "examples", "recsys-towers.txt")
+        with tempfile.TemporaryDirectory() as d:
+            plain, gz = os.path.join(d, "t.json"), os.path.join(d, "t.json.gz")
+            for t in (plain, gz):
+                p = run_cli("optimize", example, "-o", os.path.join(d, "o.json"), "--trace", t)
+                self.assertEqual(p.returncode, 0, p.stderr)
+            with open(gz, "rb") as f:
+                raw = f.read()
+            self.assertEqual(raw[:2], b"\x1f\x8b")
+            a, b = ox.read_trace(plain), ox.read_trace(gz)
+            for t in (a, b):
+                t.pop("seconds", None)
+                for s in t["steps"]:
+                    s.pop("seconds", None)
+                    for c in s.get("checks", {}).values():
+                        c.pop("seconds", None)
+            self.assertEqual(a, b)
+            cut = os.path.join(d, "cut.json.gz")
+            with open(cut, "wb") as f:
+                f.write(raw[:len(raw) // 2])
+            with self.assertRaises(ValueError):
+                ox.read_trace(cut)
+
     def test_fixture_dir_small(self):
         """fixtures/size: the committed fixtures stay under 2 MB"""
         total = sum(os.path.getsize(os.path.join(fm.FIXTURE_DIR, f))
