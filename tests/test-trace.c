@@ -1116,10 +1116,6 @@ static void test_v3_errors(void) {
   g_free(doc);
 }
 
-/* A version 2 file written by the version 2 writer before version 3 existed (the bundled
- * example's trace as of a7534aa): it reads; written as version 2 again it is the same bytes
- * (the version 2 writer is unchanged); written as version 3 and read back it is the same trace,
- * record by record; and it replays onto the example graph it was recorded on. */
 /* Traces written as T.json.gz: ox_trace_write_file gzips them, ox_trace_read_json takes either
  * form (by the magic bytes), and every damaged or cut stream is a located error, never a crash.
  * ox_gzip_decompress stops a stream at its limit, reads concatenated members and refuses bytes
@@ -1227,6 +1223,10 @@ static void test_gzip(void) {
   g_free(path);
 }
 
+/* A version 2 file written by the version 2 writer before version 3 existed (the bundled
+ * example's trace as of a7534aa): it reads; written as version 2 again it is the same bytes
+ * (the version 2 writer is unchanged); written as version 3 and read back it is the same trace,
+ * record by record; and it replays onto the example graph it was recorded on. */
 static void test_v2_file(void) {
   const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
   if (!root) {
