@@ -1116,20 +1116,28 @@ static void test_v3_errors(void) {
   g_free(doc);
 }
 
+/* The committed version 2 trace (tests/data/trace/recsys-towers.v2.trace.json): its path (g_free)
+ * with its text in *text; NULL, the test skipped, outside meson test. */
+static char *v2_fixture(gchar **text, gsize *len) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (!root) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
+    return NULL;
+  }
+  char *path = g_build_filename(root, "tests", "data", "trace", "recsys-towers.v2.trace.json", NULL);
+  g_assert_true(g_file_get_contents(path, text, len, NULL));
+  return path;
+}
+
 /* Traces written as T.json.gz: ox_trace_write_file gzips them, ox_trace_read_json takes either
  * form (by the magic bytes), and every damaged or cut stream is a located error, never a crash.
  * ox_gzip_decompress stops a stream at its limit, reads concatenated members and refuses bytes
  * after the end. */
 static void test_gzip(void) {
-  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
-  if (!root) {
-    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
-    return;
-  }
-  char *path = g_build_filename(root, "tests", "data", "trace", "recsys-towers.v2.trace.json", NULL);
   gchar *text = NULL;
   gsize len = 0;
-  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  char *path = v2_fixture(&text, &len);
+  if (!path) return;
   OxDiagList d;
   ox_diags_init(&d, path);
   OxTrace *t = NULL;
@@ -1228,16 +1236,11 @@ static void test_gzip(void) {
  * (the version 2 writer is unchanged); written as version 3 and read back it is the same trace,
  * record by record; and it replays onto the example graph it was recorded on. */
 static void test_v2_file(void) {
-  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
-  if (!root) {
-    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
-    return;
-  }
-  char *path = g_build_filename(root, "tests", "data", "trace", "recsys-towers.v2.trace.json", NULL);
-  char *graph = g_build_filename(root, "data", "examples", "recsys-towers.txt", NULL);
   gchar *text = NULL;
   gsize len = 0;
-  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  char *path = v2_fixture(&text, &len);
+  if (!path) return;
+  char *graph = g_build_filename(g_getenv("OPTIMUS_SOURCE_ROOT"), "data", "examples", "recsys-towers.txt", NULL);
   OxDiagList d;
   ox_diags_init(&d, path);
   OxTrace *t = NULL;
