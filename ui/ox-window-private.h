@@ -50,6 +50,14 @@ struct _OxWindow {
   guint frame_position;
   gboolean frame_before;
   char *frame_selected;
+  /* the status line's node count, counted once per shown graph state (a count is a pass over
+   * every node: at 100k nodes, redone on each notify, it was a third of the debugger's time) */
+  struct {
+    const OxGraph *graph;
+    OxHistory *history;
+    guint position, n_live, nodes;
+    gboolean before;
+  } count_key;
 
   /* rule files (issue 7): the open one, its monitor, and every set loaded so far (kept alive:
    * pipelines and running jobs borrow their passes) */

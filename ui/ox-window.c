@@ -271,6 +271,26 @@ static void update_step_label(OxWindow *self) {
   gtk_label_set_text(GTK_LABEL(self->step_label), buf);
 }
 
+/* Nodes of the shown graph as optimus info counts them (the output node is not one), counted
+ * again only when the shown state (history, position, before/after, graph) changes. */
+static guint shown_node_count(OxWindow *self, const OxGraph *g) {
+  OxHistory *h = ox_document_get_history(self->doc);
+  guint pos = ox_document_get_position(self->doc);
+  gboolean before = ox_document_get_show_before(self->doc);
+  if (self->count_key.graph != g || self->count_key.history != h || self->count_key.position != pos ||
+      self->count_key.before != before || self->count_key.n_live != g->n_live) {
+    guint nodes = 0;
+    OX_GRAPH_FOREACH(g, id) nodes += g->nodes[id].op != OX_OP_OUTPUT;
+    self->count_key.graph = g;
+    self->count_key.history = h;
+    self->count_key.position = pos;
+    self->count_key.before = before;
+    self->count_key.n_live = g->n_live;
+    self->count_key.nodes = nodes;
+  }
+  return self->count_key.nodes;
+}
+
 void ox_window_update_status(OxWindow *self) {
   GString *s = g_string_new(NULL);
   OxGraph *g = ox_document_has_graph(self->doc) ? ox_document_get_graph(self->doc) : NULL;
@@ -282,9 +302,7 @@ void ox_window_update_status(OxWindow *self) {
   }
   if (g) {
     /* counted as optimus info counts: the output node is not one */
-    guint nodes = 0;
-    OX_GRAPH_FOREACH(g, id) nodes += g->nodes[id].op != OX_OP_OUTPUT;
-    g_string_append_printf(s, " · %u nodes", nodes);
+    g_string_append_printf(s, " · %u nodes", shown_node_count(self, g));
   }
   const char *sn = ox_document_get_shapes_note(self->doc);
   if (sn) g_string_append_printf(s, " · %s", sn);
