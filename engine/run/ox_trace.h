@@ -242,6 +242,10 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
 void ox_trace_write_json(const OxTrace *t, OxBuf *out);
 void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out);
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *d);
+/* For tests: the version 3 steps read so far in this process by the reader's fast path (our own
+ * tokenizer, no json-c; ox_json_set_streaming(false) or OX_JSON_NO_STREAM turns it off, and every
+ * step is then read by json-c with the same result). */
+unsigned long ox_trace_fast_steps(void);
 /* Writes the trace (version 0 = OX_TRACE_VERSION) to path atomically; a path ending in ".gz" gets
  * it gzipped (ox_trace_read_json reads either). false with a message in err. */
 bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *err, size_t errcap);
