@@ -1395,13 +1395,10 @@ static char *generated_v3(uint64_t seed, size_t *len, uint32_t *n_steps) {
  * takes every step of what optimus writes. */
 static void test_fast_read_equals_json_c(void) {
   const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
-  if (!root) {
-    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
-    return;
-  }
   static const char *const dirs[] = {"tests/data/trace", "data/examples"};
   unsigned fixtures = 0;
-  for (size_t k = 0; k < G_N_ELEMENTS(dirs); k++) {
+  if (!root) g_test_message("OPTIMUS_SOURCE_ROOT is not set (run through meson test): no fixtures");
+  for (size_t k = 0; root && k < G_N_ELEMENTS(dirs); k++) {
     char *dir = g_build_filename(root, dirs[k], NULL);
     GDir *dh = g_dir_open(dir, 0, NULL);
     g_assert_nonnull(dh);
@@ -1430,7 +1427,7 @@ static void test_fast_read_equals_json_c(void) {
     g_dir_close(dh);
     g_free(dir);
   }
-  g_assert_cmpuint(fixtures, >=, 2);
+  g_assert_cmpuint(fixtures, >=, root ? 2 : 0);
   const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
   uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, steps = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
@@ -1543,6 +1540,26 @@ static void test_fast_read_fallback(void) {
     {"[{\"node\":0}],0]", "[9223372036854775808],0]", false},
     {"[{\"node\":0}],0]", "[-1e999],0]", false},
     {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"seconds\":1e999,\"anchor\"", false},
+    /* the tables (the steps read fast all the same, unless an index they hold is out of range) */
+    {"\"shape\":[4,8]}", "\"shape\":[4,8],\"layout\":\"x\"}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,-8]}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,8],\"stride\":[8]}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,\"s\"],\"stride\":[8,1],\"device\":\"cpu\"}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,99999999999999999999]}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,8.]}", true}, /* json-c reads 8. */
+    {"\"shape\":[4,8]}", "\"shape\":[4,\"\"]}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,8],\"dtype\":\"f64\"}", true},
+    {"{\"tensor\":", "{\"inferred\":true,\"tensor\":", true},
+    {"{\"tensor\":", "{\"scalar\":true,\"tensor\":", true},
+    {"\"metas\":[{", "\"metas\":[{\"tuple\":[{\"dtype\":\"f32\",\"shape\":[4,8]},{\"dtype\":\"?\"}]},{\"symint\":null},{", true},
+    {"\"metas\":[{", "\"metas\":[{\"scalar\":true},{\"symint\":\"s0\"},{\"symint\":7},{", true},
+    {"\"metas\":[{", "\"metas\":[7,{", true},
+    {"\"steps\":[", "\"metas\":[],\"steps\":[", false},
+    {"\"steps\":[", "\"targets\":{},\"steps\":[", false},
+    {"\"call_function\"", "\"call_fn\"", true},
+    {"\"torch.relu\"]", "\"torch.relu\",1]", true},
+    {"\"torch.relu\"]", "\"torch.\\u0072elu\"]", true},
+    {"\"torch.relu\"]", "\"torch.relu\\u0000\"]", true},
   };
   size_t base_len = strlen(v3_doc);
   g_assert_cmpuint(assert_fast_equals_json_c("v3_doc", v3_doc, base_len), ==, 2);

@@ -1650,6 +1650,201 @@ static bool fast_step(TR *tr, FastStep *f, const char *text, size_t len, size_t 
   return true;
 }
 
+/* ---- the fast read of the version 3 tables "metas" and "targets"
+ *
+ * As the steps: read straight from the text when the json-c read would take them without a
+ * word (read_meta_table, read_target_table); false, with nothing of x changed, when it must
+ * read them. Metas are laid out as ox_json_read_meta lays them out (each tensor meta and its
+ * dims allocated in the pool, none shared), so the trace is the one json-c's read gives. */
+
+/* The dims of a shape or stride from its '[' on, in the pool (NULL when there are none). */
+static bool ft_dims(TR *tr, OxJsonLex *x, OxDim **out, int32_t *n) {
+  size_t k = 0, cap = 0;
+  OxDim *tmp = NULL;
+  OxJsonTok tok;
+  bool ok = true;
+  while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+    if (k == cap) {
+      cap = cap ? 2 * cap : 8;
+      tmp = ox_xrealloc(tmp, cap * sizeof *tmp);
+    }
+    OxDim d = {0, NULL};
+    if (tok == OX_JSON_INT) d.v = x->i;
+    else if (tok != OX_JSON_STRING || !x->n || !(d.sym = fs_str(tr, x))) ok = false;
+    tmp[k++] = d;
+  }
+  if (ok && k > INT32_MAX) ok = false;
+  if (ok) {
+    *out = k ? ox_graph_alloc(tr->t->pool, k * sizeof **out) : NULL;
+    if (k) memcpy(*out, tmp, k * sizeof **out);
+    *n = (int32_t)k;
+  }
+  free(tmp);
+  return ok;
+}
+
+/* A tensor meta (read_tensor_meta) from its '{' on. */
+static bool ft_tensor(TR *tr, OxJsonLex *x, OxTensorMeta *t) {
+  memset(t, 0, sizeof *t);
+  t->rank = -1;
+  OxDim *stride = NULL;
+  int32_t stride_n = -1, rank = 0;
+  unsigned seen = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+    int k = tok != OX_JSON_KEY ? -1
+          : fs_is(x, "dtype") ? 0 : fs_is(x, "shape") ? 1 : fs_is(x, "stride") ? 2 : fs_is(x, "device") ? 3 : -1;
+    if (k < 0 || (seen & (1u << k))) return false; /* unknown: a warning of the json-c read */
+    seen |= 1u << k;
+    tok = ox_json_lex_next(x);
+    switch (k) {
+    case 0:
+      if (tok != OX_JSON_STRING) return false;
+      t->dtype = ox_dtype_from_abbr(x->s, x->n);
+      if (t->dtype == OX_DT_UNKNOWN && !fs_is(x, "?")) return false;
+      break;
+    case 1:
+      if (tok != OX_JSON_ARRAY || !ft_dims(tr, x, &t->shape, &rank)) return false;
+      t->rank = rank;
+      break;
+    case 2:
+      if (tok != OX_JSON_ARRAY || !ft_dims(tr, x, &stride, &stride_n)) return false;
+      break;
+    case 3:
+      if (tok != OX_JSON_STRING || !(t->device = fs_str(tr, x))) return false;
+      break;
+    }
+  }
+  if (!(seen & 1u)) return false;
+  if (seen & 4u) {
+    if (t->rank < 0 || stride_n != t->rank) return false;
+    t->has_stride = true;
+    t->stride = stride;
+  }
+  char why[160];
+  return !ox_meta_absurd(t, why, sizeof why); /* absurd: a warning of the json-c read */
+}
+
+/* A meta (ox_json_read_meta) from its '{' on. */
+static bool ft_meta(TR *tr, OxJsonLex *x, OxMeta *m) {
+  enum { M_INFERRED, M_TENSOR, M_TUPLE, M_SYMINT, M_SCALAR };
+  static const char *const keys[] = {"inferred", "tensor", "tuple", "symint", "scalar"};
+  OxGraph *g = tr->t->pool;
+  memset(m, 0, sizeof *m);
+  unsigned seen = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+    int k = -1;
+    for (int i = 0; tok == OX_JSON_KEY && i < 5; i++)
+      if (fs_is(x, keys[i])) k = i;
+    if (k < 0 || (seen & (1u << k))) return false;
+    seen |= 1u << k;
+    tok = ox_json_lex_next(x);
+    switch (k) {
+    case M_INFERRED:
+      if (tok != OX_JSON_TRUE && tok != OX_JSON_FALSE) return false;
+      m->inferred = tok == OX_JSON_TRUE;
+      break;
+    case M_TENSOR:
+      m->kind = OX_META_TENSOR;
+      m->n = 1;
+      m->t = ox_graph_alloc(g, sizeof *m->t);
+      if (tok != OX_JSON_OBJECT || !ft_tensor(tr, x, m->t)) return false;
+      break;
+    case M_TUPLE: {
+      m->kind = OX_META_TUPLE;
+      if (tok != OX_JSON_ARRAY) return false;
+      size_t n = 0, cap = 0;
+      OxTensorMeta *tmp = NULL;
+      bool ok = true;
+      while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+        if (n == cap) {
+          cap = cap ? 2 * cap : 8;
+          tmp = ox_xrealloc(tmp, cap * sizeof *tmp);
+        }
+        ok = tok == OX_JSON_OBJECT && ft_tensor(tr, x, &tmp[n++]);
+      }
+      if (ok && n <= UINT32_MAX) {
+        m->n = (uint32_t)n;
+        m->t = n ? ox_graph_alloc(g, n * sizeof *m->t) : NULL;
+        if (n) memcpy(m->t, tmp, n * sizeof *m->t);
+      }
+      free(tmp);
+      if (!ok || n > UINT32_MAX) return false;
+      break;
+    }
+    case M_SYMINT:
+      m->kind = OX_META_SYMINT;
+      if (tok != OX_JSON_NULL && (tok != OX_JSON_STRING || !(m->sym = fs_str(tr, x)))) return false;
+      break;
+    case M_SCALAR:
+      m->kind = OX_META_SCALAR;
+      if (tok != OX_JSON_TRUE) return false;
+      break;
+    }
+  }
+  unsigned kinds = seen >> M_TENSOR;
+  return (kinds & (kinds - 1)) == 0; /* at most one kind */
+}
+
+/* "metas" at text[at, end). */
+static bool fast_meta_table(TR *tr, OxJsonLex *x, const char *text, size_t at, size_t end) {
+  size_t n = 0, cap = 0;
+  OxMeta *metas = NULL;
+  bool ok = true;
+  ox_json_lex_reset(x, text, end, at, STEP_MAX_DEPTH);
+  ok = ox_json_lex_next(x) == OX_JSON_ARRAY;
+  OxJsonTok tok;
+  while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      metas = ox_xrealloc(metas, (cap + 1) * sizeof *metas);
+    }
+    ok = tok == OX_JSON_OBJECT && ft_meta(tr, x, &metas[n++]) && n < UINT32_MAX;
+  }
+  if (!ok) {
+    free(metas);
+    return false;
+  }
+  tr->metas = metas ? metas : ox_xcalloc(1, sizeof *metas);
+  tr->meta_ok = ox_xcalloc(n + 1, sizeof *tr->meta_ok);
+  for (size_t i = 0; i < n; i++) tr->meta_ok[i] = true;
+  tr->n_metas = (uint32_t)n;
+  return true;
+}
+
+/* "targets" at text[at, end). */
+static bool fast_target_table(TR *tr, OxJsonLex *x, const char *text, size_t at, size_t end) {
+  size_t n = 0, cap = 0;
+  uint8_t *ops = NULL;
+  const char **names = NULL;
+  bool ok = true;
+  ox_json_lex_reset(x, text, end, at, STEP_MAX_DEPTH);
+  ok = ox_json_lex_next(x) == OX_JSON_ARRAY;
+  OxJsonTok tok;
+  while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      ops = ox_xrealloc(ops, (cap + 1) * sizeof *ops);
+      names = ox_xrealloc(names, (cap + 1) * sizeof *names);
+    }
+    OxOp op;
+    ok = tok == OX_JSON_ARRAY && ox_json_lex_next(x) == OX_JSON_STRING && !memchr(x->s, 0, x->n) &&
+         ox_op_from_name(x->s, x->n, &op) && ox_json_lex_next(x) == OX_JSON_STRING &&
+         (names[n] = fs_str(tr, x)) != NULL && ox_json_lex_next(x) == OX_JSON_ARRAY_END && n < UINT32_MAX;
+    if (ok) ops[n++] = (uint8_t)op;
+  }
+  if (!ok) {
+    free(ops);
+    free(names);
+    return false;
+  }
+  tr->target_ops = ops ? ops : ox_xcalloc(1, sizeof *ops);
+  tr->target_names = names ? names : ox_xcalloc(1, sizeof *names);
+  tr->n_targets = (uint32_t)n;
+  return true;
+}
+
 /* The trace reader streams: a trace of a 100k-node run is tens of MB of JSON, and a DOM of all of
  * it costs ~25x its size. The top-level object and the "steps" array are scanned here (strings
  * and brackets only); every other member and every step is a small JSON text of its own, parsed
@@ -1753,9 +1948,22 @@ static size_t stream_value_end(Stream *st, size_t i) {
 
 typedef struct Member {
   char key[32];
-  json_object *v;
-  size_t at;
+  json_object *v;  /* NULL: a table left to read from text[at, end) (fast_meta_table ...) */
+  size_t at, end;
 } Member;
+
+/* Whether text[at, end) is one value our tokenizer takes whole (so json-c takes it too). */
+static bool lex_takes(OxJsonLex *x, const char *text, size_t at, size_t end) {
+  ox_json_lex_reset(x, text, end, at, STEP_MAX_DEPTH);
+  return ox_json_lex_skip(x, ox_json_lex_next(x)) && ox_json_lex_next(x) == OX_JSON_END;
+}
+
+/* The member key of mem (the last one of that key: duplicates share a slot), or NULL. */
+static Member *member(Member *mem, uint32_t n, const char *key) {
+  for (uint32_t k = 0; k < n; k++)
+    if (strcmp(mem[k].key, key) == 0) return &mem[k];
+  return NULL;
+}
 
 enum { MAX_MEMBERS = 16 };
 
@@ -1913,6 +2121,9 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   size_t names_at = SIZE_MAX; /* version 3: of the names array's */
   TR x = {.r = r};
   FastStep fs = {0};
+  OxJsonLex lx; /* the tables' */
+  bool fast = ox_json_fast_enabled();
+  memset(&lx, 0, sizeof lx);
   if (!st.tok) {
     ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
     free(r);
@@ -1955,9 +2166,12 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       } else if (!long_key && strcmp(kbuf, "names") == 0) {
         names_at = i;
       } else if (!long_key) {
-        json_object *v = stream_parse(&st, i, ve);
-        if (!v) goto out;
+        /* the tables are read later, from the text when they are clean (fast_meta_table ...) */
+        bool table = fast && (strcmp(kbuf, "metas") == 0 || strcmp(kbuf, "targets") == 0) && lex_takes(&lx, text, i, ve);
+        json_object *v = table ? NULL : stream_parse(&st, i, ve);
+        if (!v && !table) goto out;
         uint32_t k = 0;
+        bool keep = true;
         while (k < n_mem && strcmp(mem[k].key, kbuf) != 0) k++;
         if (k < n_mem) {
           json_object_put(mem[k].v); /* duplicate key: the last one wins */
@@ -1965,12 +2179,13 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
           n_mem++;
         } else {
           json_object_put(v); /* an unknown extra member: ignored */
-          v = NULL;
+          keep = false;
         }
-        if (v) {
+        if (keep) {
           snprintf(mem[k].key, sizeof mem[k].key, "%s", kbuf);
           mem[k].v = v;
           mem[k].at = i;
+          mem[k].end = ve;
         }
       }
       i = ox_json_skip_ws(text, len, ve);
@@ -1992,7 +2207,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
 
   /* the header, checked before any step is read */
   json_object *root = json_object_new_object();
-  for (uint32_t k = 0; k < n_mem; k++) json_object_object_add(root, mem[k].key, json_object_get(mem[k].v));
+  for (uint32_t k = 0; k < n_mem; k++)
+    if (mem[k].v) json_object_object_add(root, mem[k].key, json_object_get(mem[k].v));
   t = ox_trace_new();
   json_object *v;
   bool header_ok = false;
@@ -2051,8 +2267,13 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
     if (steps_at == SIZE_MAX) ERR(r, "no \"steps\" key");
     x.t = t;
     if (x.version >= 3) {
-      if (json_object_object_get_ex(root, "metas", &v)) read_meta_table(&x, v);
-      if (json_object_object_get_ex(root, "targets", &v)) read_target_table(&x, v);
+      Member *tm = member(mem, n_mem, "metas");
+      if (tm && !tm->v && !fast_meta_table(&x, &lx, text, tm->at, tm->end)) tm->v = stream_parse(&st, tm->at, tm->end);
+      if (tm && tm->v) read_meta_table(&x, tm->v);
+      tm = member(mem, n_mem, "targets");
+      if (tm && !tm->v && !fast_target_table(&x, &lx, text, tm->at, tm->end))
+        tm->v = stream_parse(&st, tm->at, tm->end);
+      if (tm && tm->v) read_target_table(&x, tm->v);
       if (names_at == SIZE_MAX) ERR(r, "no \"names\" key (a version 3 trace lists its node names)");
     }
   }
@@ -2070,7 +2291,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
     size_t idx = 0;
     size_t line_at = 0; /* lines counted up to here, once over the whole text */
     uint32_t line = 1;
-    if (x.version >= 3 && ox_json_fast_enabled()) {
+    if (x.version >= 3 && fast) {
       static const char *const no_names[1] = {NULL}; /* not NULL: no {"node": "name"} either */
       fs.fj = ox_json_fast_new(t->pool, x.n_names ? x.names : no_names, x.n_names);
       fs.x = ox_json_fast_lex(fs.fj);
@@ -2122,6 +2343,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
 out:
   if (fs.steps) __atomic_add_fetch(&fast_trace_steps, fs.steps, __ATOMIC_RELAXED);
   ox_json_fast_free(fs.fj);
+  ox_json_lex_free(&lx);
   free(fs.refs);
   free(fs.edits);
   free(x.names);
