@@ -2118,7 +2118,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   Member mem[MAX_MEMBERS];
   uint32_t n_mem = 0;
   size_t steps_at = SIZE_MAX; /* offset of the steps array's '[' */
-  size_t names_at = SIZE_MAX; /* version 3: of the names array's */
+  size_t names_at = SIZE_MAX, names_end = 0; /* version 3: of the names array's, and its end */
   TR x = {.r = r};
   FastStep fs = {0};
   OxJsonLex lx; /* the tables' */
@@ -2165,6 +2165,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
         steps_at = i; /* the last one wins, as in json-c */
       } else if (!long_key && strcmp(kbuf, "names") == 0) {
         names_at = i;
+        names_end = ve;
       } else if (!long_key) {
         /* the tables are read later, from the text when they are clean (fast_meta_table ...) */
         bool table = fast && (strcmp(kbuf, "metas") == 0 || strcmp(kbuf, "targets") == 0) && lex_takes(&lx, text, i, ve);
@@ -2265,6 +2266,13 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       }
     }
     if (steps_at == SIZE_MAX) ERR(r, "no \"steps\" key");
+    /* room for the steps the summary announces (a step takes 12 bytes at least: a summary
+     * that says more is not believed) */
+    json_object *n_steps;
+    if (json_object_object_get_ex(root, "summary", &v) && json_object_object_get_ex(v, "steps", &n_steps) &&
+        json_object_is_type(n_steps, json_type_int) && json_object_get_int64(n_steps) > 0 &&
+        json_object_get_int64(n_steps) <= (int64_t)(len / 12))
+      ox_trace_reserve_steps(t, (uint32_t)json_object_get_int64(n_steps));
     x.t = t;
     if (x.version >= 3) {
       Member *tm = member(mem, n_mem, "metas");
@@ -2279,6 +2287,15 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   }
   json_object_put(root);
   if (!header_ok || steps_at == SIZE_MAX) goto out;
+  if (x.version >= 3 && names_at != SIZE_MAX) {
+    /* room in the pool for about as many names as the table has strings (a 100k-node run's
+     * 171k names: the string table and the name map of the placeholders grown once, not ~8 times) */
+    size_t quotes = 0;
+    for (const char *p = text + names_at, *e = text + names_end; (p = memchr(p, '"', (size_t)(e - p))) != NULL; p++)
+      quotes++;
+    ox_strtab_reserve(t->pool->strings, ox_strtab_count(t->pool->strings) + quotes / 2);
+    ox_namemap_reserve(t->pool->names, quotes / 2);
+  }
   if (x.version >= 3 && (names_at == SIZE_MAX || !read_name_table(&st, &x, names_at))) goto out;
 
   /* pass 2: the steps, one at a time */

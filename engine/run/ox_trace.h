@@ -207,6 +207,8 @@ OxTrace *ox_trace_new_for(OxGraph *g);
 void ox_trace_free(OxTrace *t);
 const char *ox_trace_intern(OxTrace *t, const char *s);
 OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind); /* zeroed, seq set; pointers stable until the next add */
+/* Room for n steps in all (a reader that knows how many are coming); never shrinks. */
+void ox_trace_reserve_steps(OxTrace *t, uint32_t n);
 
 /* The pool placeholder standing for node `name` (created on first use). */
 OxNodeId ox_trace_name_ref(OxTrace *t, const char *name);
