@@ -57,6 +57,7 @@ struct OxJsonFast {
   const char *const *names; /* trace version 3: node references are indices into these names
                                (interned in g), each read as ox_graph_name_ref_interned */
   uint32_t n_names;
+  OxNodeId *name_ids;   /* per name: its node (placeholder) in g once looked up, else 0 */
   OxValue *vals;        /* items of the containers being read (a stack) */
   size_t n_vals, cap_vals;
   const char **keys;    /* keys of the kwargs / dicts being read (a stack) */
@@ -175,7 +176,12 @@ static bool tagged(Fast *f, OxValue *out) {
   case T_NODE: {
     if (f->names) { /* as the tree read's Ctx.names: the name stands for a node (a placeholder) */
       if (tok != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
-      *out = ox_value_node(ox_graph_name_ref_interned(f->g, f->names[f->x.i]));
+      /* a name's placeholder, once made, stays: look each name up once (a node of a large
+       * run is referred to ~7 times, and the lookup misses the caches) */
+      if (!f->name_ids) f->name_ids = ox_xcalloc(f->n_names, sizeof *f->name_ids);
+      OxNodeId *id = &f->name_ids[f->x.i];
+      if (!*id) *id = ox_graph_name_ref_interned(f->g, f->names[f->x.i]);
+      *out = ox_value_node(*id);
       ok = true;
       break;
     }
@@ -681,6 +687,7 @@ void ox_json_fast_free(OxJsonFast *f) {
   free(f->tms);
   free(f->dims);
   free(f->ids);
+  free(f->name_ids);
   free(f);
 }
 

@@ -1240,6 +1240,11 @@ static void read_step(TR *x, json_object *o) {
  * more than json-c would). */
 enum { STEP_MAX_DEPTH = 253 };
 
+typedef struct RecentStr {
+  const char *s; /* interned in the pool */
+  size_t n;
+} RecentStr;
+
 typedef struct FastStep {
   OxJsonFast *fj;
   OxJsonLex *x;
@@ -1248,6 +1253,8 @@ typedef struct FastStep {
   OxTraceEdit *edits;  /* the step's edits being read */
   size_t n_edits, cap_edits;
   unsigned long steps; /* steps read */
+  RecentStr recent[256]; /* strings interned lately, by a hash of their text: the same few
+                            (phase, pass, rule, check details) come in every step */
 } FastStep;
 
 static unsigned long fast_trace_steps;
@@ -1266,13 +1273,29 @@ static const char *fs_str(TR *tr, const OxJsonLex *x) {
   return ox_graph_intern_n(tr->t->pool, x->s, x->n);
 }
 
+/* The same through the recent strings (for the strings of steps: names come as indices). */
+static const char *fs_str_recent(TR *tr, FastStep *f) {
+  const OxJsonLex *x = f->x;
+  uint32_t h = (uint32_t)x->n * 0x9E3779B1u;
+  for (size_t i = 0; i < x->n && i < 12; i++) h = (h ^ (unsigned char)x->s[i]) * 0x01000193u;
+  if (x->n) h ^= (unsigned char)x->s[x->n - 1] * 0x85EBCA77u;
+  RecentStr *e = &f->recent[(h >> 8) & 255];
+  if (e->s && e->n == x->n && memcmp(e->s, x->s, x->n) == 0) return e->s;
+  const char *s = fs_str(tr, x);
+  if (s) {
+    e->s = s;
+    e->n = x->n;
+  }
+  return s;
+}
+
 /* An optional string member (opt_string): a string, or null for none. */
-static bool fs_opt_str(TR *tr, OxJsonLex *x, OxJsonTok tok, const char **out) {
+static bool fs_opt_str(TR *tr, FastStep *f, OxJsonTok tok, const char **out) {
   if (tok == OX_JSON_NULL) {
     *out = NULL;
     return true;
   }
-  return tok == OX_JSON_STRING && (*out = fs_str(tr, x)) != NULL;
+  return tok == OX_JSON_STRING && (*out = fs_str_recent(tr, f)) != NULL;
 }
 
 static bool fs_u32(const OxJsonLex *x, OxJsonTok tok, uint32_t *out) {
@@ -1408,7 +1431,7 @@ static bool fs_reason(TR *tr, FastStep *f, OxReason *rs) {
       while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
         if (n == OX_REASON_MAX_ARGS) return false; /* read_step drops the rest silently */
         if (k == 1) {
-          if (tok != OX_JSON_STRING || !(rs->args[n] = fs_str(tr, x))) return false;
+          if (tok != OX_JSON_STRING || !(rs->args[n] = fs_str_recent(tr, f))) return false;
         } else {
           if (tok != OX_JSON_TRUE && tok != OX_JSON_FALSE) return false;
           nodes[n] = tok == OX_JSON_TRUE;
@@ -1456,8 +1479,8 @@ static bool fs_checks(TR *tr, FastStep *f, OxStep *s) {
             ok = true;
           }
         break;
-      case C_DETAIL: ok = fs_opt_str(tr, x, tok, &c->detail); break;
-      case C_SHAPE: ok = fs_opt_str(tr, x, tok, &c->checked_shape); break;
+      case C_DETAIL: ok = fs_opt_str(tr, f, tok, &c->detail); break;
+      case C_SHAPE: ok = fs_opt_str(tr, f, tok, &c->checked_shape); break;
       case C_MAX_ABS: ok = fs_num(x, tok, &c->max_abs); break;
       case C_MAX_REL: ok = fs_num(x, tok, &c->max_rel); break;
       case C_TOL: ok = fs_num(x, tok, &c->tol); break;
@@ -1615,14 +1638,14 @@ static bool fast_step(TR *tr, FastStep *f, const char *text, size_t len, size_t 
       ok = kind >= 0;
       break;
     case S_APPLIED_INDEX: ok = fs_u32(x, tok, &s.applied_index); break;
-    case S_PHASE: ok = fs_opt_str(tr, x, tok, &s.phase); break;
-    case S_PASS: ok = fs_opt_str(tr, x, tok, &s.pass); break;
-    case S_RULE: ok = fs_opt_str(tr, x, tok, &s.rule); break;
-    case S_RULE_FILE: ok = fs_opt_str(tr, x, tok, &s.rule_file); break;
+    case S_PHASE: ok = fs_opt_str(tr, f, tok, &s.phase); break;
+    case S_PASS: ok = fs_opt_str(tr, f, tok, &s.pass); break;
+    case S_RULE: ok = fs_opt_str(tr, f, tok, &s.rule); break;
+    case S_RULE_FILE: ok = fs_opt_str(tr, f, tok, &s.rule_file); break;
     case S_RULE_LINE: ok = fs_u32(x, tok, &s.rule_line); break;
     case S_ANCHOR: ok = tok == OX_JSON_NULL || fs_ref(tr, x, tok, &s.anchor); break;
-    case S_KEY: ok = fs_opt_str(tr, x, tok, &s.key); break;
-    case S_OPTIONS: ok = fs_opt_str(tr, x, tok, &s.options); break;
+    case S_KEY: ok = fs_opt_str(tr, f, tok, &s.key); break;
+    case S_OPTIONS: ok = fs_opt_str(tr, f, tok, &s.options); break;
     case S_MATCHED: ok = tok == OX_JSON_ARRAY && fs_refs(tr, f, &s.matched, &s.n_matched); break;
     case S_REMOVED: ok = tok == OX_JSON_ARRAY && fs_refs(tr, f, &s.removed, &s.n_removed); break;
     case S_ADDED: ok = tok == OX_JSON_ARRAY && fs_refs(tr, f, &s.added, &s.n_added); break;
