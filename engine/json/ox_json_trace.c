@@ -1,6 +1,8 @@
 /* ox_json_trace.c - trace files (docs/trace-format.md): the writer lays out one step per
  * block; the reader validates every field it knows and reports located errors like the
- * document reader, whose machinery it uses (ox_json_private.h).
+ * document reader, whose machinery it uses (ox_json_private.h). The steps and tables of a
+ * version 3 trace are read first straight from the text with our own tokenizer (fast_step,
+ * fast_meta_table ...); json-c reads whatever that does not take, with the same result.
  */
 #include <limits.h>
 #include <math.h>
@@ -1871,7 +1873,8 @@ static bool fast_target_table(TR *tr, OxJsonLex *x, const char *text, size_t at,
 /* The trace reader streams: a trace of a 100k-node run is tens of MB of JSON, and a DOM of all of
  * it costs ~25x its size. The top-level object and the "steps" array are scanned here (strings
  * and brackets only); every other member and every step is a small JSON text of its own, parsed
- * strictly by json-c, converted, and freed before the next. Syntax errors are located in the
+ * strictly by json-c, converted, and freed before the next (a version 3 step or table: read by
+ * the fast read above when it takes it, which is what optimus writes). Syntax errors are located in the
  * whole file; semantic errors name their path (steps[12].edits[3]) and are located as usual. */
 
 typedef struct Stream {
