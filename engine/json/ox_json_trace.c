@@ -2194,7 +2194,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
         names_end = ve;
       } else if (!long_key) {
         /* the tables are read later, from the text when they are clean (fast_meta_table ...) */
-        bool table = fast && (strcmp(kbuf, "metas") == 0 || strcmp(kbuf, "targets") == 0) && lex_takes(&lx, text, i, ve);
+        bool table = fast && (strcmp(kbuf, "metas") == 0 || strcmp(kbuf, "targets") == 0) &&
+                     lex_takes(&lx, text, i, ve);
         json_object *v = table ? NULL : stream_parse(&st, i, ve);
         if (!v && !table) goto out;
         uint32_t k = 0;
@@ -2301,8 +2302,11 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       ox_trace_reserve_steps(t, (uint32_t)json_object_get_int64(n_steps));
     x.t = t;
     if (x.version >= 3) {
+      /* a table the fast read does not take is parsed by json-c (which takes what the tokenizer
+       * took in pass 1) and read as before, errors and all */
       Member *tm = member(mem, n_mem, "metas");
-      if (tm && !tm->v && !fast_meta_table(&x, &lx, text, tm->at, tm->end)) tm->v = stream_parse(&st, tm->at, tm->end);
+      if (tm && !tm->v && !fast_meta_table(&x, &lx, text, tm->at, tm->end))
+        tm->v = stream_parse(&st, tm->at, tm->end);
       if (tm && tm->v) read_meta_table(&x, tm->v);
       tm = member(mem, n_mem, "targets");
       if (tm && !tm->v && !fast_target_table(&x, &lx, text, tm->at, tm->end))
