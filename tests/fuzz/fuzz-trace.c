@@ -1,6 +1,6 @@
-/* fuzz-trace.c - libFuzzer harness: the trace reader (engine/json/ox_json_trace.c) and replay. The graph is
- * the bundled example (data/examples/recsys-towers.txt, found through OPTIMUS_SOURCE_ROOT),
- * whose trace is the seed. Any input: fails with a located error, or reads a trace that writes
+/* fuzz-trace.c - libFuzzer harness: the trace reader (engine/json/ox_json_trace.c) and replay.
+ * The graph is the bundled example (data/examples/recsys-towers.txt, found through
+ * OPTIMUS_SOURCE_ROOT), whose trace is the seed. Any input: fails with a located error, or reads a trace that writes
  * back and reads again to the same bytes; explain's queries run on it; and when its hash is the
  * example's, replay either fails with an error or leaves a graph that passes the verifier's
  * structural checks (fuzz_verify_graph). Whenever the fast read of version 3 steps (no json-c)
