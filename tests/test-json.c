@@ -17,6 +17,7 @@
 #include "ir/ox_graph.h"
 #include "load/ox_load.h"
 #include "load/ox_parse.h"
+#include "json/ox_json_private.h"
 #include "write/ox_write.h"
 
 /* ------------------------------------------------------------------ deep compare */
@@ -1226,6 +1227,52 @@ static void test_streamed_equals_tree(void) {
   g_ptr_array_free(files, TRUE);
 }
 
+/* ox_json_skip_value / ox_json_skip_string (the raw-text walks that locate errors and find a
+ * trace's tables behind its steps) against the plain byte-by-byte walk they replaced: the same end
+ * at every start of random short texts of quotes, escapes, brackets and bytes between. */
+static size_t ref_skip_string(const char *t, size_t len, size_t i) {
+  char q = t[i++];
+  while (i < len && t[i] != q) i += t[i] == '\\' ? 2 : 1;
+  return i < len ? i + 1 : len;
+}
+
+static size_t ref_skip_value(const char *t, size_t len, size_t i) {
+  if (i >= len) return len;
+  if (t[i] == '"' || t[i] == '\'') return ref_skip_string(t, len, i);
+  if (t[i] == '{' || t[i] == '[') {
+    size_t depth = 0;
+    while (i < len) {
+      char c = t[i];
+      if (c == '"' || c == '\'') {
+        i = ref_skip_string(t, len, i);
+        continue;
+      }
+      if (c == '{' || c == '[') depth++;
+      if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+      i++;
+    }
+    return len;
+  }
+  while (i < len && !strchr(",}] \n\t\r", t[i])) i++;
+  return i;
+}
+
+static void test_skip_value(void) {
+  static const char bytes[] = "{}[]\"'\\ab,: \n\x80\xff";
+  GRand *rng = g_rand_new_with_seed(7);
+  char buf[48];
+  for (int k = 0; k < 200000; k++) {
+    size_t n = (size_t)g_rand_int_range(rng, 0, (gint32)sizeof buf);
+    for (size_t j = 0; j < n; j++) buf[j] = bytes[g_rand_int_range(rng, 0, (gint32)sizeof bytes - 1)];
+    for (size_t i = 0; i <= n; i++) {
+      g_assert_cmpuint(ox_json_skip_value(buf, n, i), ==, ref_skip_value(buf, n, i));
+      if (i < n && (buf[i] == '"' || buf[i] == '\''))
+        g_assert_cmpuint(ox_json_skip_string(buf, n, i), ==, ref_skip_string(buf, n, i));
+    }
+  }
+  g_rand_free(rng);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/json/exact-output", test_exact_output);
@@ -1245,6 +1292,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/json/streamed-equals-tree", test_streamed_equals_tree);
   g_test_add_func("/engine/json/streamed-values", test_streamed_values);
   g_test_add_func("/engine/json/streamed-fixtures", test_streamed_fixtures);
+  g_test_add_func("/engine/json/skip-value", test_skip_value);
   for (int nn = 1; nn <= 29; nn++) {
     char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);
     g_test_add_data_func(p, GINT_TO_POINTER(nn), test_corpus_roundtrip);

@@ -12,6 +12,7 @@
 #include "gen-graphs.h"
 #include "ir/ox_gzip.h"
 #include "load/ox_load.h"
+#include "load/ox_parse.h"
 #include "ops/ox_shape.h"
 #include "passes/ox_pass.h"
 #include "trace-compare.h"
@@ -1291,6 +1292,318 @@ static void test_v2_file(void) {
   g_free(graph);
 }
 
+/* ---- the fast read of version 3 steps (ox_json_trace.c, no json-c) against the json-c read */
+
+/* One read of text with the fast read on or off: the status, every diagnostic as printed, and
+ * the trace written as version 3 and as version 2 (when it read); *out the trace (or NULL). */
+static char *trace_read_summary(const char *text, size_t len, bool fast, OxTrace **out) {
+  ox_json_set_streaming(fast);
+  OxDiagList d;
+  ox_diags_init(&d, "t.json");
+  OxTrace *t = NULL;
+  int rc = ox_trace_read_json(text, len, "t.json", &t, &d);
+  ox_json_set_streaming(true);
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "rc=%d\n", rc);
+  for (size_t i = 0; i < d.n; i++) {
+    char *m = ox_diag_format(&d, &d.items[i]);
+    g_string_append_printf(s, "%s\n", m);
+    free(m);
+  }
+  ox_diags_clear(&d);
+  if (t) {
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_trace_write_json_version(t, 3, &b);
+    ox_buf_puts(&b, "--- version 2\n");
+    ox_trace_write_json_version(t, 2, &b);
+    g_string_append_len(s, b.data, (gssize)b.len);
+    ox_buf_free(&b);
+  }
+  *out = t;
+  return g_string_free(s, FALSE);
+}
+
+/* Reads text both ways and fails the test (naming what) unless both give the same status, the
+ * same diagnostics (text, file, line, column, in order), the same trace field by field (with
+ * each step's and edit's line) and the same bytes written back. Returns the number of steps the
+ * fast read took. */
+static unsigned long assert_fast_equals_json_c(const char *what, const char *text, size_t len) {
+  OxTrace *a = NULL, *b = NULL;
+  unsigned long before = ox_trace_fast_steps();
+  char *sa = trace_read_summary(text, len, true, &a);
+  unsigned long fast = ox_trace_fast_steps() - before;
+  char *sb = trace_read_summary(text, len, false, &b);
+  g_assert_cmpuint(ox_trace_fast_steps() - before, ==, fast); /* the switch turns it off */
+  if (strcmp(sa, sb) != 0) {
+    g_printerr("%s: the fast read differs from the json-c read\n--- fast\n%.3000s\n--- json-c\n%.3000s\n", what, sa,
+               sb);
+    g_test_fail();
+  }
+  if (a && b) {
+    char *diff = trace_first_difference(a, b);
+    if (diff) {
+      g_test_fail_printf("%s: the fast read differs from the json-c read: %s", what, diff);
+      g_free(diff);
+    }
+    for (uint32_t i = 0; i < a->n_steps; i++) { /* lines (where replay locates its errors), links */
+      g_assert_cmpuint(a->steps[i].src_line, ==, b->steps[i].src_line);
+      for (uint32_t k = 0; k < a->steps[i].reason.n_args; k++)
+        g_assert_cmpstr(a->steps[i].reason.nodes[k], ==, b->steps[i].reason.nodes[k]);
+      for (uint32_t k = 0; k < a->steps[i].n_edits; k++)
+        g_assert_cmpuint(a->steps[i].edits[k].src_line, ==, b->steps[i].edits[k].src_line);
+    }
+  }
+  g_assert_true((a == NULL) == (b == NULL));
+  ox_trace_free(a);
+  ox_trace_free(b);
+  g_free(sa);
+  g_free(sb);
+  return fast;
+}
+
+/* The trace of the default pipeline on generated graph seed, written as version 3. */
+static char *generated_v3(uint64_t seed, size_t *len, uint32_t *n_steps) {
+  bool post;
+  OxGraph *g = gen_graph(seed, &post);
+  g_assert_nonnull(g);
+  OxPipeline p;
+  ox_pipeline_default(g, &p);
+  OxCheckConfig checks;
+  ox_check_config_default(&checks);
+  checks.numeric = seed % 3 == 0; /* numeric results (max_abs, trials ...) on some */
+  OxTrace *t = ox_trace_new_for(g);
+  OxDiagList d;
+  ox_diags_init(&d, "gen");
+  OxOptimizeResult res;
+  g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
+  t->input_file = ox_trace_intern(t, "gen \"graph\"\t\u00e9.txt"); /* escapes, UTF-8 */
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_trace_write_json(t, &b);
+  *len = b.len;
+  *n_steps = t->n_steps;
+  ox_diags_clear(&d);
+  ox_trace_free(t);
+  ox_pipeline_free(&p);
+  ox_graph_free(g);
+  return b.data;
+}
+
+/* Every trace fixture (tests/data/trace, data/examples; version 2 ones also written as version
+ * 3) and the traces of optimizing generated graphs read the same both ways, and the fast read
+ * takes every step of what optimus writes. */
+static void test_fast_read_equals_json_c(void) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  static const char *const dirs[] = {"tests/data/trace", "data/examples"};
+  unsigned fixtures = 0;
+  if (!root) g_test_message("OPTIMUS_SOURCE_ROOT is not set (run through meson test): no fixtures");
+  for (size_t k = 0; root && k < G_N_ELEMENTS(dirs); k++) {
+    char *dir = g_build_filename(root, dirs[k], NULL);
+    GDir *dh = g_dir_open(dir, 0, NULL);
+    g_assert_nonnull(dh);
+    const char *name;
+    while ((name = g_dir_read_name(dh))) {
+      if (!strstr(name, "trace")) continue;
+      char *path = g_build_filename(dir, name, NULL), *text = NULL;
+      gsize len = 0;
+      g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+      assert_fast_equals_json_c(path, text, len);
+      OxDiagList d;
+      ox_diags_init(&d, path);
+      OxTrace *t = NULL;
+      g_assert_cmpint(ox_trace_read_json(text, len, path, &t, &d), ==, 0);
+      OxBuf b;
+      ox_buf_init(&b);
+      ox_trace_write_json(t, &b);
+      g_assert_cmpuint(assert_fast_equals_json_c(path, b.data, b.len), ==, t->n_steps);
+      fixtures++;
+      ox_buf_free(&b);
+      ox_trace_free(t);
+      ox_diags_clear(&d);
+      g_free(text);
+      g_free(path);
+    }
+    g_dir_close(dh);
+    g_free(dir);
+  }
+  g_assert_cmpuint(fixtures, >=, root ? 2 : 0);
+  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
+  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, steps = 0;
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    size_t len;
+    uint32_t n_steps;
+    char *text = generated_v3(seed, &len, &n_steps);
+    char *what = g_strdup_printf("seed %" G_GUINT64_FORMAT, seed);
+    g_assert_cmpuint(assert_fast_equals_json_c(what, text, len), ==, n_steps);
+    steps += n_steps;
+    g_free(what);
+    free(text);
+  }
+  g_test_message("%u fixtures, %u generated traces of %u steps", fixtures, n, steps);
+  g_assert_cmpuint(steps, >, n);
+}
+
+/* Damaged steps: the fast read gives up on the step and json-c's read of it says what it says
+ * (same message, line and column), or takes it as json-c does. Then the same damage at random
+ * places of a generated trace. */
+static void test_fast_read_fallback(void) {
+  static const struct {
+    const char *from, *to;
+    bool fast; /* the fast read takes it (the same as json-c) */
+  } damage[] = {
+    /* truncated, malformed */
+    {"\"args\":[\"z\"]}},", "\"args\":[\"z\"]},", false},
+    {"[\"toposort\"]]}\n", "[\"toposort\"]\n", false},
+    {"\"matched\":[0,2]", "\"matched\":[0,2", false},
+    {"\"matched\":[0,2]", "\"matched\":[0,,2]", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\" \"anchor\"", false},
+    {"\"kind\":\"rejected\"", "\"kind\":'rejected'", false},
+    {"\"applied_index\":1", "\"applied_index\":01", false},
+    /* wrong types, unknown or repeated members */
+    {"\"applied_index\":1", "\"applied_index\":\"1\"", false},
+    {"\"applied_index\":1", "\"applied_index\":1.0", false},
+    {"\"applied_index\":1", "\"applied_index\":-1", false},
+    {"\"applied_index\":1", "\"applied_index\":null", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":7,\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":null,\"anchor\"", true},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"pass\":\"q\",\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"extra\":{\"a\":[1]},\"anchor\"", false},
+    {"\"matched\":[0,2]", "\"matched\":[0,true]", false},
+    {"\"matched\":[0,2]", "\"matched\":null", false},
+    {"\"matched\":[0,2]", "\"matched\":[]", true},
+    {"\"kind\":\"rejected\"", "\"kind\":\"refused\"", false},
+    {"\"kind\":\"rejected\"", "\"kind\":\"rejected\\u0000x\"", false},
+    {"{\"kind\":\"rejected\",", "{", false},
+    {"\"args\":[\"z\"]", "\"args\":\"z\"", false},
+    {"\"args\":[\"z\"]", "\"args\":[\"z\",1]", false},
+    {"\"args\":[\"z\"]", "\"args\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\"]", false},
+    {"\"args\":[\"z\"]", "\"args\":[\"z\"],\"nodes\":[true,false]", true},
+    {"\"args\":[\"z\"]", "\"args\":[\"z\"],\"nodes\":[1]", false},
+    {"\"args\":[\"z\"]", "\"args\":[\"z\"],\"text\":\"z\"", false},
+    {"{\"code\":\"OTHER\"", "{\"code\":null", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"seconds\":\"slow\",\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"seconds\":null,\"anchor\"", true},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"cost\":{\"launches\":[1,null],\"bytes\":[2,3]},\"anchor\"", true},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"cost\":{\"launches\":[1,-2]},\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"cost\":{\"flops\":[18446744073709551615,0]},\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"provenance\":[[0,1],[2]],\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"checks\":{\"shape\":{\"status\":\"passed\",\"seconds\":1e-3}},\"anchor\"", true},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"checks\":{\"shape\":{\"status\":\"fine\"}},\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"checks\":{\"speed\":{\"status\":\"passed\"}},\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"checks\":{\"shape\":{\"detail\":\"d\"}},\"anchor\"", false},
+    /* edits */
+    {"[\"move\",2,1]", "[\"shuffle\",2,1]", false},
+    {"[\"move\",2,1]", "[\"move\",2,1,0]", false},
+    {"[\"move\",2,1]", "[\"move\",2]", false},
+    {"[\"move\",2,1]", "[\"move\",2,null]", true},
+    {"[\"move\",2,1]", "[\"move\",2,\"x\"]", false},
+    {"[\"move\",2,1]", "[\"rename\",2,\"x\\ny\"]", true},
+    {"[\"move\",2,1]", "[\"rename\",2,\"x\\u0000y\"]", false},
+    {"[\"move\",2,1]", "[\"replace_input\",2,0,1]", true},
+    {"[\"move\",2,1]", "[\"replace_input\",2,0]", false},
+    {"[\"move\",2,1]", "[\"meta\",2,0]", true},
+    {"[\"move\",2,1]", "[\"meta\",2,null]", false},
+    {"[\"move\",2,1]", "[\"args\",2,[1,2.5,\"s\",null,true,{\"tuple\":[]}],{\"dict\":[[\"k\",{\"node\":1}]]}]", true},
+    {"[\"move\",2,1]", "[\"args\",2,[],{\"tuple\":[]}]", false},
+    {"[\"move\",2,1]", "[\"args\",2,{\"tuple\":[]}]", false},
+    {"[\"toposort\"]", "[\"toposort\",1]", false},
+    {"[\"toposort\"]", "{\"kind\":\"toposort\"}", false},
+    {"[\"toposort\"]", "[]", false},
+    {"[{\"node\":0}],0]", "[{\"node\":0}],null,{\"dict\":[]}]", true},
+    {"[{\"node\":0}],0]", "[{\"node\":0}],0,{\"dict\":[[\"a\",1],[\"a\",2]]}]", true},
+    {"[{\"node\":0}],0]", "[{\"node\":0}],0,{\"tuple\":[]}]", false},
+    {"[{\"node\":0}],0]", "[{\"node\":0}],1]", false},
+    {"[{\"node\":0}],0]", "[{\"node\":0},{\"slice\":[1,2]}],0]", false},
+    {"[{\"node\":0}],0]", "[{\"node\":0},{\"node\":0,\"node\":1}],0]", false},
+    {"[{\"node\":0}],0]", "[{\"node\":\"x\"}],0]", false},
+    {"[{\"node\":0}],0]", "[{\"node\":9}],0]", false},
+    {"[{\"node\":0}],0]", "[{\"nod\":0}],0]", false},
+    {"[{\"node\":0}],0]", "[{\"dtype\":\"\"}],0]", false},
+    {"[\"add\",1,0,0,", "[\"add\",1,0,1,", false},
+    {"[\"add\",1,0,0,", "[\"add\",1,0,-1,", false},
+    {"[\"add\",1,0,0,", "[\"add\",1,null,0,", true},
+    /* escapes and strings */
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"\\u0070\\n\\t\\\"\\\\\\/\",\"anchor\"", true},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"\\q\",\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"\\ud800\",\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"\\u00\",\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"\xff\",\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"a\tb\",\"anchor\"", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\\u0000\",\"anchor\"", false},
+    /* huge numbers */
+    {"\"anchor\":0", "\"anchor\":99999999999999999999", false},
+    {"\"anchor\":0", "\"anchor\":-9223372036854775809", false},
+    {"\"applied_index\":1", "\"applied_index\":4294967296", false},
+    {"\"applied_index\":1", "\"applied_index\":1e400", false},
+    {"[{\"node\":0}],0]", "[9223372036854775807,-9223372036854775808,1e308,1e-400],0]", true},
+    {"[{\"node\":0}],0]", "[9223372036854775808],0]", false},
+    {"[{\"node\":0}],0]", "[-1e999],0]", false},
+    {"\"pass\":\"p\",\"anchor\"", "\"pass\":\"p\",\"seconds\":1e999,\"anchor\"", false},
+    /* the tables (the steps read fast all the same, unless an index they hold is out of range) */
+    {"\"shape\":[4,8]}", "\"shape\":[4,8],\"layout\":\"x\"}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,-8]}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,8],\"stride\":[8]}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,\"s\"],\"stride\":[8,1],\"device\":\"cpu\"}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,99999999999999999999]}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,8.]}", true}, /* json-c reads 8. */
+    {"\"shape\":[4,8]}", "\"shape\":[4,\"\"]}", true},
+    {"\"shape\":[4,8]}", "\"shape\":[4,8],\"dtype\":\"f64\"}", true},
+    {"{\"tensor\":", "{\"inferred\":true,\"tensor\":", true},
+    {"{\"tensor\":", "{\"scalar\":true,\"tensor\":", true},
+    {"\"metas\":[{", "\"metas\":[{\"tuple\":[{\"dtype\":\"f32\",\"shape\":[4,8]},{\"dtype\":\"?\"}]},{\"symint\":null},{", true},
+    {"\"metas\":[{", "\"metas\":[{\"scalar\":true},{\"symint\":\"s0\"},{\"symint\":7},{", true},
+    {"\"metas\":[{", "\"metas\":[7,{", true},
+    {"\"steps\":[", "\"metas\":[],\"steps\":[", false},
+    {"\"steps\":[", "\"targets\":{},\"steps\":[", false},
+    {"\"call_function\"", "\"call_fn\"", true},
+    {"\"torch.relu\"]", "\"torch.relu\",1]", true},
+    {"\"torch.relu\"]", "\"torch.\\u0072elu\"]", true},
+    {"\"torch.relu\"]", "\"torch.relu\\u0000\"]", true},
+  };
+  size_t base_len = strlen(v3_doc);
+  g_assert_cmpuint(assert_fast_equals_json_c("v3_doc", v3_doc, base_len), ==, 2);
+  for (size_t i = 0; i < G_N_ELEMENTS(damage); i++) {
+    char *doc = replaced(v3_doc, damage[i].from, damage[i].to);
+    char *what = g_strdup_printf("damage %zu (%s -> %s)", i, damage[i].from, damage[i].to);
+    /* the undamaged step is read fast either way */
+    unsigned long took = assert_fast_equals_json_c(what, doc, strlen(doc));
+    if (took != (damage[i].fast ? 2u : 1u) && !(took == 0 && !damage[i].fast))
+      g_test_fail_printf("%s: the fast read took %lu of the 2 steps", what, took);
+    g_free(what);
+    g_free(doc);
+  }
+
+  /* random damage to the steps of a generated trace: bytes replaced, removed, repeated */
+  size_t len;
+  uint32_t n_steps;
+  char *text = generated_v3(4, &len, &n_steps);
+  GRand *rng = g_rand_new_with_seed(20);
+  static const char bytes[] = "{}[],:\"\\0123456789-.eE+ntfu\x01\xc3";
+  const char *steps = strstr(text, "\"steps\":["), *names = strstr(text, "\"names\":[");
+  g_assert_true(steps && names && names > steps);
+  size_t s0 = (size_t)(steps - text) + 9, s1 = (size_t)(names - text);
+  int rounds = g_test_slow() ? 4000 : 400;
+  for (int k = 0; k < rounds; k++) {
+    GString *m = g_string_new_len(text, (gssize)len);
+    for (int j = g_rand_int_range(rng, 1, 4); j > 0; j--) {
+      size_t at = s0 + (size_t)g_rand_int_range(rng, 0, (gint32)(s1 - s0));
+      char c = bytes[g_rand_int_range(rng, 0, (gint32)sizeof bytes - 1)];
+      switch (g_rand_int_range(rng, 0, 3)) {
+      case 0: m->str[at] = c; break;
+      case 1: g_string_erase(m, (gssize)at, 1); break;
+      default: g_string_insert_c(m, (gssize)at, c); break;
+      }
+    }
+    char *what = g_strdup_printf("random damage %d", k);
+    assert_fast_equals_json_c(what, m->str, m->len);
+    g_free(what);
+    g_string_free(m, TRUE);
+  }
+  g_rand_free(rng);
+  free(text);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/trace/applied-step", test_applied_step);
@@ -1300,6 +1613,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/v3-generated", test_v3_generated);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
   g_test_add_func("/engine/trace/v2-file", test_v2_file);
+  g_test_add_func("/engine/trace/fast-read-equals-json-c", test_fast_read_equals_json_c);
+  g_test_add_func("/engine/trace/fast-read-fallback", test_fast_read_fallback);
   g_test_add_func("/engine/trace/gzip", test_gzip);
   g_test_add_func("/engine/trace/integrity", test_trace_integrity);
   g_test_add_func("/engine/trace/numeric-check-rolls-back", test_numeric_check_rolls_back);

@@ -15,8 +15,12 @@
  * The one exception to "no json-c": a root "record" member (recorded example tensors) is
  * handed to ox_record_from_json as a json-c value, parsed from its span of the text.
  *
+ * The value reader is also lent to the trace reader (ox_json_trace.c) for the args and kwargs of
+ * a version 3 step's edits (ox_json_fast_new ... ox_json_fast_items), where a node reference is
+ * an index into the trace's names.
+ *
  * OX_JSON_NO_STREAM in the environment, or ox_json_set_streaming(false), turns the fast read
- * off (everything is then read as a tree).
+ * off (everything is then read as a tree), for documents and traces alike.
  */
 #include <limits.h>
 #include <math.h>
@@ -47,9 +51,13 @@ typedef struct {
   OxMeta m;
 } MetaSeen;
 
-typedef struct {
+struct OxJsonFast {
   OxJsonLex x;
   OxGraph *g;           /* the graph being read */
+  const char *const *names; /* trace version 3: node references are indices into these names
+                               (interned in g), each read as ox_graph_name_ref_interned */
+  uint32_t n_names;
+  OxNodeId *name_ids;   /* per name: its node (placeholder) in g once looked up, else 0 */
   OxValue *vals;        /* items of the containers being read (a stack) */
   size_t n_vals, cap_vals;
   const char **keys;    /* keys of the kwargs / dicts being read (a stack) */
@@ -64,7 +72,8 @@ typedef struct {
   unsigned meta_turn;
   size_t reserve;       /* nodes to make room for in the first graph (a guess from the text's size) */
   size_t rec_s, rec_e;  /* span of the root's "record" value; rec_e == 0 when none */
-} Fast;
+};
+typedef struct OxJsonFast Fast;
 
 static OxJsonTok next(Fast *f) { return ox_json_lex_next(&f->x); }
 
@@ -165,6 +174,17 @@ static bool tagged(Fast *f, OxValue *out) {
   case T_TUPLE: ok = tok == OX_JSON_ARRAY && items(f, OX_V_TUPLE, out); break;
   case T_SLICE: ok = tok == OX_JSON_ARRAY && items(f, OX_V_SLICE, out) && out->n == 3; break;
   case T_NODE: {
+    if (f->names) { /* as the tree read's Ctx.names: the name stands for a node (a placeholder) */
+      if (tok != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
+      /* a name's placeholder, once made, stays: look each name up once (a node of a large
+       * run is referred to ~7 times, and the lookup misses the caches) */
+      if (!f->name_ids) f->name_ids = ox_xcalloc(f->n_names, sizeof *f->name_ids);
+      OxNodeId *id = &f->name_ids[f->x.i];
+      if (!*id) *id = ox_graph_name_ref_interned(f->g, f->names[f->x.i]);
+      *out = ox_value_node(*id);
+      ok = true;
+      break;
+    }
     if (tok != OX_JSON_STRING || (f->x.escaped && memchr(f->x.s, 0, f->x.n))) return false;
     /* a name never interned is no node's name: nothing is added to the string table */
     const char *name = ox_strtab_lookup(f->g->strings, f->x.s, f->x.n);
@@ -640,14 +660,44 @@ static unsigned long fast_reads;
 void ox_json_set_streaming(bool on) { __atomic_store_n(&fast_off, on ? 0 : 1, __ATOMIC_RELAXED); }
 unsigned long ox_json_streamed_reads(void) { return __atomic_load_n(&fast_reads, __ATOMIC_RELAXED); }
 
-bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, OxDoc *doc, OxDiagList *diags) {
+bool ox_json_fast_enabled(void) {
   int off = __atomic_load_n(&fast_off, __ATOMIC_RELAXED);
   if (off < 0) {
     off = getenv("OX_JSON_NO_STREAM") != NULL;
     __atomic_store_n(&fast_off, off, __ATOMIC_RELAXED);
   }
+  return !off;
+}
+
+/* ---- values for another reader (the trace reader's steps) */
+
+OxJsonFast *ox_json_fast_new(OxGraph *g, const char *const *names, uint32_t n_names) {
+  Fast *f = ox_xcalloc(1, sizeof *f);
+  f->g = g;
+  f->names = names;
+  f->n_names = n_names;
+  return f;
+}
+
+void ox_json_fast_free(OxJsonFast *f) {
+  if (!f) return;
+  ox_json_lex_free(&f->x);
+  free(f->vals);
+  free(f->keys);
+  free(f->tms);
+  free(f->dims);
+  free(f->ids);
+  free(f->name_ids);
+  free(f);
+}
+
+OxJsonLex *ox_json_fast_lex(OxJsonFast *f) { return &f->x; }
+bool ox_json_fast_value(OxJsonFast *f, OxJsonTok tok, OxValue *out) { return value(f, tok, out); }
+bool ox_json_fast_items(OxJsonFast *f, OxValueKind kind, OxValue *out) { return items(f, kind, out); }
+
+bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, OxDoc *doc, OxDiagList *diags) {
   /* past 2 GiB or at a depth limit of 1 the tree read has its own things to say */
-  if (off || len > (size_t)INT_MAX || max_depth < 2) return false;
+  if (!ox_json_fast_enabled() || len > (size_t)INT_MAX || max_depth < 2) return false;
   size_t start = len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
   Fast f = {0};
   /* one level less than json-c takes: whatever the fast read accepts, the tree read would */

@@ -43,6 +43,18 @@ void ox_json_lex_init(OxJsonLex *x, const char *t, size_t len, size_t start, uin
   x->state = ST_VALUE;
 }
 
+void ox_json_lex_reset(OxJsonLex *x, const char *t, size_t len, size_t start, uint32_t max_depth) {
+  uint8_t *open = x->open;
+  char *buf = x->buf;
+  uint32_t open_cap = x->open_cap;
+  size_t buf_cap = x->buf_cap;
+  ox_json_lex_init(x, t, len, start, max_depth);
+  x->open = open;
+  x->open_cap = open_cap;
+  x->buf = buf;
+  x->buf_cap = buf_cap;
+}
+
 void ox_json_lex_free(OxJsonLex *x) {
   free(x->open);
   free(x->buf);

@@ -1,10 +1,11 @@
 /* ox_json_lex.h - a small, strict JSON tokenizer (RFC 8259) without json-c: a pull reader that
  * hands out one token at a time and checks the grammar as it goes (engine/json/ only).
  *
- * The document reader (ox_json.c) reads our own documents with it in one pass over the text; the
- * trace reader could use it too. It is stricter than json-c's strict mode on purpose: anything
- * it does not take is an OX_JSON_ERROR with an offset and a reason, and its user falls back to
- * json-c (which then says what it says). What it takes, it reads as json-c does:
+ * The document reader (ox_json_fast.c) reads our own documents with it in one pass over the
+ * text, the trace reader (ox_json_trace.c) each step of a version 3 trace. It is stricter than
+ * json-c's strict mode on purpose: anything it does not take is an OX_JSON_ERROR with an offset
+ * and a reason, and its user falls back to json-c (which then says what it says). What it takes,
+ * it reads as json-c does:
  *   - strings: escapes decoded (\uXXXX and surrogate pairs to UTF-8); refused: raw control
  *     characters, invalid UTF-8, lone surrogates, unknown escapes. \u0000 is decoded (the
  *     string then holds a NUL; its length says so);
@@ -64,6 +65,9 @@ typedef struct OxJsonLex {
 /* Starts reading t[start, len). max_depth >= 1. */
 void ox_json_lex_init(OxJsonLex *x, const char *t, size_t len, size_t start, uint32_t max_depth);
 void ox_json_lex_free(OxJsonLex *x);
+/* Starts reading another value, t[start, len), keeping the buffers x has grown (the trace
+ * reader reads each step as a value of its own). */
+void ox_json_lex_reset(OxJsonLex *x, const char *t, size_t len, size_t start, uint32_t max_depth);
 /* The next token (also in x->tok). */
 OxJsonTok ox_json_lex_next(OxJsonLex *x);
 /* With tok the first token of a value just read: reads to the end of that value (a scalar is

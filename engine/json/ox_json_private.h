@@ -20,6 +20,7 @@
 #include "ir/ox_buf.h"
 #include "ir/ox_diag.h"
 #include "ir/ox_graph.h"
+#include "json/ox_json_lex.h"
 #include "load/ox_doc.h"
 
 /* One step of the path from the root to the value being read. */
@@ -93,5 +94,17 @@ json_object *ox_json_parse_root(Rd *r, const char *text, size_t len, uint32_t ma
 /* ox_json_fast.c: a clean document read in one pass without json-c; false (nothing added to doc
  * or diags) when it is not one, and the tree read must decide */
 bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, OxDoc *doc, OxDiagList *diags);
+/* Whether the fast reads are on (OX_JSON_NO_STREAM, ox_json_set_streaming). */
+bool ox_json_fast_enabled(void);
+/* Its value reader, for the trace reader: values are made in g; with names, a {"node": i} is
+ * names[i] (as Ctx.names). Read tokens from ox_json_fast_lex (set it to the text first);
+ * ox_json_fast_value takes a value's first token, ox_json_fast_items an array after its '['.
+ * False where the tree read would say something or decide otherwise (what was made in g stays). */
+typedef struct OxJsonFast OxJsonFast;
+OxJsonFast *ox_json_fast_new(OxGraph *g, const char *const *names, uint32_t n_names);
+void ox_json_fast_free(OxJsonFast *f);
+OxJsonLex *ox_json_fast_lex(OxJsonFast *f);
+bool ox_json_fast_value(OxJsonFast *f, OxJsonTok tok, OxValue *out);
+bool ox_json_fast_items(OxJsonFast *f, OxValueKind kind, OxValue *out);
 
 #endif

@@ -1,6 +1,8 @@
 /* ox_json_trace.c - trace files (docs/trace-format.md): the writer lays out one step per
  * block; the reader validates every field it knows and reports located errors like the
- * document reader, whose machinery it uses (ox_json_private.h).
+ * document reader, whose machinery it uses (ox_json_private.h). The steps and tables of a
+ * version 3 trace are read first straight from the text with our own tokenizer (fast_step,
+ * fast_meta_table ...); json-c reads whatever that does not take, with the same result.
  */
 #include <limits.h>
 #include <math.h>
@@ -1224,10 +1226,655 @@ static void read_step(TR *x, json_object *o) {
   }
 }
 
+/* ---- the fast read of a version 3 step (no json-c)
+ *
+ * A step of what optimus writes is read straight from the text with our own tokenizer
+ * (ox_json_lex.h) and the fast document read's value reader (ox_json_fast.c): no json_object tree,
+ * names interned once, indices looked up in the tables. It takes only what read_step would take
+ * without a word: each known member once, of its type, every index in range. At anything else
+ * (malformed text, an unknown or repeated member, a wrong type, an index out of range, a string
+ * with a NUL, a number json-c would clamp ...) it gives up, adds no step, and the step is read by
+ * stream_parse + read_step as before, so every diagnostic and every accepted trace is what the
+ * json-c read gives. What a failed attempt leaves in the pool is harmless: interned strings, and
+ * placeholders for names the json-c read of the same edits refers to in the same order. */
+
+/* Containers a step may nest: one level less than the json-c read's 254 (the tokenizer takes no
+ * more than json-c would). */
+enum { STEP_MAX_DEPTH = 253 };
+
+typedef struct RecentStr {
+  const char *s; /* interned in the pool */
+  size_t n;
+} RecentStr;
+
+typedef struct FastStep {
+  OxJsonFast *fj;
+  OxJsonLex *x;
+  const char **refs;   /* the name list being read */
+  size_t n_refs, cap_refs;
+  OxTraceEdit *edits;  /* the step's edits being read */
+  size_t n_edits, cap_edits;
+  unsigned long steps; /* steps read */
+  RecentStr recent[256]; /* strings interned lately, by a hash of their text: the same few
+                            (phase, pass, rule, check details) come in every step */
+} FastStep;
+
+static unsigned long fast_trace_steps;
+
+unsigned long ox_trace_fast_steps(void) { return __atomic_load_n(&fast_trace_steps, __ATOMIC_RELAXED); }
+
+static bool fs_is(const OxJsonLex *x, const char *lit) {
+  size_t n = strlen(lit);
+  return x->n == n && memcmp(x->s, lit, n) == 0;
+}
+
+/* The current STRING token interned in the pool (as ox_trace_intern); NULL when it holds a NUL
+ * (json-c's read would keep the part before it). */
+static const char *fs_str(TR *tr, const OxJsonLex *x) {
+  if (x->escaped && memchr(x->s, 0, x->n)) return NULL;
+  return ox_graph_intern_n(tr->t->pool, x->s, x->n);
+}
+
+/* The same through the recent strings (for the strings of steps: names come as indices). */
+static const char *fs_str_recent(TR *tr, FastStep *f) {
+  const OxJsonLex *x = f->x;
+  uint32_t h = (uint32_t)x->n * 0x9E3779B1u;
+  for (size_t i = 0; i < x->n && i < 12; i++) h = (h ^ (unsigned char)x->s[i]) * 0x01000193u;
+  if (x->n) h ^= (unsigned char)x->s[x->n - 1] * 0x85EBCA77u;
+  RecentStr *e = &f->recent[(h >> 8) & 255];
+  if (e->s && e->n == x->n && memcmp(e->s, x->s, x->n) == 0) return e->s;
+  const char *s = fs_str(tr, x);
+  if (s) {
+    e->s = s;
+    e->n = x->n;
+  }
+  return s;
+}
+
+/* An optional string member (opt_string): a string, or null for none. */
+static bool fs_opt_str(TR *tr, FastStep *f, OxJsonTok tok, const char **out) {
+  if (tok == OX_JSON_NULL) {
+    *out = NULL;
+    return true;
+  }
+  return tok == OX_JSON_STRING && (*out = fs_str_recent(tr, f)) != NULL;
+}
+
+static bool fs_u32(const OxJsonLex *x, OxJsonTok tok, uint32_t *out) {
+  if (tok != OX_JSON_INT || x->i < 0 || x->i > UINT32_MAX) return false;
+  *out = (uint32_t)x->i;
+  return true;
+}
+
+/* opt_num: a number, or null for NaN (opt_num's NaN for other types is left to it). */
+static bool fs_num(const OxJsonLex *x, OxJsonTok tok, double *out) {
+  if (tok == OX_JSON_INT) *out = (double)x->i;
+  else if (tok == OX_JSON_DOUBLE) *out = x->f;
+  else if (tok == OX_JSON_NULL) *out = NAN;
+  else return false;
+  return true;
+}
+
+/* A node reference: an index into names. */
+static bool fs_ref(const TR *tr, const OxJsonLex *x, OxJsonTok tok, const char **out) {
+  if (tok != OX_JSON_INT || x->i < 0 || x->i >= tr->n_names) return false;
+  *out = tr->names[x->i];
+  return true;
+}
+
+/* A list of node references (read_names) from its '[' on, copied to the pool. */
+static bool fs_refs(TR *tr, FastStep *f, const char ***out, uint32_t *n) {
+  f->n_refs = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(f->x)) != OX_JSON_ARRAY_END) {
+    if (f->n_refs == f->cap_refs) {
+      f->cap_refs = f->cap_refs ? 2 * f->cap_refs : 256;
+      f->refs = ox_xrealloc(f->refs, f->cap_refs * sizeof *f->refs);
+    }
+    if (!fs_ref(tr, f->x, tok, &f->refs[f->n_refs++])) return false;
+  }
+  if (f->n_refs > UINT32_MAX - 1) return false;
+  *out = ox_graph_alloc(tr->t->pool, (f->n_refs + 1) * sizeof **out);
+  if (f->n_refs) memcpy(*out, f->refs, f->n_refs * sizeof **out);
+  *n = (uint32_t)f->n_refs;
+  return true;
+}
+
+/* "cost" (read_cost) from its '{' on. */
+static bool fs_cost(FastStep *f, OxCostPair *p) {
+  static const char *const keys[3] = {"launches", "bytes", "flops"};
+  static const unsigned bits[3] = {OX_COST_LAUNCHES, OX_COST_BYTES, OX_COST_FLOPS};
+  OxJsonLex *x = f->x;
+  OxCost *c[2] = {&p->before, &p->after};
+  unsigned seen = 0;
+  memset(p, 0, sizeof *p);
+  p->set = true;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+    int k = -1;
+    for (int i = 0; tok == OX_JSON_KEY && i < 3; i++)
+      if (fs_is(x, keys[i])) k = i;
+    if (k < 0 || (seen & (1u << k)) || ox_json_lex_next(x) != OX_JSON_ARRAY) return false;
+    seen |= 1u << k;
+    for (int i = 0; i < 2; i++) {
+      tok = ox_json_lex_next(x);
+      if (tok == OX_JSON_NULL) {
+        c[i]->unknown |= (uint8_t)bits[k];
+        continue;
+      }
+      if (tok != OX_JSON_INT || x->i < 0) return false;
+      uint64_t v = (uint64_t)x->i;
+      if (k == 0) c[i]->launches = v;
+      else if (k == 1) c[i]->bytes = v;
+      else c[i]->flops = v;
+    }
+    if (ox_json_lex_next(x) != OX_JSON_ARRAY_END) return false;
+  }
+  for (int k = 0; k < 3; k++)
+    if (!(seen & (1u << k))) {
+      c[0]->unknown |= (uint8_t)bits[k];
+      c[1]->unknown |= (uint8_t)bits[k];
+    }
+  return true;
+}
+
+/* "provenance" from its '[' on: [old, new] pairs. */
+static bool fs_provenance(TR *tr, FastStep *f, OxStep *s) {
+  OxJsonLex *x = f->x;
+  f->n_refs = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+    if (tok != OX_JSON_ARRAY) return false;
+    if (f->n_refs + 2 > f->cap_refs) {
+      f->cap_refs = f->cap_refs ? 2 * f->cap_refs : 256;
+      f->refs = ox_xrealloc(f->refs, f->cap_refs * sizeof *f->refs);
+    }
+    if (!fs_ref(tr, x, ox_json_lex_next(x), &f->refs[f->n_refs]) ||
+        !fs_ref(tr, x, ox_json_lex_next(x), &f->refs[f->n_refs + 1]) || ox_json_lex_next(x) != OX_JSON_ARRAY_END)
+      return false;
+    f->n_refs += 2;
+  }
+  size_t n = f->n_refs / 2;
+  if (n > UINT32_MAX - 1) return false;
+  s->prov_old = ox_graph_alloc(tr->t->pool, (n + 1) * sizeof(char *));
+  s->prov_new = ox_graph_alloc(tr->t->pool, (n + 1) * sizeof(char *));
+  for (size_t i = 0; i < n; i++) {
+    s->prov_old[i] = f->refs[2 * i];
+    s->prov_new[i] = f->refs[2 * i + 1];
+  }
+  s->n_prov = (uint32_t)n;
+  return true;
+}
+
+/* "reason" from its '{' on: a known code, args (strings, at most OX_REASON_MAX_ARGS) and nodes
+ * (booleans). */
+static bool fs_reason(TR *tr, FastStep *f, OxReason *rs) {
+  OxJsonLex *x = f->x;
+  bool have_code = false, nodes[OX_REASON_MAX_ARGS] = {false};
+  unsigned seen = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+    int k = tok != OX_JSON_KEY ? -1 : fs_is(x, "code") ? 0 : fs_is(x, "args") ? 1 : fs_is(x, "nodes") ? 2 : -1;
+    if (k < 0 || (seen & (1u << k))) return false;
+    seen |= 1u << k;
+    tok = ox_json_lex_next(x);
+    if (k == 0) {
+      char code[64];
+      OxReasonCode rc;
+      if (tok != OX_JSON_STRING || x->n >= sizeof code || memchr(x->s, 0, x->n)) return false;
+      memcpy(code, x->s, x->n);
+      code[x->n] = 0;
+      if (!ox_reason_code_from_name(code, &rc)) return false;
+      rs->code = (uint16_t)rc;
+      have_code = true;
+    } else {
+      if (tok != OX_JSON_ARRAY) return false;
+      uint32_t n = 0;
+      while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+        if (n == OX_REASON_MAX_ARGS) return false; /* read_step drops the rest silently */
+        if (k == 1) {
+          if (tok != OX_JSON_STRING || !(rs->args[n] = fs_str_recent(tr, f))) return false;
+        } else {
+          if (tok != OX_JSON_TRUE && tok != OX_JSON_FALSE) return false;
+          nodes[n] = tok == OX_JSON_TRUE;
+        }
+        n++;
+      }
+      if (k == 1) rs->n_args = (uint8_t)n;
+    }
+  }
+  if (!have_code) return false;
+  for (uint32_t i = 0; i < rs->n_args; i++)
+    if (nodes[i]) rs->nodes[i] = rs->args[i];
+  return true;
+}
+
+/* "checks" from its '{' on. */
+static bool fs_checks(TR *tr, FastStep *f, OxStep *s) {
+  enum { C_STATUS, C_DETAIL, C_SHAPE, C_MAX_ABS, C_MAX_REL, C_TOL, C_TRIALS, C_SECONDS, C_N };
+  static const char *const keys[C_N] = {"status", "detail", "checked_shape", "max_abs", "max_rel", "tol", "trials",
+                                        "seconds"};
+  OxJsonLex *x = f->x;
+  unsigned kinds = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+    int kk = -1;
+    for (int i = 0; tok == OX_JSON_KEY && i < OX_CHECK_KINDS; i++)
+      if (fs_is(x, ox_check_kind_name((OxCheckKind)i))) kk = i;
+    if (kk < 0 || (kinds & (1u << kk)) || ox_json_lex_next(x) != OX_JSON_OBJECT) return false;
+    kinds |= 1u << kk;
+    OxCheckResult *c = &s->checks[kk];
+    unsigned seen = 0;
+    while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+      int k = -1;
+      for (int i = 0; tok == OX_JSON_KEY && i < C_N; i++)
+        if (fs_is(x, keys[i])) k = i;
+      if (k < 0 || (seen & (1u << k))) return false;
+      seen |= 1u << k;
+      tok = ox_json_lex_next(x);
+      bool ok = false;
+      switch (k) {
+      case C_STATUS:
+        for (int i = 0; tok == OX_JSON_STRING && i <= OX_CHECK_SKIPPED; i++)
+          if (fs_is(x, ox_check_status_name((OxCheckStatus)i))) {
+            c->status = (uint8_t)i;
+            ok = true;
+          }
+        break;
+      case C_DETAIL: ok = fs_opt_str(tr, f, tok, &c->detail); break;
+      case C_SHAPE: ok = fs_opt_str(tr, f, tok, &c->checked_shape); break;
+      case C_MAX_ABS: ok = fs_num(x, tok, &c->max_abs); break;
+      case C_MAX_REL: ok = fs_num(x, tok, &c->max_rel); break;
+      case C_TOL: ok = fs_num(x, tok, &c->tol); break;
+      case C_TRIALS: ok = fs_u32(x, tok, &c->trials); break;
+      case C_SECONDS: ok = fs_num(x, tok, &c->seconds); break;
+      }
+      if (!ok) return false;
+    }
+    if (!(seen & (1u << C_STATUS))) return false;
+  }
+  return true;
+}
+
+/* An edit (read_edit3) from its '[' on into e (zeroed). */
+static bool fs_edit(TR *tr, FastStep *f, OxTraceEdit *e) {
+  static const uint8_t max_n[N_EDIT_KINDS] = {7, 2, 4, 3, 3, 3, 4};
+  OxJsonLex *x = f->x;
+  OxTrace *t = tr->t;
+  if (ox_json_lex_next(x) != OX_JSON_STRING) return false;
+  if (fs_is(x, "toposort")) {
+    e->kind = OX_TEDIT_MOVE;
+    return ox_json_lex_next(x) == OX_JSON_ARRAY_END;
+  }
+  int k = -1;
+  for (int i = 0; i < N_EDIT_KINDS; i++)
+    if (fs_is(x, edit_kind_names[i])) k = i;
+  if (k < 0) return false;
+  e->kind = (uint8_t)k;
+  if (!fs_ref(tr, x, ox_json_lex_next(x), &e->name)) return false;
+  OxJsonTok tok;
+  size_t n = 2; /* items read */
+  switch ((OxTraceEditKind)k) {
+  case OX_TEDIT_ERASE: break;
+  case OX_TEDIT_MOVE:
+    tok = ox_json_lex_next(x);
+    if (tok != OX_JSON_NULL && !fs_ref(tr, x, tok, &e->after)) return false;
+    n = 3;
+    break;
+  case OX_TEDIT_RENAME:
+    if (ox_json_lex_next(x) != OX_JSON_STRING || !(e->new_name = fs_str(tr, x))) return false;
+    n = 3;
+    break;
+  case OX_TEDIT_REPLACE:
+    if (!fs_ref(tr, x, ox_json_lex_next(x), &e->from) || !fs_ref(tr, x, ox_json_lex_next(x), &e->to)) return false;
+    n = 4;
+    break;
+  case OX_TEDIT_META: {
+    OxTraceEditData *d = ox_trace_edit_data(t, e);
+    d->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
+    d->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
+    if (ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 || x->i >= tr->n_metas) return false;
+    d->meta = tr->metas[x->i]; /* as edit_meta: copied even when it did not read, but no meta then */
+    e->has_meta = tr->meta_ok[x->i];
+    n = 3;
+    break;
+  }
+  case OX_TEDIT_ADD:
+  case OX_TEDIT_ARGS: {
+    if (k == OX_TEDIT_ADD) {
+      tok = ox_json_lex_next(x);
+      if (tok != OX_JSON_NULL && !fs_ref(tr, x, tok, &e->after)) return false;
+      if (ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 || x->i >= tr->n_targets) return false;
+      e->op = tr->target_ops[x->i];
+      e->target = tr->target_names[x->i];
+    }
+    OxTraceEditData *d = ox_trace_edit_data(t, e);
+    d->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
+    d->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
+    if (ox_json_lex_next(x) != OX_JSON_ARRAY || !ox_json_fast_items(f->fj, OX_V_TUPLE, &d->args)) return false;
+    n = k == OX_TEDIT_ADD ? 5 : 3;
+    tok = ox_json_lex_next(x);
+    if (tok == OX_JSON_ARRAY_END) return true;
+    if (k == OX_TEDIT_ADD) { /* the meta: an index, or null for none */
+      if (tok == OX_JSON_INT) {
+        if (x->i < 0 || x->i >= tr->n_metas) return false;
+        d->meta = tr->metas[x->i];
+        e->has_meta = tr->meta_ok[x->i];
+      } else if (tok != OX_JSON_NULL) {
+        return false;
+      }
+      n++;
+      tok = ox_json_lex_next(x);
+      if (tok == OX_JSON_ARRAY_END) return true;
+    }
+    OxValue kw; /* kwargs: a dict */
+    if (!ox_json_fast_value(f->fj, tok, &kw) || kw.kind != OX_V_DICT) return false;
+    d->kwargs = kw;
+    n++;
+    break;
+  }
+  }
+  return n <= max_n[k] && ox_json_lex_next(x) == OX_JSON_ARRAY_END;
+}
+
+/* "edits" from its '[' on, copied to the pool. */
+static bool fs_edits(TR *tr, FastStep *f, OxStep *s) {
+  f->n_edits = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(f->x)) != OX_JSON_ARRAY_END) {
+    if (tok != OX_JSON_ARRAY) return false;
+    if (f->n_edits == f->cap_edits) {
+      f->cap_edits = f->cap_edits ? 2 * f->cap_edits : 64;
+      f->edits = ox_xrealloc(f->edits, f->cap_edits * sizeof *f->edits);
+    }
+    OxTraceEdit *e = &f->edits[f->n_edits++];
+    memset(e, 0, sizeof *e);
+    if (!fs_edit(tr, f, e)) return false;
+  }
+  if (f->n_edits > UINT32_MAX - 1) return false;
+  s->edits = ox_graph_alloc(tr->t->pool, (f->n_edits + 1) * sizeof *s->edits);
+  if (f->n_edits) memcpy(s->edits, f->edits, f->n_edits * sizeof *s->edits);
+  s->n_edits = (uint32_t)f->n_edits;
+  return true;
+}
+
+enum {
+  S_KIND, S_APPLIED_INDEX, S_PHASE, S_PASS, S_RULE, S_RULE_FILE, S_RULE_LINE, S_ANCHOR, S_KEY, S_OPTIONS,
+  S_MATCHED, S_REMOVED, S_ADDED, S_SCAFFOLDING, S_SECONDS, S_COST, S_PROVENANCE, S_REASON, S_CHECKS, S_EDITS, S_N
+};
+static const char *const step_keys[S_N] = {
+  "kind", "applied_index", "phase", "pass", "rule", "rule_file", "rule_line", "anchor", "key", "options",
+  "matched", "removed", "added", "scaffolding", "seconds", "cost", "provenance", "reason", "checks", "edits",
+};
+
+/* The member of a step named by the current KEY token; -1 when it is not one. */
+static int fs_step_key(const OxJsonLex *x) {
+  if (!x->n) return -1;
+  for (int i = 0; i < S_N; i++)
+    if (step_keys[i][0] == x->s[0] && fs_is(x, step_keys[i])) return i;
+  return -1;
+}
+
+/* Reads the step at text[at] into a new step of tr->t and sets *end past it; false (no step
+ * added) when read_step must read it. */
+static bool fast_step(TR *tr, FastStep *f, const char *text, size_t len, size_t at, size_t *end) {
+  OxJsonLex *x = f->x;
+  OxTrace *t = tr->t;
+  OxStep s;
+  memset(&s, 0, sizeof s);
+  int kind = -1;
+  uint32_t seen = 0;
+  ox_json_lex_reset(x, text, len, at, STEP_MAX_DEPTH);
+  if (ox_json_lex_next(x) != OX_JSON_OBJECT) return false;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+    int k = tok == OX_JSON_KEY ? fs_step_key(x) : -1;
+    if (k < 0 || (seen & (1u << k))) return false;
+    seen |= 1u << k;
+    tok = ox_json_lex_next(x);
+    bool ok = false;
+    switch (k) {
+    case S_KIND:
+      for (int i = 0; tok == OX_JSON_STRING && i < 3; i++)
+        if (fs_is(x, step_kind_names[i])) kind = i;
+      ok = kind >= 0;
+      break;
+    case S_APPLIED_INDEX: ok = fs_u32(x, tok, &s.applied_index); break;
+    case S_PHASE: ok = fs_opt_str(tr, f, tok, &s.phase); break;
+    case S_PASS: ok = fs_opt_str(tr, f, tok, &s.pass); break;
+    case S_RULE: ok = fs_opt_str(tr, f, tok, &s.rule); break;
+    case S_RULE_FILE: ok = fs_opt_str(tr, f, tok, &s.rule_file); break;
+    case S_RULE_LINE: ok = fs_u32(x, tok, &s.rule_line); break;
+    case S_ANCHOR: ok = tok == OX_JSON_NULL || fs_ref(tr, x, tok, &s.anchor); break;
+    case S_KEY: ok = fs_opt_str(tr, f, tok, &s.key); break;
+    case S_OPTIONS: ok = fs_opt_str(tr, f, tok, &s.options); break;
+    case S_MATCHED: ok = tok == OX_JSON_ARRAY && fs_refs(tr, f, &s.matched, &s.n_matched); break;
+    case S_REMOVED: ok = tok == OX_JSON_ARRAY && fs_refs(tr, f, &s.removed, &s.n_removed); break;
+    case S_ADDED: ok = tok == OX_JSON_ARRAY && fs_refs(tr, f, &s.added, &s.n_added); break;
+    case S_SCAFFOLDING: ok = tok == OX_JSON_ARRAY && fs_refs(tr, f, &s.scaffold, &s.n_scaffold); break;
+    case S_SECONDS: ok = fs_num(x, tok, &s.seconds); break;
+    case S_COST: ok = tok == OX_JSON_OBJECT && fs_cost(f, &s.cost); break;
+    case S_PROVENANCE: ok = tok == OX_JSON_ARRAY && fs_provenance(tr, f, &s); break;
+    case S_REASON: ok = tok == OX_JSON_OBJECT && fs_reason(tr, f, &s.reason); break;
+    case S_CHECKS: ok = tok == OX_JSON_OBJECT && fs_checks(tr, f, &s); break;
+    case S_EDITS: ok = tok == OX_JSON_ARRAY && fs_edits(tr, f, &s); break;
+    }
+    if (!ok) return false;
+  }
+  if (kind < 0) return false;
+  /* version 3 leaves out removed / added when they are the names of the erase / add edits */
+  if (!(seen & (1u << S_REMOVED))) s.removed = edit_names(t, &s, OX_TEDIT_ERASE, &s.n_removed);
+  if (!(seen & (1u << S_ADDED))) s.added = edit_names(t, &s, OX_TEDIT_ADD, &s.n_added);
+  OxStep *d = ox_trace_add_step(t, (OxStepKind)kind);
+  s.seq = d->seq;
+  s.kind = d->kind;
+  *d = s;
+  if (d->applied_index > t->n_graph_steps) t->n_graph_steps = d->applied_index;
+  *end = x->pos;
+  f->steps++;
+  return true;
+}
+
+/* ---- the fast read of the version 3 tables "metas" and "targets"
+ *
+ * As the steps: read straight from the text when the json-c read would take them without a
+ * word (read_meta_table, read_target_table); false, with nothing of x changed, when it must
+ * read them. Metas are laid out as ox_json_read_meta lays them out (each tensor meta and its
+ * dims allocated in the pool, none shared), so the trace is the one json-c's read gives. */
+
+/* The dims of a shape or stride from its '[' on, in the pool (NULL when there are none). */
+static bool ft_dims(TR *tr, OxJsonLex *x, OxDim **out, int32_t *n) {
+  size_t k = 0, cap = 0;
+  OxDim *tmp = NULL;
+  OxJsonTok tok;
+  bool ok = true;
+  while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+    if (k == cap) {
+      cap = cap ? 2 * cap : 8;
+      tmp = ox_xrealloc(tmp, cap * sizeof *tmp);
+    }
+    OxDim d = {0, NULL};
+    if (tok == OX_JSON_INT) d.v = x->i;
+    else if (tok != OX_JSON_STRING || !x->n || !(d.sym = fs_str(tr, x))) ok = false;
+    tmp[k++] = d;
+  }
+  if (ok && k > INT32_MAX) ok = false;
+  if (ok) {
+    *out = k ? ox_graph_alloc(tr->t->pool, k * sizeof **out) : NULL;
+    if (k) memcpy(*out, tmp, k * sizeof **out);
+    *n = (int32_t)k;
+  }
+  free(tmp);
+  return ok;
+}
+
+/* A tensor meta (read_tensor_meta) from its '{' on. */
+static bool ft_tensor(TR *tr, OxJsonLex *x, OxTensorMeta *t) {
+  memset(t, 0, sizeof *t);
+  t->rank = -1;
+  OxDim *stride = NULL;
+  int32_t stride_n = -1, rank = 0;
+  unsigned seen = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+    int k = tok != OX_JSON_KEY ? -1
+          : fs_is(x, "dtype") ? 0 : fs_is(x, "shape") ? 1 : fs_is(x, "stride") ? 2 : fs_is(x, "device") ? 3 : -1;
+    if (k < 0 || (seen & (1u << k))) return false; /* unknown: a warning of the json-c read */
+    seen |= 1u << k;
+    tok = ox_json_lex_next(x);
+    switch (k) {
+    case 0:
+      if (tok != OX_JSON_STRING) return false;
+      t->dtype = ox_dtype_from_abbr(x->s, x->n);
+      if (t->dtype == OX_DT_UNKNOWN && !fs_is(x, "?")) return false;
+      break;
+    case 1:
+      if (tok != OX_JSON_ARRAY || !ft_dims(tr, x, &t->shape, &rank)) return false;
+      t->rank = rank;
+      break;
+    case 2:
+      if (tok != OX_JSON_ARRAY || !ft_dims(tr, x, &stride, &stride_n)) return false;
+      break;
+    case 3:
+      if (tok != OX_JSON_STRING || !(t->device = fs_str(tr, x))) return false;
+      break;
+    }
+  }
+  if (!(seen & 1u)) return false;
+  if (seen & 4u) {
+    if (t->rank < 0 || stride_n != t->rank) return false;
+    t->has_stride = true;
+    t->stride = stride;
+  }
+  char why[160];
+  return !ox_meta_absurd(t, why, sizeof why); /* absurd: a warning of the json-c read */
+}
+
+/* A meta (ox_json_read_meta) from its '{' on. */
+static bool ft_meta(TR *tr, OxJsonLex *x, OxMeta *m) {
+  enum { M_INFERRED, M_TENSOR, M_TUPLE, M_SYMINT, M_SCALAR };
+  static const char *const keys[] = {"inferred", "tensor", "tuple", "symint", "scalar"};
+  OxGraph *g = tr->t->pool;
+  memset(m, 0, sizeof *m);
+  unsigned seen = 0;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_OBJECT_END) {
+    int k = -1;
+    for (int i = 0; tok == OX_JSON_KEY && i < 5; i++)
+      if (fs_is(x, keys[i])) k = i;
+    if (k < 0 || (seen & (1u << k))) return false;
+    seen |= 1u << k;
+    tok = ox_json_lex_next(x);
+    switch (k) {
+    case M_INFERRED:
+      if (tok != OX_JSON_TRUE && tok != OX_JSON_FALSE) return false;
+      m->inferred = tok == OX_JSON_TRUE;
+      break;
+    case M_TENSOR:
+      m->kind = OX_META_TENSOR;
+      m->n = 1;
+      m->t = ox_graph_alloc(g, sizeof *m->t);
+      if (tok != OX_JSON_OBJECT || !ft_tensor(tr, x, m->t)) return false;
+      break;
+    case M_TUPLE: {
+      m->kind = OX_META_TUPLE;
+      if (tok != OX_JSON_ARRAY) return false;
+      size_t n = 0, cap = 0;
+      OxTensorMeta *tmp = NULL;
+      bool ok = true;
+      while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+        if (n == cap) {
+          cap = cap ? 2 * cap : 8;
+          tmp = ox_xrealloc(tmp, cap * sizeof *tmp);
+        }
+        ok = tok == OX_JSON_OBJECT && ft_tensor(tr, x, &tmp[n++]);
+      }
+      if (ok && n <= UINT32_MAX) {
+        m->n = (uint32_t)n;
+        m->t = n ? ox_graph_alloc(g, n * sizeof *m->t) : NULL;
+        if (n) memcpy(m->t, tmp, n * sizeof *m->t);
+      }
+      free(tmp);
+      if (!ok || n > UINT32_MAX) return false;
+      break;
+    }
+    case M_SYMINT:
+      m->kind = OX_META_SYMINT;
+      if (tok != OX_JSON_NULL && (tok != OX_JSON_STRING || !(m->sym = fs_str(tr, x)))) return false;
+      break;
+    case M_SCALAR:
+      m->kind = OX_META_SCALAR;
+      if (tok != OX_JSON_TRUE) return false;
+      break;
+    }
+  }
+  unsigned kinds = seen >> M_TENSOR;
+  return (kinds & (kinds - 1)) == 0; /* at most one kind */
+}
+
+/* "metas" at text[at, end). */
+static bool fast_meta_table(TR *tr, OxJsonLex *x, const char *text, size_t at, size_t end) {
+  size_t n = 0, cap = 0;
+  OxMeta *metas = NULL;
+  bool ok = true;
+  ox_json_lex_reset(x, text, end, at, STEP_MAX_DEPTH);
+  ok = ox_json_lex_next(x) == OX_JSON_ARRAY;
+  OxJsonTok tok;
+  while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      metas = ox_xrealloc(metas, (cap + 1) * sizeof *metas);
+    }
+    ok = tok == OX_JSON_OBJECT && ft_meta(tr, x, &metas[n++]) && n < UINT32_MAX;
+  }
+  if (!ok) {
+    free(metas);
+    return false;
+  }
+  tr->metas = metas ? metas : ox_xcalloc(1, sizeof *metas);
+  tr->meta_ok = ox_xcalloc(n + 1, sizeof *tr->meta_ok);
+  for (size_t i = 0; i < n; i++) tr->meta_ok[i] = true;
+  tr->n_metas = (uint32_t)n;
+  return true;
+}
+
+/* "targets" at text[at, end). */
+static bool fast_target_table(TR *tr, OxJsonLex *x, const char *text, size_t at, size_t end) {
+  size_t n = 0, cap = 0;
+  uint8_t *ops = NULL;
+  const char **names = NULL;
+  bool ok = true;
+  ox_json_lex_reset(x, text, end, at, STEP_MAX_DEPTH);
+  ok = ox_json_lex_next(x) == OX_JSON_ARRAY;
+  OxJsonTok tok;
+  while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      ops = ox_xrealloc(ops, (cap + 1) * sizeof *ops);
+      names = ox_xrealloc(names, (cap + 1) * sizeof *names);
+    }
+    OxOp op;
+    ok = tok == OX_JSON_ARRAY && ox_json_lex_next(x) == OX_JSON_STRING && !memchr(x->s, 0, x->n) &&
+         ox_op_from_name(x->s, x->n, &op) && ox_json_lex_next(x) == OX_JSON_STRING &&
+         (names[n] = fs_str(tr, x)) != NULL && ox_json_lex_next(x) == OX_JSON_ARRAY_END && n < UINT32_MAX;
+    if (ok) ops[n++] = (uint8_t)op;
+  }
+  if (!ok) {
+    free(ops);
+    free(names);
+    return false;
+  }
+  tr->target_ops = ops ? ops : ox_xcalloc(1, sizeof *ops);
+  tr->target_names = names ? names : ox_xcalloc(1, sizeof *names);
+  tr->n_targets = (uint32_t)n;
+  return true;
+}
+
 /* The trace reader streams: a trace of a 100k-node run is tens of MB of JSON, and a DOM of all of
  * it costs ~25x its size. The top-level object and the "steps" array are scanned here (strings
  * and brackets only); every other member and every step is a small JSON text of its own, parsed
- * strictly by json-c, converted, and freed before the next. Syntax errors are located in the
+ * strictly by json-c, converted, and freed before the next (a version 3 step or table: read by
+ * the fast read above when it takes it, which is what optimus writes). Syntax errors are located in the
  * whole file; semantic errors name their path (steps[12].edits[3]) and are located as usual. */
 
 typedef struct Stream {
@@ -1327,9 +1974,22 @@ static size_t stream_value_end(Stream *st, size_t i) {
 
 typedef struct Member {
   char key[32];
-  json_object *v;
-  size_t at;
+  json_object *v;  /* NULL: a table left to read from text[at, end) (fast_meta_table ...) */
+  size_t at, end;
 } Member;
+
+/* Whether text[at, end) is one value our tokenizer takes whole (so json-c takes it too). */
+static bool lex_takes(OxJsonLex *x, const char *text, size_t at, size_t end) {
+  ox_json_lex_reset(x, text, end, at, STEP_MAX_DEPTH);
+  return ox_json_lex_skip(x, ox_json_lex_next(x)) && ox_json_lex_next(x) == OX_JSON_END;
+}
+
+/* The member key of mem (the last one of that key: duplicates share a slot), or NULL. */
+static Member *member(Member *mem, uint32_t n, const char *key) {
+  for (uint32_t k = 0; k < n; k++)
+    if (strcmp(mem[k].key, key) == 0) return &mem[k];
+  return NULL;
+}
 
 enum { MAX_MEMBERS = 16 };
 
@@ -1484,8 +2144,12 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   Member mem[MAX_MEMBERS];
   uint32_t n_mem = 0;
   size_t steps_at = SIZE_MAX; /* offset of the steps array's '[' */
-  size_t names_at = SIZE_MAX; /* version 3: of the names array's */
+  size_t names_at = SIZE_MAX, names_end = 0; /* version 3: of the names array's, and its end */
   TR x = {.r = r};
+  FastStep fs = {0};
+  OxJsonLex lx; /* the tables' */
+  bool fast = ox_json_fast_enabled();
+  memset(&lx, 0, sizeof lx);
   if (!st.tok) {
     ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "out of memory");
     free(r);
@@ -1527,10 +2191,15 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
         steps_at = i; /* the last one wins, as in json-c */
       } else if (!long_key && strcmp(kbuf, "names") == 0) {
         names_at = i;
+        names_end = ve;
       } else if (!long_key) {
-        json_object *v = stream_parse(&st, i, ve);
-        if (!v) goto out;
+        /* the tables are read later, from the text when they are clean (fast_meta_table ...) */
+        bool table = fast && (strcmp(kbuf, "metas") == 0 || strcmp(kbuf, "targets") == 0) &&
+                     lex_takes(&lx, text, i, ve);
+        json_object *v = table ? NULL : stream_parse(&st, i, ve);
+        if (!v && !table) goto out;
         uint32_t k = 0;
+        bool keep = true;
         while (k < n_mem && strcmp(mem[k].key, kbuf) != 0) k++;
         if (k < n_mem) {
           json_object_put(mem[k].v); /* duplicate key: the last one wins */
@@ -1538,12 +2207,13 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
           n_mem++;
         } else {
           json_object_put(v); /* an unknown extra member: ignored */
-          v = NULL;
+          keep = false;
         }
-        if (v) {
+        if (keep) {
           snprintf(mem[k].key, sizeof mem[k].key, "%s", kbuf);
           mem[k].v = v;
           mem[k].at = i;
+          mem[k].end = ve;
         }
       }
       i = ox_json_skip_ws(text, len, ve);
@@ -1565,7 +2235,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
 
   /* the header, checked before any step is read */
   json_object *root = json_object_new_object();
-  for (uint32_t k = 0; k < n_mem; k++) json_object_object_add(root, mem[k].key, json_object_get(mem[k].v));
+  for (uint32_t k = 0; k < n_mem; k++)
+    if (mem[k].v) json_object_object_add(root, mem[k].key, json_object_get(mem[k].v));
   t = ox_trace_new();
   json_object *v;
   bool header_ok = false;
@@ -1622,15 +2293,39 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       }
     }
     if (steps_at == SIZE_MAX) ERR(r, "no \"steps\" key");
+    /* room for the steps the summary announces (a step takes 12 bytes at least: a summary
+     * that says more is not believed) */
+    json_object *n_steps;
+    if (json_object_object_get_ex(root, "summary", &v) && json_object_object_get_ex(v, "steps", &n_steps) &&
+        json_object_is_type(n_steps, json_type_int) && json_object_get_int64(n_steps) > 0 &&
+        json_object_get_int64(n_steps) <= (int64_t)(len / 12))
+      ox_trace_reserve_steps(t, (uint32_t)json_object_get_int64(n_steps));
     x.t = t;
     if (x.version >= 3) {
-      if (json_object_object_get_ex(root, "metas", &v)) read_meta_table(&x, v);
-      if (json_object_object_get_ex(root, "targets", &v)) read_target_table(&x, v);
+      /* a table the fast read does not take is parsed by json-c (which takes what the tokenizer
+       * took in pass 1) and read as before, errors and all */
+      Member *tm = member(mem, n_mem, "metas");
+      if (tm && !tm->v && !fast_meta_table(&x, &lx, text, tm->at, tm->end))
+        tm->v = stream_parse(&st, tm->at, tm->end);
+      if (tm && tm->v) read_meta_table(&x, tm->v);
+      tm = member(mem, n_mem, "targets");
+      if (tm && !tm->v && !fast_target_table(&x, &lx, text, tm->at, tm->end))
+        tm->v = stream_parse(&st, tm->at, tm->end);
+      if (tm && tm->v) read_target_table(&x, tm->v);
       if (names_at == SIZE_MAX) ERR(r, "no \"names\" key (a version 3 trace lists its node names)");
     }
   }
   json_object_put(root);
   if (!header_ok || steps_at == SIZE_MAX) goto out;
+  if (x.version >= 3 && names_at != SIZE_MAX) {
+    /* room in the pool for about as many names as the table has strings (a 100k-node run's
+     * 171k names: the string table and the name map of the placeholders grown once, not ~8 times) */
+    size_t quotes = 0;
+    for (const char *p = text + names_at, *e = text + names_end; (p = memchr(p, '"', (size_t)(e - p))) != NULL; p++)
+      quotes++;
+    ox_strtab_reserve(t->pool->strings, ox_strtab_count(t->pool->strings) + quotes / 2);
+    ox_namemap_reserve(t->pool->names, quotes / 2);
+  }
   if (x.version >= 3 && (names_at == SIZE_MAX || !read_name_table(&st, &x, names_at))) goto out;
 
   /* pass 2: the steps, one at a time */
@@ -1643,18 +2338,34 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
     size_t idx = 0;
     size_t line_at = 0; /* lines counted up to here, once over the whole text */
     uint32_t line = 1;
+    if (x.version >= 3 && fast) {
+      static const char *const no_names[1] = {NULL}; /* not NULL: no {"node": "name"} either */
+      fs.fj = ox_json_fast_new(t->pool, x.n_names ? x.names : no_names, x.n_names);
+      fs.x = ox_json_fast_lex(fs.fj);
+    }
     if (i < len && text[i] == ']') i++;
     else
       while (r->errors < MAX_ERRORS) {
-        size_t e = stream_value_end(&st, i);
-        if (!e) break;
-        json_object *o = stream_parse(&st, i, e);
-        if (!o) break;
-        for (; line_at < i; line_at++)
-          if (text[line_at] == '\n') line++;
-        ox_json_path_push_idx(r, idx++);
+        size_t e = 0;
+        json_object *o = NULL;
         uint32_t before = t->n_steps;
-        read_step(&x, o);
+        if (!fs.fj || !fast_step(&x, &fs, text, len, i, &e)) { /* json-c reads it, and says what is wrong */
+          e = stream_value_end(&st, i);
+          if (!e) break;
+          o = stream_parse(&st, i, e);
+          if (!o) break;
+        }
+        while (line_at < i) {
+          const char *nl = memchr(text + line_at, '\n', i - line_at);
+          if (!nl) {
+            line_at = i;
+            break;
+          }
+          line++;
+          line_at = (size_t)(nl - text) + 1;
+        }
+        ox_json_path_push_idx(r, idx++);
+        if (o) read_step(&x, o);
         if (t->n_steps > before) {
           OxStep *s = &t->steps[t->n_steps - 1];
           s->src_line = line;
@@ -1664,7 +2375,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
             for (uint32_t k = 0; k < s->n_edits; k++) s->edits[k].src_line = line;
         }
         ox_json_path_pop(r);
-        json_object_put(o);
+        if (o) json_object_put(o);
         i = ox_json_skip_ws(text, len, e);
         if (i < len && text[i] == ',') {
           i = ox_json_skip_ws(text, len, i + 1);
@@ -1677,6 +2388,11 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   }
   ox_json_path_pop(r);
 out:
+  if (fs.steps) __atomic_add_fetch(&fast_trace_steps, fs.steps, __ATOMIC_RELAXED);
+  ox_json_fast_free(fs.fj);
+  ox_json_lex_free(&lx);
+  free(fs.refs);
+  free(fs.edits);
   free(x.names);
   free(x.metas);
   free(x.meta_ok);

@@ -135,6 +135,12 @@ OxNodeId ox_trace_name_ref_from(OxTrace *t, const OxGraph *g, const char *s) {
   return e->ref;
 }
 
+void ox_trace_reserve_steps(OxTrace *t, uint32_t n) {
+  if (n <= t->cap_steps) return;
+  t->steps = ox_xrealloc(t->steps, (size_t)n * sizeof *t->steps);
+  t->cap_steps = n;
+}
+
 OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind) {
   if (t->n_steps == t->cap_steps) {
     t->cap_steps = t->cap_steps ? t->cap_steps * 2 : 64;

@@ -207,6 +207,8 @@ OxTrace *ox_trace_new_for(OxGraph *g);
 void ox_trace_free(OxTrace *t);
 const char *ox_trace_intern(OxTrace *t, const char *s);
 OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind); /* zeroed, seq set; pointers stable until the next add */
+/* Room for n steps in all (a reader that knows how many are coming); never shrinks. */
+void ox_trace_reserve_steps(OxTrace *t, uint32_t n);
 
 /* The pool placeholder standing for node `name` (created on first use). */
 OxNodeId ox_trace_name_ref(OxTrace *t, const char *name);
@@ -242,6 +244,10 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
 void ox_trace_write_json(const OxTrace *t, OxBuf *out);
 void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out);
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *d);
+/* For tests: the version 3 steps read so far in this process by the reader's fast path (our own
+ * tokenizer, no json-c; ox_json_set_streaming(false) or OX_JSON_NO_STREAM turns it off, and every
+ * step is then read by json-c with the same result). */
+unsigned long ox_trace_fast_steps(void);
 /* Writes the trace (version 0 = OX_TRACE_VERSION) to path atomically; a path ending in ".gz" gets
  * it gzipped (ox_trace_read_json reads either). false with a message in err. */
 bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *err, size_t errcap);

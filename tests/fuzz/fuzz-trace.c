@@ -1,10 +1,12 @@
-/* fuzz-trace.c - libFuzzer harness: the trace reader (engine/json/ox_json.c) and replay. The graph is
- * the bundled example (data/examples/recsys-towers.txt, found through OPTIMUS_SOURCE_ROOT),
- * whose trace is the seed. Any input: fails with a located error, or reads a trace that writes
+/* fuzz-trace.c - libFuzzer harness: the trace reader (engine/json/ox_json_trace.c) and replay.
+ * The graph is the bundled example (data/examples/recsys-towers.txt, found through
+ * OPTIMUS_SOURCE_ROOT), whose trace is the seed. Any input: fails with a located error, or reads a trace that writes
  * back and reads again to the same bytes; explain's queries run on it; and when its hash is the
  * example's, replay either fails with an error or leaves a graph that passes the verifier's
- * structural checks (fuzz_verify_graph). */
+ * structural checks (fuzz_verify_graph). Whenever the fast read of version 3 steps (no json-c)
+ * takes a step, of the input or of the trace written again, the json-c read agrees with it. */
 #include "fuzz-common.h"
+#include "load/ox_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,9 +27,58 @@ static void load_graph(void) {
   ox_shape_infer_graph(graph, NULL, NULL);
 }
 
+/* One read, the fast read of version 3 steps on or off: status, every diagnostic, the trace
+ * written again. */
+static void read_summary(const char *text, size_t size, bool fast, OxBuf *out) {
+  ox_json_set_streaming(fast);
+  OxDiagList d;
+  ox_diags_init(&d, "trace.json");
+  d.max_items = 64;
+  OxTrace *t = NULL;
+  int rc = ox_trace_read_json(text, size, "trace.json", &t, &d);
+  ox_json_set_streaming(true);
+  ox_buf_printf(out, "rc=%d\n", rc);
+  for (size_t i = 0; i < d.n; i++) {
+    char *m = ox_diag_format(&d, &d.items[i]);
+    ox_buf_printf(out, "%s\n", m);
+    free(m);
+  }
+  if (t) {
+    ox_trace_write_json(t, out);
+    for (uint32_t i = 0; i < t->n_steps; i++) ox_buf_printf(out, "%u ", t->steps[i].src_line);
+  }
+  ox_diags_clear(&d);
+  ox_trace_free(t);
+}
+
+/* When the fast read (engine/json/ox_json_trace.c, our own tokenizer) takes a step of text, the
+ * json-c read of every step agrees: the same status, diagnostics, trace and lines. */
+static void fuzz_fast_equals_json_c(const char *text, size_t size) {
+  unsigned long before = ox_trace_fast_steps();
+  OxBuf a, b;
+  ox_buf_init(&a);
+  ox_buf_init(&b);
+  read_summary(text, size, true, &a);
+  if (ox_trace_fast_steps() != before) {
+    read_summary(text, size, false, &b);
+    if (a.len != b.len || memcmp(a.data, b.data, a.len) != 0) {
+      fprintf(stderr, "--- fast read\n%.*s\n--- json-c read\n%.*s\n", (int)(a.len < 4000 ? a.len : 4000), a.data,
+              (int)(b.len < 4000 ? b.len : 4000), b.data);
+      fuzz_fail("trace: the fast read differs from the json-c read");
+    }
+  }
+  ox_buf_free(&a);
+  ox_buf_free(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > FUZZ_MAX_INPUT) return -1;
   if (!graph) load_graph();
+  {
+    char *text = fuzz_text(data, size);
+    fuzz_fast_equals_json_c(text, size);
+    free(text);
+  }
   OxDiagList d;
   ox_diags_init(&d, "trace.json");
   d.max_items = 64;
@@ -46,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ox_buf_init(&b1);
   ox_buf_init(&b2);
   ox_trace_write_json(t, &b1);
+  fuzz_fast_equals_json_c(b1.data, b1.len); /* what optimus writes is what the fast read is for */
   OxTrace *back = NULL;
   if (ox_trace_read_json(b1.data, b1.len, "written.json", &back, &d) != 0) {
     fuzz_print_diags(&d);
