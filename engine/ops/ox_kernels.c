@@ -16,6 +16,7 @@
 #include "ops/ox_kernels.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2776,11 +2777,26 @@ OxOpId ox_kernel_op_by_name(const char *name) {
   return OX_OPID_NONE;
 }
 
+/* The kernel of each op id, found by name once (pthread_once, as the op table): the
+ * interpreter asks for every node it runs, and a numeric check runs thousands of regions. */
+static KFn kernel_by_op[OX_OPID_COUNT];
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+
+static void kernel_table_init(void) {
+  for (int op = 1; op < OX_OPID_COUNT; op++) {
+    if (!def_names[op]) continue;
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+      if (strcmp(kernels[i].name, def_names[op]) == 0) {
+        kernel_by_op[op] = kernels[i].fn;
+        break;
+      }
+  }
+}
+
 static KFn kernel_of(OxOpId op) {
-  if ((unsigned)op >= OX_OPID_COUNT || !def_names[op]) return NULL;
-  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-    if (strcmp(kernels[i].name, def_names[op]) == 0) return kernels[i].fn;
-  return NULL;
+  if ((unsigned)op >= OX_OPID_COUNT) return NULL;
+  pthread_once(&kernel_once, kernel_table_init);
+  return kernel_by_op[op];
 }
 
 bool ox_kernel_exists(OxOpId op) { return kernel_of(op) != NULL; }
