@@ -19,19 +19,6 @@
 
 /* ------------------------------------------------------------------ dtypes */
 
-OxStorage ox_dtype_storage(OxDType dt) {
-  switch (dt) {
-  case OX_DT_F32:
-  case OX_DT_F16:
-  case OX_DT_BF16: return OX_ST_F32;
-  case OX_DT_F64: return OX_ST_F64;
-  case OX_DT_I64:
-  case OX_DT_I32: return OX_ST_I64;
-  case OX_DT_BOOL: return OX_ST_U8;
-  default: return OX_ST_NONE;
-  }
-}
-
 bool ox_tensor_dtype_supported(OxDType dt) { return ox_dtype_storage(dt) != OX_ST_NONE; }
 
 static size_t storage_size(OxStorage s) {
@@ -177,17 +164,7 @@ bool ox_tensor_same_shape(const OxTensor *a, const OxTensor *b) {
   return true;
 }
 
-double ox_tensor_get(const OxTensor *t, int64_t i) {
-  switch (ox_dtype_storage(t->dtype)) {
-  case OX_ST_F32: return (double)t->data.f[i];
-  case OX_ST_F64: return t->data.d[i];
-  case OX_ST_I64: return (double)t->data.i[i];
-  case OX_ST_U8: return (double)t->data.b[i];
-  default: return 0.0;
-  }
-}
-
-void ox_tensor_set(OxTensor *t, int64_t i, double v) {
+void ox_tensor_set_rounded(OxTensor *t, int64_t i, double v) {
   switch (t->dtype) {
   case OX_DT_F32: t->data.f[i] = (float)v; break;
   case OX_DT_F16: t->data.f[i] = ox_round_f16(v); break;
