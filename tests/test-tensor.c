@@ -24,6 +24,14 @@ static void test_new(void) {
   ox_tensor_set(t, 5, 1.5);
   OxTensor *c = ox_tensor_clone(t);
   g_assert_cmpfloat(ox_tensor_get(c, 5), ==, 1.5);
+  /* a clone is all of its source, the zeros too (it no longer zeroes its own memory) */
+  g_assert_cmpmem(c->data.p, 24 * sizeof(float), t->data.p, 24 * sizeof(float));
+  OxTensor *u = ox_tensor_new_unset(OX_DT_I64, 3, sh);
+  g_assert_nonnull(u);
+  g_assert_cmpint(u->numel, ==, 24);
+  g_assert_cmpint(u->shape[2], ==, 4);
+  g_assert_null(ox_tensor_new_unset(OX_DT_F32, 1, (int64_t[]){-1}));
+  ox_tensor_free(u);
   char buf[64];
   ox_tensor_describe(c, buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "f32[2, 3, 4]");

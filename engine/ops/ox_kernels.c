@@ -58,7 +58,8 @@ static void shape_str(int rank, const int64_t *shape, char *buf, size_t cap) {
   if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-static OxTensor *knew(K *k, OxDType dt, int rank, const int64_t *shape) {
+/* A result tensor within the budget; zero-filled unless the kernel writes every element. */
+static OxTensor *knew_as(K *k, OxDType dt, int rank, const int64_t *shape, bool zero) {
   char b[128];
   if (rank < 0 || rank > MAXR) {
     kfail(k, "result rank %d exceeds the maximum of %d", rank, MAXR);
@@ -79,10 +80,12 @@ static OxTensor *knew(K *k, OxDType dt, int rank, const int64_t *shape) {
     kfail(k, "unsupported dtype %s", ox_dtype_abbr(dt));
     return NULL;
   }
-  OxTensor *t = ox_tensor_new(dt, rank, shape);
+  OxTensor *t = zero ? ox_tensor_new(dt, rank, shape) : ox_tensor_new_unset(dt, rank, shape);
   if (!t) kfail(k, "out of memory for %lld elements", (long long)n);
   return t;
 }
+
+static OxTensor *knew(K *k, OxDType dt, int rank, const int64_t *shape) { return knew_as(k, dt, rank, shape, true); }
 
 static int ret_tensor(OxTensor *t, V **out) {
   if (!t) return -1;
@@ -347,7 +350,7 @@ static void vd_init(VDesc *v, const OxTensor *t) {
 }
 
 static OxTensor *vd_gather(K *k, const OxTensor *in, const VDesc *v) {
-  OxTensor *o = knew(k, in->dtype, v->rank, v->shape);
+  OxTensor *o = knew_as(k, in->dtype, v->rank, v->shape, false); /* the runs below cover every element */
   if (!o || o->numel == 0) return o;
   size_t es = esize(in->dtype);
   int64_t idx[MAXR] = {0};

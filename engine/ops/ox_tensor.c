@@ -109,7 +109,7 @@ int64_t ox_shape_numel(int32_t rank, const int64_t *shape) {
   return zero ? 0 : n;
 }
 
-OxTensor *ox_tensor_new(OxDType dt, int32_t rank, const int64_t *shape) {
+static OxTensor *tensor_alloc(OxDType dt, int32_t rank, const int64_t *shape, bool zero) {
   OxStorage st = ox_dtype_storage(dt);
   if (st == OX_ST_NONE || rank < 0 || rank > OX_TENSOR_MAX_RANK || (rank > 0 && !shape)) return NULL;
   int64_t n = ox_shape_numel(rank, shape);
@@ -123,12 +123,18 @@ OxTensor *ox_tensor_new(OxDType dt, int32_t rank, const int64_t *shape) {
   for (int32_t i = 0; i < rank; i++) t->shape[i] = shape[i];
   t->numel = n;
   /* calloc(0) may return NULL; always allocate at least one element so data is valid. */
-  t->data.p = calloc(n ? (size_t)n : 1, es);
+  t->data.p = zero ? calloc(n ? (size_t)n : 1, es) : malloc((n ? (size_t)n : 1) * es);
   if (!t->data.p) {
     free(t);
     return NULL;
   }
   return t;
+}
+
+OxTensor *ox_tensor_new(OxDType dt, int32_t rank, const int64_t *shape) { return tensor_alloc(dt, rank, shape, true); }
+
+OxTensor *ox_tensor_new_unset(OxDType dt, int32_t rank, const int64_t *shape) {
+  return tensor_alloc(dt, rank, shape, false);
 }
 
 void ox_tensor_free(OxTensor *t) {
@@ -138,7 +144,7 @@ void ox_tensor_free(OxTensor *t) {
 }
 
 OxTensor *ox_tensor_clone(const OxTensor *t) {
-  OxTensor *c = ox_tensor_new(t->dtype, t->rank, t->shape);
+  OxTensor *c = ox_tensor_new_unset(t->dtype, t->rank, t->shape);
   if (c) memcpy(c->data.p, t->data.p, (size_t)t->numel * storage_size(ox_dtype_storage(t->dtype)));
   return c;
 }

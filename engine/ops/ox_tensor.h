@@ -73,6 +73,9 @@ bool ox_tensor_dtype_supported(OxDType dt);
 /* Zero-filled tensor. NULL if the dtype is unsupported, rank is out of range, a dim is
  * negative, the element count overflows, or memory runs out. shape may be NULL for rank 0. */
 OxTensor *ox_tensor_new(OxDType dt, int32_t rank, const int64_t *shape);
+/* The same with its elements not set, for a caller that writes every one of them (zeroing
+ * fresh memory costs as much as a pass over it). */
+OxTensor *ox_tensor_new_unset(OxDType dt, int32_t rank, const int64_t *shape);
 void ox_tensor_free(OxTensor *t); /* NULL is a no-op */
 OxTensor *ox_tensor_clone(const OxTensor *t);
 /* A copy converted to dt (float->int truncates toward zero like torch; NaN/inf -> 0). */
