@@ -24,6 +24,14 @@ static void test_new(void) {
   ox_tensor_set(t, 5, 1.5);
   OxTensor *c = ox_tensor_clone(t);
   g_assert_cmpfloat(ox_tensor_get(c, 5), ==, 1.5);
+  /* a clone is all of its source, the zeros too (it no longer zeroes its own memory) */
+  g_assert_cmpmem(c->data.p, 24 * sizeof(float), t->data.p, 24 * sizeof(float));
+  OxTensor *u = ox_tensor_new_unset(OX_DT_I64, 3, sh);
+  g_assert_nonnull(u);
+  g_assert_cmpint(u->numel, ==, 24);
+  g_assert_cmpint(u->shape[2], ==, 4);
+  g_assert_null(ox_tensor_new_unset(OX_DT_F32, 1, (int64_t[]){-1}));
+  ox_tensor_free(u);
   char buf[64];
   ox_tensor_describe(c, buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "f32[2, 3, 4]");
@@ -226,6 +234,50 @@ static void test_compare(void) {
   ox_tensor_free(want);
 }
 
+/* The bitwise fast path of the f32 comparison: every length around the 4-wide blocks, the
+ * largest value and a non-finite one in a block and in the tail, and a difference anywhere
+ * (one ulp, or -0 for 0) must give what the element loops give. */
+static void test_compare_bits(void) {
+  for (int64_t n = 1; n <= 13; n++) {
+    for (int64_t at = 0; at < n; at++) {
+      OxTensor *want = ox_tensor_new(OX_DT_F32, 1, &n), *got = ox_tensor_new(OX_DT_F32, 1, &n);
+      for (int64_t i = 0; i < n; i++) want->data.f[i] = (float)(i % 3) - 0.5f * (float)i;
+      want->data.f[at] = -40.0f; /* the scale, wherever it sits */
+      if (n > 1) want->data.f[(at + 1) % n] = (at & 1) ? INFINITY : NAN;
+      memcpy(got->data.f, want->data.f, (size_t)n * sizeof(float));
+      OxCompare c;
+      g_assert_true(ox_tensor_compare(got, want, NULL, &c));
+      g_assert_cmpfloat(c.scale, ==, 40.0);
+      g_assert_cmpfloat(c.max_abs, ==, 0.0);
+      g_assert_cmpfloat(c.max_rel, ==, 0.0);
+      /* one ulp off at 'at': within tolerance, but the error is seen */
+      got->data.f[at] = nextafterf(-40.0f, 0.0f);
+      g_assert_true(ox_tensor_compare(got, want, NULL, &c));
+      g_assert_cmpfloat(c.max_abs, ==, (double)nextafterf(-40.0f, 0.0f) + 40.0);
+      g_assert_cmpfloat(c.max_rel, >, 0.0);
+      /* far off at 'at': bad, and found where it is */
+      got->data.f[at] = 40.0f;
+      g_assert_false(ox_tensor_compare(got, want, NULL, &c));
+      g_assert_cmpint(c.first_bad, ==, at);
+      g_assert_cmpfloat(c.max_abs, ==, 80.0);
+      ox_tensor_free(got);
+      ox_tensor_free(want);
+    }
+  }
+  /* all zero, and -0 against 0: other bits, no error, scale 1 */
+  int64_t n = 6;
+  OxTensor *want = ox_tensor_new(OX_DT_F32, 1, &n), *got = ox_tensor_new(OX_DT_F32, 1, &n);
+  OxCompare c;
+  g_assert_true(ox_tensor_compare(got, want, NULL, &c));
+  g_assert_cmpfloat(c.scale, ==, 1.0);
+  got->data.f[5] = -0.0f;
+  g_assert_true(ox_tensor_compare(got, want, NULL, &c));
+  g_assert_cmpfloat(c.scale, ==, 1.0);
+  g_assert_cmpfloat(c.max_abs, ==, 0.0);
+  ox_tensor_free(got);
+  ox_tensor_free(want);
+}
+
 static void test_rt(void) {
   OxRtValue *t = ox_rt_seq(OX_RT_TUPLE, 2);
   int64_t n = 2;
@@ -254,6 +306,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/tensor/ints", test_ints);
   g_test_add_func("/engine/tensor/rng", test_rng);
   g_test_add_func("/engine/tensor/compare", test_compare);
+  g_test_add_func("/engine/tensor/compare-bits", test_compare_bits);
   g_test_add_func("/engine/tensor/rt-values", test_rt);
   return g_test_run();
 }

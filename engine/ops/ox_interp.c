@@ -214,7 +214,7 @@ static int random_tensor(OxInterp *in, OxNodeId id, const OxTensorMeta *t, uint6
   if (numel > in->max_elems)
     return efail(e, n, "%s %s of %lld elements exceeds the budget of %lld elements", what, n->name, (long long)numel,
                  (long long)in->max_elems);
-  OxTensor *x = ox_tensor_new(t->dtype, t->rank, shape);
+  OxTensor *x = ox_tensor_new_unset(t->dtype, t->rank, shape); /* the fill writes every element */
   if (!x) return efail(e, n, "out of memory for %lld elements", (long long)numel);
   OxRng r;
   ox_rng_seed(&r, seed);

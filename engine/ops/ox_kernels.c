@@ -16,6 +16,7 @@
 #include "ops/ox_kernels.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,8 @@ static void shape_str(int rank, const int64_t *shape, char *buf, size_t cap) {
   if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-static OxTensor *knew(K *k, OxDType dt, int rank, const int64_t *shape) {
+/* A result tensor within the budget; zero-filled unless the kernel writes every element. */
+static OxTensor *knew_as(K *k, OxDType dt, int rank, const int64_t *shape, bool zero) {
   char b[128];
   if (rank < 0 || rank > MAXR) {
     kfail(k, "result rank %d exceeds the maximum of %d", rank, MAXR);
@@ -78,10 +80,12 @@ static OxTensor *knew(K *k, OxDType dt, int rank, const int64_t *shape) {
     kfail(k, "unsupported dtype %s", ox_dtype_abbr(dt));
     return NULL;
   }
-  OxTensor *t = ox_tensor_new(dt, rank, shape);
+  OxTensor *t = zero ? ox_tensor_new(dt, rank, shape) : ox_tensor_new_unset(dt, rank, shape);
   if (!t) kfail(k, "out of memory for %lld elements", (long long)n);
   return t;
 }
+
+static OxTensor *knew(K *k, OxDType dt, int rank, const int64_t *shape) { return knew_as(k, dt, rank, shape, true); }
 
 static int ret_tensor(OxTensor *t, V **out) {
   if (!t) return -1;
@@ -346,7 +350,7 @@ static void vd_init(VDesc *v, const OxTensor *t) {
 }
 
 static OxTensor *vd_gather(K *k, const OxTensor *in, const VDesc *v) {
-  OxTensor *o = knew(k, in->dtype, v->rank, v->shape);
+  OxTensor *o = knew_as(k, in->dtype, v->rank, v->shape, false); /* the runs below cover every element */
   if (!o || o->numel == 0) return o;
   size_t es = esize(in->dtype);
   int64_t idx[MAXR] = {0};
@@ -2776,11 +2780,26 @@ OxOpId ox_kernel_op_by_name(const char *name) {
   return OX_OPID_NONE;
 }
 
+/* The kernel of each op id, found by name once (pthread_once, as the op table): the
+ * interpreter asks for every node it runs, and a numeric check runs thousands of regions. */
+static KFn kernel_by_op[OX_OPID_COUNT];
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+
+static void kernel_table_init(void) {
+  for (int op = 1; op < OX_OPID_COUNT; op++) {
+    if (!def_names[op]) continue;
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+      if (strcmp(kernels[i].name, def_names[op]) == 0) {
+        kernel_by_op[op] = kernels[i].fn;
+        break;
+      }
+  }
+}
+
 static KFn kernel_of(OxOpId op) {
-  if ((unsigned)op >= OX_OPID_COUNT || !def_names[op]) return NULL;
-  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-    if (strcmp(kernels[i].name, def_names[op]) == 0) return kernels[i].fn;
-  return NULL;
+  if ((unsigned)op >= OX_OPID_COUNT) return NULL;
+  pthread_once(&kernel_once, kernel_table_init);
+  return kernel_by_op[op];
 }
 
 bool ox_kernel_exists(OxOpId op) { return kernel_of(op) != NULL; }

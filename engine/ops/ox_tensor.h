@@ -54,13 +54,28 @@ typedef struct OxTensor {
   } data;           /* owned; numel elements of the storage type */
 } OxTensor;
 
-/* The storage class of a dtype; OX_ST_NONE for dtypes the interpreter does not support. */
-OxStorage ox_dtype_storage(OxDType dt);
+/* The storage class of a dtype; OX_ST_NONE for dtypes the interpreter does not support.
+ * Inline, as the element access below: the reference kernels call them once per element. */
+static inline OxStorage ox_dtype_storage(OxDType dt) {
+  switch (dt) {
+  case OX_DT_F32:
+  case OX_DT_F16:
+  case OX_DT_BF16: return OX_ST_F32;
+  case OX_DT_F64: return OX_ST_F64;
+  case OX_DT_I64:
+  case OX_DT_I32: return OX_ST_I64;
+  case OX_DT_BOOL: return OX_ST_U8;
+  default: return OX_ST_NONE;
+  }
+}
 bool ox_tensor_dtype_supported(OxDType dt);
 
 /* Zero-filled tensor. NULL if the dtype is unsupported, rank is out of range, a dim is
  * negative, the element count overflows, or memory runs out. shape may be NULL for rank 0. */
 OxTensor *ox_tensor_new(OxDType dt, int32_t rank, const int64_t *shape);
+/* The same with its elements not set, for a caller that writes every one of them (zeroing
+ * fresh memory costs as much as a pass over it). */
+OxTensor *ox_tensor_new_unset(OxDType dt, int32_t rank, const int64_t *shape);
 void ox_tensor_free(OxTensor *t); /* NULL is a no-op */
 OxTensor *ox_tensor_clone(const OxTensor *t);
 /* A copy converted to dt (float->int truncates toward zero like torch; NaN/inf -> 0). */
@@ -70,9 +85,26 @@ int64_t ox_shape_numel(int32_t rank, const int64_t *shape);
 bool ox_tensor_same_shape(const OxTensor *a, const OxTensor *b);
 
 /* Element access by flat row-major index. set rounds to the dtype (f16/bf16 precision,
- * float rounding for f32, truncation + int32 wrap for integers, !=0 for bool). */
-double ox_tensor_get(const OxTensor *t, int64_t i);
-void ox_tensor_set(OxTensor *t, int64_t i, double v);
+ * float rounding for f32, truncation + int32 wrap for integers, !=0 for bool);
+ * ox_tensor_set_rounded is its out-of-line part for the dtypes other than f32 and f64. */
+static inline double ox_tensor_get(const OxTensor *t, int64_t i) {
+  switch (ox_dtype_storage(t->dtype)) {
+  case OX_ST_F32: return (double)t->data.f[i];
+  case OX_ST_F64: return t->data.d[i];
+  case OX_ST_I64: return (double)t->data.i[i];
+  case OX_ST_U8: return (double)t->data.b[i];
+  default: return 0.0;
+  }
+}
+void ox_tensor_set_rounded(OxTensor *t, int64_t i, double v);
+static inline void ox_tensor_set(OxTensor *t, int64_t i, double v) {
+  if (t->dtype == OX_DT_F32)
+    t->data.f[i] = (float)v;
+  else if (t->dtype == OX_DT_F64)
+    t->data.d[i] = v;
+  else
+    ox_tensor_set_rounded(t, i, v);
+}
 /* Exact integer access (integer/bool storage; floats are converted). */
 int64_t ox_tensor_get_i64(const OxTensor *t, int64_t i);
 void ox_tensor_set_i64(OxTensor *t, int64_t i, int64_t v);

@@ -24,10 +24,66 @@
 #include "ops/ox_shape.h"
 #include "passes/ox_pass.h"
 
+/* ---- node id maps
+ *
+ * A check touches a few hundred nodes of a graph that may have 100k: the sets and maps of
+ * node ids below hash the ids they hold instead of spanning the graph (an array per node
+ * zeroed for every check cost more than the small regions' work). Nothing iterates over a
+ * map, so the order of work, and the check, do not depend on the hashing. */
+typedef struct {
+  uint32_t *keys; /* 0 = empty slot (node id 0 is none) */
+  uint32_t *vals;
+  uint32_t cap, n; /* cap: 0 or a power of two */
+} IdMap;
+
+static uint32_t idmap_slot(const IdMap *m, uint32_t key) {
+  uint32_t i = (key * 0x9e3779b1u) & (m->cap - 1);
+  while (m->keys[i] && m->keys[i] != key) i = (i + 1) & (m->cap - 1);
+  return i;
+}
+
+/* The value of key; 0 if it has none. */
+static uint32_t idmap_get(const IdMap *m, uint32_t key) {
+  if (!m->n) return 0;
+  uint32_t i = idmap_slot(m, key);
+  return m->keys[i] ? m->vals[i] : 0;
+}
+
+static void idmap_put(IdMap *m, uint32_t key, uint32_t val) {
+  if (2 * (m->n + 1) > m->cap) {
+    IdMap g = {0};
+    g.cap = m->cap ? 2 * m->cap : 64;
+    g.keys = ox_xcalloc(g.cap, sizeof *g.keys);
+    g.vals = ox_xcalloc(g.cap, sizeof *g.vals);
+    for (uint32_t i = 0; i < m->cap; i++)
+      if (m->keys[i]) {
+        uint32_t j = idmap_slot(&g, m->keys[i]);
+        g.keys[j] = m->keys[i];
+        g.vals[j] = m->vals[i];
+        g.n++;
+      }
+    free(m->keys);
+    free(m->vals);
+    *m = g;
+  }
+  uint32_t i = idmap_slot(m, key);
+  if (!m->keys[i]) {
+    m->keys[i] = key;
+    m->n++;
+  }
+  m->vals[i] = val;
+}
+
+static void idmap_free(IdMap *m) {
+  free(m->keys);
+  free(m->vals);
+  *m = (IdMap){0};
+}
+
 typedef struct {
   const OxGraph *src;
   OxGraph *dst;
-  OxNodeId *map; /* src id -> dst id */
+  IdMap *map; /* src id -> dst id */
 } Remap;
 
 /* Same dtype and shape as a tensor meta (a value drawn for a node of that meta). */
@@ -79,8 +135,9 @@ static bool is_container(const OxValue *v) {
 static OxValue remap_value(Remap *r, const OxValue *v) {
   if (v->kind == OX_V_NODE) {
     int64_t k;
-    if (!r->map[v->u.node] && boundary_int(r->src, v->u.node, &k)) return ox_value_int(k);
-    return ox_value_node(r->map[v->u.node]);
+    OxNodeId to = idmap_get(r->map, v->u.node);
+    if (!to && boundary_int(r->src, v->u.node, &k)) return ox_value_int(k);
+    return ox_value_node(to);
   }
   OxValue out = *v;
   if (v->s) out.s = ox_graph_intern(r->dst, v->s);
@@ -117,7 +174,7 @@ static void node_refs(const OxNode *n, Ids *out) {
 
 /* Adds the stand-in for a node outside the region. */
 static void add_boundary(Remap *r, OxNodeId id) {
-  if (r->map[id]) return;
+  if (idmap_get(r->map, id)) return;
   const OxNode *s = &r->src->nodes[id];
   OxNodeId nid;
   if (s->op == OX_OP_GET_ATTR)
@@ -125,18 +182,16 @@ static void add_boundary(Remap *r, OxNodeId id) {
   else
     nid = ox_graph_add_node(r->dst, OX_OP_PLACEHOLDER, s->name, s->name, ox_value_none(), ox_value_none());
   ox_graph_set_meta(r->dst, nid, &s->meta);
-  r->map[id] = nid;
+  idmap_put(r->map, id, nid);
 }
 
 /* Copies the region (any order; erased nodes allowed) into a fresh graph in a topological
  * order of its own edges. Returns NULL with err on a cycle. */
 static OxGraph *extract(const OxGraph *g, const OxNodeId *nodes, uint32_t n, const OxNodeId *extra, uint32_t n_extra,
-                        OxNodeId **map_out, char *err, size_t errcap) {
+                        IdMap *map, char *err, size_t errcap) {
   OxGraph *t = ox_graph_new();
-  OxNodeId *map = ox_xcalloc(g->n_nodes + 1, sizeof *map);
-  uint8_t *in_region = ox_xcalloc(g->n_nodes + 1, 1);
-  uint8_t *done = ox_xcalloc(g->n_nodes + 1, 1);
-  for (uint32_t i = 0; i < n; i++) in_region[nodes[i]] = 1;
+  IdMap in_region = {0}, done = {0};
+  for (uint32_t i = 0; i < n; i++) idmap_put(&in_region, nodes[i], 1);
   Remap r = {g, t, map};
   Ids refs = {0};
   uint32_t placed = 0;
@@ -146,16 +201,16 @@ static OxGraph *extract(const OxGraph *g, const OxNodeId *nodes, uint32_t n, con
     progress = false;
     for (uint32_t i = 0; i < n; i++) {
       OxNodeId id = nodes[i];
-      if (done[id]) continue;
+      if (idmap_get(&done, id)) continue;
       const OxNode *s = &g->nodes[id];
       node_refs(s, &refs);
       bool ready = true;
       for (uint32_t k = 0; k < refs.n && ready; k++)
-        if (in_region[refs.ids[k]] && !done[refs.ids[k]]) ready = false;
+        if (idmap_get(&in_region, refs.ids[k]) && !idmap_get(&done, refs.ids[k])) ready = false;
       if (!ready) continue;
       for (uint32_t k = 0; k < refs.n; k++) {
         int64_t iv;
-        if (!in_region[refs.ids[k]] && !boundary_int(g, refs.ids[k], &iv)) add_boundary(&r, refs.ids[k]);
+        if (!idmap_get(&in_region, refs.ids[k]) && !boundary_int(g, refs.ids[k], &iv)) add_boundary(&r, refs.ids[k]);
       }
       OxValue args = remap_value(&r, &s->args), kwargs = remap_value(&r, &s->kwargs);
       OxNodeId nid = ox_graph_add_node(t, (OxOp)s->op, s->name, s->target, args, kwargs);
@@ -163,24 +218,22 @@ static OxGraph *extract(const OxGraph *g, const OxNodeId *nodes, uint32_t n, con
       d->module_type = ox_graph_intern(t, s->module_type);
       ox_graph_opix_stale(t, nid);
       ox_graph_set_meta(t, nid, &s->meta);
-      map[id] = nid;
-      done[id] = 1;
+      idmap_put(map, id, nid);
+      idmap_put(&done, id, 1);
       placed++;
       progress = true;
     }
   }
   for (uint32_t i = 0; i < n_extra; i++)
-    if (!in_region[extra[i]]) add_boundary(&r, extra[i]);
+    if (!idmap_get(&in_region, extra[i])) add_boundary(&r, extra[i]);
   free(refs.ids);
-  free(in_region);
-  free(done);
+  idmap_free(&in_region);
+  idmap_free(&done);
   if (placed < n) {
     snprintf(err, errcap, "the region has a cycle");
     ox_graph_free(t);
-    free(map);
     return NULL;
   }
-  *map_out = map;
   return t;
 }
 
@@ -195,12 +248,19 @@ static OxGraph *extract(const OxGraph *g, const OxNodeId *nodes, uint32_t n, con
 typedef struct {
   OxNodeId *ids;
   uint32_t n, cap;
-  uint8_t *in; /* per node id */
+  IdMap in; /* the members */
 } Set;
 
+static bool set_has(const Set *s, OxNodeId id) { return idmap_get(&s->in, id) != 0; }
+
+static void set_free(Set *s) {
+  free(s->ids);
+  idmap_free(&s->in);
+}
+
 static void set_add(Set *s, OxNodeId id) {
-  if (s->in[id]) return;
-  s->in[id] = 1;
+  if (set_has(s, id)) return;
+  idmap_put(&s->in, id, 1);
   if (s->n == s->cap) {
     s->cap = s->cap ? s->cap * 2 : 16;
     s->ids = ox_xrealloc(s->ids, s->cap * sizeof *s->ids);
@@ -213,13 +273,13 @@ static void boundary(const OxGraph *g, const Set *r, Set *out, Ids *tmp) {
   for (uint32_t i = 0; i < r->n; i++) {
     node_refs(&g->nodes[r->ids[i]], tmp);
     for (uint32_t k = 0; k < tmp->n; k++)
-      if (!r->in[tmp->ids[k]]) set_add(out, tmp->ids[k]);
+      if (!set_has(r, tmp->ids[k])) set_add(out, tmp->ids[k]);
   }
 }
 
 /* Is another member of b upstream of node x (within max_hops)? */
 static bool derived_from_boundary(const OxGraph *g, OxNodeId x, const Set *b, uint32_t max_hops, Ids *tmp,
-                                  uint32_t *seen, uint32_t epoch) {
+                                  IdMap *seen, uint32_t epoch) {
   OxNodeId frontier[512], next[512];
   uint32_t nf = 0, nn;
   frontier[nf++] = x;
@@ -229,9 +289,9 @@ static bool derived_from_boundary(const OxGraph *g, OxNodeId x, const Set *b, ui
       node_refs(&g->nodes[frontier[i]], tmp);
       for (uint32_t k = 0; k < tmp->n; k++) {
         OxNodeId y = tmp->ids[k];
-        if (seen[y] == epoch) continue;
-        seen[y] = epoch;
-        if (b->in[y]) return true;
+        if (idmap_get(seen, y) == epoch) continue;
+        idmap_put(seen, y, epoch);
+        if (set_has(b, y)) return true;
         if (nn < 512) next[nn++] = y;
       }
     }
@@ -245,19 +305,16 @@ static bool derived_from_boundary(const OxGraph *g, OxNodeId x, const Set *b, ui
  * than max_nodes nodes. */
 static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNodeId *extra, uint32_t n_extra,
                           uint32_t max_nodes) {
-  uint32_t *seen = ox_xcalloc(g->n_nodes + 1, sizeof *seen);
+  IdMap seen = {0};
   uint32_t epoch = 0;
   Ids tmp = {0};
   bool ok = true;
   for (int round = 0; round < 64; round++) {
     Set bb = {0}, ba = {0}, all = {0};
-    bb.in = ox_xcalloc(g->n_nodes + 1, 1);
-    ba.in = ox_xcalloc(g->n_nodes + 1, 1);
-    all.in = ox_xcalloc(g->n_nodes + 1, 1);
     boundary(g, before, &bb, &tmp);
     boundary(g, after, &ba, &tmp);
     for (uint32_t i = 0; i < n_extra; i++)
-      if (!after->in[extra[i]]) set_add(&ba, extra[i]);
+      if (!set_has(after, extra[i])) set_add(&ba, extra[i]);
     for (uint32_t i = 0; i < bb.n; i++) set_add(&all, bb.ids[i]);
     for (uint32_t i = 0; i < ba.n; i++) set_add(&all, ba.ids[i]);
     bool changed = false;
@@ -268,17 +325,14 @@ static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNod
       /* an int the shapes fix is a constant of the region, not a value to compute */
       int64_t iv;
       if (boundary_int(g, x, &iv)) continue;
-      if (!derived_from_boundary(g, x, &all, 6, &tmp, seen, ++epoch)) continue;
-      if (bb.in[x]) set_add(before, x);
-      if (ba.in[x]) set_add(after, x);
+      if (!derived_from_boundary(g, x, &all, 6, &tmp, &seen, ++epoch)) continue;
+      if (set_has(&bb, x)) set_add(before, x);
+      if (set_has(&ba, x)) set_add(after, x);
       changed = true;
     }
-    free(bb.ids);
-    free(bb.in);
-    free(ba.ids);
-    free(ba.in);
-    free(all.ids);
-    free(all.in);
+    set_free(&bb);
+    set_free(&ba);
+    set_free(&all);
     if (before->n + after->n > max_nodes) {
       ok = false;
       break;
@@ -286,7 +340,7 @@ static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNod
     if (!changed) break;
   }
   free(tmp.ids);
-  free(seen);
+  idmap_free(&seen);
   return ok;
 }
 
@@ -380,8 +434,9 @@ static bool scan_reducible(const OxGraph *g, uint8_t *bad, int32_t *limit) {
 }
 
 /* Shrinks the reducible dims of every placeholder of both regions to 2 and re-infers the
- * regions' shapes. Returns false (graphs unusable) when the regions cannot be reduced. */
-static bool reduce_regions(OxGraph *a, OxGraph *b, char *desc, size_t cap) {
+ * regions' shapes. Returns false when the regions cannot be reduced; the graphs are then
+ * unusable if *touched was set (it is set before the first change). */
+static bool reduce_regions(OxGraph *a, OxGraph *b, char *desc, size_t cap, bool *touched) {
   OxGraph *gs[2] = {a, b};
   int32_t rank = -1;
   uint8_t bad[64] = {0};
@@ -407,6 +462,7 @@ static bool reduce_regions(OxGraph *a, OxGraph *b, char *desc, size_t cap) {
   if (!any) return false;
   char was[160], now[160];
   ox_tensor_meta_format(first, false, false, was, sizeof was);
+  *touched = true;
   for (int k = 0; k < 2; k++) {
     OX_GRAPH_FOREACH(gs[k], id) {
       OxNode *n = &gs[k]->nodes[id];
@@ -440,8 +496,9 @@ static bool reduce_regions(OxGraph *a, OxGraph *b, char *desc, size_t cap) {
  * accepts both regions at the new sizes: every node inferred, nothing inconsistent. A rewrite
  * that is valid for the dump's sizes but spells a size out (split sections, view sizes,
  * normalized_shape) fails inference at other sizes and is not shrunk. Modes: 0 = every dim
- * above 4 becomes 4; 1 = only the leading dim, to 2 (rows of a linear, batch of a norm). */
-static bool shrink_uniform(OxGraph *a, OxGraph *b, int mode, char *desc, size_t cap) {
+ * above 4 becomes 4; 1 = only the leading dim, to 2 (rows of a linear, batch of a norm).
+ * *touched as for reduce_regions. */
+static bool shrink_uniform(OxGraph *a, OxGraph *b, int mode, char *desc, size_t cap, bool *touched) {
   OxGraph *gs[2] = {a, b};
   char was[160] = "", now[160] = "";
   bool any = false;
@@ -452,6 +509,7 @@ static bool shrink_uniform(OxGraph *a, OxGraph *b, int mode, char *desc, size_t 
         const OxTensorMeta *t = ox_node_tensor_meta(n);
         if (!t) return false;
         if (t->rank < 1) continue;
+        *touched = true;
         OxTensorMeta *nt = ox_graph_tensor_meta_new(gs[k], t->dtype, t->rank);
         nt->device = t->device;
         for (int32_t i = 0; i < t->rank; i++) {
@@ -469,6 +527,7 @@ static bool shrink_uniform(OxGraph *a, OxGraph *b, int mode, char *desc, size_t 
         OxMeta m = {.kind = OX_META_TENSOR, .n = 1, .t = nt};
         ox_graph_set_meta(gs[k], id, &m);
       } else if (n->op != OX_OP_OUTPUT) {
+        *touched = true;
         OxMeta none = {0};
         ox_graph_set_meta(gs[k], id, &none);
       }
@@ -550,22 +609,18 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
   uint32_t n_extra = 0;
   for (uint32_t i = 0; i < c->n_step_replaced; i++) extra[n_extra++] = c->step_prov_new[i];
   Set sb = {0}, sa = {0};
-  sb.in = ox_xcalloc(g->n_nodes + 1, 1);
-  sa.in = ox_xcalloc(g->n_nodes + 1, 1);
   for (uint32_t i = 0; i < c->n_step_removed; i++) set_add(&sb, c->step_removed[i]);
   for (uint32_t i = 0; i < c->n_step_added; i++) set_add(&sa, c->step_added[i]);
   bool closed = close_regions(g, &sb, &sa, extra, n_extra, 4096);
-  OxNodeId *map_b = NULL, *map_a = NULL;
+  IdMap map_b = {0}, map_a = {0};
   OxGraph *before = NULL, *after = NULL;
   if (closed) {
     before = extract(g, sb.ids, sb.n, NULL, 0, &map_b, err, sizeof err);
     after = before ? extract(g, sa.ids, sa.n, extra, n_extra, &map_a, err, sizeof err) : NULL;
   }
   free(extra);
-  free(sb.ids);
-  free(sb.in);
-  free(sa.ids);
-  free(sa.in);
+  set_free(&sb);
+  set_free(&sa);
   if (!closed) {
     r->status = OX_CHECK_SKIPPED;
     r->detail = c->trace ? ox_trace_intern(c->trace, "the regions do not share their inputs within 4096 nodes") : NULL;
@@ -576,7 +631,8 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
     r->status = OX_CHECK_FAILED;
     r->detail = c->trace ? ox_trace_intern(c->trace, msg) : NULL;
     ox_graph_free(before);
-    free(map_b);
+    idmap_free(&map_b);
+    idmap_free(&map_a);
     return;
   }
   uint64_t flops = region_work(before) + region_work(after);
@@ -591,13 +647,17 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
      * whenever the regions are not already tiny; the record says so. Otherwise the regions
      * run at full size within the budget, or the check is skipped. */
     OxGraph *rb = ox_graph_clone(before), *ra = ox_graph_clone(after);
-    bool ok = reduce_regions(rb, ra, reduced, sizeof reduced);
+    bool touched = false;
+    bool ok = reduce_regions(rb, ra, reduced, sizeof reduced, &touched);
     for (int mode = 0; mode < 2 && !ok; mode++) {
-      ox_graph_free(rb);
-      ox_graph_free(ra);
-      rb = ox_graph_clone(before);
-      ra = ox_graph_clone(after);
-      ok = shrink_uniform(rb, ra, mode, reduced, sizeof reduced);
+      if (touched) { /* a failed attempt that changed nothing leaves copies as good as new */
+        ox_graph_free(rb);
+        ox_graph_free(ra);
+        rb = ox_graph_clone(before);
+        ra = ox_graph_clone(after);
+        touched = false;
+      }
+      ok = shrink_uniform(rb, ra, mode, reduced, sizeof reduced, &touched);
     }
     if (ok && region_work(rb) + region_work(ra) <= budget) {
       ox_graph_free(before);
@@ -637,7 +697,7 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
       why_skip = msg;
     } else {
       for (uint32_t i = 0; i < c->n_step_replaced; i++) {
-        const OxRtValue *v = ox_interp_value(ib, map_b[c->step_prov_old[i]]);
+        const OxRtValue *v = ox_interp_value(ib, idmap_get(&map_b, c->step_prov_old[i]));
         want[i] = v ? ox_rt_ref((OxRtValue *)v) : NULL;
       }
       n_share = shared_inputs(before, after, ib, share_to, share_v);
@@ -661,7 +721,7 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
       } else {
         for (uint32_t i = 0; i < c->n_step_replaced && !cmp.fail; i++) {
           OxNodeId o = c->step_prov_old[i], nw = c->step_prov_new[i];
-          const OxRtValue *got = ox_interp_value(ia, map_a[nw]);
+          const OxRtValue *got = ox_interp_value(ia, idmap_get(&map_a, nw));
           compare_values(got, want[i], &cmp);
           if (cmp.fail) {
             char tmp[256];
@@ -699,6 +759,6 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
   r->detail = c->trace ? ox_trace_intern(c->trace, msg) : NULL;
   ox_graph_free(before);
   ox_graph_free(after);
-  free(map_b);
-  free(map_a);
+  idmap_free(&map_b);
+  idmap_free(&map_a);
 }
