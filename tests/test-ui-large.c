@@ -58,6 +58,17 @@ static void check_scene(OxScene *s, const Hook *hk, const char *what) {
     g_assert_cmpuint(h->clusters[c].n_direct + h->clusters[c].n_children, <=, OX_VIEW_FAN);
 }
 
+/* The status line's node count (the history's per-step count) is the shown graph's own. */
+static void check_count(OxDocument *d) {
+  const OxGraph *g = ox_document_get_graph(d);
+  guint32 walked = 0;
+  OX_GRAPH_FOREACH(g, id) walked += g->nodes[id].op != OX_OP_OUTPUT;
+  const OxHistory *h = ox_document_get_history(d);
+  guint32 k = ox_document_get_shown_gstep(d);
+  g_assert_cmpuint(h->live_at[k], ==, g->n_live);
+  g_assert_cmpuint(ox_history_count_nodes(h, g, k), ==, walked);
+}
+
 /* The whole tour: first view, overview bounds, an expansion, steps, a jump, a far node. */
 static void tour(OxDocument *d, const char *what) {
   OxScene *s = ox_scene_new(d);
@@ -98,6 +109,7 @@ static void tour(OxDocument *d, const char *what) {
   for (guint p = 1; p <= MIN(n, 15); p++) {
     ox_document_set_position(d, p);
     check_scene(s, &hk, what);
+    check_count(d);
     g_assert_cmpuint(ox_scene_get_shown_mode(s), ==, OX_VIEW_FOCUS);
     /* the step's anchor is in the view (as itself, or as the node it is folded into) */
     const OxStep *st = ox_document_get_step(d);
@@ -108,8 +120,10 @@ static void tour(OxDocument *d, const char *what) {
   }
   ox_document_set_position(d, n);
   check_scene(s, &hk, what);
+  check_count(d);
   ox_document_set_position(d, n / 2);
   check_scene(s, &hk, what);
+  check_count(d);
   /* a far node */
   const OxHistory *h = ox_document_get_history(d);
   guint32 far = ox_scene_drawn_uid(s, h->u->n_nodes - 2);

@@ -258,6 +258,18 @@ static void test_replay_equals_recorded(void) {
     ox_document_set_position(d, order[i]);
     guint k = ox_document_get_shown_gstep(d);
     g_autofree char *got = fx_of(ox_document_get_graph(d));
+    /* the status line's count: the history's per-step count is the graph's own */
+    for (int before = 0; before < 2; before++) {
+      ox_document_set_show_before(d, before);
+      const OxGraph *sg = ox_document_get_graph(d);
+      guint32 ks = ox_document_get_shown_gstep(d), walked = 0;
+      OX_GRAPH_FOREACH(sg, id) walked += sg->nodes[id].op != OX_OP_OUTPUT;
+      const OxHistory *h = ox_document_get_history(d);
+      g_assert_cmpuint(h->live_at[ks], ==, sg->n_live);
+      g_assert_cmpuint(h->counted_at[ks], ==, walked);
+      g_assert_cmpuint(ox_history_count_nodes(h, sg, ks), ==, walked);
+    }
+    ox_document_set_show_before(d, FALSE);
     if (k == 0) {
       g_autofree char *want = fx_of(ox_document_get_history(d)->input);
       g_assert_cmpstr(got, ==, want);

@@ -321,12 +321,14 @@ static void history_build_alias(OxHistory *h) {
 }
 
 static void history_index_steps(OxHistory *h);
+static void history_count_steps(OxHistory *h);
 
 static void history_build(OxHistory *h) {
   const OxGraph *in = h->input;
   if (!h->n_graph_steps) {
     history_build_alias(h);
     history_index_steps(h);
+    history_count_steps(h);
     return;
   }
   ox_graph_reserve(h->u, in->n_live + 1);
@@ -415,6 +417,7 @@ static void history_build(OxHistory *h) {
   g_array_free(touched, TRUE);
   ox_graph_free(g);
   history_index_steps(h);
+  history_count_steps(h);
 }
 
 /* uids by birth and death step, for incremental frame updates */
@@ -440,6 +443,41 @@ static void history_index_steps(OxHistory *h) {
   }
   g_free(fb);
   g_free(fd);
+}
+
+/* live nodes per graph step: +1 at a uid's birth, -1 at its death, summed */
+static void history_count_steps(OxHistory *h) {
+  guint32 n = h->u->n_nodes, last = h->n_graph_steps;
+  gint64 *dl = g_new0(gint64, last + 2), *dc = g_new0(gint64, last + 2);
+  for (guint32 uid = 1; uid < n; uid++) {
+    gboolean counted = h->u->nodes[uid].op != OX_OP_OUTPUT;
+    if (h->born[uid] <= last) {
+      dl[h->born[uid]]++;
+      dc[h->born[uid]] += counted;
+    }
+    if (h->died[uid] <= last) {
+      dl[h->died[uid]]--;
+      dc[h->died[uid]] -= counted;
+    }
+  }
+  h->live_at = g_new(guint32, last + 1);
+  h->counted_at = g_new(guint32, last + 1);
+  gint64 l = 0, c = 0;
+  for (guint32 a = 0; a <= last; a++) {
+    l += dl[a];
+    c += dc[a];
+    h->live_at[a] = (guint32)l;
+    h->counted_at[a] = (guint32)c;
+  }
+  g_free(dl);
+  g_free(dc);
+}
+
+guint32 ox_history_count_nodes(const OxHistory *h, const OxGraph *g, guint32 k) {
+  if (h && h->live_at && k <= h->n_graph_steps && h->live_at[k] == g->n_live) return h->counted_at[k];
+  guint32 c = 0;
+  OX_GRAPH_FOREACH(g, id) c += g->nodes[id].op != OX_OP_OUTPUT;
+  return c;
 }
 
 static OxHistory *history_new(OxGraph *input, OxHistory *owner, OxTrace *trace) {
@@ -494,6 +532,8 @@ static void history_clear(gpointer p) {
   g_free(h->born_at);
   g_free(h->died_at);
   g_free(h->edits_upto);
+  g_free(h->live_at);
+  g_free(h->counted_at);
   ox_trace_free(h->rev);
   g_hash_table_destroy(h->by_name);
   g_free(h->named);

@@ -52,6 +52,8 @@ struct OxHistory {
   guint32 *born_idx, *died_idx; /* CSR by graph step: uids born / dying at step a are */
   guint32 *born_at, *died_at;   /* born_at[born_idx[a] .. born_idx[a+1]) (a = 0..n_graph_steps) */
   guint64 *edits_upto;      /* [a]: forward edits in graph steps 1..a */
+  guint32 *live_at;         /* [a] (a = 0..n_graph_steps): nodes alive after graph step a */
+  guint32 *counted_at;      /* [a]: of those, the ones `optimus info` counts (all but outputs) */
   GHashTable *by_name;      /* name -> index of the newest entry in named (see ox_history_named) */
   OxHistoryNamed *named;    /* [1..n_named): the uids each name has had, newest first per name */
   guint32 n_named, cap_named;
@@ -76,6 +78,10 @@ gboolean ox_history_replay_range(const OxHistory *h, OxGraph *g, guint32 from, g
  * in time linear in the edits in between. Node ids of g are not preserved across an undo of an
  * erase (identity is by name). */
 gboolean ox_history_seek(const OxHistory *h, OxGraph *g, guint32 from, guint32 to, GError **error);
+/* The nodes `optimus info` would count (every live node but outputs) in g, the graph after
+ * graph step k: O(1) from the history when g's live count is the one the history recorded for
+ * k, else counted over g. */
+guint32 ox_history_count_nodes(const OxHistory *h, const OxGraph *g, guint32 k);
 /* Edits between graph steps a and b (either order): the cost of a seek. */
 guint64 ox_history_edits_between(const OxHistory *h, guint32 a, guint32 b);
 /* The newest entry for name in h->named (0: no node ever had it); walk on with .next:
