@@ -16,12 +16,6 @@
 
 #include "passes/ox_pass.h"
 
-static guint32 history_current(const OxHistory *h, const char *name) {
-  for (guint32 e = ox_history_named(h, name); e; e = h->named[e].next)
-    if (h->died[h->named[e].uid] == OX_HISTORY_NEVER) return h->named[e].uid;
-  return 0;
-}
-
 guint32 ox_history_uid(const OxHistory *h, const char *name, guint32 k) {
   for (guint32 e = ox_history_named(h, name); e; e = h->named[e].next)
     if (ox_history_alive(h, h->named[e].uid, k)) return h->named[e].uid;
@@ -40,11 +34,15 @@ static void history_index_name(OxHistory *h, const char *name, guint32 uid) {
   g_hash_table_insert(h->by_name, (gpointer)name, GUINT_TO_POINTER(e));
 }
 
+/* Room for uid u->n_nodes (the one just added): grows by half, not by one (a realloc per
+ * identity cost 5 % of a 100k build). */
 static void history_grow(OxHistory *h) {
-  guint32 cap = h->u->n_nodes + 1;
-  h->born = g_renew(guint32, h->born, cap);
-  h->died = g_renew(guint32, h->died, cap);
-  h->name = g_renew(const char *, h->name, cap);
+  guint32 need = h->u->n_nodes + 1;
+  if (need <= h->cap_uid) return;
+  h->cap_uid = MAX(need, h->cap_uid + h->cap_uid / 2);
+  h->born = g_renew(guint32, h->born, h->cap_uid);
+  h->died = g_renew(guint32, h->died, h->cap_uid);
+  h->name = g_renew(const char *, h->name, h->cap_uid);
 }
 
 /* Creates the identity for node id of g (the working graph), born at step k, without edges.
@@ -61,13 +59,15 @@ static guint32 history_add(OxHistory *h, const OxGraph *g, OxNodeId id, guint32 
   history_grow(h);
   h->born[uid] = k;
   h->died[uid] = OX_HISTORY_NEVER;
-  h->name[uid] = ox_graph_intern(h->u, n->name);
+  /* the union node keeps the name unless a dead identity holds it (then it got a suffix) */
+  h->name[uid] = strcmp(un->name, n->name) == 0 ? un->name : ox_graph_intern(h->u, n->name);
   history_index_name(h, h->name[uid], uid);
   return uid;
 }
 
-/* Adds to uid's union edges the inputs node id of g has now. */
-static void history_union_edges(OxHistory *h, const OxGraph *g, OxNodeId id, guint32 uid) {
+/* Adds to uid's union edges the inputs node id of g has now. wuid[x] is the identity of node x
+ * of g (the one alive under x's name: what history_current would find, without hashing it). */
+static void history_union_edges(OxHistory *h, const OxGraph *g, const guint32 *wuid, OxNodeId id, guint32 uid) {
   OxNodeId ins[256];
   guint32 n_in = ox_graph_inputs(g, id, ins, G_N_ELEMENTS(ins));
   if (n_in > G_N_ELEMENTS(ins)) n_in = G_N_ELEMENTS(ins);
@@ -79,7 +79,7 @@ static void history_union_edges(OxHistory *h, const OxGraph *g, OxNodeId id, gui
   for (guint32 i = 0; i < n_old; i++) items[m++] = old->u.items[i];
   gboolean changed = FALSE;
   for (guint32 i = 0; i < n_in; i++) {
-    guint32 src = history_current(h, g->nodes[ins[i]].name);
+    guint32 src = wuid[ins[i]];
     if (!src || src == uid) continue;
     gboolean seen = FALSE;
     for (guint32 j = 0; j < m && !seen; j++) seen = items[j].u.node == src;
@@ -183,6 +183,18 @@ OxGraph *ox_history_graph_at(const OxHistory *h, guint32 k, GError **error) {
 
 /* ---- inverse edits */
 
+/* Node `name` (a trace string) of g: without hashing the string when g's strings are the
+ * trace's pool (the working graph's are), since the trace's names are interned there. */
+static OxNodeId graph_find(const OxGraph *g, OxGraph *pool, const char *name) {
+  if (!name) return 0;
+  return ox_graph_shares_strings(g, pool) ? ox_graph_find_interned(g, name) : ox_graph_find(g, name);
+}
+
+/* A string of g in rev's pool: g's own when g shares the pool's strings (the working graph). */
+static const char *rev_str(OxTrace *rev, const OxGraph *g, const char *str) {
+  return ox_graph_shares_strings(g, rev->pool) ? str : ox_trace_intern(rev, str);
+}
+
 /* The nearest live node before id in the order (0 = id is first). */
 static OxNodeId live_prev(const OxGraph *g, OxNodeId id) {
   OxNodeId p = g->nodes[id].prev;
@@ -197,10 +209,11 @@ static OxMeta meta_to_pool(OxTrace *t, const OxMeta *m) {
   return r;
 }
 
-/* Appends to inv the edit(s) undoing e on g as g is now (before e is applied). For a toposort
+/* Appends to inv the edit(s) undoing e on g as g is now (before e is applied; id: the node e
+ * names, 0 for an added one). For a toposort
  * the old order is returned in *order (caller compares after applying). */
-static void inverse_of(OxTrace *rev, const OxGraph *g, const OxTraceEdit *e, GArray *inv, GArray **order) {
-  OxNodeId id = e->name ? ox_graph_find(g, e->name) : 0;
+static void inverse_of(OxTrace *rev, const OxGraph *g, const OxTraceEdit *e, OxNodeId id, GArray *inv,
+                       GArray **order) {
   OxTraceEdit r;
   memset(&r, 0, sizeof r);
   switch ((OxTraceEditKind)e->kind) {
@@ -213,10 +226,10 @@ static void inverse_of(OxTrace *rev, const OxGraph *g, const OxTraceEdit *e, GAr
     const OxNode *n = &g->nodes[id];
     OxNodeId p = live_prev(g, id);
     r.kind = OX_TEDIT_ADD;
-    r.name = ox_trace_intern(rev, n->name);
-    r.after = p ? ox_trace_intern(rev, g->nodes[p].name) : NULL;
+    r.name = rev_str(rev, g, n->name);
+    r.after = p ? rev_str(rev, g, g->nodes[p].name) : NULL;
     r.op = n->op;
-    r.target = ox_trace_intern(rev, n->target);
+    r.target = rev_str(rev, g, n->target);
     OxTraceEditData *d = ox_trace_edit_data(rev, &r);
     d->args = ox_trace_value_from_graph(rev, g, &n->args);
     d->kwargs = ox_trace_value_from_graph(rev, g, &n->kwargs);
@@ -228,7 +241,7 @@ static void inverse_of(OxTrace *rev, const OxGraph *g, const OxTraceEdit *e, GAr
     if (!id) return;
     const OxNode *n = &g->nodes[id];
     r.kind = OX_TEDIT_ARGS;
-    r.name = ox_trace_intern(rev, n->name);
+    r.name = rev_str(rev, g, n->name);
     OxTraceEditData *d = ox_trace_edit_data(rev, &r);
     d->args = ox_trace_value_from_graph(rev, g, &n->args);
     d->kwargs = ox_trace_value_from_graph(rev, g, &n->kwargs);
@@ -244,14 +257,14 @@ static void inverse_of(OxTrace *rev, const OxGraph *g, const OxTraceEdit *e, GAr
     if (!id) return;
     OxNodeId p = live_prev(g, id);
     r.kind = OX_TEDIT_MOVE;
-    r.name = ox_trace_intern(rev, g->nodes[id].name);
-    r.after = p ? ox_trace_intern(rev, g->nodes[p].name) : NULL;
+    r.name = rev_str(rev, g, g->nodes[id].name);
+    r.after = p ? rev_str(rev, g, g->nodes[p].name) : NULL;
     break;
   }
   case OX_TEDIT_META:
     if (!id) return;
     r.kind = OX_TEDIT_META;
-    r.name = ox_trace_intern(rev, g->nodes[id].name);
+    r.name = rev_str(rev, g, g->nodes[id].name);
     ox_trace_edit_data(rev, &r)->meta = meta_to_pool(rev, &g->nodes[id].meta);
     r.has_meta = TRUE;
     break;
@@ -263,8 +276,8 @@ static void inverse_of(OxTrace *rev, const OxGraph *g, const OxTraceEdit *e, GAr
   case OX_TEDIT_REPLACE: {
     if (!id) return;
     const OxNode *n = &g->nodes[id];
-    OxNodeId to = e->to ? ox_graph_find(g, e->to) : 0;
-    r.name = ox_trace_intern(rev, n->name);
+    OxNodeId to = graph_find(g, rev->pool, e->to);
+    r.name = rev_str(rev, g, n->name);
     if (to && !ox_graph_has_input(g, id, to)) {
       /* `to` is not an input yet, so rewiring it back to `from` undoes the edit exactly */
       r.kind = OX_TEDIT_REPLACE;
@@ -295,8 +308,8 @@ static void inverse_of_toposort(OxTrace *rev, const OxGraph *g, GArray *old, GAr
     OxTraceEdit r;
     memset(&r, 0, sizeof r);
     r.kind = OX_TEDIT_MOVE;
-    r.name = ox_trace_intern(rev, g->nodes[x].name);
-    r.after = want ? ox_trace_intern(rev, g->nodes[want].name) : NULL;
+    r.name = rev_str(rev, g, g->nodes[x].name);
+    r.after = want ? rev_str(rev, g, g->nodes[want].name) : NULL;
     g_array_append_val(moves, r);
   }
   for (guint i = moves->len; i-- > 0;) g_array_append_val(inv, g_array_index(moves, OxTraceEdit, i));
@@ -331,12 +344,26 @@ static void history_build(OxHistory *h) {
     history_count_steps(h);
     return;
   }
-  ox_graph_reserve(h->u, in->n_live + 1);
-  OX_GRAPH_FOREACH(in, id) history_add(h, in, id, 0);
-  OX_GRAPH_FOREACH(in, id) history_union_edges(h, in, id, history_current(h, in->nodes[id].name));
+  /* the union holds every input node and every added one: size it once */
+  guint32 n_add = 0;
+  for (guint32 a = 1; a <= h->n_graph_steps; a++) {
+    const OxStep *s = &h->trace->steps[h->seq_of_gstep[a]];
+    for (guint32 j = 0; j < s->n_edits; j++) n_add += s->edits[j].kind == OX_TEDIT_ADD;
+  }
+  ox_graph_reserve(h->u, in->n_live + n_add + 1);
+  h->cap_uid = in->n_live + n_add + 2;
+  h->born = g_new(guint32, h->cap_uid);
+  h->died = g_new(guint32, h->cap_uid);
+  h->name = g_new(const char *, h->cap_uid);
+  /* wuid[x]: the identity of node x of the working graph (a clone of the input: same ids),
+   * kept as the steps add nodes; ids of a graph are never reused */
+  guint32 cap_w = in->n_nodes + n_add + 1;
+  guint32 *wuid = g_new0(guint32, cap_w);
+  OX_GRAPH_FOREACH(in, id) wuid[id] = history_add(h, in, id, 0);
+  OX_GRAPH_FOREACH(in, id) history_union_edges(h, in, wuid, id, wuid[id]);
   /* the working graph is needed only to replay steps */
-  OxGraph *g = h->n_graph_steps ? ox_graph_clone_lean(in, h->trace->pool) : NULL;
-  GArray *touched = g_array_new(FALSE, FALSE, sizeof(guint32));
+  OxGraph *g = ox_graph_clone_lean(in, h->trace->pool);
+  GArray *touched = g_array_new(FALSE, FALSE, sizeof(guint32) * 2); /* (uid, working id) */
   GArray *inv = g_array_new(FALSE, FALSE, sizeof(OxTraceEdit));
   h->edits_upto = g_new0(guint64, h->n_graph_steps + 2);
   guint32 done = 0;
@@ -348,7 +375,9 @@ static void history_build(OxHistory *h) {
     for (guint32 j = 0; j < s->n_edits && !err; j++) {
       const OxTraceEdit *e = &s->edits[j];
       GArray *order = NULL;
-      inverse_of(h->rev, g, e, inv, &order);
+      /* the node the edit names, as g is before it (an added node does not exist yet) */
+      OxNodeId wid = e->kind == OX_TEDIT_ADD ? 0 : graph_find(g, h->trace->pool, e->name);
+      inverse_of(h->rev, g, e, wid, inv, &order);
       /* one edit at a time, without the step's provenance (the union graph has none, and
        * ox_replay's provenance pass would run once per edit) */
       OxStep one = *s;
@@ -364,12 +393,21 @@ static void history_build(OxHistory *h) {
         inverse_of_toposort(h->rev, g, order, inv);
         g_array_free(order, TRUE);
       }
-      guint32 uid = e->name ? history_current(h, e->name) : 0;
+      guint32 uid = wid && wid < cap_w ? wuid[wid] : 0;
       switch ((OxTraceEditKind)e->kind) {
       case OX_TEDIT_ADD: {
-        OxNodeId id = ox_graph_find(g, e->name);
-        uid = history_add(h, g, id, a);
-        g_array_append_val(touched, uid);
+        wid = graph_find(g, h->trace->pool, e->name);
+        if (!wid) break;
+        uid = history_add(h, g, wid, a);
+        if (wid >= cap_w) {
+          guint32 old = cap_w;
+          cap_w = MAX(wid + 1, cap_w + cap_w / 2);
+          wuid = g_renew(guint32, wuid, cap_w);
+          memset(wuid + old, 0, (cap_w - old) * sizeof *wuid);
+        }
+        wuid[wid] = uid;
+        guint32 pair[2] = {uid, wid};
+        g_array_append_val(touched, pair);
         break;
       }
       case OX_TEDIT_ERASE:
@@ -377,7 +415,10 @@ static void history_build(OxHistory *h) {
         break;
       case OX_TEDIT_ARGS:
       case OX_TEDIT_REPLACE:
-        if (uid) g_array_append_val(touched, uid);
+        if (uid) {
+          guint32 pair[2] = {uid, wid};
+          g_array_append_val(touched, pair);
+        }
         break;
       case OX_TEDIT_RENAME:
         if (uid && e->new_name) {
@@ -397,10 +438,9 @@ static void history_build(OxHistory *h) {
     }
     /* identities added and erased within the step are born and dead at a: never alive */
     for (guint i = 0; i < touched->len; i++) {
-      guint32 uid = g_array_index(touched, guint32, i);
-      if (h->died[uid] != OX_HISTORY_NEVER) continue;
-      OxNodeId id = ox_graph_find(g, h->name[uid]);
-      if (id) history_union_edges(h, g, id, uid);
+      const guint32 *pair = (const guint32 *)touched->data + 2 * i;
+      if (h->died[pair[0]] != OX_HISTORY_NEVER || g->nodes[pair[1]].erased) continue;
+      history_union_edges(h, g, wuid, pair[1], pair[0]);
     }
     /* the inverse script, in undo order */
     OxStep *r = ox_trace_add_step(h->rev, OX_STEP_APPLIED);
@@ -415,6 +455,7 @@ static void history_build(OxHistory *h) {
   h->n_graph_steps = done;
   g_array_free(inv, TRUE);
   g_array_free(touched, TRUE);
+  g_free(wuid);
   ox_graph_free(g);
   history_index_steps(h);
   history_count_steps(h);

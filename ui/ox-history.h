@@ -45,6 +45,7 @@ struct OxHistory {
                                graph steps it is the input itself (uids are its node ids) */
   guint32 *born, *died;     /* per uid: graph step interval [born, died) */
   const char **name;        /* per uid: the real node name (interned in u) */
+  guint32 cap_uid;          /* allocated length of born, died and name */
   guint32 n_graph_steps;    /* number of graph-changing steps (max applied_index) */
   guint32 *seq_of_gstep;    /* [1..n_graph_steps]: trace seq of that graph step */
   guint32 *gstep_after_seq; /* [seq]: graph steps applied through this record */

@@ -165,18 +165,21 @@ static bool is_container(const OxValue *v) {
 }
 
 OxValue ox_trace_value_from_graph(OxTrace *t, const OxGraph *g, const OxValue *v) {
+  /* a graph sharing the pool's string table holds the pool's strings: no re-interning */
+  bool shared = ox_graph_shares_strings(g, t->pool);
   if (v->kind == OX_V_NODE) {
     const OxNode *n = ox_graph_node(g, v->u.node);
+    if (n && shared) return ox_value_node(ox_graph_name_ref_interned(t->pool, n->name));
     return ox_value_node(ox_trace_name_ref(t, n ? n->name : "?"));
   }
   OxValue r = *v;
-  if (v->s) r.s = ox_graph_intern(t->pool, v->s);
+  if (v->s) r.s = shared ? v->s : ox_graph_intern(t->pool, v->s);
   if (is_container(v)) {
     r.u.items = v->n ? ox_graph_alloc(t->pool, v->n * sizeof(OxValue)) : NULL;
     for (uint32_t i = 0; i < v->n; i++) r.u.items[i] = ox_trace_value_from_graph(t, g, &v->u.items[i]);
     if (v->kind == OX_V_DICT) {
       r.keys = v->n ? ox_graph_alloc(t->pool, v->n * sizeof(char *)) : NULL;
-      for (uint32_t i = 0; i < v->n; i++) r.keys[i] = ox_graph_intern(t->pool, v->keys[i]);
+      for (uint32_t i = 0; i < v->n; i++) r.keys[i] = shared ? v->keys[i] : ox_graph_intern(t->pool, v->keys[i]);
     }
   }
   return r;
