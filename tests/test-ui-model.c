@@ -747,6 +747,97 @@ static void test_trace_roundtrip(void) {
   g_rmdir(dir);
 }
 
+typedef struct TraceWait {
+  int state; /* 0 running, 1 loaded, 2 failed */
+  char *message;
+} TraceWait;
+
+static void on_trace_loaded(GObject *src, GAsyncResult *res, gpointer data) {
+  TraceWait *w = data;
+  GError *err = NULL;
+  w->state = ox_document_load_trace_finish(OX_DOCUMENT(src), res, &err) ? 1 : 2;
+  if (err) w->message = g_strdup(err->message);
+  g_clear_error(&err);
+}
+
+/* Loads relu-chain.txt into d, then the trace at tpath on the worker; prefetch: read the trace
+ * first, as the window does. Returns the outcome (message in *msg when it failed). */
+static int load_with_trace(OxDocument *d, const char *tpath, const char *prefetch, char **msg) {
+  if (prefetch) ox_document_prefetch_trace(d, prefetch);
+  g_autofree char *path = data_path("relu-chain.txt");
+  GError *err = NULL;
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g_assert_no_error(err);
+  TraceWait w = {0, NULL};
+  ox_document_load_trace_async(d, tpath, NULL, on_trace_loaded, &w);
+  gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  while (!w.state && g_get_monotonic_time() < end) g_main_context_iteration(NULL, TRUE);
+  g_assert_cmpint(w.state, !=, 0);
+  if (msg) *msg = w.message;
+  else g_free(w.message);
+  return w.state;
+}
+
+/* A trace read while its graph loads (ox_document_prefetch_trace, what the window does): the same
+ * history as a trace read after it, the same errors, and a prefetch of another file ignored. */
+static void test_trace_prefetch(void) {
+  g_autoptr(OxDocument) d = optimized_doc();
+  g_autofree char *dir = g_dir_make_tmp("ox-ui-model-XXXXXX", NULL);
+  g_autofree char *tpath = g_build_filename(dir, "trace.json", NULL);
+  g_autofree char *bad = g_build_filename(dir, "bad.json", NULL);
+  GError *err = NULL;
+  g_assert_true(ox_document_export(d, "trace", tpath, &err));
+  g_assert_no_error(err);
+  g_assert_true(g_file_set_contents(bad, "{\"format\": \"optimus-trace\",\n  \"version\": 3,\n  \"steps\": [1,\n", -1, NULL));
+  /* prefetched and finished, then the file removed: only the prefetched trace can be what loads */
+  g_autofree char *moved = g_build_filename(dir, "moved.json", NULL);
+  g_autoptr(OxDocument) d2 = ox_document_new();
+  ox_document_prefetch_trace(d2, tpath);
+  gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+  while (!ox_document_trace_prefetched(d2) && g_get_monotonic_time() < end) g_usleep(1000);
+  g_assert_true(ox_document_trace_prefetched(d2));
+  g_assert_cmpint(g_rename(tpath, moved), ==, 0);
+  g_assert_cmpint(load_with_trace(d2, tpath, NULL, NULL), ==, 1);
+  g_assert_false(ox_document_trace_prefetched(d2)); /* taken */
+  g_assert_cmpint(g_rename(moved, tpath), ==, 0);
+  g_assert_cmpuint(ox_document_get_n_steps(d2), ==, 4);
+  for (guint p = 0; p <= 4; p++) {
+    ox_document_set_position(d, p);
+    ox_document_set_position(d2, p);
+    g_autofree char *a = fx_of(ox_document_get_graph(d));
+    g_autofree char *b = fx_of(ox_document_get_graph(d2));
+    g_assert_cmpstr(a, ==, b);
+  }
+  /* a broken trace: the same located error with and without the prefetch */
+  g_autoptr(OxDocument) d3 = ox_document_new(), d4 = ox_document_new();
+  g_autofree char *m3 = NULL, *m4 = NULL;
+  g_assert_cmpint(load_with_trace(d3, bad, bad, &m3), ==, 2);
+  g_assert_cmpint(load_with_trace(d4, bad, NULL, &m4), ==, 2);
+  g_test_message("broken trace: %s", m3);
+  g_assert_cmpstr(m3, ==, m4);
+  g_assert_nonnull(strstr(m3, "bad.json:"));
+  /* a missing file: the same error too */
+  g_autofree char *gone = g_build_filename(dir, "gone.json", NULL);
+  g_autoptr(OxDocument) d5 = ox_document_new(), d6 = ox_document_new();
+  g_autofree char *m5 = NULL, *m6 = NULL;
+  g_assert_cmpint(load_with_trace(d5, gone, gone, &m5), ==, 2);
+  g_assert_cmpint(load_with_trace(d6, gone, NULL, &m6), ==, 2);
+  g_assert_cmpstr(m5, ==, m6);
+  /* a prefetch of another file is not used (and is dropped) */
+  g_autoptr(OxDocument) d7 = ox_document_new();
+  g_assert_cmpint(load_with_trace(d7, tpath, bad, NULL), ==, 1);
+  g_assert_false(ox_document_trace_prefetched(d7));
+  g_assert_cmpuint(ox_document_get_n_steps(d7), ==, 4);
+  /* a prefetch nobody takes: dropped with the document (the thread finishes on its own) */
+  OxDocument *d8 = ox_document_new();
+  ox_document_prefetch_trace(d8, tpath);
+  g_object_unref(d8);
+  g_usleep(200 * 1000);
+  g_unlink(tpath);
+  g_unlink(bad);
+  g_rmdir(dir);
+}
+
 static void on_optimized(GObject *src, GAsyncResult *res, gpointer data) {
   GError *err = NULL;
   gboolean ok = ox_document_optimize_finish(OX_DOCUMENT(src), res, &err);
@@ -816,5 +907,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui-model/export", test_export);
   g_test_add_func("/ui-model/export-picture", test_export_picture);
   g_test_add_func("/ui-model/trace-roundtrip", test_trace_roundtrip);
+  g_test_add_func("/ui-model/trace-prefetch", test_trace_prefetch);
   return g_test_run();
 }

@@ -418,11 +418,130 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
 /* ---- trace loading off the main thread: at 100k nodes a trace is ~120 MB of JSON and takes
  * tens of seconds to parse; the graph is shown (and usable) meanwhile. */
 
+/* Reads and parses a trace file: the trace, or NULL with *code and *msg (owned) set. */
+static OxTrace *trace_read(const char *path, GIOErrorEnum *code, char **msg) {
+  char err[512];
+  size_t len = 0;
+  char *text = ox_read_file(path, &len, (size_t)1 << 30, err, sizeof err);
+  if (!text) {
+    *code = G_IO_ERROR_FAILED;
+    *msg = g_strdup(err);
+    return NULL;
+  }
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxTrace *trace = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  int rc = ox_trace_read_json(text, len, path, &trace, &d);
+  free(text);
+  g_debug("trace %s: parsed in %.0f ms", path, (g_get_monotonic_time() - t0) / 1000.0);
+  if (rc != 0 || !trace) {
+    if (trace) ox_trace_free(trace);
+    *code = G_IO_ERROR_INVALID_DATA;
+    *msg = ox_document_diags_text(&d);
+    ox_diags_clear(&d);
+    return NULL;
+  }
+  ox_diags_clear(&d);
+  return trace;
+}
+
+/* A trace read on its own thread while the graph loads (ox_document_prefetch_trace). The thread
+ * and the document each hold a reference; whoever takes the result waits for `done`. */
+typedef struct TracePrefetch {
+  gint ref;
+  char *path;
+  GMutex lock;
+  GCond cond;
+  gboolean done;
+  OxTrace *trace; /* the result (owned until taken), or NULL with code and msg */
+  GIOErrorEnum code;
+  char *msg;
+} TracePrefetch;
+
+void ox_document_prefetch_unref(TracePrefetch *p) {
+  if (!p || !g_atomic_int_dec_and_test(&p->ref)) return;
+  if (p->trace) ox_trace_free(p->trace);
+  g_free(p->msg);
+  g_free(p->path);
+  g_mutex_clear(&p->lock);
+  g_cond_clear(&p->cond);
+  g_free(p);
+}
+
+static gpointer prefetch_thread(gpointer data) {
+  TracePrefetch *p = data;
+  GIOErrorEnum code = G_IO_ERROR_FAILED;
+  char *msg = NULL;
+  OxTrace *t = trace_read(p->path, &code, &msg);
+  g_mutex_lock(&p->lock);
+  p->trace = t;
+  p->code = code;
+  p->msg = msg;
+  p->done = TRUE;
+  g_cond_broadcast(&p->cond);
+  g_mutex_unlock(&p->lock);
+  ox_document_prefetch_unref(p);
+  return NULL;
+}
+
+void ox_document_prefetch_trace(OxDocument *self, const char *trace_path) {
+  g_clear_pointer(&self->prefetch, ox_document_prefetch_unref);
+  if (!trace_path) return;
+  TracePrefetch *p = g_new0(TracePrefetch, 1);
+  p->ref = 2; /* the document's and the thread's */
+  p->path = g_strdup(trace_path);
+  g_mutex_init(&p->lock);
+  g_cond_init(&p->cond);
+  GThread *th = g_thread_try_new("optimus-trace-read", prefetch_thread, p, NULL);
+  if (!th) { /* no thread: the trace is read by the load as before */
+    p->ref = 1;
+    ox_document_prefetch_unref(p);
+    return;
+  }
+  g_thread_unref(th);
+  self->prefetch = p;
+}
+
+gboolean ox_document_trace_prefetched(OxDocument *self) {
+  TracePrefetch *p = self->prefetch;
+  if (!p) return FALSE;
+  g_mutex_lock(&p->lock);
+  gboolean done = p->done;
+  g_mutex_unlock(&p->lock);
+  return done;
+}
+
+/* How long a load waits for a prefetch to finish reading (a 1 GiB trace, the largest read,
+ * parses in well under a minute here). */
+#define PREFETCH_WAIT_S 600
+
+/* The prefetched trace (taken from p), or NULL with *code and *msg set. */
+static OxTrace *prefetch_take(TracePrefetch *p, GIOErrorEnum *code, char **msg) {
+  gint64 deadline = g_get_monotonic_time() + (gint64)PREFETCH_WAIT_S * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&p->lock);
+  while (!p->done)
+    if (!g_cond_wait_until(&p->cond, &p->lock, deadline)) break;
+  OxTrace *t = NULL;
+  if (!p->done) {
+    *code = G_IO_ERROR_TIMED_OUT;
+    *msg = g_strdup_printf("%s: reading the trace took more than %d s", p->path, PREFETCH_WAIT_S);
+  } else if (p->trace) {
+    t = g_steal_pointer(&p->trace);
+  } else {
+    *code = p->code;
+    *msg = g_strdup(p->msg ? p->msg : "the trace could not be read");
+  }
+  g_mutex_unlock(&p->lock);
+  return t;
+}
+
 typedef struct TraceJob {
   OxDocument *self;   /* ref; main thread only */
   guint gen;
   char *path;
   OxHistory *base;    /* the history whose input the trace is for (ref; its input is immutable) */
+  TracePrefetch *prefetch; /* ref: the trace already being read, or NULL */
   OxHistory *result;
 } TraceJob;
 
@@ -431,6 +550,7 @@ static void trace_job_free(gpointer p) {
   g_clear_object(&j->self);
   g_free(j->path);
   ox_history_unref(j->base);
+  ox_document_prefetch_unref(j->prefetch);
   ox_history_unref(j->result);
   g_free(j);
 }
@@ -438,28 +558,14 @@ static void trace_job_free(gpointer p) {
 static void trace_thread(GTask *task, gpointer src, gpointer data, GCancellable *c) {
   (void)src;
   TraceJob *j = data;
-  char err[512];
-  size_t len = 0;
-  char *text = ox_read_file(j->path, &len, (size_t)1 << 30, err, sizeof err);
-  if (!text) {
-    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
-    return;
-  }
-  OxDiagList d;
-  ox_diags_init(&d, j->path);
-  OxTrace *trace = NULL;
-  gint64 t0 = g_get_monotonic_time();
-  int rc = ox_trace_read_json(text, len, j->path, &trace, &d);
-  free(text);
-  g_debug("trace %s: parsed in %.0f ms", j->path, (g_get_monotonic_time() - t0) / 1000.0);
-  if (rc != 0 || !trace) {
-    char *msg = ox_document_diags_text(&d);
-    ox_diags_clear(&d);
-    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s", msg);
+  GIOErrorEnum code = G_IO_ERROR_FAILED;
+  char *msg = NULL;
+  OxTrace *trace = j->prefetch ? prefetch_take(j->prefetch, &code, &msg) : trace_read(j->path, &code, &msg);
+  if (!trace) {
+    g_task_return_new_error(task, G_IO_ERROR, code, "%s", msg);
     g_free(msg);
     return;
   }
-  ox_diags_clear(&d);
   if (g_cancellable_is_cancelled(c)) {
     ox_trace_free(trace);
     g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled");
@@ -505,6 +611,8 @@ void ox_document_load_trace_async(OxDocument *self, const char *trace_path, GCan
   j->gen = self->gen;
   j->path = g_strdup(trace_path);
   j->base = ox_history_ref(self->history);
+  if (self->prefetch && strcmp(self->prefetch->path, trace_path) == 0) j->prefetch = g_steal_pointer(&self->prefetch);
+  g_clear_pointer(&self->prefetch, ox_document_prefetch_unref);
   g_task_set_task_data(task, j, trace_job_free);
   ox_document_set_busy(self, TRUE);
   ox_document_set_status(self, "loading the trace…");

@@ -70,7 +70,9 @@ struct _OxDocument {
   GQueue *whatif_queue;   /* options asked for, not started (owned strings) */
   struct WhatifJob *whatif_job; /* the running one (owned by its task), or NULL */
   guint whatif_gen, whatif_runs;
+  struct TracePrefetch *prefetch; /* a trace being read while the graph loads (ref), or NULL */
 };
+void ox_document_prefetch_unref(struct TracePrefetch *p);
 enum {
   PROP_0,
   PROP_PATH,

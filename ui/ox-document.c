@@ -866,6 +866,7 @@ static void ox_document_finalize(GObject *o) {
   g_hash_table_destroy(self->touching);
   g_hash_table_destroy(self->whatif);
   g_queue_free_full(self->whatif_queue, g_free);
+  g_clear_pointer(&self->prefetch, ox_document_prefetch_unref);
   G_OBJECT_CLASS(ox_document_parent_class)->finalize(o);
 }
 

@@ -166,6 +166,13 @@ gboolean ox_document_set_doc(OxDocument *self, OxDoc *doc, guint graph_index, Ox
 void ox_document_load_trace_async(OxDocument *self, const char *trace_path, GCancellable *cancellable,
                                   GAsyncReadyCallback cb, gpointer user_data);
 gboolean ox_document_load_trace_finish(OxDocument *self, GAsyncResult *res, GError **error);
+/* Starts reading and parsing trace_path on a thread of its own now, before the graph it belongs
+ * to is loaded; the next ox_document_load_trace_async of the same path takes the parsed trace
+ * (or its error) instead of reading the file again. Reading the trace and loading the graph
+ * then overlap. A prefetch nobody takes is dropped by the next one and by the document. */
+void ox_document_prefetch_trace(OxDocument *self, const char *trace_path);
+/* Whether a prefetched trace (or its error) is held and its reading has finished (for tests). */
+gboolean ox_document_trace_prefetched(OxDocument *self);
 gboolean ox_document_has_graph(OxDocument *self);
 const char *ox_document_get_path(OxDocument *self);
 OxDoc *ox_document_get_doc(OxDocument *self);

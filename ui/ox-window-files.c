@@ -265,7 +265,9 @@ gboolean ox_window_open(OxWindow *self, const char *graph_path, const char *trac
     remembered_clear(&r);
   }
   g_clear_pointer(&self->note, g_free);
-  /* the graph first (shown at once), its trace on a worker: large traces take seconds to parse */
+  /* the graph first (shown at once), its trace on a worker: large traces take seconds to parse.
+   * The trace's reading starts now, on a thread of its own, so that it overlaps the graph's. */
+  ox_document_prefetch_trace(self->doc, trace_path);
   gboolean ok = ox_document_load_file(self->doc, graph_path, NULL, &err);
   if (!ok && from_memory) {
     /* the file changed since: open it without them, and say so */
@@ -278,6 +280,7 @@ gboolean ox_window_open(OxWindow *self, const char *graph_path, const char *trac
     else g_free(note);
   }
   if (!ok) {
+    ox_document_prefetch_trace(self->doc, NULL); /* drop it */
     char *title = g_strdup_printf("Cannot open %s", graph_path);
     ox_window_show_error(self, title, err->message);
     g_free(title);
