@@ -1012,6 +1012,72 @@ static void test_trace_integrity(void) {
   ox_graph_free(g);
 }
 
+/* ------------------------------------------------------------------ runs without edit scripts */
+
+static void zero_timings(OxTrace *t) {
+  t->seconds = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    t->steps[i].seconds = 0;
+    for (int k = 0; k < OX_CHECK_KINDS; k++) t->steps[i].checks[k].seconds = 0;
+  }
+}
+
+/* A run whose trace records no edit scripts (no_edits: `optimus optimize` without --trace)
+ * makes the same graph and records everything else the same: the same steps, names, reasons,
+ * checks, costs and counters, on random graphs through the built-in pipeline. */
+static void test_no_edits_same_run(void) {
+  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
+  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, applied = 0;
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    bool post;
+    OxGraph *g1 = gen_graph(seed, &post);
+    g_assert_nonnull(g1);
+    OxGraph *g2 = ox_graph_clone(g1);
+    OxTrace *t[2];
+    OxOptimizeResult res[2];
+    OxGraph *gs[2] = {g1, g2};
+    for (int k = 0; k < 2; k++) {
+      OxPipeline p;
+      ox_pipeline_default(gs[k], &p);
+      OxCheckConfig checks;
+      ox_check_config_default(&checks);
+      checks.numeric = seed % 4 == 0;
+      t[k] = ox_trace_new_for(gs[k]);
+      t[k]->no_edits = k == 1;
+      OxDiagList d;
+      ox_diags_init(&d, "gen");
+      g_assert_cmpint(ox_optimize(gs[k], &p, &checks, t[k], &res[k], &d), ==, 0);
+      ox_diags_clear(&d);
+      ox_pipeline_free(&p);
+    }
+    char *a = fx_of(g1), *b = fx_of(g2);
+    g_assert_cmpstr(a, ==, b);
+    free(a);
+    free(b);
+    g_assert_cmpuint(res[0].applied, ==, res[1].applied);
+    g_assert_cmpuint(res[0].rejected, ==, res[1].rejected);
+    g_assert_cmpuint(res[0].check_failures, ==, res[1].check_failures);
+    applied += res[0].applied;
+    uint32_t with_edits = 0;
+    for (uint32_t i = 0; i < t[1]->n_steps; i++) g_assert_cmpuint(t[1]->steps[i].n_edits, ==, 0);
+    for (uint32_t i = 0; i < t[0]->n_steps; i++) {
+      with_edits += t[0]->steps[i].n_edits > 0;
+      t[0]->steps[i].n_edits = 0;
+      t[0]->steps[i].edits = NULL;
+    }
+    g_assert_cmpuint(with_edits, >=, res[0].applied > 0); /* the full run did record edits */
+    zero_timings(t[0]);
+    zero_timings(t[1]);
+    char *diff = trace_first_difference(t[0], t[1]);
+    if (diff) g_error("seed %" G_GUINT64_FORMAT ": %s", seed, diff);
+    ox_trace_free(t[0]);
+    ox_trace_free(t[1]);
+    ox_graph_free(g1);
+    ox_graph_free(g2);
+  }
+  g_assert_cmpuint(applied, >, n);
+}
+
 /* ------------------------------------------------------------------ version 3 (issue 20) */
 
 /* Random graphs through the built-in pipeline: each run's trace in version 2 and version 3
@@ -1658,6 +1724,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/engine/trace/reader-damaged", GINT_TO_POINTER(2), test_trace_reader_damaged);
   g_test_add_data_func("/engine/trace/reader-damaged-v3", GINT_TO_POINTER(3), test_trace_reader_damaged);
   g_test_add_func("/engine/trace/v3-generated", test_v3_generated);
+  g_test_add_func("/engine/trace/no-edits-same-run", test_no_edits_same_run);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
   g_test_add_func("/engine/trace/v2-file", test_v2_file);
   g_test_add_func("/engine/trace/fast-read-equals-json-c", test_fast_read_equals_json_c);

@@ -114,6 +114,7 @@ typedef struct CliOpts {
   bool want_file2;
   bool keep_failed, list_passes, has_step;
   bool cost_guard; /* --cost-guard: min_payoff=0 for every pass that has none */
+  bool no_edits;   /* the run's trace is not written: record steps without edit scripts */
   uint32_t step;
   uint64_t numeric_budget;
   OxBudget budget; /* --budget; zero fields = defaults */

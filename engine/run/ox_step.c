@@ -796,7 +796,8 @@ bool ox_step_commit(OxPassCtx *c) {
     s->n_prov = pairs.n;
     s->scaffold = names_of(c, g, pairs.scaffold, pairs.n_scaffold);
     s->n_scaffold = pairs.n_scaffold;
-    build_edits(c, s, &lx); /* reads the log as indexed: the provenance edits below are not part of it */
+    /* reads the log as indexed: the provenance edits below are not part of it */
+    if (!c->trace->no_edits) build_edits(c, s, &lx);
   }
   log_index_free(&lx);
   ox_provenance_apply(g, pairs.po, pairs.pn, pairs.n, ch.added, ch.n_added, pairs.scaffold, pairs.n_scaffold,

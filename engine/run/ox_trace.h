@@ -195,6 +195,10 @@ typedef struct OxTrace {
   const char **counter_names; int64_t *counter_values; uint32_t n_counters; /* totals */
   OxCostPair cost;         /* estimated cost of the whole graph before and after the run */
   double seconds;
+  /* Set before recording: applied steps are recorded without their edit scripts (a run whose
+   * trace is neither written nor replayed: `optimus optimize` without --trace). Everything else
+   * (names, reasons, checks, costs, counters) is recorded as usual. */
+  bool no_edits;
   struct OxTraceStrCache *str_cache; /* private: strings of recording graphs -> pool strings */
 } OxTrace;
 
