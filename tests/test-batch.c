@@ -84,7 +84,7 @@ static OxNodeId ph_dt(const char *name, OxDType dt, int rank, const int64_t *dim
   OxTensorMeta *t = ox_graph_tensor_meta_new(G, dt, rank);
   for (int i = 0; i < rank; i++) t->shape[i].v = dims[i];
   t->device = ox_graph_intern(G, "cpu");
-  OxMeta m = {OX_META_TENSOR, 1, t, NULL, false};
+  OxMeta m = {.kind = OX_META_TENSOR, .n = 1, .t = t};
   ox_graph_set_meta(G, id, &m);
   return id;
 }

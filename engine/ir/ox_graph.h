@@ -160,12 +160,12 @@ typedef enum OxMetaKind {
   OX_META_SCALAR    /* a Python scalar/other non-tensor value, no shape */
 } OxMetaKind;
 
-typedef struct OxMeta {
+typedef struct OxMeta { /* 24 bytes: one in every node and in every logged edit */
   uint8_t kind;      /* OxMetaKind */
+  bool inferred;     /* filled by shape inference rather than read from the dump */
   uint32_t n;        /* number of tensor metas in t */
   OxTensorMeta *t;
   const char *sym;   /* SYMINT: the symbol; interned */
-  bool inferred;     /* filled by shape inference rather than read from the dump */
 } OxMeta;
 
 /* ------------------------------------------------------------------ nodes */
@@ -206,13 +206,13 @@ typedef struct OxNode {
   int32_t declared_users; /* [num_users=N] as printed in the dump, -1 if absent */
   uint32_t pos;           /* position in order; valid after ox_graph_renumber */
   uint32_t src_line;      /* 1-based line in the dump it came from, 0 if none */
+  uint32_t n_provenance;  /* entries in provenance (below; here to fill the word) */
   const char *type_ann;   /* type annotation as printed ("torch.Tensor", "Tensor"), interned or NULL */
   const char *stack_trace;/* "# File: ..." lines / meta stack_trace, interned or NULL */
   const char *module_path;/* nn_module_stack leaf path ("layers.0.attn"), interned or NULL */
   const char *module_type;/* for call_module: the nn.Module class ("torch.nn.Linear"), or NULL */
   const char *default_value; /* placeholder default as printed, or NULL */
   OxNodeId *provenance;   /* arena; ids of nodes (in the input graph) this node came from */
-  uint32_t n_provenance;
 } OxNode;
 
 /* ------------------------------------------------------------------ graph */
