@@ -303,7 +303,7 @@ typedef struct OxGraph {
   /* tensor-meta sharing table (ox_graph_set_meta / ox_graph_meta_share); private */
   struct OxMetaTab *metatab;
   /* op index (ox_op_index in ox_ops.h): 2 bytes per node that scans over every node read instead
-   * of the 216-byte nodes. NULL until first asked; entries at or past cap_opix, and entries of
+   * of the 200-byte nodes. NULL until first asked; entries at or past cap_opix, and entries of
    * nodes whose kind, target, kwargs or liveness changed, are OX_OPIX_STALE (recomputed when read) */
   uint16_t *opix;
   uint32_t cap_opix;
