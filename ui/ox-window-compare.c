@@ -274,6 +274,7 @@ gboolean ox_window_compare_open(OxWindow *self, const char *trace_path, GError *
   const char *shapes = ox_document_get_loaded_shapes_file(self->doc);
   if ((specs && specs[0]) || shapes)
     ox_document_set_pending_shapes(b, specs, specs ? g_strv_length((char **)specs) : 0, shapes);
+  ox_document_prefetch_trace(b, trace_path); /* read while the graph loads (dropped with b) */
   if (!ox_document_load_file(b, path, NULL, error)) {
     g_object_unref(b);
     return FALSE;
