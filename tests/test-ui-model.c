@@ -715,6 +715,17 @@ static void test_export(void) {
   g_rmdir(dir);
 }
 
+/* a and b show the same graph at every position 0..n */
+static void assert_same_steps(OxDocument *a, OxDocument *b, guint n) {
+  for (guint p = 0; p <= n; p++) {
+    ox_document_set_position(a, p);
+    ox_document_set_position(b, p);
+    g_autofree char *fa = fx_of(ox_document_get_graph(a));
+    g_autofree char *fb = fx_of(ox_document_get_graph(b));
+    g_assert_cmpstr(fa, ==, fb);
+  }
+}
+
 static void test_trace_roundtrip(void) {
   g_autoptr(OxDocument) d = optimized_doc();
   g_autofree char *dir = g_dir_make_tmp("ox-ui-model-XXXXXX", NULL);
@@ -727,13 +738,7 @@ static void test_trace_roundtrip(void) {
   g_assert_true(ox_document_load_file(d2, path, tpath, &err));
   g_assert_no_error(err);
   g_assert_cmpuint(ox_document_get_n_steps(d2), ==, 4);
-  for (guint p = 0; p <= 4; p++) {
-    ox_document_set_position(d, p);
-    ox_document_set_position(d2, p);
-    g_autofree char *a = fx_of(ox_document_get_graph(d));
-    g_autofree char *b = fx_of(ox_document_get_graph(d2));
-    g_assert_cmpstr(a, ==, b);
-  }
+  assert_same_steps(d, d2, 4);
   /* the trace refuses another graph */
   g_autoptr(OxDocument) d3 = ox_document_new();
   g_autofree char *other = g_build_filename(dir, "other.txt", NULL);
@@ -801,13 +806,7 @@ static void test_trace_prefetch(void) {
   g_assert_false(ox_document_trace_prefetched(d2)); /* taken */
   g_assert_cmpint(g_rename(moved, tpath), ==, 0);
   g_assert_cmpuint(ox_document_get_n_steps(d2), ==, 4);
-  for (guint p = 0; p <= 4; p++) {
-    ox_document_set_position(d, p);
-    ox_document_set_position(d2, p);
-    g_autofree char *a = fx_of(ox_document_get_graph(d));
-    g_autofree char *b = fx_of(ox_document_get_graph(d2));
-    g_assert_cmpstr(a, ==, b);
-  }
+  assert_same_steps(d, d2, 4);
   /* a broken trace: the same located error with and without the prefetch */
   g_autoptr(OxDocument) d3 = ox_document_new(), d4 = ox_document_new();
   g_autofree char *m3 = NULL, *m4 = NULL;
