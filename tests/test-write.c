@@ -624,6 +624,29 @@ static void test_corpus_roundtrip(gconstpointer data) {
   g_free(path);
 }
 
+/* The writers' integer text is printf's, for the edge values and a spread of random ones. */
+static void test_fmt_i64(void) {
+  const int64_t edge[] = {0, 1, -1, 9, 10, -10, 99, 100, INT32_MAX, INT32_MIN, (int64_t)UINT32_MAX, INT64_MAX, INT64_MIN,
+                          INT64_MIN + 1, 1000000000000000000LL, -999999999999999999LL};
+  GRand *r = g_rand_new_with_seed(7);
+  OxBuf b;
+  ox_buf_init(&b);
+  for (guint i = 0; i < G_N_ELEMENTS(edge) + 20000; i++) {
+    int64_t v = i < G_N_ELEMENTS(edge) ? edge[i]
+                                       : (int64_t)(((guint64)g_rand_int(r) << 32) | g_rand_int(r)) >> g_rand_int_range(r, 0, 63);
+    char want[32], got[32];
+    snprintf(want, sizeof want, "%" G_GINT64_FORMAT, (gint64)v);
+    int n = ox_fmt_i64(got, v);
+    g_assert_cmpstr(got, ==, want);
+    g_assert_cmpint(n, ==, (int)strlen(want));
+    size_t at = b.len;
+    ox_buf_put_i64(&b, v);
+    g_assert_cmpstr(b.data + at, ==, want);
+  }
+  ox_buf_free(&b);
+  g_rand_free(r);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/write/fx/spec-example", test_spec_example);
@@ -631,6 +654,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/write/fx/annotations", test_annotations);
   g_test_add_func("/engine/write/fx/placeholder-default-and-returns", test_placeholder_default_and_returns);
   g_test_add_func("/engine/write/fx/values", test_values);
+  g_test_add_func("/engine/write/fmt-i64", test_fmt_i64);
   g_test_add_func("/engine/write/fx/subgraph-block", test_subgraph_block);
   g_test_add_func("/engine/write/roundtrip/handbuilt", test_roundtrip_handbuilt);
   g_test_add_func("/engine/write/roundtrip/values", test_roundtrip_values);

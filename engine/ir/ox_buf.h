@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -41,6 +42,24 @@ static inline void ox_buf_putc(OxBuf *b, char c) {
   ox_buf_reserve(b, 1);
   b->data[b->len++] = c;
   b->data[b->len] = 0;
+}
+/* The decimal text of v in buf (room for 21 bytes), NUL-terminated, as printf's "%lld" writes
+ * it; returns its length. The writers' integers go through this, not printf (printf was ~5 % of
+ * an optimize run at 100k nodes, most of it for numbers). */
+static inline int ox_fmt_i64(char *buf, int64_t v) {
+  char d[20];
+  int n = 0, len = 0;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do d[n++] = (char)('0' + u % 10);
+  while ((u /= 10) != 0);
+  if (v < 0) buf[len++] = '-';
+  while (n) buf[len++] = d[--n];
+  buf[len] = 0;
+  return len;
+}
+static inline void ox_buf_put_i64(OxBuf *b, int64_t v) {
+  ox_buf_reserve(b, 21);
+  b->len += (size_t)ox_fmt_i64(b->data + b->len, v);
 }
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))

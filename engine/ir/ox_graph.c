@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ox_buf.h"
 #include "ir/ox_mem.h"
 
 /* ------------------------------------------------------------------ ops */
@@ -1778,6 +1779,7 @@ const OxTensorMeta *ox_node_tensor_meta(const OxNode *n) {
 
 static int fmt_dim(const OxDim *d, char *buf, size_t cap) {
   if (d->sym) return snprintf(buf, cap, "%s", d->sym);
+  if (cap >= 21) return ox_fmt_i64(buf, d->v);
   return snprintf(buf, cap, "%lld", (long long)d->v);
 }
 

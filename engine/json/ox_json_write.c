@@ -64,7 +64,7 @@ void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, co
   switch ((OxValueKind)v->kind) {
   case OX_V_NONE: ox_buf_puts(b, "null"); return;
   case OX_V_BOOL: ox_buf_puts(b, v->u.b ? "true" : "false"); return;
-  case OX_V_INT: ox_buf_printf(b, "%" PRId64, v->u.i); return;
+  case OX_V_INT: ox_buf_put_i64(b, v->u.i); return;
   case OX_V_FLOAT:
     if (isnan(v->u.f) || isinf(v->u.f)) {
       write_tagged_str(b, "float", isnan(v->u.f) ? "nan" : v->u.f < 0 ? "-inf" : "inf", st);
@@ -127,7 +127,7 @@ static void write_dims(OxBuf *b, const OxDim *dims, int32_t rank) {
     if (dims[i].sym)
       ox_json_put_str(b, dims[i].sym);
     else
-      ox_buf_printf(b, "%" PRId64, dims[i].v);
+      ox_buf_put_i64(b, dims[i].v);
   }
   ox_buf_putc(b, ']');
 }

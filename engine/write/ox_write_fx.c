@@ -109,7 +109,7 @@ static void put_value(const OxGraph *g, const OxValue *v, NodeStyle ns, OxBuf *b
   switch ((OxValueKind)v->kind) {
   case OX_V_NONE: ox_buf_puts(b, "None"); return;
   case OX_V_BOOL: ox_buf_puts(b, v->u.b ? "True" : "False"); return;
-  case OX_V_INT: ox_buf_printf(b, "%" PRId64, v->u.i); return;
+  case OX_V_INT: ox_buf_put_i64(b, v->u.i); return;
   case OX_V_FLOAT: ox_buf_put_pyfloat(b, v->u.f); return;
   case OX_V_STR: put_str_atom(b, v->s); return;
   case OX_V_NODE: {
@@ -210,7 +210,9 @@ static void write_node(const OxGraph *g, const OxNode *n, int indent, OxBuf *b) 
     ox_buf_putc(b, '\n');
     return;
   }
-  ox_buf_printf(b, "%%%s : ", n->name);
+  ox_buf_putc(b, '%');
+  ox_buf_puts(b, n->name);
+  ox_buf_puts(b, " : ");
   const OxTensorMeta *t = ox_node_tensor_meta(n);
   if (t) {
     char ann[512];
@@ -233,8 +235,13 @@ static void write_node(const OxGraph *g, const OxNode *n, int indent, OxBuf *b) 
     ox_buf_puts(b, n->type_ann);
     ox_buf_putc(b, ' ');
   }
-  ox_buf_printf(b, "[num_users=%" PRIu32 "] = %s[target=%s]", n->n_users, ox_op_name((OxOp)n->op),
-                n->target ? n->target : "");
+  ox_buf_puts(b, "[num_users=");
+  ox_buf_put_i64(b, n->n_users);
+  ox_buf_puts(b, "] = ");
+  ox_buf_puts(b, ox_op_name((OxOp)n->op));
+  ox_buf_puts(b, "[target=");
+  ox_buf_puts(b, n->target ? n->target : "");
+  ox_buf_putc(b, ']');
   switch ((OxOp)n->op) {
   case OX_OP_PLACEHOLDER:
     if (n->default_value) ox_buf_printf(b, "(default=%s)", n->default_value);
