@@ -14,6 +14,7 @@
  * need more work than the budget. It FAILS only on a real disagreement, or when the AFTER
  * region cannot execute although BEFORE could (a broken rewrite).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,21 +278,77 @@ static void boundary(const OxGraph *g, const Set *r, Set *out, Ids *tmp) {
   }
 }
 
-/* Is another member of b upstream of node x (within max_hops)? */
-static bool derived_from_boundary(const OxGraph *g, OxNodeId x, const Set *b, uint32_t max_hops, Ids *tmp,
-                                  IdMap *seen, uint32_t epoch) {
+/* Stamps per node id for the searches below, kept from one check to the next (a map cleared per
+ * check would cost more than the searches at 100k nodes): a node is marked when its stamp is the
+ * current one, so starting a new search is bumping the stamp. One pair per thread (the debugger
+ * runs checks on workers), freed when the thread ends. */
+typedef struct {
+  uint32_t *stamp;
+  uint32_t cap, now;
+} Stamps;
+
+typedef struct {
+  Stamps seen, all;
+} SearchScratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p) {
+  SearchScratch *s = p;
+  free(s->seen.stamp);
+  free(s->all.stamp);
+  free(s);
+}
+
+static void scratch_key_init(void) {
+  if (pthread_key_create(&scratch_key, scratch_free) != 0) abort();
+}
+
+static SearchScratch *search_scratch(void) {
+  pthread_once(&scratch_once, scratch_key_init);
+  SearchScratch *s = pthread_getspecific(scratch_key);
+  if (!s) {
+    s = ox_xcalloc(1, sizeof *s);
+    if (pthread_setspecific(scratch_key, s) != 0) abort();
+  }
+  return s;
+}
+
+/* A new, empty marking for ids below n. */
+static void stamps_begin(Stamps *s, uint32_t n) {
+  if (n > s->cap) {
+    uint32_t cap = n + n / 4 + 64;
+    s->stamp = ox_xrealloc(s->stamp, (size_t)cap * sizeof *s->stamp);
+    memset(s->stamp + s->cap, 0, (size_t)(cap - s->cap) * sizeof *s->stamp);
+    s->cap = cap;
+  }
+  if (++s->now == 0) { /* wrapped: old stamps would read as current */
+    memset(s->stamp, 0, (size_t)s->cap * sizeof *s->stamp);
+    s->now = 1;
+  }
+}
+
+static bool stamps_has(const Stamps *s, OxNodeId id) { return id < s->cap && s->stamp[id] == s->now; }
+static void stamps_mark(Stamps *s, OxNodeId id) { s->stamp[id] = s->now; }
+
+/* Is another member of the boundary (the ids sc->all marks) upstream of node x (within
+ * max_hops)? A breadth-first search; a node is visited once. */
+static bool derived_from_boundary(const OxGraph *g, OxNodeId x, uint32_t max_hops, Ids *tmp, SearchScratch *sc) {
   OxNodeId frontier[512], next[512];
   uint32_t nf = 0, nn;
   frontier[nf++] = x;
+  Stamps *seen = &sc->seen;
+  stamps_begin(seen, g->n_nodes);
   for (uint32_t h = 0; h < max_hops && nf; h++) {
     nn = 0;
     for (uint32_t i = 0; i < nf; i++) {
       node_refs(&g->nodes[frontier[i]], tmp);
       for (uint32_t k = 0; k < tmp->n; k++) {
         OxNodeId y = tmp->ids[k];
-        if (idmap_get(seen, y) == epoch) continue;
-        idmap_put(seen, y, epoch);
-        if (set_has(b, y)) return true;
+        if (stamps_has(seen, y)) continue;
+        stamps_mark(seen, y);
+        if (stamps_has(&sc->all, y)) return true;
         if (nn < 512) next[nn++] = y;
       }
     }
@@ -305,10 +362,9 @@ static bool derived_from_boundary(const OxGraph *g, OxNodeId x, const Set *b, ui
  * than max_nodes nodes. */
 static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNodeId *extra, uint32_t n_extra,
                           uint32_t max_nodes) {
-  IdMap seen = {0};
-  uint32_t epoch = 0;
   Ids tmp = {0};
   bool ok = true;
+  SearchScratch *sc = search_scratch();
   for (int round = 0; round < 64; round++) {
     Set bb = {0}, ba = {0}, all = {0};
     boundary(g, before, &bb, &tmp);
@@ -317,6 +373,8 @@ static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNod
       if (!set_has(after, extra[i])) set_add(&ba, extra[i]);
     for (uint32_t i = 0; i < bb.n; i++) set_add(&all, bb.ids[i]);
     for (uint32_t i = 0; i < ba.n; i++) set_add(&all, ba.ids[i]);
+    stamps_begin(&sc->all, g->n_nodes);
+    for (uint32_t i = 0; i < all.n; i++) stamps_mark(&sc->all, all.ids[i]);
     bool changed = false;
     for (uint32_t i = 0; i < all.n; i++) {
       OxNodeId x = all.ids[i];
@@ -325,7 +383,7 @@ static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNod
       /* an int the shapes fix is a constant of the region, not a value to compute */
       int64_t iv;
       if (boundary_int(g, x, &iv)) continue;
-      if (!derived_from_boundary(g, x, &all, 6, &tmp, &seen, ++epoch)) continue;
+      if (!derived_from_boundary(g, x, 6, &tmp, sc)) continue;
       if (set_has(&bb, x)) set_add(before, x);
       if (set_has(&ba, x)) set_add(after, x);
       changed = true;
@@ -340,7 +398,6 @@ static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNod
     if (!changed) break;
   }
   free(tmp.ids);
-  idmap_free(&seen);
   return ok;
 }
 
