@@ -886,6 +886,90 @@ static void test_numeric_uniform_shrink(void) {
   ox_graph_free(g);
 }
 
+/* stack(unbind(x, 0)[67:96], dim=1) for x f32[96, 64, 64], as a pre-grad dump. */
+static OxGraph *unbind_stack_graph(void) {
+  GString *t = g_string_new("graph():\n    %x : Tensor \"f32[96, 64, 64]\" [num_users=1] = placeholder[target=x]\n"
+                            "    %unbind : [num_users=29] = call_function[target=torch.unbind](args = (%x,), kwargs = {dim: 0})\n");
+  for (int i = 67; i < 96; i++)
+    g_string_append_printf(t, "    %%getitem_%d : [num_users=1] = call_function[target=operator.getitem](args = (%%unbind, %d), kwargs = {})\n", i, i);
+  g_string_append(t, "    %stack : [num_users=1] = call_function[target=torch.stack](args = ([");
+  for (int i = 67; i < 96; i++) g_string_append_printf(t, "%s%%getitem_%d", i > 67 ? ", " : "", i);
+  g_string_append(t, "],), kwargs = {dim: 1})\n    return stack\n");
+  OxDoc *doc = NULL;
+  OxDiagList d;
+  ox_diags_init(&d, "unbind-stack");
+  g_assert_cmpint(ox_load_buffer(t->str, t->len, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  ox_diags_clear(&d);
+  g_string_free(t, TRUE);
+  OxGraph *g = doc->graphs[0];
+  doc->graphs[0] = NULL;
+  doc->n_graphs = 0;
+  ox_doc_free(doc);
+  g_assert_cmpint(ox_shape_infer_graph(g, NULL, NULL), ==, 0);
+  return g;
+}
+
+/* The same rewrite as unbind_stack_to_slices, but with the slice one row off (66:95): the shapes
+ * agree, the values do not. */
+static int pass_slices_off_by_one(OxPassCtx *c) {
+  OxGraph *g = c->g;
+  OxNodeId st = ox_graph_find(g, "stack"), x = ox_graph_find(g, "x");
+  if (!st || g->nodes[st].erased) return 0;
+  ox_step_begin(c, "slices_off_by_one", st);
+  ox_step_matched(c, &st, 1);
+  OxValue sl[3] = {ox_value_int(66), ox_value_int(95), ox_value_none()};
+  OxValue idx[1] = {ox_graph_value_seq(g, OX_V_SLICE, sl, 3)};
+  OxValue a1[2] = {ox_value_node(x), tup(g, 1, idx)};
+  OxNodeId gi = ox_graph_insert_after(g, st, OX_OP_CALL_FUNCTION, NULL, "operator.getitem", tup(g, 2, a1), ox_value_none());
+  OxValue a2[3] = {ox_value_node(gi), ox_value_int(0), ox_value_int(1)};
+  OxNodeId mv = ox_graph_insert_after(g, gi, OX_OP_CALL_FUNCTION, NULL, "torch.movedim", tup(g, 3, a2), ox_value_none());
+  ox_graph_replace_all_uses(g, st, mv);
+  ox_graph_erase(g, st);
+  return ox_step_commit(c);
+}
+
+static const OxPassInfo slices_off_by_one = {"slices_off_by_one", OX_PHASE_PRE, OX_ENGINE_PATTERN, pass_slices_off_by_one, "test"};
+
+/* unbind along the leading dim, its items stacked, becomes a slice of that dim (the indices
+ * spelled out): the check keeps the leading dim and shrinks the others (mode 2), and still
+ * catches a slice one row off. */
+static void test_numeric_shrink_keeps_leading_dim(void) {
+  OxGraph *g = unbind_stack_graph();
+  const OxPassInfo *pass = ox_pass_find("unbind_stack_to_slices_pass");
+  g_assert_nonnull(pass);
+  OxOptimizeResult res;
+  OxTrace *t = run(g, pass, false, &res);
+  for (uint32_t i = 0; i < t->n_steps; i++)
+    if (!t->steps[i].applied_index) {
+      char *why = ox_reason_format(&t->steps[i].reason);
+      g_test_message("rejected: %s", why);
+      free(why);
+    }
+  g_assert_cmpuint(res.applied, ==, 1);
+  const OxStep *s = NULL;
+  for (uint32_t i = 0; i < t->n_steps && !s; i++)
+    if (t->steps[i].applied_index) s = &t->steps[i];
+  g_assert_nonnull(s);
+  const OxCheckResult *cr = &s->checks[OX_CHECK_NUMERIC];
+  g_test_message("%s", cr->detail);
+  g_assert_cmpint(cr->status, ==, OX_CHECK_PASSED);
+  g_assert_cmpstr(cr->checked_shape, ==, "checked at f32[96, 4, 4], dump has f32[96, 64, 64]");
+  ox_trace_free(t);
+  ox_graph_free(g);
+  /* the wrong slice fails at the reduced size too */
+  g = unbind_stack_graph();
+  t = run(g, &slices_off_by_one, false, &res);
+  g_assert_cmpuint(res.check_failures, ==, 1);
+  g_assert_cmpuint(res.applied, ==, 0);
+  cr = &t->steps[0].checks[OX_CHECK_NUMERIC];
+  g_test_message("%s", cr->detail);
+  g_assert_cmpint(cr->status, ==, OX_CHECK_FAILED);
+  g_assert_cmpstr(cr->checked_shape, ==, "checked at f32[96, 4, 4], dump has f32[96, 64, 64]");
+  g_assert_cmpuint(ox_graph_find(g, "stack"), !=, 0); /* rolled back */
+  ox_trace_free(t);
+  ox_graph_free(g);
+}
+
 /* relu(x) -> reshape(relu(reshape(x, (-1, 512))), (-1, 512)) for a placeholder x: correct, but
  * the added nodes spell the row size out. */
 static int pass_relu_reshaped(OxPassCtx *c) {
@@ -1741,6 +1825,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/check-config", test_check_config);
   g_test_add_func("/engine/trace/numeric-reduced-size", test_numeric_reduced_size);
   g_test_add_func("/engine/trace/numeric-uniform-shrink", test_numeric_uniform_shrink);
+  g_test_add_func("/engine/trace/numeric-shrink-keeps-leading-dim", test_numeric_shrink_keeps_leading_dim);
   g_test_add_func("/engine/trace/numeric-shrink-after-failed-attempt", test_numeric_shrink_after_failed_attempt);
   return g_test_run();
 }

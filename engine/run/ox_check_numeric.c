@@ -553,7 +553,9 @@ static bool reduce_regions(OxGraph *a, OxGraph *b, char *desc, size_t cap, bool 
  * accepts both regions at the new sizes: every node inferred, nothing inconsistent. A rewrite
  * that is valid for the dump's sizes but spells a size out (split sections, view sizes,
  * normalized_shape) fails inference at other sizes and is not shrunk. Modes: 0 = every dim
- * above 4 becomes 4; 1 = only the leading dim, to 2 (rows of a linear, batch of a norm).
+ * above 4 becomes 4; 1 = only the leading dim, to 2 (rows of a linear, batch of a norm); 2 =
+ * every dim but the leading one above 4 becomes 4 (an unbind, select or slice along the leading
+ * dim with its indices spelled out: unbind_stack_to_slices, merge_unbind_stack).
  * *touched as for reduce_regions. */
 static bool shrink_uniform(OxGraph *a, OxGraph *b, int mode, char *desc, size_t cap, bool *touched) {
   OxGraph *gs[2] = {a, b};
@@ -574,6 +576,7 @@ static bool shrink_uniform(OxGraph *a, OxGraph *b, int mode, char *desc, size_t 
           int64_t v = t->shape[i].v;
           if (mode == 0 && v > 4) v = 4;
           if (mode == 1 && i == 0 && t->rank >= 2 && v > 2) v = 2; /* weights and biases (rank 1) keep their size */
+          if (mode == 2 && i > 0 && v > 4) v = 4; /* the leading dim keeps its size: unbind/select/slice along it */
           any |= v != t->shape[i].v;
           nt->shape[i].v = v;
         }
@@ -706,7 +709,7 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
     OxGraph *rb = ox_graph_clone(before), *ra = ox_graph_clone(after);
     bool touched = false;
     bool ok = reduce_regions(rb, ra, reduced, sizeof reduced, &touched);
-    for (int mode = 0; mode < 2 && !ok; mode++) {
+    for (int mode = 0; mode < 3 && !ok; mode++) {
       if (touched) { /* a failed attempt that changed nothing leaves copies as good as new */
         ox_graph_free(rb);
         ox_graph_free(ra);
