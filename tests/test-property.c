@@ -16,6 +16,7 @@
 #include "passes/ox_batch.h"
 #include "passes/ox_pass.h"
 #include "run/ox_trace.h"
+#include "trace-compare.h"
 #include "write/ox_write.h"
 
 #include "gen-graphs.h"
@@ -141,11 +142,7 @@ static char *trace_text(OxGraph *g, bool shared) {
   OxOptimizeResult res;
   g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
   if (shared) ox_graph_free(g);
-  t->seconds = 0;
-  for (uint32_t i = 0; i < t->n_steps; i++) {
-    t->steps[i].seconds = 0;
-    for (int k = 0; k < OX_CHECK_KINDS; k++) t->steps[i].checks[k].seconds = 0;
-  }
+  trace_zero_timings(t);
   OxBuf b;
   ox_buf_init(&b);
   ox_trace_write_json(t, &b);

@@ -1098,14 +1098,6 @@ static void test_trace_integrity(void) {
 
 /* ------------------------------------------------------------------ runs without edit scripts */
 
-static void zero_timings(OxTrace *t) {
-  t->seconds = 0;
-  for (uint32_t i = 0; i < t->n_steps; i++) {
-    t->steps[i].seconds = 0;
-    for (int k = 0; k < OX_CHECK_KINDS; k++) t->steps[i].checks[k].seconds = 0;
-  }
-}
-
 /* A run whose trace records no edit scripts (no_edits: `optimus optimize` without --trace)
  * makes the same graph and records everything else the same: the same steps, names, reasons,
  * checks, costs and counters, on random graphs through the built-in pipeline. */
@@ -1150,8 +1142,8 @@ static void test_no_edits_same_run(void) {
       t[0]->steps[i].edits = NULL;
     }
     g_assert_cmpuint(with_edits, >=, res[0].applied > 0); /* the full run did record edits */
-    zero_timings(t[0]);
-    zero_timings(t[1]);
+    trace_zero_timings(t[0]);
+    trace_zero_timings(t[1]);
     char *diff = trace_first_difference(t[0], t[1]);
     if (diff) g_error("seed %" G_GUINT64_FORMAT ": %s", seed, diff);
     ox_trace_free(t[0]);

@@ -266,3 +266,11 @@ size_t trace_check_versions(const OxTrace *t, const OxGraph *input, const char *
   }
   return size;
 }
+
+void trace_zero_timings(OxTrace *t) {
+  t->seconds = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    t->steps[i].seconds = 0;
+    for (int k = 0; k < OX_CHECK_KINDS; k++) t->steps[i].checks[k].seconds = 0;
+  }
+}

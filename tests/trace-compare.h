@@ -10,6 +10,10 @@
  * ("steps[12].edits[3].after: 'x' != 'y'"). */
 char *trace_first_difference(const OxTrace *a, const OxTrace *b);
 
+/* Sets every timing of t to 0 (the run's, each step's, each check's): what may differ between
+ * two runs that should record the same. */
+void trace_zero_timings(OxTrace *t);
+
 /* The trace t of a run on input (left unchanged), written as version 2 and as version 3 and
  * read back: both read the same as t, record by record; writing either read trace in either
  * version gives the bytes written from t; both replay input to the same graph (want_fx when
