@@ -269,15 +269,6 @@ static void set_add(Set *s, OxNodeId id) {
   s->ids[s->n++] = id;
 }
 
-/* boundary of region r: inputs of its nodes that are not in it */
-static void boundary(const OxGraph *g, const Set *r, Set *out, Ids *tmp) {
-  for (uint32_t i = 0; i < r->n; i++) {
-    node_refs(&g->nodes[r->ids[i]], tmp);
-    for (uint32_t k = 0; k < tmp->n; k++)
-      if (!set_has(r, tmp->ids[k])) set_add(out, tmp->ids[k]);
-  }
-}
-
 /* Stamps per node id for the searches below, kept from one check to the next (a map cleared per
  * check would cost more than the searches at 100k nodes): a node is marked when its stamp is the
  * current one, so starting a new search is bumping the stamp. One pair per thread (the debugger
@@ -287,8 +278,21 @@ typedef struct {
   uint32_t cap, now;
 } Stamps;
 
+/* The node references of each node the searches visit, collected once per close_regions (the
+ * graph does not change during it): a boundary node's search walks much of what its
+ * neighbours' searches walked, and collecting a node's references means walking its argument
+ * tree (a 300-input cat). refs.stamp marks the nodes whose span off[id], len[id] in pool is
+ * filled. */
+typedef struct {
+  Stamps stamp;
+  uint32_t *off, *len, cap;
+  OxNodeId *pool;
+  size_t n_pool, cap_pool;
+} RefCache;
+
 typedef struct {
   Stamps seen, all;
+  RefCache refs;
 } SearchScratch;
 
 static pthread_key_t scratch_key;
@@ -298,6 +302,10 @@ static void scratch_free(void *p) {
   SearchScratch *s = p;
   free(s->seen.stamp);
   free(s->all.stamp);
+  free(s->refs.stamp.stamp);
+  free(s->refs.off);
+  free(s->refs.len);
+  free(s->refs.pool);
   free(s);
 }
 
@@ -332,9 +340,54 @@ static void stamps_begin(Stamps *s, uint32_t n) {
 static bool stamps_has(const Stamps *s, OxNodeId id) { return id < s->cap && s->stamp[id] == s->now; }
 static void stamps_mark(Stamps *s, OxNodeId id) { s->stamp[id] = s->now; }
 
+/* Forgets every cached span (a new search over graph g). */
+static void refs_begin(RefCache *c, const OxGraph *g) {
+  stamps_begin(&c->stamp, g->n_nodes);
+  if (c->cap < c->stamp.cap) {
+    c->off = ox_xrealloc(c->off, (size_t)c->stamp.cap * sizeof *c->off);
+    c->len = ox_xrealloc(c->len, (size_t)c->stamp.cap * sizeof *c->len);
+    c->cap = c->stamp.cap;
+  }
+  c->n_pool = 0;
+}
+
+static void refs_cb(OxNodeId id, void *data) {
+  RefCache *c = data;
+  if (c->n_pool == c->cap_pool) {
+    c->cap_pool = c->cap_pool ? c->cap_pool * 2 : 1024;
+    c->pool = ox_xrealloc(c->pool, c->cap_pool * sizeof *c->pool);
+  }
+  c->pool[c->n_pool++] = id;
+}
+
+/* The references of node id (as node_refs lists them: args then kwargs, repeats kept); *n gets
+ * their count. The pointer is good until the next call. */
+static const OxNodeId *refs_of(RefCache *c, const OxGraph *g, OxNodeId id, uint32_t *n) {
+  if (!stamps_has(&c->stamp, id)) {
+    size_t start = c->n_pool;
+    ox_value_foreach_node(&g->nodes[id].args, refs_cb, c);
+    ox_value_foreach_node(&g->nodes[id].kwargs, refs_cb, c);
+    c->off[id] = (uint32_t)start;
+    c->len[id] = (uint32_t)(c->n_pool - start);
+    stamps_mark(&c->stamp, id);
+  }
+  *n = c->len[id];
+  return c->pool + c->off[id];
+}
+
+/* boundary of region r: inputs of its nodes that are not in it */
+static void boundary(const OxGraph *g, const Set *r, Set *out, RefCache *c) {
+  for (uint32_t i = 0; i < r->n; i++) {
+    uint32_t nr;
+    const OxNodeId *refs = refs_of(c, g, r->ids[i], &nr);
+    for (uint32_t k = 0; k < nr; k++)
+      if (!set_has(r, refs[k])) set_add(out, refs[k]);
+  }
+}
+
 /* Is another member of the boundary (the ids sc->all marks) upstream of node x (within
  * max_hops)? A breadth-first search; a node is visited once. */
-static bool derived_from_boundary(const OxGraph *g, OxNodeId x, uint32_t max_hops, Ids *tmp, SearchScratch *sc) {
+static bool derived_from_boundary(const OxGraph *g, OxNodeId x, uint32_t max_hops, SearchScratch *sc) {
   OxNodeId frontier[512], next[512];
   uint32_t nf = 0, nn;
   frontier[nf++] = x;
@@ -343,9 +396,10 @@ static bool derived_from_boundary(const OxGraph *g, OxNodeId x, uint32_t max_hop
   for (uint32_t h = 0; h < max_hops && nf; h++) {
     nn = 0;
     for (uint32_t i = 0; i < nf; i++) {
-      node_refs(&g->nodes[frontier[i]], tmp);
-      for (uint32_t k = 0; k < tmp->n; k++) {
-        OxNodeId y = tmp->ids[k];
+      uint32_t nr;
+      const OxNodeId *r = refs_of(&sc->refs, g, frontier[i], &nr);
+      for (uint32_t k = 0; k < nr; k++) {
+        OxNodeId y = r[k];
         if (stamps_has(seen, y)) continue;
         stamps_mark(seen, y);
         if (stamps_has(&sc->all, y)) return true;
@@ -362,13 +416,13 @@ static bool derived_from_boundary(const OxGraph *g, OxNodeId x, uint32_t max_hop
  * than max_nodes nodes. */
 static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNodeId *extra, uint32_t n_extra,
                           uint32_t max_nodes) {
-  Ids tmp = {0};
   bool ok = true;
   SearchScratch *sc = search_scratch();
+  refs_begin(&sc->refs, g);
   for (int round = 0; round < 64; round++) {
     Set bb = {0}, ba = {0}, all = {0};
-    boundary(g, before, &bb, &tmp);
-    boundary(g, after, &ba, &tmp);
+    boundary(g, before, &bb, &sc->refs);
+    boundary(g, after, &ba, &sc->refs);
     for (uint32_t i = 0; i < n_extra; i++)
       if (!set_has(after, extra[i])) set_add(&ba, extra[i]);
     for (uint32_t i = 0; i < bb.n; i++) set_add(&all, bb.ids[i]);
@@ -383,7 +437,7 @@ static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNod
       /* an int the shapes fix is a constant of the region, not a value to compute */
       int64_t iv;
       if (boundary_int(g, x, &iv)) continue;
-      if (!derived_from_boundary(g, x, 6, &tmp, sc)) continue;
+      if (!derived_from_boundary(g, x, 6, sc)) continue;
       if (set_has(&bb, x)) set_add(before, x);
       if (set_has(&ba, x)) set_add(after, x);
       changed = true;
@@ -397,7 +451,6 @@ static bool close_regions(const OxGraph *g, Set *before, Set *after, const OxNod
     }
     if (!changed) break;
   }
-  free(tmp.ids);
   return ok;
 }
 
@@ -706,30 +759,32 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
      * shrinking those dims checks the same rewrite at a fraction of the cost, so it is done
      * whenever the regions are not already tiny; the record says so. Otherwise the regions
      * run at full size within the budget, or the check is skipped. */
-    OxGraph *rb = ox_graph_clone(before), *ra = ox_graph_clone(after);
+    /* The attempts change metas only, inside a transaction on each region: a failed attempt
+     * is rolled back (cheaper than working on copies: a region graph costs ~100k instructions
+     * to clone, three attempts a check at 100k nodes). */
     bool touched = false;
-    bool ok = reduce_regions(rb, ra, reduced, sizeof reduced, &touched);
+    ox_graph_txn_begin(before);
+    ox_graph_txn_begin(after);
+    bool ok = reduce_regions(before, after, reduced, sizeof reduced, &touched);
     for (int mode = 0; mode < 3 && !ok; mode++) {
-      if (touched) { /* a failed attempt that changed nothing leaves copies as good as new */
-        ox_graph_free(rb);
-        ox_graph_free(ra);
-        rb = ox_graph_clone(before);
-        ra = ox_graph_clone(after);
+      if (touched) { /* a failed attempt that changed nothing leaves the regions as they were */
+        ox_graph_txn_rollback(before);
+        ox_graph_txn_rollback(after);
+        ox_graph_txn_begin(before);
+        ox_graph_txn_begin(after);
         touched = false;
       }
-      ok = shrink_uniform(rb, ra, mode, reduced, sizeof reduced, &touched);
+      ok = shrink_uniform(before, after, mode, reduced, sizeof reduced, &touched);
     }
-    if (ok && region_work(rb) + region_work(ra) <= budget) {
-      ox_graph_free(before);
-      ox_graph_free(after);
-      before = rb;
-      after = ra;
+    if (ok && region_work(before) + region_work(after) <= budget) {
+      ox_graph_txn_commit(before);
+      ox_graph_txn_commit(after);
       flops = region_work(before) + region_work(after);
       r->checked_shape = c->trace ? ox_trace_intern(c->trace, reduced) : NULL;
     } else {
       reduced[0] = 0;
-      ox_graph_free(rb);
-      ox_graph_free(ra);
+      ox_graph_txn_rollback(before);
+      ox_graph_txn_rollback(after);
     }
   }
   if (flops > budget) {
