@@ -267,6 +267,51 @@ static void test_layer_norm(void) {
   end();
 }
 
+/* The float32 loops of the pointwise ops and layer_norm (read the buffers directly) must give
+ * what the general loop gives: the same double arithmetic rounded once. The general loop still
+ * runs for float64, so the same inputs as float64, rounded to float32 at the end, are the
+ * reference: equal bit for bit, with broadcasting over every dim. */
+static void test_f32_fast_paths(void) {
+  GRand *r = g_rand_new_with_seed(20261206);
+  for (int round = 0; round < 20; round++) {
+    begin();
+    int64_t sa[3] = {g_rand_int_range(r, 1, 4), 1, g_rand_int_range(r, 1, 7)};
+    int64_t sb[2] = {g_rand_int_range(r, 1, 5), sa[2]};
+    double da[3 * 1 * 6], db[4 * 6], dw[6], dbias[6];
+    for (int i = 0; i < 18; i++) da[i] = (double)(float)g_rand_double_range(r, -3, 3);
+    for (int i = 0; i < 24; i++) db[i] = (double)(float)g_rand_double_range(r, -3, 3);
+    for (int i = 0; i < 6; i++) dw[i] = (double)(float)g_rand_double_range(r, -2, 2), dbias[i] = (double)(float)g_rand_double_range(r, -1, 1);
+    OxNodeId res[2][7];
+    for (int w = 0; w < 2; w++) {
+      OxDType dt = w ? OX_DT_F64 : F32;
+      char n[4][8];
+      for (int i = 0; i < 4; i++) snprintf(n[i], sizeof n[i], "%c%d", "abwc"[i], w);
+      OxNodeId a = input(n[0], dt, 3, sa, da), b = input(n[1], dt, 2, sb, db);
+      OxNodeId wt = input(n[2], dt, 1, SH(sa[2]), dw), bs = input(n[3], dt, 1, SH(sa[2]), dbias);
+      res[w][0] = cf("torch.add", vT(2, vN(a), vN(b)), kw(1, "alpha", vI(2)));
+      res[w][1] = cf("operator.mul", vT(2, vN(b), vN(a)), vNone());
+      res[w][2] = cf("operator.sub", vT(2, vF(0.5), vN(a)), vNone());
+      res[w][3] = cf("operator.truediv", vT(2, vN(a), vN(b)), vNone());
+      res[w][4] = cf("torch.sigmoid", vT(1, vN(b)), vNone());
+      res[w][5] = cf("torch.tanh", vT(1, vN(a)), vNone());
+      res[w][6] = cf("torch.nn.functional.layer_norm", vT(4, vN(a), vL(1, vI(sa[2])), vN(wt), vN(bs)), vNone());
+    }
+    run_ok();
+    for (int k = 0; k < 7; k++) {
+      const OxTensor *f = val(res[0][k]), *d = val(res[1][k]);
+      g_assert_cmpint(f->dtype, ==, F32);
+      g_assert_cmpint(d->dtype, ==, OX_DT_F64);
+      g_assert_cmpint(f->numel, ==, d->numel);
+      for (int64_t i = 0; i < f->numel; i++)
+        if (f->data.f[i] != (float)d->data.d[i] && !(isnan(f->data.f[i]) && isnan(d->data.d[i])))
+          g_error("round %d op %d element %" G_GINT64_FORMAT ": f32 %.9g, f64 rounded %.9g", round, k, i, f->data.f[i],
+                  (float)d->data.d[i]);
+    }
+    end();
+  }
+  g_rand_free(r);
+}
+
 static void test_batch_norm(void) {
   begin();
   OxNodeId x = input("x", F32, 2, SH(2, 2), DA(1, 2, 3, 4));
@@ -1079,6 +1124,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/interp/grouped-mm", test_grouped_mm);
   g_test_add_func("/engine/interp/layer-norm", test_layer_norm);
   g_test_add_func("/engine/interp/batch-norm", test_batch_norm);
+  g_test_add_func("/engine/interp/f32-fast-paths", test_f32_fast_paths);
   g_test_add_func("/engine/interp/unary", test_unary);
   g_test_add_func("/engine/interp/clamp-nan-to-num", test_clamp_nan);
   g_test_add_func("/engine/interp/binary", test_binary);

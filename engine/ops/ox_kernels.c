@@ -441,6 +441,36 @@ static OxTensor *ewise(K *k, int n, const Opnd *ops, OxDType out_dt, FnD fd, FnI
     if (ops[i].t) bc_strides(ops[i].t, rank, st[i]);
     else memset(st[i], 0, sizeof st[i]);
   bool ip = fi && is_int_store(out_dt);
+  /* float32 throughout (the common case): the same arithmetic as the general loop below
+   * (operands widened to double, a scalar rounded to float first as opmath does, the result
+   * rounded once), read straight from the buffers, the innermost dim in a plain loop */
+  bool f32 = !ip && out_dt == OX_DT_F32 && rank >= 1;
+  for (int i = 0; i < n && f32; i++) f32 = !ops[i].t || ops[i].t->dtype == OX_DT_F32;
+  if (f32) {
+    const float *src[3] = {0};
+    double sc[3] = {0};
+    for (int i = 0; i < n; i++) {
+      if (ops[i].t) src[i] = ops[i].t->data.f;
+      else sc[i] = (double)(float)ops[i].d;
+    }
+    const int64_t inner = shape[rank - 1];
+    float *dst = o->data.f;
+    for (int64_t e = 0; e < o->numel;) {
+      for (int64_t j = 0; j < inner; j++, e++) {
+        double x[3];
+        for (int i = 0; i < n; i++) x[i] = src[i] ? (double)src[i][off[i] + j * st[i][rank - 1]] : sc[i];
+        dst[e] = (float)fd(x, c);
+      }
+      for (int d = rank - 2; d >= 0; d--) {
+        idx[d]++;
+        for (int i = 0; i < n; i++) off[i] += st[i][d];
+        if (idx[d] < shape[d]) break;
+        for (int i = 0; i < n; i++) off[i] -= st[i][d] * shape[d];
+        idx[d] = 0;
+      }
+    }
+    return o;
+  }
   int err = 0;
   for (int64_t e = 0; e < o->numel; e++) {
     if (ip) {
@@ -1113,7 +1143,31 @@ static int layer_norm(K *k, V *const *s, bool native, V **out) {
     }
   }
   if (!o) return -1;
-  for (int64_t r = 0; r < rows; r++) {
+  bool f32 = x->dtype == OX_DT_F32 && (!w || w->dtype == OX_DT_F32) && (!b || b->dtype == OX_DT_F32);
+  for (int64_t r = 0; r < rows && f32; r++) { /* the loop below, reading float32 buffers directly */
+    const float *xr = x->data.f + r * D;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < D; j++) mean += (double)xr[j];
+    mean /= (double)D;
+    for (int64_t j = 0; j < D; j++) {
+      double d = (double)xr[j] - mean;
+      var += d * d;
+    }
+    var /= (double)D;
+    double rstd = 1.0 / sqrt(var + eps);
+    float *orow = o->data.f + r * D;
+    for (int64_t j = 0; j < D; j++) {
+      double v = ((double)xr[j] - mean) * rstd;
+      if (w) v *= (double)w->data.f[j];
+      if (b) v += (double)b->data.f[j];
+      orow[j] = (float)v;
+    }
+    if (mt) {
+      ox_tensor_set(mt, r, mean);
+      ox_tensor_set(rt, r, rstd);
+    }
+  }
+  for (int64_t r = 0; r < rows && !f32; r++) {
     double mean = 0, var = 0;
     for (int64_t j = 0; j < D; j++) mean += ox_tensor_get(x, r * D + j);
     mean /= (double)D;
@@ -1495,12 +1549,16 @@ static int tensor_list(K *k, const V *v, const char *what, const OxTensor ***out
   }
   const OxTensor **ts = ox_xcalloc(v->n ? v->n : 1, sizeof *ts);
   for (uint32_t i = 0; i < v->n; i++) {
-    char w[48];
-    snprintf(w, sizeof w, "%s[%u]", what, i);
-    if (!(ts[i] = get_tensor(k, v->u.items[i], w))) {
-      free(ts);
-      return -1;
+    const V *e = v->u.items[i];
+    if (e && e->kind == OX_RT_TENSOR) {
+      ts[i] = e->u.t;
+      continue;
     }
+    char w[48]; /* the element's label, formatted only for the error */
+    snprintf(w, sizeof w, "%s[%u]", what, i);
+    get_tensor(k, e, w);
+    free(ts);
+    return -1;
   }
   *out = ts;
   return (int)v->n;
