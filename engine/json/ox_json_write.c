@@ -233,9 +233,18 @@ static void write_node(const OxGraph *g, const OxNode *n, OxBuf *b) {
   }
   ox_buf_putc(b, '}');
   ox_json_write_meta(&n->meta, b);
-  if (n->declared_users != -1) ox_buf_printf(b, ", \"declared_users\": %" PRId32, n->declared_users);
-  if (n->flags) ox_buf_printf(b, ", \"flags\": %u", (unsigned)n->flags);
-  if (n->src_line) ox_buf_printf(b, ", \"src_line\": %" PRIu32, n->src_line);
+  if (n->declared_users != -1) {
+    ox_buf_puts(b, ", \"declared_users\": ");
+    ox_buf_put_i64(b, n->declared_users);
+  }
+  if (n->flags) {
+    ox_buf_puts(b, ", \"flags\": ");
+    ox_buf_put_i64(b, n->flags);
+  }
+  if (n->src_line) {
+    ox_buf_puts(b, ", \"src_line\": ");
+    ox_buf_put_i64(b, n->src_line);
+  }
   ox_json_write_opt_str(b, "type_ann", n->type_ann);
   ox_json_write_opt_str(b, "stack_trace", n->stack_trace);
   ox_json_write_opt_str(b, "module_path", n->module_path);
@@ -243,7 +252,10 @@ static void write_node(const OxGraph *g, const OxNode *n, OxBuf *b) {
   ox_json_write_opt_str(b, "default_value", n->default_value);
   if (n->n_provenance) {
     ox_buf_puts(b, ", \"provenance\": [");
-    for (uint32_t i = 0; i < n->n_provenance; i++) ox_buf_printf(b, i ? ", %" PRIu32 : "%" PRIu32, n->provenance[i]);
+    for (uint32_t i = 0; i < n->n_provenance; i++) {
+      if (i) ox_buf_puts(b, ", ");
+      ox_buf_put_i64(b, n->provenance[i]);
+    }
     ox_buf_putc(b, ']');
   }
   ox_buf_putc(b, '}');
