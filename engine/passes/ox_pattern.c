@@ -766,7 +766,7 @@ static bool match_repeated(Ctx *c, const OxPat *p, OxNodeId id) {
   return ok;
 }
 
-bool ox_pat_match(const OxGraph *g, const OxPat *p, OxNodeId node, OxPatMatch *m) {
+static bool pat_match(const OxGraph *g, const OxPat *p, OxNodeId node, OxPatMatch *m, bool resolve) {
   memset(m, 0, sizeof *m);
   m->anchor = node;
   m->pattern = p;
@@ -815,7 +815,7 @@ bool ox_pat_match(const OxGraph *g, const OxPat *p, OxNodeId node, OxPatMatch *m
     ok = match_node(&c, p, node);
   }
   m->ok = ok;
-  if (!ok) resolve_failure(&m->fail);
+  if (!ok && resolve) resolve_failure(&m->fail);
   if (ok) {
     /* anchor last (RepeatedExpr siblings and other outputs were appended after it) */
     uint32_t j = 0;
@@ -825,6 +825,10 @@ bool ox_pat_match(const OxGraph *g, const OxPat *p, OxNodeId node, OxPatMatch *m
     m->n_nodes = j;
   }
   return ok;
+}
+
+bool ox_pat_match(const OxGraph *g, const OxPat *p, OxNodeId node, OxPatMatch *m) {
+  return pat_match(g, p, node, m, true);
 }
 
 void ox_pat_match_free(OxPatMatch *m) {
@@ -1062,6 +1066,7 @@ int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
   sort_by_position_desc(g, anchors, na);
   Seen seen = {0};
   int applied = 0;
+  const bool args_unread = c->trace && c->trace->no_edits;
   for (uint32_t a = 0; a < na && !ox_pass_stopped(c); a++) {
     OxNodeId x = anchors[a];
     for (uint32_t i = 0; i < n && !c->stop; i++) {
@@ -1069,7 +1074,12 @@ int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
       if (g->nodes[x].erased) break;
       if (!ox_pat_anchor_accepts(g, e->pattern, x)) continue;
       OxPatMatch m;
-      if (!ox_pat_match(g, e->pattern, x, &m)) {
+      if (!pat_match(g, e->pattern, x, &m, !args_unread)) {
+        /* a trace nobody reads (optimize without --trace) keeps the reason's code, not the
+         * texts of its arguments: formatting them (a 300-node list) was ~5 % of such a run */
+        if (args_unread)
+          for (uint8_t k = 0; k < m.fail.n_args; k++)
+            if (m.fail.lazy[k]) m.fail.args[k][0] = 0, m.fail.lazy[k] = 0;
         OxReason why = ox_pat_failure_reason(c, &m.fail);
         reject(c, &seen, e, i, x, m.nodes, m.n_nodes, &why, m.fail.pat ? m.fail.pat : e->pattern);
         ox_pat_match_free(&m);

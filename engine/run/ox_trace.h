@@ -196,8 +196,10 @@ typedef struct OxTrace {
   OxCostPair cost;         /* estimated cost of the whole graph before and after the run */
   double seconds;
   /* Set before recording: applied steps are recorded without their edit scripts (a run whose
-   * trace is neither written nor replayed: `optimus optimize` without --trace). Everything else
-   * (names, reasons, checks, costs, counters) is recorded as usual. */
+   * trace is neither written nor replayed: `optimus optimize` without --trace), and a pattern
+   * rejection's arguments that the matcher would format (value lists, sub-pattern texts) are
+   * left empty. Everything else (names, reason codes, checks, costs, counters) is recorded as
+   * usual. */
   bool no_edits;
   struct OxTraceStrCache *str_cache; /* private: strings of recording graphs -> pool strings */
 } OxTrace;
