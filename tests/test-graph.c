@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1227,6 +1228,115 @@ static void test_atomic_write_kill(void) {
   g_rmdir(dir);
 }
 
+/* The bytes a streaming buffer (ox_buf_stream_to) hands over while it is written, 10 MB in
+ * pieces of every size with drains in between. */
+static void stream_pattern(OxBuf *b, GString *want) {
+  uint32_t x = 12345;
+  while (want->len < (10u << 20)) {
+    x = x * 1103515245u + 12345u;
+    size_t n = 1 + (x >> 16) % 3000;
+    char piece[3000];
+    for (size_t i = 0; i < n; i++) piece[i] = (char)('a' + (x + i * 7) % 26);
+    ox_buf_append(b, piece, n);
+    g_string_append_len(want, piece, (gssize)n);
+    ox_buf_drain(b);
+  }
+}
+
+/* Issue 20: outputs stream to their file while they are made. What arrives is exactly what was
+ * appended, in every way the temp file can be made (unnamed and linked, unnamed and copied to a
+ * named file where linking is impossible, named from the start); an aborted or failed stream
+ * leaves the destination as it was and no temp file. */
+static void test_atomic_stream(void) {
+  g_autofree char *dir = g_dir_make_tmp("oxtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "out.json", NULL);
+  char err[256];
+  for (int mode = 0; mode < 3; mode++) {
+    ox_write_file_atomic_no_link = mode == 1;
+    ox_write_file_atomic_no_tmpfile = mode == 2;
+    OxBuf b;
+    ox_buf_init(&b);
+    g_assert_true(ox_buf_stream_to(&b, path, err, sizeof err));
+    GString *want = g_string_new(NULL);
+    stream_pattern(&b, want);
+    g_assert_cmpuint(b.drained, >, 8u << 20); /* most of it left before the commit */
+    g_assert_cmpuint(b.len, <, 2u << 20);
+    g_assert_true(ox_buf_stream_commit(&b, err, sizeof err));
+    g_assert_cmpuint(b.drained, ==, want->len);
+    ox_buf_free(&b);
+    size_t len;
+    char *back = ox_read_file(path, &len, 0, err, sizeof err);
+    g_assert_nonnull(back);
+    g_assert_cmpuint(len, ==, want->len);
+    g_assert_true(memcmp(back, want->str, len) == 0);
+    free(back);
+    g_string_free(want, TRUE);
+    g_assert_cmpint(other_files(dir, "out.json", NULL), ==, 0);
+    GStatBuf st;
+    g_assert_cmpint(g_stat(path, &st), ==, 0);
+    mode_t um = umask(0);
+    umask(um);
+    g_assert_cmpint(st.st_mode & 0777, ==, 0666 & ~um);
+  }
+  ox_write_file_atomic_no_link = false;
+  ox_write_file_atomic_no_tmpfile = false;
+  g_assert_true(ox_write_file_atomic(path, "old", 3, err, sizeof err));
+  /* dropped after 10 MB (a writer that failed half-way): the destination is untouched */
+  for (int mode = 0; mode < 2; mode++) {
+    ox_write_file_atomic_no_tmpfile = mode == 1;
+    OxBuf b;
+    ox_buf_init(&b);
+    g_assert_true(ox_buf_stream_to(&b, path, err, sizeof err));
+    GString *want = g_string_new(NULL);
+    stream_pattern(&b, want);
+    g_string_free(want, TRUE);
+    ox_buf_free(&b); /* aborts */
+    g_assert_null(b.sink);
+    size_t len;
+    char *back = ox_read_file(path, &len, 0, err, sizeof err);
+    g_assert_cmpstr(back, ==, "old");
+    free(back);
+    g_assert_cmpint(other_files(dir, "out.json", NULL), ==, 0);
+  }
+  ox_write_file_atomic_no_tmpfile = false;
+  /* a destination that cannot be written fails when the stream opens, naming it */
+  g_autofree char *bad = g_build_filename(dir, "missing", "x.json", NULL);
+  OxBuf b;
+  ox_buf_init(&b);
+  g_assert_false(ox_buf_stream_to(&b, bad, err, sizeof err));
+  g_assert_nonnull(strstr(err, "missing"));
+  g_assert_false(ox_buf_stream_commit(&b, err, sizeof err)); /* not streaming: refused, no crash */
+  ox_buf_free(&b);
+  /* the file system refuses the bytes half-way (here: a file size limit of 1 MiB in a child):
+   * the commit fails with the reason, the destination is as it was, no temp file is left */
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {1 << 20, 1 << 20};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    OxBuf c;
+    ox_buf_init(&c);
+    if (!ox_buf_stream_to(&c, path, err, sizeof err)) _exit(2);
+    GString *want = g_string_new(NULL);
+    stream_pattern(&c, want);
+    bool ok = ox_buf_stream_commit(&c, err, sizeof err);
+    _exit(ok ? 3 : strstr(err, "too large") && strstr(err, "out.json") ? 0 : 4);
+  }
+  int status = 0;
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+  size_t len;
+  char *back = ox_read_file(path, &len, 0, err, sizeof err);
+  g_assert_cmpstr(back, ==, "old");
+  free(back);
+  g_assert_cmpint(other_files(dir, "out.json", NULL), ==, 0);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+
 /* Issue 21: reads are refused at the cap while reading, holding at most cap + 1 bytes: an
  * endless device, a pipe, a regular file (before reading). */
 static void test_read_cap(void) {
@@ -1286,6 +1396,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/util/buf", test_buf_quoted_and_printf);
   g_test_add_func("/engine/util/atomic-write", test_atomic_write);
   g_test_add_func("/engine/util/atomic-write-kill", test_atomic_write_kill);
+  g_test_add_func("/engine/util/atomic-stream", test_atomic_stream);
   g_test_add_func("/engine/util/read-cap", test_read_cap);
   g_test_add_func("/engine/util/diags", test_diags);
   g_test_add_func("/engine/util/arena", test_arena);

@@ -209,7 +209,7 @@ static int convert_build(const CliOpts *o, OxDoc *doc, OutKind kind, OxBuf *out)
   case OUT_FX:
     for (uint32_t i = 0; i < doc->n_graphs; i++) {
       if (o->graph && i != gi - 1) continue;
-      if (out->len) ox_buf_putc(out, '\n');
+      if (out->len || out->drained) ox_buf_putc(out, '\n');
       ox_write_fx_text(doc->graphs[i], out);
     }
     status = EXIT_OK;
@@ -330,22 +330,26 @@ int ox_cli_cmd_convert(int argc, char **argv) {
   } else {
     OxBuf out;
     ox_buf_init(&out);
-    status = convert_build(&o, doc, kind, &out);
+    char err[1024];
+    /* a file is written while the output is made */
+    if (!to_stdout && !ox_buf_stream_to(&out, o.output, err, sizeof err)) {
+      fprintf(stderr, "optimus convert: %s\n", err);
+      status = EXIT_BAD;
+    } else {
+      status = convert_build(&o, doc, kind, &out);
+    }
     if (status == EXIT_OK) {
       if (to_stdout) {
         if (!ox_cli_write_stdout(out.data, out.len)) {
           fprintf(stderr, "optimus convert: cannot write to standard output\n");
           status = EXIT_BAD;
         }
-      } else {
-        char err[1024];
-        if (!ox_write_file_atomic(o.output, out.data, out.len, err, sizeof err)) {
-          fprintf(stderr, "optimus convert: %s\n", err);
-          status = EXIT_BAD;
-        }
+      } else if (!ox_buf_stream_commit(&out, err, sizeof err)) {
+        fprintf(stderr, "optimus convert: %s\n", err);
+        status = EXIT_BAD;
       }
     }
-    ox_buf_free(&out);
+    ox_buf_free(&out); /* a failed build: nothing is left of the file */
   }
   ox_doc_free(doc);
   ox_diags_clear(&diags);
@@ -364,16 +368,21 @@ int ox_cli_write_graph_out(const CliOpts *o, OxDoc *doc, uint32_t gi) {
   co.graph = doc->n_graphs > 1 ? gi : 0;
   OxBuf out;
   ox_buf_init(&out);
+  char err[1024];
+  /* a file is written while the output is made (a 100k-node JSON is 43 MB) */
+  if (!to_stdout && !ox_buf_stream_to(&out, o->output, err, sizeof err)) {
+    fprintf(stderr, "optimus %s: %s\n", o->cmd, err);
+    return EXIT_BAD;
+  }
   int status = convert_build(&co, doc, kind, &out);
   if (status == EXIT_OK) {
-    char err[1024];
     if (to_stdout) {
       if (!ox_cli_write_stdout(out.data, out.len)) status = EXIT_BAD;
-    } else if (!ox_write_file_atomic(o->output, out.data, out.len, err, sizeof err)) {
+    } else if (!ox_buf_stream_commit(&out, err, sizeof err)) {
       fprintf(stderr, "optimus %s: %s\n", o->cmd, err);
       status = EXIT_BAD;
     }
   }
-  ox_buf_free(&out);
+  ox_buf_free(&out); /* a failed build: nothing is left of the file */
   return status;
 }

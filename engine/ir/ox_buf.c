@@ -23,6 +23,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -33,6 +34,7 @@
 void ox_buf_init(OxBuf *b) { memset(b, 0, sizeof *b); }
 
 void ox_buf_free(OxBuf *b) {
+  ox_buf_stream_abort(b);
   free(b->data);
   memset(b, 0, sizeof *b);
 }
@@ -161,6 +163,7 @@ void ox_buf_put_pyfloat(OxBuf *b, double f) {
 
 void (*ox_write_file_atomic_hook)(void);
 bool ox_write_file_atomic_no_tmpfile;
+bool ox_write_file_atomic_no_link;
 
 /* The directory part of path ("." when it has none) and its base name. */
 static void split_path(const char *path, char **dir, const char **base) {
@@ -212,77 +215,302 @@ static bool write_all(int fd, const void *data, size_t len) {
   return true;
 }
 
-bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errcap) {
-  char *dir;
+/* An atomic write in progress: the temp file (unnamed where O_TMPFILE works, else named and
+ * locked), and the writer thread of a streaming buffer with its queue of drained chunks. */
+typedef struct Chunk {
+  struct Chunk *next;
+  char *data;
+  size_t len;
+} Chunk;
+
+struct OxAtomicFile {
+  char *path, *dir, *tmp;
+  int fd;
+  bool named;    /* tmp names the file (the fallback); else it is unnamed until the commit */
+  mode_t um;
+  int failed;    /* errno of the first failed write, 0 if none */
+  uint64_t off;  /* bytes written */
+  /* writer thread (started by the first drained chunk) */
+  bool started, stop;
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  Chunk *head, *tail;
+  uint32_t queued;
+};
+
+enum { QUEUE_MAX = 8, QUEUE_WAIT_S = 600 };
+
+static void atomic_free(OxAtomicFile *f) {
+  free(f->path);
+  free(f->dir);
+  free(f->tmp);
+  free(f);
+}
+
+static OxAtomicFile *atomic_open(const char *path, char *err, size_t errcap) {
+  OxAtomicFile *f = ox_xcalloc(1, sizeof *f);
   const char *base;
-  split_path(path, &dir, &base);
-  remove_stale_temps(dir, base);
+  f->path = ox_xstrdup(path);
+  split_path(path, &f->dir, &base);
+  remove_stale_temps(f->dir, base);
   size_t pl = strlen(path);
-  char *tmp = ox_xcalloc(pl + 16, 1);
-  snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
-  mode_t um = umask(0);
-  umask(um);
+  f->tmp = ox_xcalloc(pl + 16, 1);
+  snprintf(f->tmp, pl + 16, "%s.tmp.XXXXXX", path);
+  f->um = umask(0);
+  umask(f->um);
+  f->fd = -1;
   /* First choice: an unnamed file (O_TMPFILE) that gets a name only once it is complete, so a
-   * kill while writing leaves nothing behind. It is linked under a temp name, then renamed over
-   * the destination (linkat cannot replace); the flock covers the moment in between. */
-  bool named = false;
-  int fd = -1;
+   * kill while writing leaves nothing behind (read back if it cannot be linked: O_RDWR). */
 #ifdef O_TMPFILE
-  if (!ox_write_file_atomic_no_tmpfile) fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666 & ~um);
+  if (!ox_write_file_atomic_no_tmpfile) {
+    f->fd = open(f->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666 & ~f->um);
+    if (f->fd >= 0 && flock(f->fd, LOCK_EX) != 0) {
+      close(f->fd);
+      f->fd = -1;
+    }
+  }
 #endif
-  bool ok = fd >= 0 && flock(fd, LOCK_EX) == 0 && write_all(fd, data, len) && fsync(fd) == 0;
+  if (f->fd < 0) {
+    /* Fallback: a named temp file, locked while it is written (a later write removes it if
+     * this process dies first). */
+    f->fd = mkstemp(f->tmp);
+    if (f->fd < 0) {
+      if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(errno));
+      atomic_free(f);
+      return NULL;
+    }
+    f->named = true;
+    flock(f->fd, LOCK_EX);
+    fchmod(f->fd, 0666 & ~f->um); /* mkstemp creates 0600; give the file the usual permissions */
+  }
+  return f;
+}
+
+static void atomic_put(OxAtomicFile *f, const void *data, size_t len) {
+  if (f->failed || !len) return;
+  if (!write_all(f->fd, data, len)) f->failed = errno ? errno : EIO;
+  f->off += len;
+}
+
+static void *writer_main(void *arg) {
+  OxAtomicFile *f = arg;
+  pthread_mutex_lock(&f->mu);
+  for (;;) {
+    while (!f->head && !f->stop) pthread_cond_wait(&f->cv, &f->mu);
+    Chunk *c = f->head;
+    if (!c) break; /* stopped with nothing left */
+    f->head = c->next;
+    if (!f->head) f->tail = NULL;
+    pthread_mutex_unlock(&f->mu);
+    uint64_t at = f->off;
+    atomic_put(f, c->data, c->len);
+#ifdef SYNC_FILE_RANGE_WRITE
+    /* start the write-back now, so the commit's fsync has little left to wait for */
+    if (!f->failed) sync_file_range(f->fd, (off_t)at, (off_t)c->len, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)at;
+#endif
+    free(c->data);
+    free(c);
+    pthread_mutex_lock(&f->mu);
+    f->queued--;
+    pthread_cond_broadcast(&f->cv);
+  }
+  pthread_mutex_unlock(&f->mu);
+  return NULL;
+}
+
+/* Hands a malloc'ed chunk to the writer thread (started on first use); waits while it holds
+ * QUEUE_MAX chunks. Without a thread (it could not start) the chunk is written here. */
+static void atomic_queue(OxAtomicFile *f, char *data, size_t len) {
+  if (!f->started) {
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    f->started = pthread_create(&f->th, NULL, writer_main, f) == 0;
+    if (!f->started) {
+      pthread_mutex_destroy(&f->mu);
+      pthread_cond_destroy(&f->cv);
+    }
+  }
+  if (!f->started) {
+    atomic_put(f, data, len);
+    free(data);
+    return;
+  }
+  Chunk *c = ox_xcalloc(1, sizeof *c);
+  c->data = data;
+  c->len = len;
+  pthread_mutex_lock(&f->mu);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += QUEUE_WAIT_S;
+  while (f->queued >= QUEUE_MAX && !f->failed)
+    if (pthread_cond_timedwait(&f->cv, &f->mu, &until) == ETIMEDOUT) {
+      f->failed = ETIMEDOUT; /* the writer is stuck (a hung file system): the commit fails */
+      break;
+    }
+  if (f->failed) {
+    pthread_mutex_unlock(&f->mu);
+    free(data);
+    free(c);
+    return;
+  }
+  if (f->tail) f->tail->next = c;
+  else f->head = c;
+  f->tail = c;
+  f->queued++;
+  pthread_cond_broadcast(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+/* Stops the writer thread once its queue is written (drop: freed unwritten). */
+static void atomic_join(OxAtomicFile *f, bool drop) {
+  if (!f->started) return;
+  pthread_mutex_lock(&f->mu);
+  if (drop && !f->failed) f->failed = ECANCELED;
+  f->stop = true;
+  pthread_cond_broadcast(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+  pthread_join(f->th, NULL);
+  pthread_mutex_destroy(&f->mu);
+  pthread_cond_destroy(&f->cv);
+  f->started = false;
+}
+
+static void atomic_abort(OxAtomicFile *f) {
+  atomic_join(f, true);
+  if (f->named) unlink(f->tmp);
+  close(f->fd);
+  atomic_free(f);
+}
+
+/* Copies the unnamed file's bytes into a fresh named temp file (where the unnamed one cannot be
+ * linked: no /proc). Returns the new descriptor, or -1 with errno. */
+static int copy_to_named(OxAtomicFile *f) {
+  snprintf(f->tmp, strlen(f->path) + 16, "%s.tmp.XXXXXX", f->path);
+  int t = mkstemp(f->tmp);
+  if (t < 0) return -1;
+  flock(t, LOCK_EX);
+  fchmod(t, 0666 & ~f->um);
+  char *buf = ox_xrealloc(NULL, 1 << 20);
+  bool ok = true;
+  for (uint64_t at = 0; ok && at < f->off;) {
+    ssize_t r = pread(f->fd, buf, 1 << 20, (off_t)at);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) errno = EIO;
+      ok = false;
+      break;
+    }
+    ok = write_all(t, buf, (size_t)r);
+    at += (uint64_t)r;
+  }
+  free(buf);
+  if (!ok || fsync(t) != 0) {
+    int e = errno;
+    unlink(f->tmp);
+    close(t);
+    errno = e;
+    return -1;
+  }
+  return t;
+}
+
+/* Writes the last bytes, syncs, names the file and renames it over the destination. Frees f. */
+static bool atomic_commit(OxAtomicFile *f, const void *data, size_t len, char *err, size_t errcap) {
+  atomic_join(f, false);
+  atomic_put(f, data, len);
+  int saved = f->failed;
+  bool ok = !saved;
+  if (ok && fsync(f->fd) != 0) saved = errno, ok = false;
   if (ok && ox_write_file_atomic_hook) ox_write_file_atomic_hook();
-  if (ok) {
+  if (ok && !f->named) {
+    /* linked under a temp name, then renamed over the destination (linkat cannot replace); the
+     * flock covers the moment in between */
     char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    for (int attempt = 0; attempt < 100 && !named; attempt++) {
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", f->fd);
+    size_t pl = strlen(f->path);
+    for (int attempt = 0; attempt < 100 && !f->named && !ox_write_file_atomic_no_link; attempt++) {
       /* a fresh name from mkstemp's pattern: created, removed, linked (EEXIST: try again) */
-      int t = mkstemp(tmp);
+      int t = mkstemp(f->tmp);
       if (t < 0) break;
       close(t);
-      unlink(tmp);
-      if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
-        named = true;
+      unlink(f->tmp);
+      if (linkat(AT_FDCWD, proc, AT_FDCWD, f->tmp, AT_SYMLINK_FOLLOW) == 0)
+        f->named = true;
       else if (errno != EEXIST)
         break;
       else
-        snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
+        snprintf(f->tmp, pl + 16, "%s.tmp.XXXXXX", f->path);
     }
-    if (!named) ok = false; /* no /proc, or a file system without O_TMPFILE links: the fallback */
-  }
-  if (!ok) {
-    if (fd >= 0) close(fd);
-    /* Fallback: a named temp file, locked while it is written (a later write removes it if
-     * this process dies first). */
-    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-      if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(errno));
-      free(tmp);
-      free(dir);
-      return false;
+    if (!f->named) { /* no /proc, or a file system without O_TMPFILE links: a named copy */
+      int t = copy_to_named(f);
+      if (t < 0) {
+        saved = errno;
+        ok = false;
+      } else {
+        close(f->fd);
+        f->fd = t;
+        f->named = true;
+        if (ox_write_file_atomic_hook) ox_write_file_atomic_hook();
+      }
     }
-    named = true;
-    flock(fd, LOCK_EX);
-    fchmod(fd, 0666 & ~um); /* mkstemp creates 0600; give the file the usual permissions */
-    ok = write_all(fd, data, len) && fsync(fd) == 0;
-    if (ok && ox_write_file_atomic_hook) ox_write_file_atomic_hook();
   }
-  int saved = errno;
-  if (ok && rename(tmp, path) != 0) {
+  if (ok && rename(f->tmp, f->path) != 0) {
     saved = errno;
     ok = false;
   }
   if (!ok) {
-    if (err) snprintf(err, errcap, "cannot write %s: %s", path, strerror(saved));
-    if (named) unlink(tmp);
+    if (err) snprintf(err, errcap, "cannot write %s: %s", f->path, strerror(saved ? saved : EIO));
+    if (f->named) unlink(f->tmp);
   }
-  if (close(fd) != 0 && ok) {
-    /* the data was fsync'ed before the rename; a failing close cannot lose it */
-  }
-  free(tmp);
-  free(dir);
+  close(f->fd); /* the data was fsync'ed before the rename; a failing close cannot lose it */
+  atomic_free(f);
   return ok;
+}
+
+bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errcap) {
+  OxAtomicFile *f = atomic_open(path, err, errcap);
+  return f && atomic_commit(f, data, len, err, errcap);
+}
+
+bool ox_buf_stream_to(OxBuf *b, const char *path, char *err, size_t errcap) {
+  if (b->sink) ox_buf_stream_abort(b);
+  b->sink = atomic_open(path, err, errcap);
+  b->drained = 0;
+  return b->sink != NULL;
+}
+
+void ox_buf_drain_slow(OxBuf *b) {
+  if (!b->sink || !b->len) return;
+  char *full = b->data;
+  size_t len = b->len;
+  b->drained += len;
+  b->data = ox_xrealloc(NULL, b->cap); /* the same size: from the heap the written chunks return to */
+  b->data[0] = 0;
+  b->len = 0;
+  atomic_queue(b->sink, full, len);
+}
+
+bool ox_buf_stream_commit(OxBuf *b, char *err, size_t errcap) {
+  OxAtomicFile *f = b->sink;
+  if (!f) {
+    if (err) snprintf(err, errcap, "internal error: the buffer is not streaming to a file");
+    return false;
+  }
+  b->sink = NULL;
+  bool ok = atomic_commit(f, b->data ? b->data : "", b->len, err, errcap);
+  b->drained += b->len;
+  b->len = 0;
+  if (b->data) b->data[0] = 0;
+  return ok;
+}
+
+void ox_buf_stream_abort(OxBuf *b) {
+  if (!b->sink) return;
+  atomic_abort(b->sink);
+  b->sink = NULL;
 }
 
 /* Reads fd to its end, holding at most max_bytes + 1 bytes: a larger input (a huge file,

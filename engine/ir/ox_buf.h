@@ -1,8 +1,11 @@
 /* ox_buf.h - a growable byte buffer for writers, and atomic file writes.
  *
- * Writers build their whole output in an OxBuf, then ox_write_file_atomic writes it to a
- * temp file in the destination's directory, fsyncs and renames it over the destination,
- * so a failed or interrupted write never leaves a truncated file behind.
+ * Writers build their output in an OxBuf, then ox_write_file_atomic writes it to a temp file in
+ * the destination's directory, fsyncs and renames it over the destination, so a failed or
+ * interrupted write never leaves a truncated file behind. A large output can instead stream
+ * (ox_buf_stream_to): the buffer is bound to such a temp file, a writer calls ox_buf_drain at
+ * points where what it wrote is final, and every megabyte is handed to a thread that writes it
+ * while the writer goes on; ox_buf_stream_commit syncs and renames, with the same guarantees.
  */
 #ifndef OX_BUF_H
 #define OX_BUF_H
@@ -16,9 +19,13 @@
 extern "C" {
 #endif
 
+typedef struct OxAtomicFile OxAtomicFile;
+
 typedef struct OxBuf {
   char *data; /* always NUL-terminated when len > 0 or after any append */
   size_t len, cap;
+  OxAtomicFile *sink; /* streaming (ox_buf_stream_to): where ox_buf_drain hands the bytes */
+  uint64_t drained;   /* bytes handed to the sink so far (data holds what came after) */
 } OxBuf;
 
 void ox_buf_init(OxBuf *b);
@@ -87,10 +94,28 @@ size_t ox_text_clip_cut(char *buf, size_t cap, size_t have);
  * message naming the path; the destination is untouched. A kill leaves no temp file behind
  * (or, in the fallback, one that the next write to the same path removes). */
 bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errcap);
+/* Streaming (see the top): binds the empty buffer b to an atomic write of path (the temp file is
+ * opened now: an unwritable destination fails here, err names it). ox_buf_drain, called where
+ * the text written so far is final, hands it over once at least OX_BUF_DRAIN_BYTES are held;
+ * ox_buf_stream_commit writes the rest, waits for the writer thread, syncs and renames (false
+ * with err on any failure, the destination untouched); ox_buf_stream_abort (also done by
+ * ox_buf_free of a bound buffer) drops it all and leaves nothing. The writer thread holds at
+ * most 8 drained chunks; a wait for room gives up after 10 minutes (the commit then fails). */
+enum { OX_BUF_DRAIN_BYTES = 1 << 20 };
+bool ox_buf_stream_to(OxBuf *b, const char *path, char *err, size_t errcap);
+void ox_buf_drain_slow(OxBuf *b);
+static inline void ox_buf_drain(OxBuf *b) {
+  if (b->sink && b->len >= OX_BUF_DRAIN_BYTES) ox_buf_drain_slow(b);
+}
+bool ox_buf_stream_commit(OxBuf *b, char *err, size_t errcap);
+void ox_buf_stream_abort(OxBuf *b);
 /* Fault injection for tests: called after the data is written and synced, before the file is
  * renamed into place (NULL in normal use); no_tmpfile forces the named-temp-file fallback. */
 extern void (*ox_write_file_atomic_hook)(void);
 extern bool ox_write_file_atomic_no_tmpfile;
+/* For tests: the unnamed temp file is treated as unlinkable (no /proc), so its bytes are copied
+ * to a named temp file at the commit. */
+extern bool ox_write_file_atomic_no_link;
 
 /* Reads a whole file (binary-safe, NUL-terminated). Returns NULL and fills err on failure.
  * max_bytes = 0 means no limit; a larger input is refused with a message as soon as it passes

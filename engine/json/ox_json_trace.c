@@ -621,7 +621,8 @@ static void reserve_v3(W3 *w, OxBuf *out) {
     for (int k = 0; k < OX_CHECK_KINDS; k++)
       if (s->checks[k].detail) bytes += 64 + strlen(s->checks[k].detail);
   }
-  ox_buf_reserve(out, bytes + 8 * refs);
+  /* a streaming output holds a few megabytes at a time, not the whole trace */
+  ox_buf_reserve(out, out->sink ? 2 * (size_t)OX_BUF_DRAIN_BYTES : bytes + 8 * refs);
   ox_namemap_reserve(w->ix, refs / 6); /* names are mentioned ~7 times each in a large run */
 }
 
@@ -670,6 +671,7 @@ static void write_v3(const OxTrace *t, OxBuf *out) {
     ox_buf_putc(out, '\n');
     w3_step(&w, &t->steps[i], out);
     if (i + 1 < t->n_steps) ox_buf_putc(out, ',');
+    ox_buf_drain(out); /* a streaming output (ox_buf_stream_to) takes what is final */
   }
   ox_buf_puts(out, t->n_steps ? "\n],\n\"names\":[" : "],\n\"names\":[");
   for (uint32_t i = 0; i < w.n_names; i++) {
@@ -712,6 +714,13 @@ bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *
   OxBuf b, z;
   ox_buf_init(&b);
   ox_buf_init(&z);
+  if (!ox_gzip_wanted(path)) { /* streamed to the file while it is written */
+    if (!ox_buf_stream_to(&b, path, err, errcap)) return false;
+    ox_trace_write_json_version(t, version ? version : OX_TRACE_VERSION, &b);
+    bool ok = ox_buf_stream_commit(&b, err, errcap);
+    ox_buf_free(&b);
+    return ok;
+  }
   ox_trace_write_json_version(t, version ? version : OX_TRACE_VERSION, &b);
   bool ok = true;
   const OxBuf *bytes = &b;

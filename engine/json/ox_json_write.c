@@ -286,6 +286,7 @@ static void write_graph(const OxGraph *g, int ind, OxBuf *b) {
     first = false;
     put_indent(b, ind + 4);
     write_node(g, &g->nodes[id], b);
+    ox_buf_drain(b); /* a streaming output (ox_buf_stream_to) takes what is final */
   }
   if (!first) {
     ox_buf_putc(b, '\n');
