@@ -279,6 +279,7 @@ static void write_graph(const OxGraph *g, const char *header, int indent, OxBuf 
       orphans_done = true;
     }
     write_node(g, n, ni, b);
+    ox_buf_drain(b); /* a streaming output (ox_buf_stream_to) takes what is final */
     for (uint32_t i = 0; i < g->n_subgraphs; i++) {
       const char *owner = g->subgraphs[i]->sub_owner;
       if (owner && strcmp(owner, n->name) == 0) write_graph(g->subgraphs[i], "lowered graph():", ni + 4, b);
