@@ -23,6 +23,9 @@ void ox_json_put_key(OxBuf *b, const char *key) {
   ox_buf_puts(b, ": ");
 }
 
+/* A constant text (a key with its quotes and ": ") appended without scanning it. */
+#define PUT_LIT(b, lit) ox_buf_append((b), (lit), sizeof(lit) - 1)
+
 static void put_indent(OxBuf *b, int n) {
   for (int i = 0; i < n; i++) ox_buf_putc(b, ' ');
 }
@@ -133,70 +136,60 @@ static void write_dims(OxBuf *b, const OxDim *dims, int32_t rank) {
 }
 
 static void write_tensor_meta(const OxTensorMeta *t, OxBuf *b) {
-  ox_buf_putc(b, '{');
-  ox_json_put_key(b, "dtype");
+  PUT_LIT(b, "{\"dtype\": ");
   ox_json_put_str(b, ox_dtype_abbr(t->dtype));
   if (t->rank >= 0) {
-    ox_buf_puts(b, ", ");
-    ox_json_put_key(b, "shape");
+    PUT_LIT(b, ", \"shape\": ");
     write_dims(b, t->shape, t->rank);
     if (t->has_stride && (t->stride || t->rank == 0)) {
-      ox_buf_puts(b, ", ");
-      ox_json_put_key(b, "stride");
+      PUT_LIT(b, ", \"stride\": ");
       write_dims(b, t->stride, t->rank);
     }
   }
   if (t->device) {
-    ox_buf_puts(b, ", ");
-    ox_json_put_key(b, "device");
+    PUT_LIT(b, ", \"device\": ");
     ox_json_put_str(b, t->device);
   }
   ox_buf_putc(b, '}');
 }
 
-/* Writes ', "meta": {...}' when there is anything to say. */
+/* Writes ', "meta": {...}' when there is anything to say (straight into b: whether there is is
+ * known before anything is written). */
 void ox_json_write_meta(const OxMeta *m, OxBuf *b) {
-  bool has_kind = false;
-  OxBuf tmp;
-  ox_buf_init(&tmp);
+  bool has_kind = (m->kind == OX_META_TENSOR && m->n >= 1 && m->t) || m->kind == OX_META_TUPLE ||
+                  m->kind == OX_META_SYMINT || m->kind == OX_META_SCALAR;
+  if (!has_kind && !m->inferred) return;
+  PUT_LIT(b, ", \"meta\": {");
   switch ((OxMetaKind)m->kind) {
   case OX_META_TENSOR:
     if (m->n >= 1 && m->t) {
-      ox_buf_puts(&tmp, "\"tensor\": ");
-      write_tensor_meta(&m->t[0], &tmp);
-      has_kind = true;
+      PUT_LIT(b, "\"tensor\": ");
+      write_tensor_meta(&m->t[0], b);
     }
     break;
   case OX_META_TUPLE:
-    ox_buf_puts(&tmp, "\"tuple\": [");
+    PUT_LIT(b, "\"tuple\": [");
     for (uint32_t i = 0; m->t && i < m->n; i++) {
-      if (i) ox_buf_puts(&tmp, ", ");
-      write_tensor_meta(&m->t[i], &tmp);
+      if (i) PUT_LIT(b, ", ");
+      write_tensor_meta(&m->t[i], b);
     }
-    ox_buf_putc(&tmp, ']');
-    has_kind = true;
+    ox_buf_putc(b, ']');
     break;
   case OX_META_SYMINT:
-    ox_buf_puts(&tmp, "\"symint\": ");
+    PUT_LIT(b, "\"symint\": ");
     if (m->sym)
-      ox_json_put_str(&tmp, m->sym);
+      ox_json_put_str(b, m->sym);
     else
-      ox_buf_puts(&tmp, "null");
-    has_kind = true;
+      PUT_LIT(b, "null");
     break;
-  case OX_META_SCALAR:
-    ox_buf_puts(&tmp, "\"scalar\": true");
-    has_kind = true;
-    break;
+  case OX_META_SCALAR: PUT_LIT(b, "\"scalar\": true"); break;
   case OX_META_NONE: break;
   }
-  if (has_kind || m->inferred) {
-    ox_buf_puts(b, ", \"meta\": {");
-    if (has_kind) ox_buf_append(b, tmp.data, tmp.len);
-    if (m->inferred) ox_buf_puts(b, has_kind ? ", \"inferred\": true" : "\"inferred\": true");
-    ox_buf_putc(b, '}');
+  if (m->inferred) {
+    if (has_kind) PUT_LIT(b, ", \"inferred\": true");
+    else PUT_LIT(b, "\"inferred\": true");
   }
-  ox_buf_free(&tmp);
+  ox_buf_putc(b, '}');
 }
 
 void ox_json_write_opt_str(OxBuf *b, const char *key, const char *s) {
@@ -207,25 +200,18 @@ void ox_json_write_opt_str(OxBuf *b, const char *key, const char *s) {
 }
 
 static void write_node(const OxGraph *g, const OxNode *n, OxBuf *b) {
-  ox_buf_putc(b, '{');
-  ox_json_put_key(b, "name");
+  PUT_LIT(b, "{\"name\": ");
   ox_json_put_str(b, n->name);
-  ox_buf_puts(b, ", ");
-  ox_json_put_key(b, "op");
+  PUT_LIT(b, ", \"op\": ");
   ox_json_put_str(b, ox_op_name((OxOp)n->op));
-  ox_buf_puts(b, ", ");
-  ox_json_put_key(b, "target");
+  PUT_LIT(b, ", \"target\": ");
   ox_json_put_str(b, n->target);
-  ox_buf_puts(b, ", ");
-  ox_json_put_key(b, "args");
-  ox_buf_putc(b, '[');
+  PUT_LIT(b, ", \"args\": [");
   for (uint32_t i = 0; n->args.kind == OX_V_TUPLE && i < n->args.n; i++) {
     if (i) ox_buf_puts(b, ", ");
     ox_json_write_value(g, &n->args.u.items[i], b);
   }
-  ox_buf_puts(b, "], ");
-  ox_json_put_key(b, "kwargs");
-  ox_buf_putc(b, '{');
+  PUT_LIT(b, "], \"kwargs\": {");
   for (uint32_t i = 0; n->kwargs.kind == OX_V_DICT && i < n->kwargs.n; i++) {
     if (i) ox_buf_puts(b, ", ");
     ox_json_put_key(b, n->kwargs.keys[i]);
