@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "json/ox_json_private.h"
+#include "ir/ox_mem.h"
 #include "run/ox_record.h"
 
 /* ================================================================== writer */
@@ -199,7 +200,72 @@ void ox_json_write_opt_str(OxBuf *b, const char *key, const char *s) {
   ox_json_put_str(b, s);
 }
 
-static void write_node(const OxGraph *g, const OxNode *n, OxBuf *b) {
+/* The text ox_json_write_meta writes for a meta with tensor metas, kept while a document is
+ * written and found again by (t, n, kind, inferred): a loaded graph keeps one copy of each
+ * distinct tensor meta (a 100k-node graph has a few hundred), so most nodes' metas are a lookup
+ * and a copy. At most META_TEXT_MAX bytes are kept (graphs whose metas are all distinct: the
+ * rest is written as usual). */
+typedef struct {
+  const OxTensorMeta *t;
+  uint32_t n;
+  uint8_t kind;
+  bool inferred;
+  uint32_t off, len;
+} MetaText;
+
+typedef struct {
+  MetaText *e;
+  uint32_t cap, count;
+  OxBuf text;
+} MetaCache;
+
+enum { META_TEXT_MAX = 4 << 20 };
+
+static uint32_t meta_slot(const MetaCache *c, const OxMeta *m) {
+  uint64_t h = ((uint64_t)(uintptr_t)m->t >> 3) ^ ((uint64_t)m->n << 40) ^ ((uint64_t)m->kind << 58) ^
+               ((uint64_t)m->inferred << 62);
+  h *= 0x9E3779B97F4A7C15ull;
+  uint32_t j = (uint32_t)(h >> 32) & (c->cap - 1);
+  while (c->e[j].t &&
+         !(c->e[j].t == m->t && c->e[j].n == m->n && c->e[j].kind == m->kind && c->e[j].inferred == m->inferred))
+    j = (j + 1) & (c->cap - 1);
+  return j;
+}
+
+static void write_meta_cached(MetaCache *c, const OxMeta *m, OxBuf *b) {
+  if (!m->t || (m->kind != OX_META_TENSOR && m->kind != OX_META_TUPLE)) {
+    ox_json_write_meta(m, b);
+    return;
+  }
+  if (!c->cap) {
+    c->cap = 1024;
+    c->e = ox_xcalloc(c->cap, sizeof *c->e);
+  }
+  uint32_t j = meta_slot(c, m);
+  if (c->e[j].t) {
+    ox_buf_append(b, c->text.data + c->e[j].off, c->e[j].len);
+    return;
+  }
+  size_t start = b->len;
+  ox_json_write_meta(m, b);
+  size_t len = b->len - start;
+  if (c->text.len + len > META_TEXT_MAX) return;
+  c->e[j] = (MetaText){m->t, m->n, m->kind, m->inferred, (uint32_t)c->text.len, (uint32_t)len};
+  ox_buf_append(&c->text, b->data + start, len);
+  if (++c->count * 2 > c->cap) { /* grow: the entries again into a table twice the size */
+    MetaCache old = *c;
+    c->cap *= 2;
+    c->e = ox_xcalloc(c->cap, sizeof *c->e);
+    for (uint32_t i = 0; i < old.cap; i++) {
+      if (!old.e[i].t) continue;
+      OxMeta k = {.kind = old.e[i].kind, .inferred = old.e[i].inferred, .n = old.e[i].n, .t = (OxTensorMeta *)old.e[i].t};
+      c->e[meta_slot(c, &k)] = old.e[i];
+    }
+    free(old.e);
+  }
+}
+
+static void write_node(const OxGraph *g, const OxNode *n, OxBuf *b, MetaCache *mc) {
   PUT_LIT(b, "{\"name\": ");
   ox_json_put_str(b, n->name);
   PUT_LIT(b, ", \"op\": ");
@@ -218,7 +284,7 @@ static void write_node(const OxGraph *g, const OxNode *n, OxBuf *b) {
     ox_json_write_value(g, &n->kwargs.u.items[i], b);
   }
   ox_buf_putc(b, '}');
-  ox_json_write_meta(&n->meta, b);
+  write_meta_cached(mc, &n->meta, b);
   if (n->declared_users != -1) {
     ox_buf_puts(b, ", \"declared_users\": ");
     ox_buf_put_i64(b, n->declared_users);
@@ -247,7 +313,7 @@ static void write_node(const OxGraph *g, const OxNode *n, OxBuf *b) {
   ox_buf_putc(b, '}');
 }
 
-static void write_graph(const OxGraph *g, int ind, OxBuf *b) {
+static void write_graph(const OxGraph *g, int ind, OxBuf *b, MetaCache *mc) {
   put_indent(b, ind);
   ox_buf_puts(b, "{\n");
   if (g->name) {
@@ -271,7 +337,7 @@ static void write_graph(const OxGraph *g, int ind, OxBuf *b) {
     ox_buf_puts(b, first ? "\n" : ",\n");
     first = false;
     put_indent(b, ind + 4);
-    write_node(g, &g->nodes[id], b);
+    write_node(g, &g->nodes[id], b, mc);
     ox_buf_drain(b); /* a streaming output (ox_buf_stream_to) takes what is final */
   }
   if (!first) {
@@ -283,7 +349,7 @@ static void write_graph(const OxGraph *g, int ind, OxBuf *b) {
   ox_buf_puts(b, "\"subgraphs\": [");
   for (uint32_t i = 0; i < g->n_subgraphs; i++) {
     ox_buf_puts(b, i ? ",\n" : "\n");
-    write_graph(g->subgraphs[i], ind + 4, b);
+    write_graph(g->subgraphs[i], ind + 4, b, mc);
   }
   if (g->n_subgraphs) {
     ox_buf_putc(b, '\n');
@@ -295,10 +361,11 @@ static void write_graph(const OxGraph *g, int ind, OxBuf *b) {
 }
 
 void ox_write_json(const OxDoc *doc, OxBuf *out) {
+  MetaCache mc = {0};
   ox_buf_puts(out, "{\n  \"format\": \"optimus-fx\",\n  \"version\": 1,\n  \"graphs\": [");
   for (uint32_t i = 0; i < doc->n_graphs; i++) {
     ox_buf_puts(out, i ? ",\n" : "\n");
-    write_graph(doc->graphs[i], 4, out);
+    write_graph(doc->graphs[i], 4, out, &mc);
   }
   if (doc->n_graphs) ox_buf_puts(out, "\n  ");
   ox_buf_putc(out, ']');
@@ -309,4 +376,6 @@ void ox_write_json(const OxDoc *doc, OxBuf *out) {
     json_object_put(rec);
   }
   ox_buf_puts(out, "\n}\n");
+  free(mc.e);
+  ox_buf_free(&mc.text);
 }
