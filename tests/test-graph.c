@@ -16,6 +16,7 @@
 #include <utime.h>
 
 #include "ir/ox_buf.h"
+#include "ir/ox_gzip.h"
 #include "ir/ox_graph.h"
 #include "ir/ox_mem.h"
 #include "load/ox_load.h"
@@ -1280,6 +1281,33 @@ static void test_atomic_stream(void) {
   }
   ox_write_file_atomic_no_link = false;
   ox_write_file_atomic_no_tmpfile = false;
+  /* a gzip stream: compressed on the writer thread, byte for byte what ox_gzip_compress makes
+   * of the whole text, and that decompresses to it */
+  {
+    OxBuf b;
+    ox_buf_init(&b);
+    g_assert_true(ox_buf_stream_to_gzip(&b, path, 1, err, sizeof err));
+    GString *want = g_string_new(NULL);
+    stream_pattern(&b, want);
+    g_assert_true(ox_buf_stream_commit(&b, err, sizeof err));
+    ox_buf_free(&b);
+    size_t len, n;
+    char *back = ox_read_file(path, &len, 0, err, sizeof err);
+    g_assert_true(ox_gzip_is(back, len));
+    OxBuf z;
+    ox_buf_init(&z);
+    g_assert_true(ox_gzip_compress(want->str, want->len, 1, &z, err, sizeof err));
+    g_assert_cmpuint(z.len, ==, len);
+    g_assert_true(memcmp(z.data, back, len) == 0);
+    char *text = ox_gzip_decompress(back, len, 0, &n, err, sizeof err);
+    g_assert_cmpuint(n, ==, want->len);
+    g_assert_true(memcmp(text, want->str, n) == 0);
+    free(text);
+    free(back);
+    ox_buf_free(&z);
+    g_string_free(want, TRUE);
+    g_assert_cmpint(other_files(dir, "out.json", NULL), ==, 0);
+  }
   g_assert_true(ox_write_file_atomic(path, "old", 3, err, sizeof err));
   /* dropped after 10 MB (a writer that failed half-way): the destination is untouched */
   for (int mode = 0; mode < 2; mode++) {

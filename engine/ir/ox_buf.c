@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ir/ox_gzip.h"
 #include "ir/ox_mem.h"
 
 void ox_buf_init(OxBuf *b) { memset(b, 0, sizeof *b); }
@@ -230,6 +231,8 @@ struct OxAtomicFile {
   mode_t um;
   int failed;    /* errno of the first failed write, 0 if none */
   uint64_t off;  /* bytes written */
+  OxGzipWriter *gz; /* a gzip stream (ox_buf_stream_to_gzip): what is written is compressed */
+  OxBuf zout;       /* its output, written as it comes */
   /* writer thread (started by the first drained chunk) */
   bool started, stop;
   pthread_t th;
@@ -242,6 +245,8 @@ struct OxAtomicFile {
 enum { QUEUE_MAX = 8, QUEUE_WAIT_S = 600 };
 
 static void atomic_free(OxAtomicFile *f) {
+  ox_gzip_writer_free(f->gz);
+  free(f->zout.data);
   free(f->path);
   free(f->dir);
   free(f->tmp);
@@ -287,8 +292,19 @@ static OxAtomicFile *atomic_open(const char *path, char *err, size_t errcap) {
   return f;
 }
 
-static void atomic_put(OxAtomicFile *f, const void *data, size_t len) {
-  if (f->failed || !len) return;
+/* Writes data (compressed first for a gzip stream; finish ends that stream). */
+static void atomic_put(OxAtomicFile *f, const void *data, size_t len, bool finish) {
+  if (f->failed) return;
+  if (f->gz) {
+    f->zout.len = 0;
+    if (!ox_gzip_writer_put(f->gz, data, len, finish, &f->zout)) {
+      f->failed = EIO;
+      return;
+    }
+    data = f->zout.data;
+    len = f->zout.len;
+  }
+  if (!len) return;
   if (!write_all(f->fd, data, len)) f->failed = errno ? errno : EIO;
   f->off += len;
 }
@@ -304,10 +320,10 @@ static void *writer_main(void *arg) {
     if (!f->head) f->tail = NULL;
     pthread_mutex_unlock(&f->mu);
     uint64_t at = f->off;
-    atomic_put(f, c->data, c->len);
+    atomic_put(f, c->data, c->len, false);
 #ifdef SYNC_FILE_RANGE_WRITE
     /* start the write-back now, so the commit's fsync has little left to wait for */
-    if (!f->failed) sync_file_range(f->fd, (off_t)at, (off_t)c->len, SYNC_FILE_RANGE_WRITE);
+    if (!f->failed && f->off > at) sync_file_range(f->fd, (off_t)at, (off_t)(f->off - at), SYNC_FILE_RANGE_WRITE);
 #else
     (void)at;
 #endif
@@ -334,7 +350,7 @@ static void atomic_queue(OxAtomicFile *f, char *data, size_t len) {
     }
   }
   if (!f->started) {
-    atomic_put(f, data, len);
+    atomic_put(f, data, len, false);
     free(data);
     return;
   }
@@ -420,7 +436,7 @@ static int copy_to_named(OxAtomicFile *f) {
 /* Writes the last bytes, syncs, names the file and renames it over the destination. Frees f. */
 static bool atomic_commit(OxAtomicFile *f, const void *data, size_t len, char *err, size_t errcap) {
   atomic_join(f, false);
-  atomic_put(f, data, len);
+  atomic_put(f, data, len, true);
   int saved = f->failed;
   bool ok = !saved;
   if (ok && fsync(f->fd) != 0) saved = errno, ok = false;
@@ -480,6 +496,17 @@ bool ox_buf_stream_to(OxBuf *b, const char *path, char *err, size_t errcap) {
   b->sink = atomic_open(path, err, errcap);
   b->drained = 0;
   return b->sink != NULL;
+}
+
+bool ox_buf_stream_to_gzip(OxBuf *b, const char *path, int level, char *err, size_t errcap) {
+  if (!ox_buf_stream_to(b, path, err, errcap)) return false;
+  b->sink->gz = ox_gzip_writer_new(level);
+  if (!b->sink->gz) {
+    if (err) snprintf(err, errcap, "cannot write %s: gzip: cannot start the compressor", path);
+    ox_buf_stream_abort(b);
+    return false;
+  }
+  return true;
 }
 
 void ox_buf_drain_slow(OxBuf *b) {

@@ -103,6 +103,9 @@ bool ox_write_file_atomic(const char *path, const void *data, size_t len, char *
  * most 8 drained chunks; a wait for room gives up after 10 minutes (the commit then fails). */
 enum { OX_BUF_DRAIN_BYTES = 1 << 20 };
 bool ox_buf_stream_to(OxBuf *b, const char *path, char *err, size_t errcap);
+/* The same, the file being a gzip stream of what is written (compressed on the writer thread;
+ * level 1-9), the stream ox_gzip_compress would make of the whole text. */
+bool ox_buf_stream_to_gzip(OxBuf *b, const char *path, int level, char *err, size_t errcap);
 void ox_buf_drain_slow(OxBuf *b);
 static inline void ox_buf_drain(OxBuf *b) {
   if (b->sink && b->len >= OX_BUF_DRAIN_BYTES) ox_buf_drain_slow(b);

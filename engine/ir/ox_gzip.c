@@ -2,6 +2,7 @@
 #include "ir/ox_gzip.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,50 @@ bool ox_gzip_compress(const char *data, size_t len, int level, OxBuf *out, char 
   }
   out->data[out->len] = 0;
   return true;
+}
+
+struct OxGzipWriter {
+  z_stream z;
+};
+
+OxGzipWriter *ox_gzip_writer_new(int level) {
+  OxGzipWriter *w = ox_xcalloc(1, sizeof *w);
+  if (level < 1 || level > 9) level = 1;
+  if (deflateInit2(&w->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    free(w);
+    return NULL;
+  }
+  return w;
+}
+
+bool ox_gzip_writer_put(OxGzipWriter *w, const void *data, size_t len, bool finish, OxBuf *out) {
+  const unsigned char *in = data;
+  int rc = Z_OK;
+  do {
+    size_t step = len < CHUNK ? len : CHUNK;
+    w->z.next_in = (unsigned char *)(uintptr_t)in;
+    w->z.avail_in = (uInt)step;
+    in += step;
+    len -= step;
+    int flush = len || !finish ? Z_NO_FLUSH : Z_FINISH;
+    do {
+      size_t room = deflateBound(&w->z, w->z.avail_in) + 64;
+      if (room > CHUNK) room = CHUNK;
+      ox_buf_grow(out, room);
+      w->z.next_out = (unsigned char *)out->data + out->len;
+      w->z.avail_out = (uInt)room;
+      rc = deflate(&w->z, flush);
+      out->len += room - w->z.avail_out;
+    } while (rc == Z_OK && (w->z.avail_in || (flush == Z_FINISH && rc != Z_STREAM_END)));
+  } while (len && rc == Z_OK);
+  if (out->data) out->data[out->len] = 0;
+  return finish ? rc == Z_STREAM_END : rc == Z_OK || rc == Z_BUF_ERROR;
+}
+
+void ox_gzip_writer_free(OxGzipWriter *w) {
+  if (!w) return;
+  deflateEnd(&w->z);
+  free(w);
 }
 
 char *ox_gzip_decompress(const char *data, size_t len, size_t max_out, size_t *out_len, char *err, size_t errcap) {

@@ -26,6 +26,16 @@ bool ox_gzip_wanted(const char *path);
  * in err on a zlib failure (out then holds what it held before). */
 bool ox_gzip_compress(const char *data, size_t len, int level, OxBuf *out, char *err, size_t errcap);
 
+/* A gzip stream made piece by piece (a streaming output, ox_buf_stream_to_gzip): the bytes of
+ * each piece go in, the compressed bytes that are ready come out. The stream is the one
+ * ox_gzip_compress makes of all the pieces together. */
+typedef struct OxGzipWriter OxGzipWriter;
+OxGzipWriter *ox_gzip_writer_new(int level); /* NULL if zlib cannot start */
+/* Compresses data[0..len) (and, with finish, ends the stream), appending what is ready to out.
+ * false on a zlib failure. */
+bool ox_gzip_writer_put(OxGzipWriter *z, const void *data, size_t len, bool finish, OxBuf *out);
+void ox_gzip_writer_free(OxGzipWriter *z);
+
 /* The decompressed bytes of a gzip stream (one member or several concatenated), malloc'ed and
  * NUL-terminated, their count in *out_len; NULL with a message in err when the stream is damaged
  * or cut, has bytes after its end that are not another member, or would decompress to more than

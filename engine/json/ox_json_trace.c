@@ -711,26 +711,14 @@ void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out) {
 void ox_trace_write_json(const OxTrace *t, OxBuf *out) { write_v3(t, out); }
 
 bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *err, size_t errcap) {
-  OxBuf b, z;
+  /* streamed to the file while it is written (compressed on the writer thread for .gz) */
+  OxBuf b;
   ox_buf_init(&b);
-  ox_buf_init(&z);
-  if (!ox_gzip_wanted(path)) { /* streamed to the file while it is written */
-    if (!ox_buf_stream_to(&b, path, err, errcap)) return false;
-    ox_trace_write_json_version(t, version ? version : OX_TRACE_VERSION, &b);
-    bool ok = ox_buf_stream_commit(&b, err, errcap);
-    ox_buf_free(&b);
-    return ok;
-  }
+  bool gz = ox_gzip_wanted(path);
+  if (!(gz ? ox_buf_stream_to_gzip(&b, path, 1, err, errcap) : ox_buf_stream_to(&b, path, err, errcap))) return false;
   ox_trace_write_json_version(t, version ? version : OX_TRACE_VERSION, &b);
-  bool ok = true;
-  const OxBuf *bytes = &b;
-  if (ox_gzip_wanted(path)) {
-    ok = ox_gzip_compress(b.data, b.len, 1, &z, err, errcap);
-    bytes = &z;
-  }
-  if (ok) ok = ox_write_file_atomic(path, bytes->data ? bytes->data : "", bytes->len, err, errcap);
+  bool ok = ox_buf_stream_commit(&b, err, errcap);
   ox_buf_free(&b);
-  ox_buf_free(&z);
   return ok;
 }
 
