@@ -281,7 +281,7 @@ static void test_f32_fast_paths(void) {
     for (int i = 0; i < 18; i++) da[i] = (double)(float)g_rand_double_range(r, -3, 3);
     for (int i = 0; i < 24; i++) db[i] = (double)(float)g_rand_double_range(r, -3, 3);
     for (int i = 0; i < 6; i++) dw[i] = (double)(float)g_rand_double_range(r, -2, 2), dbias[i] = (double)(float)g_rand_double_range(r, -1, 1);
-    OxNodeId res[2][7];
+    OxNodeId res[2][9];
     for (int w = 0; w < 2; w++) {
       OxDType dt = w ? OX_DT_F64 : F32;
       char n[4][8];
@@ -295,9 +295,11 @@ static void test_f32_fast_paths(void) {
       res[w][4] = cf("torch.sigmoid", vT(1, vN(b)), vNone());
       res[w][5] = cf("torch.tanh", vT(1, vN(a)), vNone());
       res[w][6] = cf("torch.nn.functional.layer_norm", vT(4, vN(a), vL(1, vI(sa[2])), vN(wt), vN(bs)), vNone());
+      res[w][7] = cf("operator.sub", vT(2, vN(b), vN(a)), vNone());
+      res[w][8] = cf("torch.sub", vT(2, vN(a), vN(b)), kw(1, "alpha", vF(0.3)));
     }
     run_ok();
-    for (int k = 0; k < 7; k++) {
+    for (int k = 0; k < 9; k++) {
       const OxTensor *f = val(res[0][k]), *d = val(res[1][k]);
       g_assert_cmpint(f->dtype, ==, F32);
       g_assert_cmpint(d->dtype, ==, OX_DT_F64);

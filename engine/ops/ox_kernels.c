@@ -430,6 +430,16 @@ typedef double (*FnD)(const double *x, const void *c);
 typedef int64_t (*FnI)(const int64_t *x, const void *c, int *err);
 
 /* Applies fd (float path) or fi (exact int path) elementwise over broadcast operands. */
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_DIV_TRUNC, B_DIV_FLOOR, B_POW, B_WHERE };
+
+typedef struct BinC {
+  int op;
+  double alpha;
+  int64_t ialpha;
+} BinC;
+
+static double bin_d(const double *x, const void *cv);
+
 static OxTensor *ewise(K *k, int n, const Opnd *ops, OxDType out_dt, FnD fd, FnI fi, const void *c) {
   int rank = 0;
   int64_t shape[MAXR] = {0};
@@ -455,11 +465,36 @@ static OxTensor *ewise(K *k, int n, const Opnd *ops, OxDType out_dt, FnD fd, FnI
     }
     const int64_t inner = shape[rank - 1];
     float *dst = o->data.f;
+    /* add, sub, mul, div of two tensors: bin_d's expression written out, no call per element */
+    int bop = fd == bin_d && n == 2 && src[0] && src[1] ? ((const BinC *)c)->op : -1;
+    if (bop > B_DIV) bop = -1;
+    const double alpha = bop >= 0 ? ((const BinC *)c)->alpha : 0.0;
     for (int64_t e = 0; e < o->numel;) {
-      for (int64_t j = 0; j < inner; j++, e++) {
-        double x[3];
-        for (int i = 0; i < n; i++) x[i] = src[i] ? (double)src[i][off[i] + j * st[i][rank - 1]] : sc[i];
-        dst[e] = (float)fd(x, c);
+      if (bop >= 0) {
+        const float *a = src[0] + off[0], *b = src[1] + off[1];
+        const int64_t sa = st[0][rank - 1], sb = st[1][rank - 1];
+        float *d = dst + e;
+        switch (bop) {
+        case B_ADD:
+          for (int64_t j = 0; j < inner; j++) d[j] = (float)((double)a[j * sa] + alpha * (double)b[j * sb]);
+          break;
+        case B_SUB:
+          for (int64_t j = 0; j < inner; j++) d[j] = (float)((double)a[j * sa] - alpha * (double)b[j * sb]);
+          break;
+        case B_MUL:
+          for (int64_t j = 0; j < inner; j++) d[j] = (float)((double)a[j * sa] * (double)b[j * sb]);
+          break;
+        default:
+          for (int64_t j = 0; j < inner; j++) d[j] = (float)((double)a[j * sa] / (double)b[j * sb]);
+          break;
+        }
+        e += inner;
+      } else {
+        for (int64_t j = 0; j < inner; j++, e++) {
+          double x[3];
+          for (int i = 0; i < n; i++) x[i] = src[i] ? (double)src[i][off[i] + j * st[i][rank - 1]] : sc[i];
+          dst[e] = (float)fd(x, c);
+        }
       }
       for (int d = rank - 2; d >= 0; d--) {
         idx[d]++;
@@ -655,13 +690,6 @@ static int k_nan_to_num(K *k, V *const *s, V **out) {
 
 /* ------------------------------------------------------------------ binary pointwise */
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_DIV_TRUNC, B_DIV_FLOOR, B_POW, B_WHERE };
-
-typedef struct BinC {
-  int op;
-  double alpha;
-  int64_t ialpha;
-} BinC;
 
 static double floor_div_d(double a, double b) {
   /* torch's div_floor_floating: Python semantics, careful about the sign of the modulus */

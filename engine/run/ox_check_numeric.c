@@ -362,15 +362,17 @@ static void refs_cb(OxNodeId id, void *data) {
 
 /* The references of node id (as node_refs lists them: args then kwargs, repeats kept); *n gets
  * their count. The pointer is good until the next call. */
-static const OxNodeId *refs_of(RefCache *c, const OxGraph *g, OxNodeId id, uint32_t *n) {
-  if (!stamps_has(&c->stamp, id)) {
-    size_t start = c->n_pool;
-    ox_value_foreach_node(&g->nodes[id].args, refs_cb, c);
-    ox_value_foreach_node(&g->nodes[id].kwargs, refs_cb, c);
-    c->off[id] = (uint32_t)start;
-    c->len[id] = (uint32_t)(c->n_pool - start);
-    stamps_mark(&c->stamp, id);
-  }
+static void refs_fill(RefCache *c, const OxGraph *g, OxNodeId id) {
+  size_t start = c->n_pool;
+  ox_value_foreach_node(&g->nodes[id].args, refs_cb, c);
+  ox_value_foreach_node(&g->nodes[id].kwargs, refs_cb, c);
+  c->off[id] = (uint32_t)start;
+  c->len[id] = (uint32_t)(c->n_pool - start);
+  stamps_mark(&c->stamp, id);
+}
+
+static inline const OxNodeId *refs_of(RefCache *c, const OxGraph *g, OxNodeId id, uint32_t *n) {
+  if (!stamps_has(&c->stamp, id)) refs_fill(c, g, id); /* the searches mostly meet cached nodes */
   *n = c->len[id];
   return c->pool + c->off[id];
 }
