@@ -778,10 +778,11 @@ void ox_check_numeric(OxPassCtx *c, OxCheckResult *r) {
       }
       ok = shrink_uniform(before, after, mode, reduced, sizeof reduced, &touched);
     }
-    if (ok && region_work(before) + region_work(after) <= budget) {
+    uint64_t reduced_work = ok ? region_work(before) + region_work(after) : 0;
+    if (ok && reduced_work <= budget) {
       ox_graph_txn_commit(before);
       ox_graph_txn_commit(after);
-      flops = region_work(before) + region_work(after);
+      flops = reduced_work;
       r->checked_shape = c->trace ? ox_trace_intern(c->trace, reduced) : NULL;
     } else {
       reduced[0] = 0;
