@@ -539,6 +539,57 @@ static void test_diags(void) {
   g_assert_cmpuint(d.n, ==, 0);
 }
 
+/* The graph's dense key slots (ox_graph_keyslot_*): sets cleared in O(1) by a new epoch,
+ * contents kept across growth, every slot handed out once, a freed slot reused empty. Checked
+ * against a plain boolean array over random operations. */
+static void test_keyslots(void) {
+  OxGraph *g = ox_graph_new();
+  int k = ox_graph_keyslot_acquire(g, 100);
+  g_assert_cmpint(k, >=, 0);
+  struct OxKeySlot *s = &g->keyslots[k];
+  g_assert_cmpuint(s->cap, >=, 100);
+  enum { N = 5000 };
+  static bool model[N];
+  memset(model, 0, sizeof model);
+  for (int round = 0; round < 2000; round++) {
+    uint32_t key = (uint32_t)g_test_rand_int_range(0, N);
+    int what = g_test_rand_int_range(0, 10);
+    if (what == 0) { /* clear */
+      ox_graph_keyslot_clear(g, k);
+      memset(model, 0, sizeof model);
+    } else if (what < 6) { /* add, growing the slot when the key is past its capacity */
+      if (key >= s->cap) ox_graph_keyslot_grow(g, k, key + 1, round % 2 == 0);
+      s->gen[key] = s->epoch;
+      model[key] = true;
+    }
+    for (uint32_t q = 0; q < 8; q++) {
+      uint32_t x = (uint32_t)g_test_rand_int_range(0, N);
+      bool has = x < s->cap && s->gen[x] == s->epoch;
+      g_assert_cmpint(has, ==, model[x]);
+    }
+  }
+  /* every other slot once, then none */
+  int taken[OX_GRAPH_KEYSLOTS];
+  int n = 0;
+  for (int j; (j = ox_graph_keyslot_acquire(g, 10)) >= 0;) {
+    g_assert_cmpint(j, !=, k);
+    for (int i = 0; i < n; i++) g_assert_cmpint(taken[i], !=, j);
+    taken[n++] = j;
+  }
+  g_assert_cmpint(n, ==, OX_GRAPH_KEYSLOTS - 1);
+  /* released, k comes back empty */
+  ox_graph_keyslot_release(g, k);
+  g_assert_cmpint(ox_graph_keyslot_acquire(g, 10), ==, k);
+  for (uint32_t x = 0; x < s->cap; x++) g_assert_cmpuint(s->gen[x], !=, s->epoch);
+  /* a wrapped epoch forgets the old marks instead of reviving them */
+  s->gen[3] = 1;
+  s->epoch = UINT32_MAX;
+  ox_graph_keyslot_clear(g, k);
+  g_assert_cmpuint(s->epoch, ==, 1);
+  g_assert_cmpuint(s->gen[3], ==, 0);
+  ox_graph_free(g);
+}
+
 static void test_arena(void) {
   OxArena a = {0};
   void *p = ox_arena_alloc(&a, 10);
@@ -1428,6 +1479,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/util/read-cap", test_read_cap);
   g_test_add_func("/engine/util/diags", test_diags);
   g_test_add_func("/engine/util/arena", test_arena);
+  g_test_add_func("/engine/graph/keyslots", test_keyslots);
   g_test_add_func("/engine/util/namemap-model", test_namemap_model);
   g_test_add_func("/engine/load/detect", test_detect_format);
   return g_test_run();

@@ -167,6 +167,10 @@ void ox_graph_free(OxGraph *g) {
   free(g->subgraphs);
   ox_big_free(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes);
   free(g->mark);
+  for (int k = 0; k < OX_GRAPH_KEYSLOTS; k++) {
+    free(g->keyslots[k].gen);
+    free(g->keyslots[k].val);
+  }
   free(g->olab);
   free(g->opix);
   metatab_free(g->metatab);
@@ -207,6 +211,44 @@ static uint32_t mark_begin(OxGraph *g) {
     g->epoch = 1;
   }
   return g->epoch;
+}
+
+/* ------------------------------------------------------------------ key slots */
+
+void ox_graph_keyslot_grow(OxGraph *g, int k, uint32_t keys, bool values) {
+  struct OxKeySlot *s = &g->keyslots[k];
+  if (keys > s->cap) {
+    uint32_t cap = s->cap ? s->cap : 1024;
+    while (cap < keys) cap = cap <= UINT32_MAX / 2 ? cap * 2 : keys;
+    s->gen = ox_xrealloc(s->gen, (size_t)cap * sizeof *s->gen);
+    memset(s->gen + s->cap, 0, (size_t)(cap - s->cap) * sizeof *s->gen);
+    if (s->val) s->val = ox_xrealloc(s->val, (size_t)cap * sizeof *s->val);
+    s->cap = cap;
+  }
+  if (values && !s->val) s->val = ox_xrealloc(NULL, (size_t)s->cap * sizeof *s->val);
+}
+
+void ox_graph_keyslot_clear(OxGraph *g, int k) {
+  struct OxKeySlot *s = &g->keyslots[k];
+  if (++s->epoch == 0) { /* wrapped: forget every old mark */
+    if (s->cap) memset(s->gen, 0, (size_t)s->cap * sizeof *s->gen);
+    s->epoch = 1;
+  }
+}
+
+int ox_graph_keyslot_acquire(OxGraph *g, uint32_t keys) {
+  for (int k = 0; k < OX_GRAPH_KEYSLOTS; k++) {
+    if (g->keyslots[k].busy) continue;
+    g->keyslots[k].busy = true;
+    ox_graph_keyslot_grow(g, k, keys, false);
+    ox_graph_keyslot_clear(g, k);
+    return k;
+  }
+  return -1;
+}
+
+void ox_graph_keyslot_release(OxGraph *g, int k) {
+  if (k >= 0 && k < OX_GRAPH_KEYSLOTS) g->keyslots[k].busy = false;
 }
 
 /* ------------------------------------------------------------------ transaction log */
@@ -515,25 +557,26 @@ static bool is_ident_char(char c) {
  * -> split_with_sizes, operator.getitem -> getitem, layer1.0.conv -> layer1_0_conv. */
 static void base_from_target(OxOp op, const char *target, char *out, size_t cap) {
   const char *t = target ? target : "node";
-  char tmp[256];
+  const char *src; /* the part of the target the name is made of: src[0, len) */
+  size_t len;
   if (op == OX_OP_CALL_MODULE || op == OX_OP_GET_ATTR || op == OX_OP_PLACEHOLDER) {
-    snprintf(tmp, sizeof tmp, "%s", t);
+    src = t;
+    len = strlen(t);
   } else if (strncmp(t, "torch.ops.", 10) == 0) {
     /* torch.ops.NS.OP[.OVERLOAD] */
     const char *p = t + 10;
     const char *dot = strchr(p, '.');
-    const char *opn = dot ? dot + 1 : p;
-    const char *end = strchr(opn, '.');
-    size_t len = end ? (size_t)(end - opn) : strlen(opn);
-    if (len >= sizeof tmp) len = sizeof tmp - 1;
-    memcpy(tmp, opn, len);
-    tmp[len] = 0;
+    src = dot ? dot + 1 : p;
+    const char *end = strchr(src, '.');
+    len = end ? (size_t)(end - src) : strlen(src);
   } else {
     const char *dot = strrchr(t, '.');
-    snprintf(tmp, sizeof tmp, "%s", dot ? dot + 1 : t);
+    src = dot ? dot + 1 : t;
+    len = strlen(src);
   }
+  if (len > 255) len = 255; /* as long as names made from targets ever were */
   size_t o = 0;
-  for (size_t i = 0; tmp[i] && o + 1 < cap; i++) out[o++] = is_ident_char(tmp[i]) ? tmp[i] : '_';
+  for (size_t i = 0; i < len && o + 1 < cap; i++) out[o++] = is_ident_char(src[i]) ? src[i] : '_';
   if (o == 0 || (out[0] >= '0' && out[0] <= '9')) {
     memmove(out + 1, out, o < cap - 1 ? o : cap - 2);
     out[0] = '_';

@@ -253,6 +253,8 @@ typedef struct OxEdit {
   OxNodeId *old_ids;   /* malloc'ed, owned by the log */
 } OxEdit;
 
+enum { OX_GRAPH_KEYSLOTS = 12 };
+
 typedef struct OxGraph {
   OxNode *nodes;          /* nodes[0] unused; nodes[1..n_nodes-1] */
   uint32_t n_nodes, cap_nodes;
@@ -307,7 +309,25 @@ typedef struct OxGraph {
    * nodes whose kind, target, kwargs or liveness changed, are OX_OPIX_STALE (recomputed when read) */
   uint16_t *opix;
   uint32_t cap_opix;
+  /* dense scratch sets and maps keyed by small integers (node ids), ox_graph_keyslot_*: a step's
+   * bookkeeping reads these instead of hashing ids */
+  struct OxKeySlot {
+    uint32_t *gen; /* gen[k] == epoch: k is in the set */
+    uint32_t *val; /* its value (maps; allocated on first use) */
+    uint32_t cap, epoch;
+    bool busy;
+  } keyslots[OX_GRAPH_KEYSLOTS];
 } OxGraph;
+
+/* Takes a free key slot able to hold keys below `keys` (-1 when all OX_GRAPH_KEYSLOTS are in
+ * use: the caller falls back to something else), empty. Slots keep their arrays for the graph's
+ * life, so a set costs no allocation after the first of its size. */
+int ox_graph_keyslot_acquire(OxGraph *g, uint32_t keys);
+/* Empties slot k (O(1): a new epoch). */
+void ox_graph_keyslot_clear(OxGraph *g, int k);
+/* Grows slot k to hold keys below `keys`, keeping its contents; allocates its values. */
+void ox_graph_keyslot_grow(OxGraph *g, int k, uint32_t keys, bool values);
+void ox_graph_keyslot_release(OxGraph *g, int k);
 
 enum { OX_OPIX_STALE = 0xFFFE };
 

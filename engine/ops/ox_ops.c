@@ -781,7 +781,7 @@ const OxSpelling *ox_opix_spelling(uint16_t ix) {
   return k >= OX_OPIX_SPELLING && (size_t)(k - OX_OPIX_SPELLING) < T.n_sp ? &T.sp[k - OX_OPIX_SPELLING] : NULL;
 }
 
-uint16_t ox_op_index(OxGraph *g, OxNodeId id) {
+uint16_t ox_op_index_compute(OxGraph *g, OxNodeId id) {
   ensure();
   if (id >= g->cap_opix) {
     uint32_t cap = g->cap_nodes > id ? g->cap_nodes : id + 1;
