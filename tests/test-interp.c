@@ -117,7 +117,7 @@ static OxNodeId input(const char *name, OxDType dt, int rank, const int64_t *sha
 /* placeholder 0..n-1 as f32 of the given shape */
 static OxNodeId arange(const char *name, int rank, const int64_t *shape) {
   int64_t n = ox_shape_numel(rank, shape);
-  double *d = g_new(double, n);
+  double *d = g_new(double, n > 0 ? n : 1);
   for (int64_t i = 0; i < n; i++) d[i] = (double)i;
   OxNodeId id = input(name, OX_DT_F32, rank, shape, d);
   g_free(d);
