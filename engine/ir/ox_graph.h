@@ -312,9 +312,11 @@ typedef struct OxGraph {
   /* dense scratch sets and maps keyed by small integers (node ids), ox_graph_keyslot_*: a step's
    * bookkeeping reads these instead of hashing ids */
   struct OxKeySlot {
-    uint32_t *gen; /* gen[k] == epoch: k is in the set */
+    uint8_t *gen;  /* gen[k] == epoch: k is in the set (one byte per key: a slot of a 100k-node
+                    * graph is 128 KB; every 255th clear zeroes it) */
     uint32_t *val; /* its value (maps; allocated on first use) */
-    uint32_t cap, epoch;
+    uint32_t cap;
+    uint8_t epoch;
     bool busy;
   } keyslots[OX_GRAPH_KEYSLOTS];
 } OxGraph;
