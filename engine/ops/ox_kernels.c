@@ -426,6 +426,19 @@ static void bc_strides(const OxTensor *t, int rank, int64_t *st) {
   }
 }
 
+/* One step of an odometer over the first `dims` dims of a broadcast: the index idx moves to the
+ * next position (the last of those dims fastest) and each operand's element offset off[i]
+ * follows its strides st[i] (0 along broadcast dims). */
+static void bc_advance(int dims, const int64_t *shape, int n, int64_t (*st)[MAXR], int64_t *idx, int64_t *off) {
+  for (int d = dims - 1; d >= 0; d--) {
+    idx[d]++;
+    for (int i = 0; i < n; i++) off[i] += st[i][d];
+    if (idx[d] < shape[d]) return;
+    for (int i = 0; i < n; i++) off[i] -= st[i][d] * shape[d];
+    idx[d] = 0;
+  }
+}
+
 typedef double (*FnD)(const double *x, const void *c);
 typedef int64_t (*FnI)(const int64_t *x, const void *c, int *err);
 
@@ -496,13 +509,7 @@ static OxTensor *ewise(K *k, int n, const Opnd *ops, OxDType out_dt, FnD fd, FnI
           dst[e] = (float)fd(x, c);
         }
       }
-      for (int d = rank - 2; d >= 0; d--) {
-        idx[d]++;
-        for (int i = 0; i < n; i++) off[i] += st[i][d];
-        if (idx[d] < shape[d]) break;
-        for (int i = 0; i < n; i++) off[i] -= st[i][d] * shape[d];
-        idx[d] = 0;
-      }
+      bc_advance(rank - 1, shape, n, st, idx, off); /* the next row */
     }
     return o;
   }
@@ -523,13 +530,7 @@ static OxTensor *ewise(K *k, int n, const Opnd *ops, OxDType out_dt, FnD fd, FnI
       for (int i = 0; i < n; i++) x[i] = opmath(out_dt, ops[i].t ? ox_tensor_get(ops[i].t, off[i]) : ops[i].d);
       ox_tensor_set(o, e, fd(x, c));
     }
-    for (int d = rank - 1; d >= 0; d--) {
-      idx[d]++;
-      for (int i = 0; i < n; i++) off[i] += st[i][d];
-      if (idx[d] < shape[d]) break;
-      for (int i = 0; i < n; i++) off[i] -= st[i][d] * shape[d];
-      idx[d] = 0;
-    }
+    bc_advance(rank, shape, n, st, idx, off);
   }
   return o;
 }
