@@ -312,11 +312,12 @@ typedef struct OxGraph {
   /* dense scratch sets and maps keyed by small integers (node ids), ox_graph_keyslot_*: a step's
    * bookkeeping reads these instead of hashing ids */
   struct OxKeySlot {
-    uint8_t *gen;  /* gen[k] == epoch: k is in the set (one byte per key: a slot of a 100k-node
-                    * graph is 128 KB; every 255th clear zeroes it) */
+    uint16_t *gen; /* gen[k] == epoch: k is in the set (two bytes per key: a slot of a 100k-node
+                    * graph is 256 KB; every 65535th clear zeroes it, and a 100k-node
+                    * optimization clears ~4M times: one byte would zero 15k times) */
     uint32_t *val; /* its value (maps; allocated on first use) */
     uint32_t cap;
-    uint8_t epoch;
+    uint16_t epoch;
     bool busy;
   } keyslots[OX_GRAPH_KEYSLOTS];
 } OxGraph;
