@@ -829,24 +829,34 @@ typedef struct Out {
   size_t cap, len;
 } Out;
 
-static void outf(Out *o, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(o->len < o->cap ? o->buf + o->len : NULL, o->len < o->cap ? o->cap - o->len : 0, fmt, ap);
-  va_end(ap);
-  if (k > 0) o->len += (size_t)k;
+/* Appends n bytes of s as snprintf would: what fits (and a NUL), while len counts it all. A
+ * trace's reason texts format ~400k values at 100k nodes: vsnprintf per piece was 4 % of it. */
+static void outs(Out *o, const char *s, size_t n) {
+  if (o->len < o->cap) {
+    size_t room = o->cap - o->len - 1;
+    size_t c = n < room ? n : room;
+    memcpy(o->buf + o->len, s, c);
+    o->buf[o->len + c] = 0;
+  }
+  o->len += n;
 }
+#define OUTL(o, lit) outs((o), (lit), sizeof(lit) - 1)
+static void outz(Out *o, const char *s) { outs(o, s, strlen(s)); }
 
 static void fmt_value(Out *o, const OxGraph *g, const OxValue *v, int depth) {
   if (o->len >= o->cap) return; /* the text is cut there anyway: a 128-input list stops early */
-  if (depth > 8) { outf(o, "..."); return; }
+  if (depth > 8) { OUTL(o, "..."); return; }
   switch ((OxValueKind)v->kind) {
-  case OX_V_NONE: outf(o, "None"); break;
-  case OX_V_BOOL: outf(o, v->u.b ? "True" : "False"); break;
-  case OX_V_INT: outf(o, "%lld", (long long)v->u.i); break;
+  case OX_V_NONE: OUTL(o, "None"); break;
+  case OX_V_BOOL: outz(o, v->u.b ? "True" : "False"); break;
+  case OX_V_INT: {
+    char t[24];
+    outs(o, t, (size_t)ox_fmt_i64(t, v->u.i));
+    break;
+  }
   case OX_V_FLOAT:
-    if (isnan(v->u.f)) outf(o, "nan");
-    else if (isinf(v->u.f)) outf(o, v->u.f > 0 ? "inf" : "-inf");
+    if (isnan(v->u.f)) OUTL(o, "nan");
+    else if (isinf(v->u.f)) outz(o, v->u.f > 0 ? "inf" : "-inf");
     else {
       /* Python repr: the shortest text that reads back as the same double, ".0" if integral */
       char t[64];
@@ -862,41 +872,49 @@ static void fmt_value(Out *o, const OxGraph *g, const OxValue *v, int depth) {
           if (strtod(t, NULL) == f) break;
         }
       }
-      outf(o, "%s", t);
+      outz(o, t);
     }
     break;
-  case OX_V_STR: outf(o, "'%s'", v->s ? v->s : ""); break;
+  case OX_V_STR:
+    OUTL(o, "'");
+    outz(o, v->s ? v->s : "");
+    OUTL(o, "'");
+    break;
   case OX_V_NODE: {
     const char *name = ox_graph_ref_name(g, v->u.node);
-    outf(o, "%%%s", name ? name : "?");
+    OUTL(o, "%");
+    outz(o, name ? name : "?");
     break;
   }
-  case OX_V_DTYPE: outf(o, "%s", v->s ? v->s : ox_dtype_torch_name(v->u.dtype)); break;
+  case OX_V_DTYPE: outz(o, v->s ? v->s : ox_dtype_torch_name(v->u.dtype)); break;
   case OX_V_SYM:
   case OX_V_DEVICE:
   case OX_V_ENUM:
-  case OX_V_RAW: outf(o, "%s", v->s ? v->s : ""); break;
-  case OX_V_ELLIPSIS: outf(o, "..."); break;
+  case OX_V_RAW: outz(o, v->s ? v->s : ""); break;
+  case OX_V_ELLIPSIS: OUTL(o, "..."); break;
   case OX_V_SLICE:
-    outf(o, "slice(");
+    OUTL(o, "slice(");
     for (uint32_t i = 0; i < v->n; i++) {
-      if (i) outf(o, ", ");
+      if (i) OUTL(o, ", ");
       fmt_value(o, g, &v->u.items[i], depth + 1);
     }
-    outf(o, ")");
+    OUTL(o, ")");
     break;
   case OX_V_LIST:
   case OX_V_TUPLE:
   case OX_V_DICT: {
     bool list = v->kind == OX_V_LIST, dict = v->kind == OX_V_DICT;
-    outf(o, list ? "[" : dict ? "{" : "(");
+    outz(o, list ? "[" : dict ? "{" : "(");
     for (uint32_t i = 0; i < v->n && o->len < o->cap; i++) {
-      if (i) outf(o, ", ");
-      if (dict) outf(o, "%s: ", v->keys[i]);
+      if (i) OUTL(o, ", ");
+      if (dict) {
+        outz(o, v->keys[i]);
+        OUTL(o, ": ");
+      }
       fmt_value(o, g, &v->u.items[i], depth + 1);
     }
-    if (v->kind == OX_V_TUPLE && v->n == 1) outf(o, ",");
-    outf(o, list ? "]" : dict ? "}" : ")");
+    if (v->kind == OX_V_TUPLE && v->n == 1) OUTL(o, ",");
+    outz(o, list ? "]" : dict ? "}" : ")");
     break;
   }
   }
