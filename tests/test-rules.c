@@ -1160,6 +1160,9 @@ static OxGraph *run_budget(const char *rules, int counter, const OxBudget *b, Ox
 static void assert_budget_record(const OxTrace *t, const char *what, const char *text) {
   const OxStep *s = &t->steps[t->n_steps - 1];
   g_assert_cmpint(s->kind, ==, OX_STEP_REJECTED);
+  uint32_t rejected = 0; /* counted once (the driver used to count the BUDGET record twice) */
+  for (uint32_t i = 0; i < t->n_steps; i++) rejected += t->steps[i].kind == OX_STEP_REJECTED;
+  g_assert_cmpuint(t->n_rejected, ==, rejected);
   g_assert_cmpint(s->reason.code, ==, OX_REASON_BUDGET);
   g_assert_cmpstr(s->rule, ==, "budget");
   g_assert_cmpstr(s->reason.args[0], ==, what);

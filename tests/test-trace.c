@@ -1099,42 +1099,72 @@ static void test_trace_integrity(void) {
 /* ------------------------------------------------------------------ runs without edit scripts */
 
 /* A run whose trace records no edit scripts (no_edits: `optimus optimize` without --trace)
- * makes the same graph and records everything else the same: the same steps, names, reasons,
+ * makes the same graph and records everything else the same (and one that also keeps no
+ * rejections, only their count, keeps the same other steps): the same steps, names, reasons,
  * checks, costs and counters, on random graphs through the built-in pipeline. The one
  * difference allowed: a pattern rejection's arguments that the matcher formats (value lists,
  * sub-pattern descriptions) are left empty; the code and the number of arguments agree. */
 static void test_no_edits_same_run(void) {
   const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, applied = 0, unformatted = 0;
+  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, applied = 0, unformatted = 0, rejected_total = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
     OxGraph *g1 = gen_graph(seed, &post);
     g_assert_nonnull(g1);
     OxGraph *g2 = ox_graph_clone(g1);
-    OxTrace *t[2];
-    OxOptimizeResult res[2];
-    OxGraph *gs[2] = {g1, g2};
-    for (int k = 0; k < 2; k++) {
+    OxGraph *g3 = ox_graph_clone(g1);
+    OxTrace *t[3];
+    OxOptimizeResult res[3];
+    OxGraph *gs[3] = {g1, g2, g3};
+    for (int k = 0; k < 3; k++) {
       OxPipeline p;
       ox_pipeline_default(gs[k], &p);
       OxCheckConfig checks;
       ox_check_config_default(&checks);
       checks.numeric = seed % 4 == 0;
       t[k] = ox_trace_new_for(gs[k]);
-      t[k]->no_edits = k == 1;
+      t[k]->no_edits = k >= 1;
+      t[k]->no_rejections = k == 2;
       OxDiagList d;
       ox_diags_init(&d, "gen");
       g_assert_cmpint(ox_optimize(gs[k], &p, &checks, t[k], &res[k], &d), ==, 0);
       ox_diags_clear(&d);
       ox_pipeline_free(&p);
     }
-    char *a = fx_of(g1), *b = fx_of(g2);
+    char *a = fx_of(g1), *b = fx_of(g2), *c = fx_of(g3);
     g_assert_cmpstr(a, ==, b);
+    g_assert_cmpstr(a, ==, c);
     free(a);
     free(b);
-    g_assert_cmpuint(res[0].applied, ==, res[1].applied);
-    g_assert_cmpuint(res[0].rejected, ==, res[1].rejected);
-    g_assert_cmpuint(res[0].check_failures, ==, res[1].check_failures);
+    free(c);
+    for (int k = 1; k < 3; k++) {
+      g_assert_cmpuint(res[0].applied, ==, res[k].applied);
+      g_assert_cmpuint(res[0].rejected, ==, res[k].rejected);
+      g_assert_cmpuint(res[0].check_failures, ==, res[k].check_failures);
+    }
+    /* no_rejections (optimize without --trace): the same count, only the other steps kept, the
+     * same as the full run's */
+    uint32_t kept = 0, rejected = 0;
+    for (uint32_t i = 0; i < t[1]->n_steps; i++) {
+      const OxStep *s1 = &t[1]->steps[i];
+      if (s1->kind == OX_STEP_REJECTED) {
+        rejected++;
+        continue;
+      }
+      g_assert_cmpuint(kept, <, t[2]->n_steps);
+      const OxStep *s2 = &t[2]->steps[kept++];
+      g_assert_cmpint(s1->kind, ==, s2->kind);
+      g_assert_cmpstr(s1->pass, ==, s2->pass);
+      g_assert_cmpstr(s1->rule, ==, s2->rule);
+      g_assert_cmpstr(s1->anchor, ==, s2->anchor);
+      g_assert_cmpuint(s1->applied_index, ==, s2->applied_index);
+      g_assert_cmpuint(s1->n_removed, ==, s2->n_removed);
+      g_assert_cmpuint(s1->n_added, ==, s2->n_added);
+    }
+    g_assert_cmpuint(kept, ==, t[2]->n_steps);
+    g_assert_cmpuint(rejected, ==, t[2]->n_rejected);
+    g_assert_cmpuint(t[1]->n_rejected, ==, t[2]->n_rejected);
+    rejected_total += rejected;
     applied += res[0].applied;
     uint32_t with_edits = 0;
     for (uint32_t i = 0; i < t[1]->n_steps; i++) g_assert_cmpuint(t[1]->steps[i].n_edits, ==, 0);
@@ -1165,10 +1195,13 @@ static void test_no_edits_same_run(void) {
     if (diff) g_error("seed %" G_GUINT64_FORMAT ": %s", seed, diff);
     ox_trace_free(t[0]);
     ox_trace_free(t[1]);
+    ox_trace_free(t[2]);
     ox_graph_free(g1);
     ox_graph_free(g2);
+    ox_graph_free(g3);
   }
   g_assert_cmpuint(applied, >, n);
+  g_assert_cmpuint(rejected_total, >, n); /* the random graphs do reach rejections */
   g_assert_cmpuint(unformatted, >, 0); /* the random graphs do reach pattern rejections */
 }
 

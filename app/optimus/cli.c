@@ -544,6 +544,7 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
   if (status == EXIT_OK) {
     OxTrace *t = ox_trace_new_for(g);
     t->no_edits = o->no_edits;
+    t->no_rejections = o->no_edits; /* the trace is not written: only the count is printed */
     t->input_file = ox_trace_intern(t, o->file);
     if (o->checks) t->checks = ox_trace_intern(t, o->checks);
     else t->checks = ox_trace_intern(t, "structure,shape,numeric");

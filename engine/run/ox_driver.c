@@ -395,7 +395,6 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
         s->rule = ox_trace_intern(trace, "budget");
         s->reason = ox_reason_nodes(&c, OX_REASON_BUDGET, (const char *const[]){budget.spent, budget.why}, 2,
                                     NULL);
-        trace->n_rejected++;
         ox_diag_add(d, OX_SEV_WARNING, 0, 0, NULL, "pass %s stopped after %u applied steps: %s budget: %s",
                     e->pass->name, budget.steps, budget.spent, budget.why);
         res->budget_stops++;

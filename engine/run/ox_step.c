@@ -795,6 +795,7 @@ static OxStep *rollback_as_rejected(OxPassCtx *c, bool record) {
   s->rule = c->staged.rule;
   s->anchor = c->staged.anchor;
   s->key = c->staged.key;
+  if (c->trace->no_rejections) return s; /* counted, not kept */
   s->matched = names_of(c, c->g, c->matched_ids, c->n_matched_ids);
   s->n_matched = c->n_matched_ids;
   s->seconds = now_s() - c->t_start;
@@ -916,6 +917,7 @@ void ox_step_reject(OxPassCtx *c, const char *rule, OxNodeId anchor, const OxNod
                     const OxReason *reason) {
   if (!c->trace || !c->record_rejections) return;
   OxStep *s = ox_trace_add_step(c->trace, OX_STEP_REJECTED);
+  if (c->trace->no_rejections) return; /* counted, not kept */
   s->pass = ox_trace_intern(c->trace, c->pass ? c->pass->name : "?");
   s->phase = c->pass && c->pass->phase == OX_PHASE_POST ? "post" : "pre";
   s->rule = ox_trace_intern(c->trace, rule);

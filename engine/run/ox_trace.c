@@ -86,6 +86,7 @@ void ox_trace_free(OxTrace *t) {
   if (!t) return;
   free(t->str_cache);
   free(t->steps);
+  free(t->scratch);
   ox_graph_free(t->pool);
   free(t);
 }
@@ -142,6 +143,14 @@ void ox_trace_reserve_steps(OxTrace *t, uint32_t n) {
 }
 
 OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind) {
+  if (kind == OX_STEP_REJECTED && t->no_rejections) {
+    if (!t->scratch) t->scratch = ox_xrealloc(NULL, sizeof *t->scratch);
+    memset(t->scratch, 0, sizeof *t->scratch);
+    t->scratch->seq = t->n_steps;
+    t->scratch->kind = (uint8_t)kind;
+    t->n_rejected++;
+    return t->scratch;
+  }
   if (t->n_steps == t->cap_steps) {
     t->cap_steps = t->cap_steps ? t->cap_steps * 2 : 64;
     t->steps = ox_xrealloc(t->steps, t->cap_steps * sizeof *t->steps);
