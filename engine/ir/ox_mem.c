@@ -29,8 +29,23 @@ enum { BIG_BYTES = 2u << 20 };
 
 static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
+/* Huge-page hints only with OPTIMUS_HUGE_PAGES=1 in the environment. On the VMs we measure on
+ * (virtio-balloon free page reporting) a 2 MiB page the host has taken back costs ~3 ms to
+ * fault in: 100 MB of fresh memory took 200-340 ms with huge pages after a few idle seconds,
+ * 45-60 ms with 4 KiB pages, and 10 ms with huge pages only when the previous run's were still
+ * there (docs/benchmarks.md, 2026-12-06 20:30). A CLI run is usually the first in a while. */
+static bool huge_wanted(void) {
+  static int wanted = -1;
+  if (wanted < 0) {
+    const char *e = getenv("OPTIMUS_HUGE_PAGES");
+    wanted = e && e[0] == '1';
+  }
+  return wanted;
+}
+
 void ox_mem_hint_huge(void *p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (!huge_wanted()) return;
   const uintptr_t huge = (uintptr_t)2 << 20;
   uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
   if (p && hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* a refusal changes nothing */
@@ -53,7 +68,7 @@ static void *big_map(size_t bytes) {
   if (head) munmap(q, head);
   munmap(q + head + len, huge - head);
 #ifdef MADV_HUGEPAGE
-  madvise(q + head, len, MADV_HUGEPAGE); /* the whole mapping: one VMA, which mremap needs */
+  if (huge_wanted()) madvise(q + head, len, MADV_HUGEPAGE); /* the whole mapping: one VMA, which mremap needs */
 #endif
   return q + head;
 }
@@ -156,10 +171,9 @@ void ox_mem_tune_for_batch(void) {
   mallopt(M_TOP_PAD, 16 << 20);         /* grow the heap in 16 MiB steps */
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   /* Grow the heap by 256 MiB now (a large top pad for one small allocation: nothing is
-   * written, not even under MALLOC_PERTURB_), ask for huge pages behind the new top of the heap,
-   * then go back to 16 MiB steps. What the run allocates from that top is faulted in 2 MiB at a
-   * time instead of 4 KiB (an optimization of 100k nodes touched ~40k pages, a fault costing
-   * 3-10 us on the VMs measured). Untouched parts cost address space only. */
+   * written, not even under MALLOC_PERTURB_), ask for huge pages behind the new top of the heap
+   * (only if huge_wanted), then go back to 16 MiB steps: one brk instead of one per 16 MiB.
+   * Untouched parts cost address space only. */
   mallopt(M_TOP_PAD, 256 << 20);
   void *probe = malloc(64);
   void *end = sbrk(0);

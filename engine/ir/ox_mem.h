@@ -24,13 +24,14 @@ char *ox_xstrdup(const char *s);
 void *ox_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
 void ox_big_free(void *p, size_t bytes);
 /* Zeroed memory for a table sized up front (a string table's or name map's slots): big ones
- * are mapped (already zero, backed by huge pages where the kernel allows), small ones calloc'd.
+ * are mapped (already zero), small ones calloc'd.
  * Free with ox_big_free(p, the same bytes). */
 void *ox_big_zalloc(size_t bytes);
-/* Ask for huge pages (2 MiB) behind the 2 MiB-aligned part of [p, p + bytes), before it is first
- * written: a 100k-node load touches ~90 MB, and a fault per 4 KiB page costs 3-10 us on the VMs
- * measured (docs/benchmarks.md), a fault per 2 MiB page a few hundred. Blocks under 2 MiB and
- * kernels without transparent huge pages (or with them off) are left as they are. */
+/* With OPTIMUS_HUGE_PAGES=1 in the environment: ask for huge pages (2 MiB) behind the 2 MiB-aligned
+ * part of [p, p + bytes), before it is first written (big mapped arrays ask too). Off by
+ * default: which page size faults in faster depends on the host (on our VMs 4 KiB pages, unless
+ * the previous run's huge pages are still at hand; ox_mem.c, docs/benchmarks.md). Blocks under
+ * 2 MiB and kernels without transparent huge pages are left as they are. */
 void ox_mem_hint_huge(void *p, size_t bytes);
 uint64_t ox_hash_bytes(const char *s, size_t n);
 

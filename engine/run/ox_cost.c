@@ -172,16 +172,35 @@ static bool noncontig(const OxGraph *g, OxNodeId id, int depth) {
 
 /* ---------------------------------------------------------------- one node */
 
+/* The distinct node inputs of one node: a linear scan while there are few, then a hash set
+ * (a cat of 300 inputs scanned its list once per input: ~45k comparisons, 7% of the cost
+ * model's time at 100k nodes). */
 typedef struct {
   OxNodeId *ids; /* local until it outgrows it, then malloc'ed */
   OxNodeId local[16];
   uint32_t n, cap;
+  uint32_t *table; /* ids + 1, 0 = empty; NULL while n <= 16 */
+  uint32_t mask;
 } InputSet;
+
+static bool input_table_add(InputSet *s, OxNodeId id) {
+  uint32_t h = (id * 2654435761u) & s->mask;
+  while (s->table[h]) {
+    if (s->table[h] == id + 1) return false;
+    h = (h + 1) & s->mask;
+  }
+  s->table[h] = id + 1;
+  return true;
+}
 
 static void input_cb(OxNodeId id, void *data) {
   InputSet *s = data;
-  for (uint32_t i = 0; i < s->n; i++)
-    if (s->ids[i] == id) return;
+  if (s->table) {
+    if (!input_table_add(s, id)) return;
+  } else {
+    for (uint32_t i = 0; i < s->n; i++)
+      if (s->ids[i] == id) return;
+  }
   if (s->n == s->cap) {
     s->cap *= 2;
     if (s->ids == s->local) {
@@ -190,6 +209,12 @@ static void input_cb(OxNodeId id, void *data) {
     } else {
       s->ids = ox_xrealloc(s->ids, s->cap * sizeof *s->ids);
     }
+    /* (re)build the table at 4x the capacity: load <= 1/4 */
+    free(s->table);
+    s->mask = s->cap * 4 - 1;
+    s->table = ox_xcalloc(s->cap * 4, sizeof *s->table);
+    for (uint32_t i = 0; i < s->n; i++) input_table_add(s, s->ids[i]);
+    if (!input_table_add(s, id)) return; /* not reached: id was not among them */
   }
   s->ids[s->n++] = id;
 }
@@ -201,6 +226,8 @@ static bool input_bytes(const OxGraph *g, const OxNode *n, uint64_t *out) {
   s.ids = s.local;
   s.n = 0;
   s.cap = 16;
+  s.table = NULL;
+  s.mask = 0;
   ox_value_foreach_node(&n->args, input_cb, &s);
   ox_value_foreach_node(&n->kwargs, input_cb, &s);
   *out = 0;
@@ -212,6 +239,7 @@ static bool input_bytes(const OxGraph *g, const OxNode *n, uint64_t *out) {
     else *out = sat_add(*out, b);
   }
   if (s.ids != s.local) free(s.ids);
+  free(s.table);
   return ok;
 }
 
