@@ -624,7 +624,8 @@ static void test_corpus_roundtrip(gconstpointer data) {
   g_free(path);
 }
 
-/* The writers' integer text is printf's, for the edge values and a spread of random ones. */
+/* The writers' integer text is printf's, for the edge values and a spread of random ones (signed
+ * and unsigned). */
 static void test_fmt_i64(void) {
   const int64_t edge[] = {0, 1, -1, 9, 10, -10, 99, 100, INT32_MAX, INT32_MIN, (int64_t)UINT32_MAX, INT64_MAX, INT64_MIN,
                           INT64_MIN + 1, 1000000000000000000LL, -999999999999999999LL};
@@ -643,8 +644,45 @@ static void test_fmt_i64(void) {
     ox_buf_put_i64(&b, v);
     g_assert_cmpstr(b.data + at, ==, want);
   }
+  /* unsigned: every digit-count boundary (10^k - 1, 10^k) and the largest value */
+  guint64 p10 = 1;
+  for (int k = 0; k < 20; k++) {
+    guint64 vs[3] = {p10 - 1, p10, p10 + 1};
+    for (int j = 0; j < 3; j++) {
+      char want[32], got[32];
+      snprintf(want, sizeof want, "%" G_GUINT64_FORMAT, vs[j]);
+      g_assert_cmpint(ox_fmt_u64(got, vs[j]), ==, (int)strlen(want));
+      g_assert_cmpstr(got, ==, want);
+    }
+    if (k < 19) p10 *= 10;
+  }
+  char got[32];
+  g_assert_cmpint(ox_fmt_u64(got, UINT64_MAX), ==, 20);
+  g_assert_cmpstr(got, ==, "18446744073709551615");
   ox_buf_free(&b);
   g_rand_free(r);
+}
+
+/* Every byte inside a quoted string: copied as is unless it is a control character, DEL, '"' or
+ * '\\', which are escaped (the JSON and Python writers' strings). */
+static void test_put_quoted_bytes(void) {
+  for (int c = 1; c < 256; c++) {
+    char s[4] = {'a', (char)c, 'b', 0};
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_buf_put_quoted(&b, s);
+    bool plain = c >= 0x20 && c != 0x7f && c != '"' && c != '\\';
+    if (plain) {
+      g_assert_cmpuint(b.len, ==, 5);
+      g_assert_cmpint((unsigned char)b.data[2], ==, c);
+    } else {
+      g_assert_cmpuint(b.len, >, 5);
+      g_assert_cmpint(b.data[2], ==, '\\');
+    }
+    g_assert_cmpint(b.data[0], ==, '"');
+    g_assert_cmpint(b.data[b.len - 1], ==, '"');
+    ox_buf_free(&b);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -655,6 +693,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/write/fx/placeholder-default-and-returns", test_placeholder_default_and_returns);
   g_test_add_func("/engine/write/fx/values", test_values);
   g_test_add_func("/engine/write/fmt-i64", test_fmt_i64);
+  g_test_add_func("/engine/write/put-quoted-bytes", test_put_quoted_bytes);
   g_test_add_func("/engine/write/fx/subgraph-block", test_subgraph_block);
   g_test_add_func("/engine/write/roundtrip/handbuilt", test_roundtrip_handbuilt);
   g_test_add_func("/engine/write/roundtrip/values", test_roundtrip_values);

@@ -70,12 +70,25 @@ void ox_buf_printf(OxBuf *b, const char *fmt, ...) {
   va_end(ap2);
 }
 
+/* plain[c]: c is copied as is inside a quoted string (not a control character, DEL, '"', '\\'
+ * or the terminating NUL) */
+static const bool plain[256] = {
+#define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+  R16(false), R16(false),                                                         /* 0x00-0x1f */
+  true, true, false, true, true, true, true, true, true, true, true, true, true, true, true, true, /* '"' */
+  R16(true), R16(true),                                                           /* 0x30-0x4f */
+  true, true, true, true, true, true, true, true, true, true, true, true, false, true, true, true, /* '\\' */
+  R16(true), true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, false, /* DEL */
+  R16(true), R16(true), R16(true), R16(true), R16(true), R16(true), R16(true), R16(true), /* 0x80-0xff */
+#undef R16
+};
+
 void ox_buf_put_quoted(OxBuf *b, const char *s) {
   ox_buf_putc(b, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     /* a run of characters that need no escape is copied at once */
     const unsigned char *q = p;
-    while (*q >= 0x20 && *q != 0x7f && *q != '"' && *q != '\\') q++;
+    while (plain[*q]) q++;
     if (q != p) {
       ox_buf_append(b, (const char *)p, (size_t)(q - p));
       p = q;

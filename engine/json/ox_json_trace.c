@@ -296,13 +296,8 @@ static uint32_t w3_index(W3 *w, const char *name) {
 
 /* Writes an unsigned number (the writer's hot path: ~1M indices in a 100k-node trace). */
 static void put_u32(OxBuf *b, uint32_t v) {
-  char d[10];
-  int n = 0;
-  do d[n++] = (char)('0' + v % 10);
-  while ((v /= 10) != 0);
-  ox_buf_reserve(b, (size_t)n);
-  while (n) b->data[b->len++] = d[--n];
-  b->data[b->len] = 0;
+  ox_buf_reserve(b, 11);
+  b->len += (size_t)ox_fmt_u64(b->data + b->len, v);
 }
 
 static void w3_ref(W3 *w, OxBuf *b, const char *name) {
