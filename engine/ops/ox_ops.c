@@ -858,7 +858,25 @@ static void fmt_value(Out *o, const OxGraph *g, const OxValue *v, int depth) {
     if (isnan(v->u.f)) OUTL(o, "nan");
     else if (isinf(v->u.f)) outz(o, v->u.f > 0 ? "inf" : "-inf");
     else {
-      /* Python repr: the shortest text that reads back as the same double, ".0" if integral */
+      /* Python repr: the shortest text that reads back as the same double, ".0" if integral.
+       * The search costs ~2k instructions and batch keys format the same eps or alpha for
+       * every candidate: the last few texts are remembered (per thread). */
+      enum { FLOAT_MEMO = 4 };
+      static _Thread_local struct {
+        uint64_t bits;
+        bool set;
+        char text[40];
+      } memo[FLOAT_MEMO];
+      static _Thread_local unsigned memo_next;
+      uint64_t bits;
+      memcpy(&bits, &v->u.f, sizeof bits);
+      bool hit = false;
+      for (unsigned i = 0; i < FLOAT_MEMO && !hit; i++)
+        if (memo[i].set && memo[i].bits == bits) {
+          outz(o, memo[i].text);
+          hit = true;
+        }
+      if (hit) break;
       char t[64];
       double f = v->u.f, a = fabs(f);
       if (a != 0 && (a < 1e-4 || a >= 1e16)) {
@@ -871,6 +889,12 @@ static void fmt_value(Out *o, const OxGraph *g, const OxValue *v, int depth) {
           snprintf(t, sizeof t, "%.*f", dec, f);
           if (strtod(t, NULL) == f) break;
         }
+      }
+      if (strlen(t) < sizeof memo[0].text) {
+        unsigned i = memo_next++ % FLOAT_MEMO;
+        memo[i].bits = bits;
+        memo[i].set = true;
+        memcpy(memo[i].text, t, strlen(t) + 1);
       }
       outz(o, t);
     }

@@ -888,9 +888,17 @@ static void key_users(Eng *e, OxBuf *k, OxNodeId id) {
   ox_buf_putc(k, ']');
 }
 
+/* "|label=value" (appended piece by piece: the keys are built for every candidate) */
+static void key_kv(OxBuf *k, const char *label, const char *value) {
+  ox_buf_putc(k, '|');
+  ox_buf_puts(k, label);
+  ox_buf_putc(k, '=');
+  ox_buf_puts(k, value ? value : "(null)"); /* what printf's %s made of a missing target */
+}
+
 static void key_value(Eng *e, OxBuf *k, const char *label, const OxValue *v) {
   char buf[256];
-  ox_buf_printf(k, "|%s=%s", label, v ? ox_value_format(e->g, v, buf, sizeof buf) : "None");
+  key_kv(k, label, v ? ox_value_format(e->g, v, buf, sizeof buf) : "None");
 }
 
 static void key_meta(Eng *e, OxBuf *k, const char *label, const OxTensorMeta *t) {
@@ -960,7 +968,7 @@ static int key_pointwise(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   if (r->key & OX_BK_SLOTS)
     for (uint32_t j = r->n_tensors; j < a->n_slots; j++) key_value(e, k, info->slot_names[j], a->slot[j]);
   if ((r->key & OX_BK_PARENT) && e->o->fuse_nodes_with_same_parent)
-    ox_buf_printf(k, "|parent=%s", e->g->nodes[a->slot[0]->u.node].target);
+    key_kv(k, "parent", e->g->nodes[a->slot[0]->u.node].target);
   if ((r->key & OX_BK_SEL_PARENT) && e->o->fuse_nodes_with_same_parent)
     for (uint32_t j = 0; j < r->n_tensors; j++) {
       const OxNode *x = &e->g->nodes[a->slot[j]->u.node];
@@ -972,7 +980,7 @@ static int key_pointwise(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   if ((r->key & OX_BK_USERS) && e->o->fuse_nodes_with_same_users) key_users(e, k, id);
   if (r->key & OX_BK_FIRST_USER) {
     const OxNode *n = &e->g->nodes[id];
-    ox_buf_printf(k, "|first_user=%s", n->n_users ? e->g->nodes[n->users[0]].target : "");
+    key_kv(k, "first_user", n->n_users ? e->g->nodes[n->users[0]].target : "");
   }
   return M_OK;
 }
@@ -998,7 +1006,7 @@ static int key_linear(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   if (rc) return rc;
   const OxNode *x = &e->g->nodes[a->slot[0]->u.node];
   OxNodeId src = ox_op_of_node(e->g, x, NULL) == OX_OPID_GETITEM ? arg0_node(x) : 0;
-  ox_buf_printf(k, "|src=%s", src ? e->g->nodes[src].name : "None");
+  key_kv(k, "src", src ? e->g->nodes[src].name : "None");
   key_meta(e, k, "x", tx);
   key_meta(e, k, "w", tw);
   key_meta(e, k, "b", tb);
@@ -1010,7 +1018,7 @@ static int key_linear_lhs(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   const OxTensorMeta *tx, *tw, *tb;
   int rc = linear_operands(e, id, a, &tx, &tw, &tb);
   if (rc) return rc;
-  ox_buf_printf(k, "|input=%s", e->g->nodes[a->slot[0]->u.node].name);
+  key_kv(k, "input", e->g->nodes[a->slot[0]->u.node].name);
   key_meta(e, k, "x", tx);
   ox_buf_printf(k, "|w=%s%s|bias=%s", ox_dtype_abbr(tw->dtype), tw->device ? tw->device : "", tb ? "True" : "False");
   return M_OK;
@@ -1072,7 +1080,7 @@ static int key_linear_post(Eng *e, OxNodeId id, const OxOpArgs *a, OxBuf *k) {
   if (rc) return rc;
   key_meta(e, k, "x", p.tx);
   key_meta(e, k, "w", p.tw);
-  ox_buf_printf(k, "|bias=%s", p.bias ? "True" : "False");
+  key_kv(k, "bias", p.bias ? "True" : "False");
   if (e->o->fuse_nodes_with_same_users) key_users(e, k, id);
   return M_OK;
 }

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ox_buf.h"
 #include "ir/ox_mem.h"
 #include "ops/ox_shape.h"
 #include "passes/ox_pattern.h"
@@ -200,6 +201,8 @@ typedef struct Ctx {
   uint32_t caps_floor;  /* KeywordArg unification scope */
   int in_list;          /* > 0 inside a list element / repeated sibling */
   bool fresh;           /* a RepeatedExpr sibling: no binding below bind_floor is visible */
+  bool resolve;         /* a failure's texts are read (pat_match's resolve): else a list's
+                           detail of its best element is not formatted either */
 } Ctx;
 
 static const char *nname(const OxGraph *g, OxNodeId id) {
@@ -446,8 +449,9 @@ static bool match_value(Ctx *c, const OxPat *p, const OxValue *v) {
     }
     if (!any) {
       char detail[sizeof best.args[0]];
-      if (have_best) resolve_failure(&best);
-      ox_pat_failure_format(&best, detail, sizeof detail);
+      detail[0] = 0;
+      if (have_best && c->resolve) resolve_failure(&best);
+      if (c->resolve) ox_pat_failure_format(&best, detail, sizeof detail);
       bool r = failf(c, p, have_best ? best.node : 0, OX_REASON_NO_MATCH, "list: no_match", "VPx",
                      v, p->elem, detail);
       if (have_best) { /* the deepest element failure tells how far it got */
@@ -600,8 +604,8 @@ static bool match_call_args(Ctx *c, const OxPat *p, OxNodeId id) {
   const OxValue *vals[OX_MAX_SLOTS + 8] = {0};
   OxPat *pats[OX_MAX_SLOTS + 8] = {0};
   uint32_t nv = 0;
-  snprintf(b1, sizeof b1, "%u", na);
-  snprintf(b2, sizeof b2, "%u", p->n_args);
+  ox_fmt_u64(b1, na); /* (not snprintf: this runs on every normalized match) */
+  ox_fmt_u64(b2, p->n_args);
   if (p->n_args > oa.n_slots) return failf(c, p, id, OX_REASON_ARITY, "args_structure", "nxx", n->name, b1, b2);
   for (uint32_t i = 0; i < p->n_args; i++) {
     covered[i] = true;
@@ -675,8 +679,8 @@ static bool match_node(Ctx *c, const OxPat *p, OxNodeId id) {
                  p);
   }
   if (c->depth > 0 && p->users != OX_PAT_USERS_ANY && n->n_users != (uint32_t)p->users) {
-    snprintf(b1, sizeof b1, "%u", n->n_users);
-    snprintf(b3, sizeof b3, "%d", p->users);
+    ox_fmt_u64(b1, n->n_users);
+    ox_fmt_i64(b3, p->users);
     return failf(c, p, id, OX_REASON_MULTIPLE_USERS, "multiple_users", "nxx", n->name, b1, b3);
   }
   if (p->constraint) {
@@ -770,7 +774,7 @@ static bool pat_match(const OxGraph *g, const OxPat *p, OxNodeId node, OxPatMatc
   memset(m, 0, sizeof *m);
   m->anchor = node;
   m->pattern = p;
-  Ctx c = {g, m, p, 0, 0, 0, 0, false};
+  Ctx c = {g, m, p, 0, 0, 0, 0, false, resolve};
   bool ok;
   if (p->kind == OX_PAT_MULTI) {
     ok = p->n_outs > 0 && match_node(&c, p->outs[0], node);
