@@ -35,12 +35,13 @@ static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
  * 45-60 ms with 4 KiB pages, and 10 ms with huge pages only when the previous run's were still
  * there (docs/benchmarks.md, 2026-12-06 20:30). A CLI run is usually the first in a while. */
 static bool huge_wanted(void) {
-  static int wanted = -1;
-  if (wanted < 0) {
+  static _Atomic int wanted = -1; /* the debugger's threads may ask at once */
+  int w = wanted;
+  if (w < 0) {
     const char *e = getenv("OPTIMUS_HUGE_PAGES");
-    wanted = e && e[0] == '1';
+    wanted = w = e && e[0] == '1';
   }
-  return wanted;
+  return w;
 }
 
 void ox_mem_hint_huge(void *p, size_t bytes) {
