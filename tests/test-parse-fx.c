@@ -1531,11 +1531,66 @@ static void test_dict_keys_and_devices(void) {
   unload(&l);
 }
 
+/* Annotations repeat (the loader remembers the last four texts and their metas): a dump
+ * cycling through seven texts, an absurd one among them, gets every node's meta as the text
+ * alone reads, and a warning for each absurd line. */
+static void test_repeated_annotations(void) {
+  static const char *const anns[7] = {"f32[8, 16][16, 1]cpu", "f32[8, 16]", "bf16[8, 16][16, 1]cuda:0", "f32[-3, 2]",
+                                      "i64[4]", "f32[s0, 16][16, 1]cpu", "f32[8, 16][1, 8]cpu"};
+  GString *t = g_string_new("graph():\n    %x : [num_users=1] = placeholder[target=x]\n");
+  const char *prev = "x";
+  char name[32], prevbuf[32];
+  for (int i = 0; i < 70; i++) {
+    snprintf(name, sizeof name, "n%d", i);
+    g_string_append_printf(t,
+                           "    %%%s : Tensor \"%s\"[num_users=1] = call_function[target=torch.relu](args = (%%%s,), "
+                           "kwargs = {})\n",
+                           name, anns[(i * 3) % 7], prev);
+    snprintf(prevbuf, sizeof prevbuf, "%s", name);
+    prev = prevbuf;
+  }
+  g_string_append_printf(t, "    return %s\n", prev);
+  Load l;
+  load(&l, t->str);
+  OxGraph *g = graph0(&l);
+  uint32_t absurd = 0;
+  for (size_t i = 0; i < l.d.n; i++) absurd += strstr(l.d.items[i].msg, "-3") != NULL;
+  g_assert_cmpuint(absurd, ==, 10); /* lines 3, 10, ... (i*3 % 7 == 3): one warning each */
+  OxGraph *ref = ox_graph_new();
+  for (int i = 0; i < 70; i++) {
+    snprintf(name, sizeof name, "n%d", i);
+    const char *a = anns[(i * 3) % 7];
+    OxMeta want;
+    bool ok = ox_parse_tensor_annotation(ref, a, strlen(a), &want);
+    const OxNode *n = node(g, name);
+    if (!ok) {
+      g_assert_cmpint(n->meta.kind, ==, OX_META_NONE);
+      continue;
+    }
+    g_assert_cmpint(n->meta.kind, ==, want.kind);
+    g_assert_cmpuint(n->meta.n, ==, 1);
+    const OxTensorMeta *x = &n->meta.t[0], *y = &want.t[0];
+    g_assert_cmpint(x->dtype, ==, y->dtype);
+    g_assert_cmpint(x->rank, ==, y->rank);
+    g_assert_cmpint(x->has_stride, ==, y->has_stride);
+    for (int32_t d = 0; d < x->rank; d++) {
+      g_assert_cmpint(x->shape[d].v, ==, y->shape[d].v);
+      g_assert_cmpstr(x->shape[d].sym, ==, y->shape[d].sym);
+      if (x->has_stride) g_assert_cmpint(x->stride[d].v, ==, y->stride[d].v);
+    }
+    g_assert_cmpstr(x->device, ==, y->device);
+  }
+  ox_graph_free(ref);
+  unload(&l);
+  g_string_free(t, TRUE);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/parse-fx/basic", test_basic);
   g_test_add_func("/engine/parse-fx/old-users-type-ann", test_old_users_type_ann);
   g_test_add_func("/engine/parse-fx/inductor-annotations", test_inductor_annotations);
+  g_test_add_func("/engine/parse-fx/repeated-annotations", test_repeated_annotations);
   g_test_add_func("/engine/parse-fx/all-dtype-abbrs", test_all_dtype_abbrs);
   g_test_add_func("/engine/parse-fx/args-grammar", test_args_grammar);
   g_test_add_func("/engine/parse-fx/raw-values", test_raw_values);

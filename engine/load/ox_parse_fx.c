@@ -71,6 +71,14 @@ typedef struct Ctx {
   int body_indent;      /* indentation of the first body line, -1 until seen */
   const char *last_get_attr; /* name of the last node line (owner of a following lowered graph) */
   uint32_t n_sub;
+  /* the last tensor annotations read and their metas (a dump repeats a handful: the text is
+   * compared, not parsed again; the metas are the graph's shared ones, so equal either way) */
+  struct {
+    const char *text; /* in the input */
+    size_t len;
+    OxMeta meta;
+  } ann_memo[4];
+  uint32_t ann_next;
 } Ctx;
 
 typedef struct P {
@@ -762,6 +770,25 @@ static bool parse_annotation(OxGraph *g, const char *s, const char *e, OxMeta *m
   return true;
 }
 
+/* parse_annotation through c's memo of the last few annotations */
+static bool parse_annotation_memo(Ctx *c, const char *s, const char *e, OxMeta *m, char *why, size_t whycap) {
+  size_t n = (size_t)(e - s);
+  for (uint32_t i = 0; i < 4; i++)
+    if (c->ann_memo[i].len == n && n && memcmp(c->ann_memo[i].text, s, n) == 0) {
+      *m = c->ann_memo[i].meta;
+      if (whycap) why[0] = 0;
+      return true;
+    }
+  if (!parse_annotation(c->g, s, e, m, why, whycap)) return false;
+  if (m->kind == OX_META_TENSOR && n) {
+    uint32_t i = c->ann_next++ & 3;
+    c->ann_memo[i].text = s;
+    c->ann_memo[i].len = n;
+    c->ann_memo[i].meta = *m;
+  }
+  return true;
+}
+
 bool ox_fx_device_reads_bare(const char *s) {
   const char *c = strchr(s, ':');
   size_t n = c ? (size_t)(c - s) : strlen(s);
@@ -1092,7 +1119,7 @@ static bool parse_node_line(P *p, Ctx *c, const char *s, const char *e, Rec *rc)
     const char *as = q + 1, *ae = as;
     while (ae < e && *ae != '"') ae++;
     if (ae >= e) return fail(p, q, "unterminated tensor annotation");
-    if (!parse_annotation(g, as, ae, &rc->meta, p->ann_why, sizeof p->ann_why)) {
+    if (!parse_annotation_memo(c, as, ae, &rc->meta, p->ann_why, sizeof p->ann_why)) {
       memset(&rc->meta, 0, sizeof rc->meta);
       p->ann_col = col_of(p, q);
     }
