@@ -278,6 +278,14 @@ static uint32_t *serial_slot(const OxGraph *g, uint32_t **arr, uint32_t *cap, Ox
   return &(*arr)[id];
 }
 
+/* A copy of ids[0, n) for the transaction log, in txn_scratch (a malloc and a free per
+ * snapshot were ~2 % of an optimization: 214k snapshots at 100k nodes). */
+static OxNodeId *txn_ids(OxGraph *g, const OxNodeId *ids, uint32_t n) {
+  OxNodeId *r = ox_arena_alloc(&g->txn_scratch, (n ? n : 1) * sizeof *r);
+  if (n) memcpy(r, ids, n * sizeof *r);
+  return r;
+}
+
 static void txn_snapshot_users(OxGraph *g, OxNodeId id) {
   if (!txn_logging(g)) return;
   uint32_t *m = serial_slot(g, &g->txn_mark, &g->txn_mark_cap, id);
@@ -286,13 +294,11 @@ static void txn_snapshot_users(OxGraph *g, OxNodeId id) {
   OxNode *n = &g->nodes[id];
   OxEdit *e = txn_push(g, OX_EDIT_USERS, id);
   e->old_n = n->n_users;
-  e->old_ids = ox_xrealloc(NULL, (n->n_users ? n->n_users : 1) * sizeof(OxNodeId));
-  if (n->n_users) memcpy(e->old_ids, n->users, n->n_users * sizeof(OxNodeId));
+  e->old_ids = txn_ids(g, n->users, n->n_users);
 }
 
 static void txn_clear(OxGraph *g) {
-  for (uint32_t i = 0; i < g->n_txn; i++) free(g->txn[i].old_ids);
-  g->n_txn = 0;
+  g->n_txn = 0; /* the logged id arrays are in txn_scratch, rewound at the next begin */
 }
 
 void ox_graph_txn_begin(OxGraph *g) {
@@ -1219,8 +1225,7 @@ static void txn_log_provenance(OxGraph *g, OxNodeId id) {
   const OxNodeId *old = n->provenance;
   OxEdit *e = txn_push(g, OX_EDIT_PROVENANCE, id);
   e->old_n = old_n;
-  e->old_ids = ox_xrealloc(NULL, (old_n + 1) * sizeof(OxNodeId));
-  if (old_n) memcpy(e->old_ids, old, old_n * sizeof(OxNodeId));
+  e->old_ids = txn_ids(g, old, old_n);
 }
 
 void ox_graph_add_provenance(OxGraph *g, OxNodeId id, OxNodeId from) {
@@ -1578,8 +1583,7 @@ bool ox_graph_stable_toposort(OxGraph *g) {
   if (ok && txn_logging(g)) {
     OxEdit *e = txn_push(g, OX_EDIT_ORDER, 0);
     e->old_n = n_order;
-    e->old_ids = ox_xrealloc(NULL, (n_order ? n_order : 1) * sizeof(OxNodeId));
-    if (n_order) memcpy(e->old_ids, order, n_order * sizeof(OxNodeId));
+    e->old_ids = txn_ids(g, order, n_order);
   }
   if (ok) {
     /* relink in result order (only pointers change; stable when already sorted) */

@@ -250,7 +250,7 @@ typedef struct OxEdit {
   const char *old_name;
   OxMeta old_meta;
   uint32_t old_n;
-  OxNodeId *old_ids;   /* malloc'ed, owned by the log */
+  OxNodeId *old_ids;   /* in the graph's txn_scratch arena: valid until the next txn_begin */
 } OxEdit;
 
 enum { OX_GRAPH_KEYSLOTS = 12 };
