@@ -85,8 +85,8 @@ static void scratch_grow(Scratch *s, uint32_t need) {
  * sized by it (8 arrays of 4 bytes per node id): the arrays of the last pass on this thread are
  * kept for the next (stamps are epochs, so old marks never match a new epoch; owner, cidx_v and
  * par are read only under their stamps) instead of being freed and cleared again (1.4 % of an
- * optimization at 100k nodes). ox_batch_release_scratch frees them (the driver, after the last
- * of consecutive batch passes and at the end of a run). */
+ * optimization at 100k nodes). ox_batch_release_scratch frees them (the driver, at the end of a
+ * run). */
 static _Thread_local Scratch parked;
 
 static void scratch_take(Scratch *s) {

@@ -75,7 +75,7 @@ const OxBatchRule *ox_batch_rule_find(const char *name);
  * or -1 on an internal error. */
 int ox_batch_apply(OxPassCtx *ctx, const OxBatchRule *rule);
 /* Frees the scratch arrays ox_batch_apply keeps on this thread for the next batch pass (sized
- * by the largest graph seen since the last release). ox_optimize calls it after the last of consecutive batch passes and at the end of a run. */
+ * by the largest graph seen since the last release). ox_optimize calls it at the end of a run. */
 void ox_batch_release_scratch(void);
 
 /* Search shortcuts, on by default: roots with no node of the rule's op within

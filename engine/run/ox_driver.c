@@ -403,9 +403,6 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
       ox_pass_ctx_clear(&c);
       if (rc || stopped) break;
     }
-    /* the batch passes' kept arrays serve the next batch pass only: freed before any other
-     * (holding them through the pattern passes added ~10 MB to a traced run's peak) */
-    if (i + 1 >= p->n || p->entries[i + 1].pass->engine != OX_ENGINE_BATCH) ox_batch_release_scratch();
   }
   if (rc == 0 && !ox_graph_stable_toposort(g)) {
     ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "optimized graph has a cycle");
