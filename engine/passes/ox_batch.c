@@ -81,32 +81,6 @@ static void scratch_grow(Scratch *s, uint32_t need) {
   s->cap = cap;
 }
 
-/* The batch passes of a pipeline run one after another on one graph, each with stamp arrays
- * sized by it (8 arrays of 4 bytes per node id): the arrays of the last pass on this thread are
- * kept for the next (stamps are epochs, so old marks never match a new epoch; owner, cidx_v and
- * par are read only under their stamps) instead of being freed and cleared again (1.4 % of an
- * optimization at 100k nodes). ox_batch_release_scratch frees them (the driver, at the end of a
- * run). */
-static _Thread_local Scratch parked;
-
-static void scratch_take(Scratch *s) {
-  *s = parked;
-  memset(&parked, 0, sizeof parked);
-  s->n_stack = 0;
-}
-
-static void scratch_free(Scratch *s);
-
-static void scratch_park(Scratch *s) {
-  if (s->cap >= parked.cap) {
-    scratch_free(&parked);
-    parked = *s;
-    memset(s, 0, sizeof *s);
-  } else {
-    scratch_free(s);
-  }
-}
-
 static void scratch_free(Scratch *s) {
   Stamp *all[] = {&s->visit, &s->inlist, &s->insub, &s->indeps, &s->cidx, &s->tmp, &s->tmpb, &s->path};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
@@ -608,11 +582,9 @@ static void eng_grow(Eng *e) {
   e->cap = cap;
 }
 
-void ox_batch_release_scratch(void) { scratch_free(&parked); }
-
 static void eng_free(Eng *e) {
   ox_batch_order_free(&e->ord);
-  scratch_park(&e->s);
+  scratch_free(&e->s);
   free(e->ns);
   free(e->in_ids);
   for (uint32_t i = 0; i < e->n_keys; i++) free(e->keys[i]);
@@ -1962,7 +1934,6 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   if (!c->opt) ox_pass_options_default(&defaults);
   Eng e;
   memset(&e, 0, sizeof e);
-  scratch_take(&e.s);
   e.c = c;
   e.g = g;
   e.r = r;

@@ -74,9 +74,6 @@ const OxBatchRule *ox_batch_rule_find(const char *name);
 /* Runs one rule over ctx->g (spec 3.1). Returns the number of fused subsets (applied steps),
  * or -1 on an internal error. */
 int ox_batch_apply(OxPassCtx *ctx, const OxBatchRule *rule);
-/* Frees the scratch arrays ox_batch_apply keeps on this thread for the next batch pass (sized
- * by the largest graph seen since the last release). ox_optimize calls it at the end of a run. */
-void ox_batch_release_scratch(void);
 
 /* Search shortcuts, on by default: roots with no node of the rule's op within
  * max_fuse_search_depth hops upstream are skipped (they cannot find a candidate), and the BFS

@@ -22,7 +22,6 @@
 
 #include "ir/ox_buf.h"
 #include "ir/ox_mem.h"
-#include "passes/ox_batch.h"
 #include "passes/ox_pass.h"
 
 static double now_s(void) {
@@ -412,7 +411,6 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
     trace->cost.after = ox_cost_graph(g);
     trace->cost.set = true;
   }
-  ox_batch_release_scratch(); /* the batch passes' arrays, kept from one pass to the next */
   trace->seconds += now_s() - t0;
   res->applied = trace->n_applied;
   res->rejected = trace->n_rejected;
