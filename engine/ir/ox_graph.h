@@ -201,7 +201,7 @@ typedef struct OxNode {
   OxValue kwargs;         /* always a DICT */
   OxMeta meta;
   OxNodeId prev, next;    /* program order; 0 at the ends */
-  OxNodeId *users;        /* malloc'ed; n_users live users in insertion order */
+  OxNodeId *users;        /* in the graph's arena; n_users live users in insertion order */
   uint32_t n_users, cap_users;
   int32_t declared_users; /* [num_users=N] as printed in the dump, -1 if absent */
   uint32_t pos;           /* position in order; valid after ox_graph_renumber */
