@@ -929,11 +929,19 @@ def dumps(doc):
 
 
 def write_atomic(path, text):
+    """Writes text to path through a temporary file in the same folder, synced, then renamed:
+    a reader sees the old file or the whole new one. The file gets the usual permissions
+    (0666 less the umask), not mkstemp's 0600, as the optimus CLI's writes do."""
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".optimus-fx-", dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+            mask = os.umask(0)
+            os.umask(mask)
+            os.fchmod(f.fileno(), 0o666 & ~mask)
         os.replace(tmp, path)
     except BaseException:
         try:

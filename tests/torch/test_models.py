@@ -199,6 +199,10 @@ def _export(self, name):
         doc = json.load(f)
     self.assertTrue(doc.get("record"), "model.json has no record")
     self.assertTrue(doc["record"]["params"], "model.json records no parameters")
+    mask = os.umask(0)
+    os.umask(mask)
+    self.assertEqual(os.stat(r.model).st_mode & 0o777, 0o666 & ~mask,
+                     "model.json has mkstemp's permissions, not 0666 less the umask")
 
 
 def _optimize(self, name):
