@@ -57,28 +57,20 @@ static inline int ox_fmt_u64(char *buf, uint64_t u) {
   static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                               "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                               "8081828384858687888990919293949596979899";
-  int n = 1; /* digits: counted first, then written from the end two at a time */
-  for (uint64_t t = u; t >= 100; t /= 100) n += 2;
-  if (u >= 10) {
-    uint64_t t = u;
-    while (t >= 100) t /= 100;
-    if (t >= 10) n++;
-  }
-  char *p = buf + n;
-  *p = 0;
-  while (u >= 100) {
-    unsigned r = (unsigned)(u % 100);
-    u /= 100;
+  char t[20], *p = t + sizeof t; /* written from the end, two digits at a time */
+  for (; u >= 100; u /= 100) {
     p -= 2;
-    p[0] = pairs[2 * r];
-    p[1] = pairs[2 * r + 1];
+    memcpy(p, pairs + 2 * (u % 100), 2);
   }
   if (u >= 10) {
-    p[-2] = pairs[2 * u];
-    p[-1] = pairs[2 * u + 1];
+    p -= 2;
+    memcpy(p, pairs + 2 * u, 2);
   } else {
-    p[-1] = (char)('0' + u);
+    *--p = (char)('0' + u);
   }
+  int n = (int)(t + sizeof t - p);
+  memcpy(buf, p, (size_t)n);
+  buf[n] = 0;
   return n;
 }
 static inline int ox_fmt_i64(char *buf, int64_t v) {
