@@ -1916,23 +1916,33 @@ int ox_tensor_meta_format(const OxTensorMeta *t, bool with_stride, bool with_dev
   PUT(ox_dtype_abbr(t->dtype));
   if (t->rank < 0) goto done; /* shape unknown: dtype only */
   PUT("[");
+  /* a symbolic size is put whole (through tmp it was cut at 127 bytes, and the cut text, ending
+   * in blanks or inside a character, did not read back as itself) */
+#define PUT_DIM(d)                           \
+  do {                                       \
+    if ((d)->sym) {                          \
+      PUT((d)->sym);                         \
+    } else {                                 \
+      fmt_dim((d), tmp, sizeof tmp);         \
+      PUT(tmp);                              \
+    }                                        \
+  } while (0)
   for (int32_t i = 0; i < t->rank; i++) {
     if (i) PUT(", ");
-    fmt_dim(&t->shape[i], tmp, sizeof tmp);
-    PUT(tmp);
+    PUT_DIM(&t->shape[i]);
   }
   PUT("]");
   if (with_stride && t->has_stride) {
     PUT("[");
     for (int32_t i = 0; i < t->rank; i++) {
       if (i) PUT(", ");
-      fmt_dim(&t->stride[i], tmp, sizeof tmp);
-      PUT(tmp);
+      PUT_DIM(&t->stride[i]);
     }
     PUT("]");
   }
 done:
   if (with_device && t->device) PUT(t->device);
+#undef PUT_DIM
 #undef PUT
   if (cap) buf[o < cap ? o : cap - 1] = 0;
   return (int)o;
