@@ -1252,6 +1252,90 @@ static void test_v3_generated(void) {
   g_assert_cmpuint(v3_bytes, <, v2_bytes * 2 / 3); /* small graphs: the names table weighs more */
 }
 
+/* The live writer (ox_trace_live_start: steps encoded on a second thread while the passes run)
+ * writes the same bytes as the writer that encodes everything at the end, plain and gzipped; a
+ * second write, a version 2 write and a trace freed unwritten still work. Generated graphs of
+ * both levels, pools that share the graph's strings and pools that do not. */
+static void test_live_writer(void) {
+  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
+  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, applied = 0;
+  char *dir = g_dir_make_tmp("ox-live-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "t.json", NULL), *gz = g_build_filename(dir, "t.json.gz", NULL);
+  char err[512];
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    bool post;
+    OxGraph *g = gen_graph(seed, &post);
+    g_assert_nonnull(g);
+    OxPipeline p;
+    ox_pipeline_default(g, &p);
+    OxCheckConfig checks;
+    ox_check_config_default(&checks);
+    OxTrace *t = seed % 2 ? ox_trace_new_for(g) : ox_trace_new();
+    const char *first = seed % 4 == 0 ? gz : path; /* the live writer's output goes to this one */
+    g_assert_true(ox_trace_live_start(t, first == gz));
+    g_assert_false(ox_trace_live_start(t, false)); /* one writer a trace */
+    OxDiagList d;
+    ox_diags_init(&d, "gen");
+    OxOptimizeResult res;
+    g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
+    applied += res.applied;
+    if (seed % 5 == 0) { /* freed unwritten: the thread is stopped (ASan: nothing leaks) */
+      ox_diags_clear(&d);
+      ox_trace_free(t);
+      ox_pipeline_free(&p);
+      ox_graph_free(g);
+      continue;
+    }
+    OxBuf want;
+    ox_buf_init(&want);
+    ox_trace_write_json(t, &want); /* encoded here, whole: the live writer is not used */
+    if (seed % 3 == 0) { /* version 2 ignores the live writer, which is then used by version 3 */
+      OxBuf v2;
+      ox_buf_init(&v2);
+      ox_trace_write_json_version(t, 2, &v2);
+      g_assert_true(ox_trace_write_file(t, 2, path, err, sizeof err));
+      gchar *got = NULL;
+      gsize len = 0;
+      g_assert_true(g_file_get_contents(path, &got, &len, NULL));
+      g_assert_cmpuint(len, ==, v2.len);
+      g_assert_true(memcmp(got, v2.data, len) == 0);
+      g_free(got);
+      ox_buf_free(&v2);
+    }
+    for (int k = 0; k < 2; k++) { /* the second write encodes the steps again */
+      const char *out = k == 0 ? first : first == gz ? path : gz;
+      g_assert_true(ox_trace_write_file(t, 0, out, err, sizeof err));
+      gchar *got = NULL;
+      gsize len = 0;
+      g_assert_true(g_file_get_contents(out, &got, &len, NULL));
+      size_t n_plain = len;
+      char *plain = got;
+      if (out == gz) {
+        plain = ox_gzip_decompress(got, len, 0, &n_plain, err, sizeof err);
+        g_assert_nonnull(plain);
+      }
+      if (n_plain != want.len || memcmp(plain, want.data, want.len) != 0)
+        g_test_fail_printf("seed %" G_GUINT64_FORMAT ": %s written %s the live writer differs (%zu bytes, want %zu)",
+                           seed, out == gz ? "gzipped" : "plain", k == 0 ? "by" : "after", n_plain, want.len);
+      if (plain != got) free(plain);
+      g_free(got);
+    }
+    ox_buf_free(&want);
+    ox_diags_clear(&d);
+    ox_trace_free(t);
+    ox_pipeline_free(&p);
+    ox_graph_free(g);
+  }
+  g_unlink(path);
+  g_unlink(gz);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(gz);
+  g_free(dir);
+  g_test_message("%u graphs, %u applied steps", n, applied);
+  g_assert_cmpuint(applied, >, n);
+}
+
 /* A hand-written version 3 trace and damaged copies of it: each damage is an error located
  * at its line with the path of the value (never a crash, never an index used unchecked). */
 static const char v3_doc[] =
@@ -1852,6 +1936,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/engine/trace/reader-damaged-v3", GINT_TO_POINTER(3), test_trace_reader_damaged);
   g_test_add_func("/engine/trace/v3-generated", test_v3_generated);
   g_test_add_func("/engine/trace/no-edits-same-run", test_no_edits_same_run);
+  g_test_add_func("/engine/trace/live-writer", test_live_writer);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
   g_test_add_func("/engine/trace/v2-file", test_v2_file);
   g_test_add_func("/engine/trace/fast-read-equals-json-c", test_fast_read_equals_json_c);

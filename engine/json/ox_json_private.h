@@ -61,6 +61,10 @@ typedef struct OxJsonStyle {
   const char *colon; /* ": " or ":" */
   void (*node_ref)(void *ctx, OxBuf *b, const char *name);
   void *ctx;
+  /* refs set: a node reference's name is refs[id] (1-based, id <= n_refs), not the graph's
+   * (a writer on another thread than the one adding references to the graph keeps a copy) */
+  const char *const *refs;
+  uint32_t n_refs;
 } OxJsonStyle;
 void ox_json_write_items_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st);
 void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st);

@@ -5,6 +5,7 @@
  * fast_meta_table ...); json-c reads whatever that does not take, with the same result.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +272,10 @@ typedef struct W3 {
   OxBuf targets;          /* the "targets" items written so far */
   uint32_t n_targets;
   OxBuf tmp;
+  /* set by a live writer (ox_trace_live_start): the pool's node reference names as of the steps
+   * handed over (node references are resolved here, not in the pool another thread grows) */
+  const char *const *refs;
+  uint32_t n_refs;
 } W3;
 
 /* The index of name in the names table (added on first use). Every name a trace holds is
@@ -434,7 +439,7 @@ static uint32_t w3_target(W3 *w, uint8_t op, const char *target) {
 }
 
 static void w3_edit(W3 *w, const OxTraceEdit *e, OxBuf *b) {
-  const OxJsonStyle st = {",", ":", w3_node_ref, w};
+  const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs};
   if (e->kind == OX_TEDIT_MOVE && !e->name) {
     ox_buf_puts(b, "[\"toposort\"]");
     return;
@@ -621,19 +626,35 @@ static void reserve_v3(W3 *w, OxBuf *out) {
   ox_namemap_reserve(w->ix, refs / 6); /* names are mentioned ~7 times each in a large run */
 }
 
-/* The header and config first, then the steps (one a line), then the tables the steps filled:
- * the steps are written straight into out, once (a reader finds the tables wherever they are). */
-static void write_v3(const OxTrace *t, OxBuf *out) {
-  W3 w = {.t = t,
-          .recent = ox_xcalloc(W3_RECENT, sizeof(W3Recent)),
-          .ix = ox_namemap_new(),
-          .meta_text = ox_strtab_new(NULL),
-          .meta_ix = ox_namemap_new(),
-          .meta_by_t = ox_namemap_new()};
-  ox_buf_init(&w.metas);
-  ox_buf_init(&w.targets);
-  ox_buf_init(&w.tmp);
-  reserve_v3(&w, out);
+static void w3_init(W3 *w, const OxTrace *t) {
+  *w = (W3){.t = t,
+            .recent = ox_xcalloc(W3_RECENT, sizeof(W3Recent)),
+            .ix = ox_namemap_new(),
+            .meta_text = ox_strtab_new(NULL),
+            .meta_ix = ox_namemap_new(),
+            .meta_by_t = ox_namemap_new()};
+  ox_buf_init(&w->metas);
+  ox_buf_init(&w->targets);
+  ox_buf_init(&w->tmp);
+}
+
+static void w3_free(W3 *w) {
+  ox_buf_free(&w->metas);
+  ox_buf_free(&w->targets);
+  ox_buf_free(&w->tmp);
+  for (int i = 0; i < OX_OP_COUNT; i++)
+    if (w->target_ix[i]) ox_namemap_free(w->target_ix[i]);
+  free(w->names);
+  ox_namemap_free(w->ix);
+  ox_namemap_free(w->meta_ix);
+  ox_namemap_free(w->meta_by_t);
+  ox_strtab_free(w->meta_text);
+  free(w->meta_first);
+  free(w->recent);
+}
+
+/* Everything before the steps: the header line and the config line, then the opening of "steps". */
+static void w3_head(const OxTrace *t, OxBuf *out) {
   ox_buf_puts(out, "{\"format\":\"optimus-trace\",\"version\":3,\"input\":{\"file\":");
   ox_json_put_str(out, t->input_file ? t->input_file : "");
   ox_buf_puts(out, ",\"hash\":");
@@ -662,38 +683,228 @@ static void write_v3(const OxTrace *t, OxBuf *out) {
       ox_json_put_str(out, t->config);
   }
   ox_buf_puts(out, ",\n\"steps\":[");
-  for (uint32_t i = 0; i < t->n_steps; i++) {
-    ox_buf_putc(out, '\n');
-    w3_step(&w, &t->steps[i], out);
-    if (i + 1 < t->n_steps) ox_buf_putc(out, ',');
-    ox_buf_drain(out); /* a streaming output (ox_buf_stream_to) takes what is final */
-  }
-  ox_buf_puts(out, t->n_steps ? "\n],\n\"names\":[" : "],\n\"names\":[");
-  for (uint32_t i = 0; i < w.n_names; i++) {
+}
+
+/* Step i of n: on a line of its own, with the comma between steps. */
+static void w3_step_line(W3 *w, const OxStep *s, uint32_t i, uint32_t n, OxBuf *out) {
+  ox_buf_putc(out, '\n');
+  w3_step(w, s, out);
+  if (i + 1 < n) ox_buf_putc(out, ',');
+}
+
+/* Everything after the steps: the tables they filled. */
+static void w3_tail(W3 *w, uint32_t n_steps, OxBuf *out) {
+  ox_buf_puts(out, n_steps ? "\n],\n\"names\":[" : "],\n\"names\":[");
+  for (uint32_t i = 0; i < w->n_names; i++) {
     if (i) ox_buf_putc(out, ',');
-    ox_json_put_str(out, w.names[i]);
+    ox_json_put_str(out, w->names[i]);
   }
   ox_buf_puts(out, "],\n\"targets\":[");
-  ox_buf_append(out, w.targets.data, w.targets.len);
+  ox_buf_append(out, w->targets.data, w->targets.len);
   ox_buf_puts(out, "],\n\"metas\":[");
-  if (w.n_metas) {
+  if (w->n_metas) {
     ox_buf_putc(out, '\n');
-    ox_buf_append(out, w.metas.data, w.metas.len);
+    ox_buf_append(out, w->metas.data, w->metas.len);
     ox_buf_putc(out, '\n');
   }
   ox_buf_puts(out, "]}\n");
-  ox_buf_free(&w.metas);
-  ox_buf_free(&w.targets);
-  ox_buf_free(&w.tmp);
-  for (int i = 0; i < OX_OP_COUNT; i++)
-    if (w.target_ix[i]) ox_namemap_free(w.target_ix[i]);
-  free(w.names);
-  ox_namemap_free(w.ix);
-  ox_namemap_free(w.meta_ix);
-  ox_namemap_free(w.meta_by_t);
-  ox_strtab_free(w.meta_text);
-  free(w.meta_first);
-  free(w.recent);
+}
+
+/* The header and config first, then the steps (one a line), then the tables the steps filled:
+ * the steps are written straight into out, once (a reader finds the tables wherever they are). */
+static void write_v3(const OxTrace *t, OxBuf *out) {
+  W3 w;
+  w3_init(&w, t);
+  reserve_v3(&w, out);
+  w3_head(t, out);
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    w3_step_line(&w, &t->steps[i], i, t->n_steps, out);
+    ox_buf_drain(out); /* a streaming output (ox_buf_stream_to) takes what is final */
+  }
+  w3_tail(&w, t->n_steps, out);
+  w3_free(&w);
+}
+
+/* ---- the live writer: steps encoded on a thread of their own while the run records more
+ *
+ * The recording thread owns the trace. At each ox_trace_steps_final it copies the new final steps
+ * (the structs; what they point to is never changed again) and the pool's new node reference
+ * names into the staging arrays, under the lock; the encoder thread takes the staged copies under
+ * the lock and encodes them without it, into text it keeps (the header, which needs the run's
+ * totals, comes first in the file). Nothing else is shared: the strings, value trees and metas
+ * the steps point to live in the pool's arena and string table, whose memory never moves. */
+typedef struct OxTraceLive {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  /* under mu */
+  OxStep *stage;
+  uint32_t n_stage, cap_stage;
+  const char **stage_refs;
+  uint32_t n_stage_refs, cap_stage_refs;
+  bool done, quit;
+  /* the recording thread's: how much of the trace was handed over */
+  uint32_t given_steps, given_refs;
+  /* the encoder's (read by the recording thread only after the join) */
+  W3 w;
+  OxBuf text;        /* the steps' lines (with gz: those not compressed yet) */
+  OxGzipWriter *gz;  /* for a gzipped trace: the steps' lines compressed as they come */
+  OxBuf ztext;       /* ... into one gzip member */
+  bool zfailed;      /* zlib failed: the file is written from the steps at the end */
+  const char **refs; /* refs[1..n_refs]: the pool's reference names handed over so far */
+  uint32_t n_refs, cap_refs;
+  uint32_t n_encoded;
+} OxTraceLive;
+
+static void live_grow(void **a, uint32_t *cap, uint32_t need, size_t size) {
+  if (need <= *cap) return;
+  uint32_t c = *cap ? *cap : 256;
+  while (c < need) c *= 2;
+  *a = ox_xrealloc(*a, (size_t)c * size);
+  *cap = c;
+}
+
+/* On the recording thread: hand the steps and reference names recorded since the last call over. */
+static void live_give(OxTraceLive *L, const OxTrace *t) {
+  uint32_t n_refs = t->pool->ref_names ? t->pool->n_refs : 0;
+  if (t->n_steps == L->given_steps && n_refs == L->given_refs) return;
+  pthread_mutex_lock(&L->mu);
+  uint32_t ns = t->n_steps - L->given_steps;
+  live_grow((void **)&L->stage, &L->cap_stage, L->n_stage + ns, sizeof *L->stage);
+  memcpy(L->stage + L->n_stage, t->steps + L->given_steps, (size_t)ns * sizeof *L->stage);
+  L->n_stage += ns;
+  uint32_t nr = n_refs - L->given_refs;
+  live_grow((void **)&L->stage_refs, &L->cap_stage_refs, L->n_stage_refs + nr, sizeof *L->stage_refs);
+  if (nr) memcpy(L->stage_refs + L->n_stage_refs, t->pool->ref_names + L->given_refs + 1, (size_t)nr * sizeof *L->stage_refs);
+  L->n_stage_refs += nr;
+  pthread_cond_signal(&L->cv);
+  pthread_mutex_unlock(&L->mu);
+  L->given_steps = t->n_steps;
+  L->given_refs = n_refs;
+}
+
+static void live_final(OxTraceLive *L, const OxTrace *t) { live_give(L, t); }
+
+static void live_compress(OxTraceLive *L, bool finish) {
+  if (!L->zfailed && !ox_gzip_writer_put(L->gz, L->text.data, L->text.len, finish, &L->ztext)) L->zfailed = true;
+  L->text.len = 0;
+}
+
+static void *live_main(void *arg) {
+  OxTraceLive *L = arg;
+  OxStep *batch = NULL;
+  uint32_t cap_batch = 0;
+  for (;;) {
+    pthread_mutex_lock(&L->mu);
+    while (!L->n_stage && !L->n_stage_refs && !L->done && !L->quit) pthread_cond_wait(&L->cv, &L->mu);
+    if (L->quit || (L->done && !L->n_stage && !L->n_stage_refs)) {
+      pthread_mutex_unlock(&L->mu);
+      break;
+    }
+    /* take the staged steps (swap arrays) and references */
+    OxStep *tmp = batch;
+    uint32_t tmp_cap = cap_batch, n = L->n_stage;
+    batch = L->stage;
+    cap_batch = L->cap_stage;
+    L->stage = tmp;
+    L->cap_stage = tmp_cap;
+    L->n_stage = 0;
+    live_grow((void **)&L->refs, &L->cap_refs, L->n_refs + L->n_stage_refs + 2, sizeof *L->refs);
+    if (L->n_stage_refs) memcpy(L->refs + L->n_refs + 1, L->stage_refs, (size_t)L->n_stage_refs * sizeof *L->refs);
+    L->n_refs += L->n_stage_refs;
+    L->n_stage_refs = 0;
+    pthread_mutex_unlock(&L->mu);
+    L->w.refs = L->refs;
+    L->w.n_refs = L->n_refs;
+    for (uint32_t i = 0; i < n; i++) {
+      /* the comma after a step is written before the next one: the last step is not known yet */
+      if (L->n_encoded++) ox_buf_putc(&L->text, ',');
+      ox_buf_putc(&L->text, '\n');
+      w3_step(&L->w, &batch[i], &L->text);
+      if (L->gz && L->text.len >= OX_BUF_DRAIN_BYTES) live_compress(L, false);
+    }
+  }
+  if (L->gz && !L->quit) live_compress(L, true);
+  free(batch);
+  return NULL;
+}
+
+static void live_join(OxTraceLive *L, bool quit) {
+  pthread_mutex_lock(&L->mu);
+  if (quit) L->quit = true;
+  L->done = true;
+  pthread_cond_signal(&L->cv);
+  pthread_mutex_unlock(&L->mu);
+  pthread_join(L->thread, NULL);
+}
+
+static void live_free(OxTraceLive *L) {
+  pthread_mutex_destroy(&L->mu);
+  pthread_cond_destroy(&L->cv);
+  free(L->stage);
+  free(L->stage_refs);
+  free(L->refs);
+  ox_buf_free(&L->text);
+  ox_buf_free(&L->ztext);
+  if (L->gz) ox_gzip_writer_free(L->gz);
+  w3_free(&L->w);
+  free(L);
+}
+
+static void live_stop(OxTraceLive *L) {
+  live_join(L, true);
+  live_free(L);
+}
+
+bool ox_trace_live_start(OxTrace *t, bool gzip) {
+  if (!t || t->live) return false;
+  OxTraceLive *L = ox_xcalloc(1, sizeof *L);
+  w3_init(&L->w, t);
+  ox_buf_init(&L->text);
+  ox_buf_init(&L->ztext);
+  if (gzip && !(L->gz = ox_gzip_writer_new(1))) {
+    live_free(L);
+    return false;
+  }
+  L->refs = ox_xcalloc(1, sizeof *L->refs); /* refs[0]: no name (ids are 1-based) */
+  L->cap_refs = 1;
+  pthread_mutex_init(&L->mu, NULL);
+  pthread_cond_init(&L->cv, NULL);
+  if (pthread_create(&L->thread, NULL, live_main, L) != 0) {
+    live_free(L);
+    return false;
+  }
+  t->live = L;
+  t->live_final = live_final;
+  t->live_stop = live_stop;
+  return true;
+}
+
+/* The trace written with what the live writer encoded: the rest handed over, the thread joined,
+ * then the header, the encoded steps (in pieces, so a streaming output drains as it goes) and
+ * the tables. A gzipped trace is three gzip members (header, steps, tables; readers take
+ * concatenated members as one text), the steps' member compressed on the encoder's thread. */
+static bool write_live(OxTraceLive *L, const OxTrace *t, OxBuf *out, char *err, size_t errcap) {
+  OxBuf part;
+  ox_buf_init(&part);
+  OxBuf *text = L->gz ? &part : out;
+  bool ok = true;
+  w3_head(t, text);
+  if (L->gz) {
+    ok = ox_gzip_compress(part.data, part.len, 1, out, err, errcap);
+    part.len = 0;
+  }
+  const OxBuf *steps = L->gz ? &L->ztext : &L->text;
+  for (size_t off = 0; off < steps->len;) {
+    size_t n = steps->len - off < OX_BUF_DRAIN_BYTES ? steps->len - off : OX_BUF_DRAIN_BYTES;
+    ox_buf_append(out, steps->data + off, n);
+    ox_buf_drain(out);
+    off += n;
+  }
+  w3_tail(&L->w, t->n_steps, text);
+  if (L->gz && ok) ok = ox_gzip_compress(part.data, part.len, 1, out, err, errcap);
+  ox_buf_free(&part);
+  return ok;
 }
 
 void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out) {
@@ -710,8 +921,21 @@ bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *
   OxBuf b;
   ox_buf_init(&b);
   bool gz = ox_gzip_wanted(path);
+  version = version ? version : OX_TRACE_VERSION;
+  OxTraceLive *L = t->live && t->live_stop == live_stop && version == 3 ? t->live : NULL;
+  if (L && !L->done) {
+    /* the steps were encoded during the run: the writer is used up (and freed with the trace) */
+    live_give(L, t);
+    live_join(L, false);
+    if (!L->zfailed && !L->gz == !gz) {
+      if (!ox_buf_stream_to(&b, path, err, errcap)) return false;
+      bool ok = write_live(L, t, &b, err, errcap) && ox_buf_stream_commit(&b, err, errcap);
+      ox_buf_free(&b);
+      return ok;
+    }
+  }
   if (!(gz ? ox_buf_stream_to_gzip(&b, path, 1, err, errcap) : ox_buf_stream_to(&b, path, err, errcap))) return false;
-  ox_trace_write_json_version(t, version ? version : OX_TRACE_VERSION, &b);
+  ox_trace_write_json_version(t, version, &b);
   bool ok = ox_buf_stream_commit(&b, err, errcap);
   ox_buf_free(&b);
   return ok;

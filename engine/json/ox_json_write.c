@@ -32,7 +32,7 @@ static void put_indent(OxBuf *b, int n) {
 }
 
 /* Documents: ", " and ": " between items, node references by name. */
-static const OxJsonStyle default_style = {", ", ": ", NULL, NULL};
+static const OxJsonStyle default_style = {.comma = ", ", .colon = ": "};
 
 void ox_json_write_items(const OxGraph *g, const OxValue *v, OxBuf *b) {
   ox_json_write_items_styled(g, v, b, &default_style);
@@ -78,7 +78,9 @@ void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, co
     return;
   case OX_V_STR: ox_json_put_str(b, v->s); return;
   case OX_V_NODE: {
-    const char *name = ox_graph_ref_name(g, v->u.node);
+    const char *name = !st->refs                                    ? ox_graph_ref_name(g, v->u.node)
+                       : v->u.node && v->u.node <= st->n_refs ? st->refs[v->u.node]
+                                                               : NULL;
     tag_open(b, "node", st);
     if (!name)
       ox_buf_puts(b, "null"); /* a dangling id: the reader rejects it, loudly */

@@ -400,6 +400,7 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
         res->budget_stops++;
       }
       ox_pass_ctx_clear(&c);
+      ox_trace_steps_final(trace); /* a live trace writer encodes them while the next pass runs */
       if (rc || stopped) break;
     }
   }

@@ -84,6 +84,7 @@ OxTrace *ox_trace_new_for(OxGraph *g) { return trace_new(ox_graph_new_sharing_st
 
 void ox_trace_free(OxTrace *t) {
   if (!t) return;
+  if (t->live) t->live_stop(t->live);
   free(t->str_cache);
   ox_big_free(t->steps, (size_t)t->cap_steps * sizeof *t->steps);
   free(t->scratch);
@@ -134,6 +135,10 @@ OxNodeId ox_trace_name_ref_from(OxTrace *t, const OxGraph *g, const char *s) {
   StrCacheEnt *e = str_cache_ent(t, g, s);
   if (!e->ref) e->ref = ox_graph_name_ref_interned(t->pool, e->pool);
   return e->ref;
+}
+
+void ox_trace_steps_final(OxTrace *t) {
+  if (t && t->live) t->live_final(t->live, t);
 }
 
 void ox_trace_reserve_steps(OxTrace *t, uint32_t n) {

@@ -206,6 +206,11 @@ typedef struct OxTrace {
    * ~19 MB a run without --trace would fill and never read). n_steps counts kept steps only. */
   bool no_rejections;
   OxStep *scratch;         /* private: the scratch step of no_rejections */
+  /* A writer that encodes the steps while the run goes on (ox_trace_live_start): told when the
+   * steps recorded so far are final, stopped when the trace is freed. Not set: nothing to tell. */
+  struct OxTraceLive *live;
+  void (*live_final)(struct OxTraceLive *live, const struct OxTrace *t);
+  void (*live_stop)(struct OxTraceLive *live);
   struct OxTraceStrCache *str_cache; /* private: strings of recording graphs -> pool strings */
 } OxTrace;
 
@@ -219,6 +224,9 @@ void ox_trace_free(OxTrace *t);
 const char *ox_trace_intern(OxTrace *t, const char *s);
 OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind); /* zeroed, seq set; pointers stable until the next add
                                                          (a rejection of a no_rejections trace: the scratch step) */
+/* The steps recorded so far are final: nothing changes them again (the driver says so after
+ * each pass). A live writer (ox_trace_live_start) takes them to encode on its thread. */
+void ox_trace_steps_final(OxTrace *t);
 /* Room for n steps in all (a reader that knows how many are coming); never shrinks. */
 void ox_trace_reserve_steps(OxTrace *t, uint32_t n);
 
@@ -263,6 +271,16 @@ unsigned long ox_trace_fast_steps(void);
 /* Writes the trace (version 0 = OX_TRACE_VERSION) to path atomically; a path ending in ".gz" gets
  * it gzipped (ox_trace_read_json reads either). false with a message in err. */
 bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *err, size_t errcap);
+/* Starts encoding t's steps (version 3) on a thread of their own while they are recorded: each
+ * ox_trace_steps_final hands the new final steps over, and ox_trace_write_file (version 3) then
+ * only writes the header, the encoded steps and the tables; the file is the same, byte for byte,
+ * as without it. Recording stays on the caller's thread; the trace's pool must not be freed
+ * before the trace. Any other write (version 2, ox_trace_write_json) ignores the live writer;
+ * ox_trace_free stops it. gzip: the trace will be written gzipped (to a *.gz path); the steps are
+ * then compressed on that thread too, and the file is three gzip members (header, steps, tables)
+ * whose text is the same. A write of the other form encodes everything then, as without the
+ * writer. false (and t unchanged) when no thread could be started. */
+bool ox_trace_live_start(OxTrace *t, bool gzip);
 
 #ifdef __cplusplus
 }
