@@ -685,13 +685,6 @@ static void w3_head(const OxTrace *t, OxBuf *out) {
   ox_buf_puts(out, ",\n\"steps\":[");
 }
 
-/* Step i of n: on a line of its own, with the comma between steps. */
-static void w3_step_line(W3 *w, const OxStep *s, uint32_t i, uint32_t n, OxBuf *out) {
-  ox_buf_putc(out, '\n');
-  w3_step(w, s, out);
-  if (i + 1 < n) ox_buf_putc(out, ',');
-}
-
 /* Everything after the steps: the tables they filled. */
 static void w3_tail(W3 *w, uint32_t n_steps, OxBuf *out) {
   ox_buf_puts(out, n_steps ? "\n],\n\"names\":[" : "],\n\"names\":[");
@@ -718,7 +711,9 @@ static void write_v3(const OxTrace *t, OxBuf *out) {
   reserve_v3(&w, out);
   w3_head(t, out);
   for (uint32_t i = 0; i < t->n_steps; i++) {
-    w3_step_line(&w, &t->steps[i], i, t->n_steps, out);
+    ox_buf_putc(out, '\n');
+    w3_step(&w, &t->steps[i], out);
+    if (i + 1 < t->n_steps) ox_buf_putc(out, ',');
     ox_buf_drain(out); /* a streaming output (ox_buf_stream_to) takes what is final */
   }
   w3_tail(&w, t->n_steps, out);
@@ -782,8 +777,6 @@ static void live_give(OxTraceLive *L, const OxTrace *t) {
   L->given_steps = t->n_steps;
   L->given_refs = n_refs;
 }
-
-static void live_final(OxTraceLive *L, const OxTrace *t) { live_give(L, t); }
 
 static void live_compress(OxTraceLive *L, bool finish) {
   if (!L->zfailed && !ox_gzip_writer_put(L->gz, L->text.data, L->text.len, finish, &L->ztext)) L->zfailed = true;
@@ -875,7 +868,7 @@ bool ox_trace_live_start(OxTrace *t, bool gzip) {
     return false;
   }
   t->live = L;
-  t->live_final = live_final;
+  t->live_final = live_give;
   t->live_stop = live_stop;
   return true;
 }
