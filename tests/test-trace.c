@@ -1253,8 +1253,9 @@ static void test_v3_generated(void) {
 }
 
 /* The live writer (ox_trace_live_start: steps encoded on a second thread while the passes run)
- * writes the same bytes as the writer that encodes everything at the end, plain and gzipped; a
- * second write, a version 2 write and a trace freed unwritten still work. Generated graphs of
+ * writes the same bytes as the writer that encodes everything at the end, plain and gzipped,
+ * through its scratch file or from memory; a second write, a version 2 write and a trace freed
+ * unwritten still work. Generated graphs of
  * both levels, pools that share the graph's strings and pools that do not. */
 static void test_live_writer(void) {
   const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
@@ -1272,8 +1273,14 @@ static void test_live_writer(void) {
     ox_check_config_default(&checks);
     OxTrace *t = seed % 2 ? ox_trace_new_for(g) : ox_trace_new();
     const char *first = seed % 4 == 0 ? gz : path; /* the live writer's output goes to this one */
-    g_assert_true(ox_trace_live_start(t, first == gz));
-    g_assert_false(ox_trace_live_start(t, false)); /* one writer a trace */
+    /* small pieces: the encoded text goes to the scratch file (and through zlib) in many; a
+     * destination in a missing directory: no scratch file, the text is held in memory */
+    ox_trace_live_piece = seed % 3 == 1 ? 64 : 1u << 20;
+    bool no_scratch = seed % 7 == 0;
+    char *missing = g_build_filename(dir, "missing", first == gz ? "t.json.gz" : "t.json", NULL);
+    g_assert_true(ox_trace_live_start(t, no_scratch ? missing : first));
+    g_assert_false(ox_trace_live_start(t, first)); /* one writer a trace */
+    g_free(missing);
     OxDiagList d;
     ox_diags_init(&d, "gen");
     OxOptimizeResult res;
@@ -1332,6 +1339,7 @@ static void test_live_writer(void) {
   g_free(path);
   g_free(gz);
   g_free(dir);
+  ox_trace_live_piece = 1u << 20;
   g_test_message("%u graphs, %u applied steps", n, applied);
   g_assert_cmpuint(applied, >, n);
 }

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ox_gzip.h"
 #include "load/ox_load.h"
 #include "ops/ox_shape.h"
 #include "rules/ox_rules.h"
@@ -556,7 +555,7 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
     ox_buf_free(&cfg);
     /* a trace to be written in version 3 is encoded on a second thread while the passes run
      * (the same file; without a thread it is all encoded when written) */
-    if (o->trace && (o->trace_format == 0 || o->trace_format == 3)) ox_trace_live_start(t, ox_gzip_wanted(o->trace));
+    if (o->trace && (o->trace_format == 0 || o->trace_format == 3)) ox_trace_live_start(t, o->trace);
     if (ox_optimize(g, &p, &cc, t, res, &d) != 0) status = EXIT_BAD;
     ox_diags_print(&d, stderr); /* errors, or the warnings of passes stopped by a budget */
     *trace = t;

@@ -215,7 +215,7 @@ static void remove_stale_temps(const char *dir, const char *base) {
   closedir(d);
 }
 
-static bool write_all(int fd, const void *data, size_t len) {
+bool ox_write_all(int fd, const void *data, size_t len) {
   const char *p = data;
   while (len) {
     ssize_t w = write(fd, p, len);
@@ -227,6 +227,26 @@ static bool write_all(int fd, const void *data, size_t len) {
     len -= (size_t)w;
   }
   return true;
+}
+
+int ox_scratch_file_beside(const char *path) {
+  char *dir;
+  const char *base;
+  split_path(path, &dir, &base);
+  int fd = -1;
+#ifdef O_TMPFILE
+  if (!ox_write_file_atomic_no_tmpfile) fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+  free(dir);
+  if (fd < 0) { /* named for a moment, in the pattern remove_stale_temps clears after a kill */
+    size_t pl = strlen(path);
+    char *tmp = ox_xcalloc(pl + 16, 1);
+    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
+    fd = mkstemp(tmp);
+    if (fd >= 0) unlink(tmp);
+    free(tmp);
+  }
+  return fd;
 }
 
 /* An atomic write in progress: the temp file (unnamed where O_TMPFILE works, else named and
@@ -318,7 +338,7 @@ static void atomic_put(OxAtomicFile *f, const void *data, size_t len, bool finis
     len = f->zout.len;
   }
   if (!len) return;
-  if (!write_all(f->fd, data, len)) f->failed = errno ? errno : EIO;
+  if (!ox_write_all(f->fd, data, len)) f->failed = errno ? errno : EIO;
   f->off += len;
 }
 
@@ -432,7 +452,7 @@ static int copy_to_named(OxAtomicFile *f) {
       ok = false;
       break;
     }
-    ok = write_all(t, buf, (size_t)r);
+    ok = ox_write_all(t, buf, (size_t)r);
     at += (uint64_t)r;
   }
   free(buf);

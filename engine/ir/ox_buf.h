@@ -124,6 +124,12 @@ void ox_buf_drain_slow(OxBuf *b);
 static inline void ox_buf_drain(OxBuf *b) {
   if (b->sink && b->len >= OX_BUF_DRAIN_BYTES) ox_buf_drain_slow(b);
 }
+/* An unnamed scratch file beside path (in its directory: the file system the output goes to),
+ * open for reading and writing and gone when closed; -1 when none can be made. For a writer that
+ * must hold a large part of an output until its head is known (the live trace writer). */
+int ox_scratch_file_beside(const char *path);
+/* write(2) until all of data is written (EINTR retried); false on an error (errno says which). */
+bool ox_write_all(int fd, const void *data, size_t len);
 bool ox_buf_stream_commit(OxBuf *b, char *err, size_t errcap);
 void ox_buf_stream_abort(OxBuf *b);
 /* Fault injection for tests: called after the data is written and synced, before the file is

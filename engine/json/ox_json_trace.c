@@ -5,7 +5,10 @@
  * fast_meta_table ...); json-c reads whatever that does not take, with the same result.
  */
 #include <limits.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -745,7 +748,10 @@ typedef struct OxTraceLive {
   OxBuf text;        /* the steps' lines (with gz: those not compressed yet) */
   OxGzipWriter *gz;  /* for a gzipped trace: the steps' lines compressed as they come */
   OxBuf ztext;       /* ... into one gzip member */
-  bool zfailed;      /* zlib failed: the file is written from the steps at the end */
+  int spill;         /* scratch file beside the destination (-1: none): what is encoded goes there
+                        a piece at a time, so the trace is never held whole in memory */
+  uint64_t spilled;  /* bytes in it */
+  bool broken;       /* zlib or the scratch file failed: the file is encoded again at the end */
   const char **refs; /* refs[1..n_refs]: the pool's reference names handed over so far */
   uint32_t n_refs, cap_refs;
   uint32_t n_encoded;
@@ -778,9 +784,23 @@ static void live_give(OxTraceLive *L, const OxTrace *t) {
   L->given_refs = n_refs;
 }
 
+size_t ox_trace_live_piece = OX_BUF_DRAIN_BYTES;
+
 static void live_compress(OxTraceLive *L, bool finish) {
-  if (!L->zfailed && !ox_gzip_writer_put(L->gz, L->text.data, L->text.len, finish, &L->ztext)) L->zfailed = true;
+  if (!L->broken && !ox_gzip_writer_put(L->gz, L->text.data, L->text.len, finish, &L->ztext)) L->broken = true;
   L->text.len = 0;
+}
+
+/* The encoded text (compressed, for a gzipped trace) to the scratch file once a piece is held. */
+static void live_spill(OxTraceLive *L) {
+  if (L->gz && L->text.len >= ox_trace_live_piece) live_compress(L, false);
+  OxBuf *o = L->gz ? &L->ztext : &L->text;
+  if (L->spill < 0 || L->broken || o->len < ox_trace_live_piece) return;
+  if (ox_write_all(L->spill, o->data, o->len))
+    L->spilled += o->len;
+  else
+    L->broken = true;
+  o->len = 0;
 }
 
 static void *live_main(void *arg) {
@@ -809,12 +829,12 @@ static void *live_main(void *arg) {
     pthread_mutex_unlock(&L->mu);
     L->w.refs = L->refs;
     L->w.n_refs = L->n_refs;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && !L->broken; i++) {
       /* the comma after a step is written before the next one: the last step is not known yet */
       if (L->n_encoded++) ox_buf_putc(&L->text, ',');
       ox_buf_putc(&L->text, '\n');
       w3_step(&L->w, &batch[i], &L->text);
-      if (L->gz && L->text.len >= OX_BUF_DRAIN_BYTES) live_compress(L, false);
+      live_spill(L);
     }
   }
   if (L->gz && !L->quit) live_compress(L, true);
@@ -840,6 +860,7 @@ static void live_free(OxTraceLive *L) {
   ox_buf_free(&L->text);
   ox_buf_free(&L->ztext);
   if (L->gz) ox_gzip_writer_free(L->gz);
+  if (L->spill >= 0) close(L->spill);
   w3_free(&L->w);
   free(L);
 }
@@ -849,13 +870,14 @@ static void live_stop(OxTraceLive *L) {
   live_free(L);
 }
 
-bool ox_trace_live_start(OxTrace *t, bool gzip) {
-  if (!t || t->live) return false;
+bool ox_trace_live_start(OxTrace *t, const char *path) {
+  if (!t || t->live || !path) return false;
   OxTraceLive *L = ox_xcalloc(1, sizeof *L);
   w3_init(&L->w, t);
   ox_buf_init(&L->text);
   ox_buf_init(&L->ztext);
-  if (gzip && !(L->gz = ox_gzip_writer_new(1))) {
+  L->spill = ox_scratch_file_beside(path); /* none: the text is held in memory */
+  if (ox_gzip_wanted(path) && !(L->gz = ox_gzip_writer_new(1))) {
     live_free(L);
     return false;
   }
@@ -887,8 +909,23 @@ static bool write_live(OxTraceLive *L, const OxTrace *t, OxBuf *out, char *err, 
     ok = ox_gzip_compress(part.data, part.len, 1, out, err, errcap);
     part.len = 0;
   }
+  for (uint64_t off = 0; ok && off < L->spilled;) { /* what went to the scratch file, then the rest */
+    size_t n = L->spilled - off < OX_BUF_DRAIN_BYTES ? (size_t)(L->spilled - off) : OX_BUF_DRAIN_BYTES;
+    ox_buf_reserve(out, n);
+    ssize_t r = pread(L->spill, out->data + out->len, n, (off_t)off);
+    if (r <= 0) {
+      if (r < 0 && errno == EINTR) continue;
+      snprintf(err, errcap, "cannot read back the trace's scratch file: %s", r < 0 ? strerror(errno) : "cut short");
+      ok = false;
+      break;
+    }
+    out->len += (size_t)r;
+    out->data[out->len] = 0;
+    ox_buf_drain(out);
+    off += (uint64_t)r;
+  }
   const OxBuf *steps = L->gz ? &L->ztext : &L->text;
-  for (size_t off = 0; off < steps->len;) {
+  for (size_t off = 0; ok && off < steps->len;) {
     size_t n = steps->len - off < OX_BUF_DRAIN_BYTES ? steps->len - off : OX_BUF_DRAIN_BYTES;
     ox_buf_append(out, steps->data + off, n);
     ox_buf_drain(out);
@@ -920,7 +957,7 @@ bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *
     /* the steps were encoded during the run: the writer is used up (and freed with the trace) */
     live_give(L, t);
     live_join(L, false);
-    if (!L->zfailed && !L->gz == !gz) {
+    if (!L->broken && !L->gz == !gz) {
       if (!ox_buf_stream_to(&b, path, err, errcap)) return false;
       bool ok = write_live(L, t, &b, err, errcap) && ox_buf_stream_commit(&b, err, errcap);
       ox_buf_free(&b);

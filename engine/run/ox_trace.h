@@ -271,16 +271,18 @@ unsigned long ox_trace_fast_steps(void);
 /* Writes the trace (version 0 = OX_TRACE_VERSION) to path atomically; a path ending in ".gz" gets
  * it gzipped (ox_trace_read_json reads either). false with a message in err. */
 bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *err, size_t errcap);
-/* Starts encoding t's steps (version 3) on a thread of their own while they are recorded: each
- * ox_trace_steps_final hands the new final steps over, and ox_trace_write_file (version 3) then
- * only writes the header, the encoded steps and the tables; the file is the same, byte for byte,
- * as without it. Recording stays on the caller's thread; the trace's pool must not be freed
- * before the trace. Any other write (version 2, ox_trace_write_json) ignores the live writer;
- * ox_trace_free stops it. gzip: the trace will be written gzipped (to a *.gz path); the steps are
- * then compressed on that thread too, and the file is three gzip members (header, steps, tables)
- * whose text is the same. A write of the other form encodes everything then, as without the
- * writer. false (and t unchanged) when no thread could be started. */
-bool ox_trace_live_start(OxTrace *t, bool gzip);
+/* Starts encoding t's steps (version 3) on a thread of their own while they are recorded, for a
+ * trace to be written to path: each ox_trace_steps_final hands the new final steps over, and
+ * ox_trace_write_file (version 3) then only writes the header, the encoded steps and the tables;
+ * the text is the same, byte for byte, as without it. The encoded steps wait in an unnamed
+ * scratch file beside path (in memory where none can be made), a piece at a time. A path ending
+ * in ".gz": the steps are compressed on that thread too, and the file is three gzip members
+ * (header, steps, tables) of the same text. Recording stays on the caller's thread. Any other
+ * write (version 2, the other form, ox_trace_write_json) encodes everything then, as without
+ * the writer; ox_trace_free stops it. false (and t unchanged) when no thread could be started. */
+bool ox_trace_live_start(OxTrace *t, const char *path);
+/* For tests: how many encoded bytes the live writer holds before it moves them on (1 MiB). */
+extern size_t ox_trace_live_piece;
 
 #ifdef __cplusplus
 }
