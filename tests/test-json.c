@@ -17,6 +17,7 @@
 #include "ir/ox_graph.h"
 #include "load/ox_load.h"
 #include "load/ox_parse.h"
+#include "run/ox_record.h"
 #include "json/ox_json_private.h"
 #include "write/ox_write.h"
 
@@ -899,6 +900,9 @@ static char *read_summary(const char *text, size_t len, bool stream, const OxLoa
     g_string_append_printf(s, "%s [node %s]\n", m, d.items[i].node ? d.items[i].node : "-");
     free(m);
   }
+  /* data the fast read kept as text is written back as it came (the tree read's values are
+   * written with %.17g): compare values */
+  if (rc == 0 && doc->record) g_assert_true(ox_record_materialize(doc->record));
   if (rc == 0) {
     char *w = write_doc(doc);
     g_string_append(s, w);
@@ -1116,6 +1120,95 @@ static void test_streamed_values(void) {
   g_free(t);
 }
 
+/* A document of one graph (input x) and the record text rec. */
+static char *record_doc(const char *rec) {
+  return g_strconcat("{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"g\", \"nodes\": [\n"
+                     "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\"},\n"
+                     "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"x\"}]}]}],\n"
+                     "\"record\": ",
+                     rec, "}\n", NULL);
+}
+
+/* The fast read keeps a record's "data" arrays as text (checked, converted only when a tensor is
+ * needed) and the writer copies them back as they came; the values are the tree read's (every
+ * dtype, the special values, ints, booleans, empty and scalar tensors, a fill recipe). What the
+ * scan does not take (a value too many or too few, RFC violations, an exponent that could
+ * overflow, a string in an int tensor, null, nesting, dtype after data, a repeated name) is read
+ * as a tree, with the same result. */
+static void test_record_data_text(void) {
+  static const char *const arrays[] = {
+    "[0.024109675, -1e-320, 1E5, -0.0, 0, 12, \"nan\", \"-Infinity\", \"inf\", true, false, 3.141592653589793238]",
+    "[1, -2, 9223372036854775, 0, true, 2.5]",
+    "[ ]",
+    "[7]",
+    "[0.5,0.25 ,\n 1e-3\t, \"NaN\"]",
+  };
+  const char *rec = "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [3, 4], \"data\": %s}},"
+                    " \"params\": {\"w.a\": {\"dtype\": \"i64\", \"shape\": [6], \"data\": %s},"
+                    " \"w.b\": {\"dtype\": \"f64\", \"shape\": [2, 0], \"data\": %s},"
+                    " \"w.c\": {\"dtype\": \"bf16\", \"shape\": [], \"data\": %s},"
+                    " \"w.d\": {\"dtype\": \"f32\", \"shape\": [5], \"fill\": {\"kind\": \"sin\", \"scale\": 0.5, \"freq\": 1, \"phase\": 0}}},"
+                    " \"outputs\": [{\"dtype\": \"f16\", \"shape\": [2, 2], \"data\": %s}, null], \"seed\": 3}";
+  unsigned streamed = 0;
+  char *r = g_strdup_printf(rec, arrays[0], arrays[1], arrays[2], arrays[3], arrays[4]);
+  char *text = record_doc(r);
+  assert_same_reads("record", text, strlen(text), &streamed);
+  g_assert_cmpuint(streamed, ==, 1);
+  OxDoc *doc = load_ok(text);
+  g_assert_nonnull(doc->record);
+  g_assert_nonnull(doc->record->inputs[0].raw); /* kept as text */
+  g_assert_true(doc->record->params[3].fill.present);
+  char *w = write_doc(doc);
+  for (size_t i = 0; i < G_N_ELEMENTS(arrays); i++) /* written back as they came */
+    if (!strstr(w, arrays[i])) g_test_fail_printf("the data %s is not written back as it came:\n%s", arrays[i], w);
+  OxDoc *again = load_ok(w); /* and reads back the same */
+  char *w2 = write_doc(again);
+  g_assert_cmpstr(w, ==, w2);
+  OxTensor *x = ox_record_input_new(doc->record, "x");
+  g_assert_nonnull(x);
+  g_assert_cmpfloat(ox_tensor_get(x, 0), ==, (double)0.024109675f);
+  g_assert_true(isnan(ox_tensor_get(x, 6)) && isinf(ox_tensor_get(x, 7)) && ox_tensor_get(x, 7) < 0);
+  g_assert_cmpfloat(ox_tensor_get(x, 9), ==, 1.0);
+  ox_tensor_free(x);
+  OxTensor *a = ox_record_param_new(doc->record, "w.a");
+  g_assert_cmpint(a->data.i[2], ==, 9223372036854775);
+  g_assert_cmpint(a->data.i[5], ==, 2);
+  ox_tensor_free(a);
+  g_free(w);
+  g_free(w2);
+  ox_doc_free(again);
+  ox_doc_free(doc);
+  g_free(text);
+  g_free(r);
+
+  static const char *const refused[] = {
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [1, 2, 3]}}}",   /* one too many */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [1]}}}",         /* one too few */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [1., 2]}}}",     /* not RFC */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [01, 2]}}}",
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [1e400, 2]}}}",  /* overflows */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [99e300, 2]}}}", /* 9.9e301 fits, but is past the scan's bound */
+    "{\"inputs\": {\"x\": {\"dtype\": \"i64\", \"shape\": [2], \"data\": [\"nan\", 2]}}}",
+    "{\"inputs\": {\"x\": {\"dtype\": \"i64\", \"shape\": [1], \"data\": [1234567890123456789]}}}",
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [null, 2]}}}",
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [[1], 2]}}}",
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [1, 2,]}}}",
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [1 2]}}}",
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [\"na\\u006e\", 2]}}}",
+    "{\"inputs\": {\"x\": {\"data\": [1, 2], \"dtype\": \"f32\", \"shape\": [2]}}}",      /* data first */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"data\": [1]}, \"x\": {\"dtype\": \"f32\", \"shape\": [1], \"data\": [2]}}}",
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"data\": [1], \"fill\": {\"kind\": \"sin\", \"scale\": 1, \"freq\": 1, \"phase\": 0}}}}",
+    "{\"inputs\": {}, \"extra\": 1}",
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(refused); i++) {
+    text = record_doc(refused[i]);
+    unsigned before = streamed;
+    assert_same_reads(refused[i], text, strlen(text), &streamed);
+    if (streamed != before) g_test_fail_printf("read fast: %s", refused[i]);
+    g_free(text);
+  }
+}
+
 /* The fixtures (hand-written and bridge-exported documents, several with a "record" of example
  * tensors): both reads agree; those without forward references are read fast. */
 static void test_streamed_fixtures(void) {
@@ -1292,6 +1385,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/json/streamed-equals-tree", test_streamed_equals_tree);
   g_test_add_func("/engine/json/streamed-values", test_streamed_values);
   g_test_add_func("/engine/json/streamed-fixtures", test_streamed_fixtures);
+  g_test_add_func("/engine/json/record-data-text", test_record_data_text);
   g_test_add_func("/engine/json/skip-value", test_skip_value);
   for (int nn = 1; nn <= 29; nn++) {
     char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);

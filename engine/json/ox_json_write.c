@@ -372,10 +372,8 @@ void ox_write_json(const OxDoc *doc, OxBuf *out) {
   if (doc->n_graphs) ox_buf_puts(out, "\n  ");
   ox_buf_putc(out, ']');
   if (doc->record) {
-    json_object *rec = ox_record_to_json(doc->record);
     ox_buf_puts(out, ",\n  \"record\": ");
-    ox_buf_puts(out, json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    json_object_put(rec);
+    ox_record_write_json(doc->record, out);
   }
   ox_buf_puts(out, "\n}\n");
   free(mc.e);

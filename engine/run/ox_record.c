@@ -26,6 +26,7 @@ OxRecord *ox_record_new(void) { return ox_xcalloc(1, sizeof(OxRecord)); }
 static void free_entries(OxRecordTensor *e, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     free(e[i].name);
+    free(e[i].raw);
     ox_tensor_free(e[i].t);
   }
   free(e);
@@ -52,17 +53,182 @@ void ox_record_add_input(OxRecord *r, const char *name, OxTensor *t) { push(&r->
 void ox_record_add_param(OxRecord *r, const char *path, OxTensor *t) { push(&r->params, &r->n_params, path, t); }
 void ox_record_add_output(OxRecord *r, OxTensor *t) { push(&r->outputs, &r->n_outputs, NULL, t); }
 
+static OxRecordTensor *push_to(OxRecord *r, OxRecordSection sec, const char *name) {
+  switch (sec) {
+  case OX_RECORD_INPUTS: return push(&r->inputs, &r->n_inputs, name, NULL);
+  case OX_RECORD_PARAMS: return push(&r->params, &r->n_params, name, NULL);
+  case OX_RECORD_OUTPUTS: break;
+  }
+  return push(&r->outputs, &r->n_outputs, NULL, NULL);
+}
+
+void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
+                             const int64_t *shape, const char *raw, size_t raw_len) {
+  OxRecordTensor *e = push_to(r, sec, name);
+  e->fill.dtype = dtype;
+  e->fill.rank = rank;
+  for (int32_t i = 0; i < rank; i++) e->fill.shape[i] = shape[i];
+  e->raw = ox_xrealloc(NULL, raw_len + 1);
+  memcpy(e->raw, raw, raw_len);
+  e->raw[raw_len] = 0;
+  e->raw_len = raw_len;
+}
+
+void ox_record_add_fill(OxRecord *r, OxRecordSection sec, const char *name, const OxRecordFill *fill) {
+  push_to(r, sec, name)->fill = *fill;
+}
+
 static const OxRecordTensor *find(const OxRecordTensor *e, uint32_t n, const char *name) {
   for (uint32_t i = 0; i < n; i++)
     if (e[i].name && strcmp(e[i].name, name) == 0) return &e[i];
   return NULL;
 }
 
-bool ox_record_has_tensor(const OxRecordTensor *e) { return e && (e->t || e->fill.present); }
+bool ox_record_has_name(const OxRecord *r, OxRecordSection sec, const char *name) {
+  return sec == OX_RECORD_INPUTS   ? find(r->inputs, r->n_inputs, name) != NULL
+         : sec == OX_RECORD_PARAMS ? find(r->params, r->n_params, name) != NULL
+                                   : false;
+}
+
+bool ox_record_has_tensor(const OxRecordTensor *e) { return e && (e->t || e->fill.present || e->raw); }
+
+/* The special values a record spells as strings ("nan" ...); false for any other text. */
+static bool special_value(const char *s, size_t n, double *out) {
+  static const struct {
+    const char *text;
+    double v;
+  } sp[] = {{"nan", NAN}, {"NaN", NAN}, {"inf", INFINITY}, {"Infinity", INFINITY}, {"-inf", -INFINITY}, {"-Infinity", -INFINITY}};
+  for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
+    if (strlen(sp[i].text) == n && memcmp(sp[i].text, s, n) == 0) {
+      *out = sp[i].v;
+      return true;
+    }
+  return false;
+}
+
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel) {
+#define AT(k) ((k) < n ? s[k] : '\0')
+  OxStorage st = ox_dtype_storage(dtype);
+  bool floating = st == OX_ST_F32 || st == OX_ST_F64;
+  size_t i = 0;
+  int64_t count = 0;
+  if (AT(0) != '[') return 0;
+  for (i = 1; is_ws(AT(i)); i++) {}
+  if (AT(i) == ']') return numel == 0 ? i + 1 : 0;
+  for (;;) {
+    char c = AT(i);
+    if (c == '"') { /* a special value, no escapes */
+      size_t j = i + 1;
+      while (j < n && s[j] != '"' && s[j] != '\\') j++;
+      double v;
+      if (!floating || AT(j) != '"' || !special_value(s + i + 1, j - i - 1, &v)) return 0;
+      i = j + 1;
+    } else if (c == 't' || c == 'f') {
+      const char *w = c == 't' ? "true" : "false";
+      size_t wl = strlen(w);
+      if (n - i < wl || memcmp(s + i, w, wl) != 0) return 0;
+      i += wl;
+    } else if (c == '-' || (c >= '0' && c <= '9')) { /* RFC 8259 number */
+      size_t j = i + (c == '-');
+      size_t int_start = j;
+      if (AT(j) == '0') {
+        j++;
+      } else if (AT(j) >= '1' && AT(j) <= '9') {
+        while (AT(j) >= '0' && AT(j) <= '9') j++;
+      } else {
+        return 0;
+      }
+      size_t int_digits = j - int_start;
+      bool is_int = true;
+      if (AT(j) == '.') {
+        j++;
+        if (!(AT(j) >= '0' && AT(j) <= '9')) return 0;
+        while (AT(j) >= '0' && AT(j) <= '9') j++;
+        is_int = false;
+      }
+      long exp10 = 0;
+      if (AT(j) == 'e' || AT(j) == 'E') {
+        j++;
+        bool neg = AT(j) == '-';
+        if (AT(j) == '-' || AT(j) == '+') j++;
+        if (!(AT(j) >= '0' && AT(j) <= '9')) return 0;
+        for (; AT(j) >= '0' && AT(j) <= '9'; j++)
+          if (exp10 < 100000) exp10 = exp10 * 10 + (AT(j) - '0');
+        if (neg) exp10 = -exp10;
+        is_int = false;
+      }
+      /* what the tokenizer reads: int64s (18 digits always fit) and finite doubles (a magnitude
+       * under 1e301 cannot overflow; a tiny one reads as a subnormal or 0) */
+      if (is_int ? int_digits > 18 : (long)int_digits - 1 + exp10 > 300) return 0;
+      i = j;
+    } else {
+      return 0;
+    }
+    if (++count > numel) return 0;
+    while (is_ws(AT(i))) i++;
+    if (AT(i) == ']') break;
+    if (AT(i) != ',') return 0;
+    for (i++; is_ws(AT(i)); i++) {}
+  }
+  return count == numel ? i + 1 : 0;
+#undef AT
+}
+
+/* A tensor of e's data text (checked by ox_record_data_scan when it was read); NULL when out of
+ * memory. Each value becomes what ox_record_from_json makes of it. */
+static OxTensor *tensor_of_text(const OxRecordTensor *e) {
+  OxTensor *t = ox_tensor_new(e->fill.dtype, e->fill.rank, e->fill.shape);
+  if (!t) return NULL;
+  bool ints = ox_dtype_storage(e->fill.dtype) == OX_ST_I64;
+  const char *p = e->raw + 1;
+  for (int64_t i = 0; i < t->numel; i++) {
+    while (is_ws(*p) || *p == ',') p++;
+    double v;
+    if (*p == '"') {
+      const char *q = strchr(p + 1, '"');
+      special_value(p + 1, (size_t)(q - p - 1), &v);
+      p = q + 1;
+    } else if (*p == 't' || *p == 'f') {
+      v = *p == 't' ? 1.0 : 0.0;
+      p += *p == 't' ? 4 : 5;
+    } else {
+      char *end;
+      size_t lit = strcspn(p, ".eE,] \t\r\n");
+      if (ints && (p[lit] == ',' || p[lit] == ']' || is_ws(p[lit]))) { /* an int literal */
+        ox_tensor_set_i64(t, i, strtoll(p, &end, 10));
+        p = end;
+        continue;
+      }
+      v = strtod(p, &end);
+      p = end;
+    }
+    ox_tensor_set(t, i, v);
+  }
+  return t;
+}
+
+bool ox_record_materialize(OxRecord *r) {
+  OxRecordTensor *secs[3] = {r->inputs, r->params, r->outputs};
+  uint32_t ns[3] = {r->n_inputs, r->n_params, r->n_outputs};
+  for (int k = 0; k < 3; k++)
+    for (uint32_t i = 0; i < ns[k]; i++) {
+      OxRecordTensor *e = &secs[k][i];
+      if (!e->raw) continue;
+      if (!(e->t = tensor_of_text(e))) return false;
+      free(e->raw);
+      e->raw = NULL;
+      e->raw_len = 0;
+      memset(&e->fill, 0, sizeof e->fill);
+    }
+  return true;
+}
 
 OxTensor *ox_record_tensor_new(const OxRecordTensor *e) {
   if (!e) return NULL;
   if (e->t) return ox_tensor_clone(e->t);
+  if (e->raw) return tensor_of_text(e);
   if (!e->fill.present) return NULL;
   OxTensor *t = ox_tensor_new(e->fill.dtype, e->fill.rank, e->fill.shape);
   if (t) ox_tensor_fill_sin(t, e->fill.scale, e->fill.freq, e->fill.phase);
@@ -282,62 +448,108 @@ int ox_record_from_json(struct json_object *obj, OxRecord **out, OxDiagList *d) 
 
 /* ------------------------------------------------------------------ writing */
 
-static json_object *num_json(double v) {
-  if (isnan(v)) return json_object_new_string("nan");
-  if (isinf(v)) return json_object_new_string(v > 0 ? "inf" : "-inf");
-  /* %.17g round-trips every double (and so every float/f16/bf16 value) */
+/* A value as ox_record_from_json reads it back: %.17g round-trips every double (and so every
+ * float/f16/bf16 value), kept a float in JSON readers; nan and the infinities as strings. */
+static void put_num(OxBuf *b, double v) {
+  if (isnan(v) || isinf(v)) {
+    ox_buf_puts(b, isnan(v) ? "\"nan\"" : v > 0 ? "\"inf\"" : "\"-inf\"");
+    return;
+  }
   char buf[40];
   snprintf(buf, sizeof buf, "%.17g", v);
-  if (!strpbrk(buf, ".eE")) strcat(buf, ".0"); /* keep it a float in JSON readers */
-  return json_object_new_double_s(v, buf);
+  ox_buf_puts(b, buf);
+  if (!strpbrk(buf, ".eE")) ox_buf_puts(b, ".0");
 }
 
-static json_object *tensor_json(const OxRecordTensor *e) {
+static void put_tensor(OxBuf *b, const OxRecordTensor *e) {
   const OxTensor *t = e->t;
   OxDType dt = t ? t->dtype : e->fill.dtype;
   int32_t rank = t ? t->rank : e->fill.rank;
   const int64_t *shape = t ? t->shape : e->fill.shape;
-  json_object *o = json_object_new_object();
-  json_object_object_add(o, "dtype", json_object_new_string(ox_dtype_abbr(dt)));
-  json_object *sh = json_object_new_array();
-  for (int32_t i = 0; i < rank; i++) json_object_array_add(sh, json_object_new_int64(shape[i]));
-  json_object_object_add(o, "shape", sh);
+  ox_buf_puts(b, "{\"dtype\":");
+  ox_buf_put_quoted(b, ox_dtype_abbr(dt));
+  ox_buf_puts(b, ",\"shape\":[");
+  for (int32_t i = 0; i < rank; i++) {
+    if (i) ox_buf_putc(b, ',');
+    ox_buf_put_i64(b, shape[i]);
+  }
+  ox_buf_putc(b, ']');
   if (e->fill.present) {
-    json_object *f = json_object_new_object();
-    json_object_object_add(f, "kind", json_object_new_string("sin"));
-    json_object_object_add(f, "scale", num_json(e->fill.scale));
-    json_object_object_add(f, "freq", num_json(e->fill.freq));
-    json_object_object_add(f, "phase", num_json(e->fill.phase));
-    json_object_object_add(o, "fill", f);
-    return o;
+    ox_buf_puts(b, ",\"fill\":{\"kind\":\"sin\",\"scale\":");
+    put_num(b, e->fill.scale);
+    ox_buf_puts(b, ",\"freq\":");
+    put_num(b, e->fill.freq);
+    ox_buf_puts(b, ",\"phase\":");
+    put_num(b, e->fill.phase);
+    ox_buf_puts(b, "}}");
+    return;
   }
-  json_object *data = json_object_new_array_ext((int)(t->numel < 0x7fffffff ? t->numel : 0x7fffffff));
-  OxStorage st = ox_dtype_storage(t->dtype);
-  for (int64_t i = 0; i < t->numel; i++) {
-    if (st == OX_ST_U8)
-      json_object_array_add(data, json_object_new_boolean(t->data.b[i] != 0));
-    else if (st == OX_ST_I64)
-      json_object_array_add(data, json_object_new_int64(t->data.i[i]));
+  ox_buf_puts(b, ",\"data\":");
+  if (e->raw) { /* as it came, a megabyte at a time into a streaming output */
+    for (size_t off = 0; off < e->raw_len;) {
+      size_t n = e->raw_len - off < OX_BUF_DRAIN_BYTES ? e->raw_len - off : OX_BUF_DRAIN_BYTES;
+      ox_buf_append(b, e->raw + off, n);
+      ox_buf_drain(b);
+      off += n;
+    }
+  } else {
+    OxStorage st = ox_dtype_storage(t->dtype);
+    ox_buf_putc(b, '[');
+    for (int64_t i = 0; i < t->numel; i++) {
+      if (i) ox_buf_putc(b, ',');
+      if (st == OX_ST_U8)
+        ox_buf_puts(b, t->data.b[i] ? "true" : "false");
+      else if (st == OX_ST_I64)
+        ox_buf_put_i64(b, t->data.i[i]);
+      else
+        put_num(b, ox_tensor_get(t, i));
+      if ((i & 4095) == 4095) ox_buf_drain(b);
+    }
+    ox_buf_putc(b, ']');
+  }
+  ox_buf_putc(b, '}');
+}
+
+static void put_named(OxBuf *b, const char *key, const OxRecordTensor *e, uint32_t n) {
+  ox_buf_puts(b, key);
+  ox_buf_putc(b, '{');
+  bool first = true;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!ox_record_has_tensor(&e[i])) continue;
+    if (!first) ox_buf_putc(b, ',');
+    first = false;
+    ox_buf_put_quoted(b, e[i].name ? e[i].name : "");
+    ox_buf_putc(b, ':');
+    put_tensor(b, &e[i]);
+  }
+  ox_buf_putc(b, '}');
+}
+
+void ox_record_write_json(const OxRecord *r, OxBuf *out) {
+  put_named(out, "{\"inputs\":", r->inputs, r->n_inputs);
+  put_named(out, ",\"params\":", r->params, r->n_params);
+  ox_buf_puts(out, ",\"outputs\":[");
+  for (uint32_t i = 0; i < r->n_outputs; i++) {
+    if (i) ox_buf_putc(out, ',');
+    if (ox_record_has_tensor(&r->outputs[i]))
+      put_tensor(out, &r->outputs[i]);
     else
-      json_object_array_add(data, num_json(ox_tensor_get(t, i)));
+      ox_buf_puts(out, "null");
   }
-  json_object_object_add(o, "data", data);
-  return o;
+  ox_buf_putc(out, ']');
+  if (r->has_seed) {
+    ox_buf_puts(out, ",\"seed\":");
+    ox_buf_put_i64(out, r->seed);
+  }
+  ox_buf_putc(out, '}');
 }
 
 struct json_object *ox_record_to_json(const OxRecord *r) {
-  json_object *o = json_object_new_object();
-  json_object *in = json_object_new_object(), *pa = json_object_new_object(), *outs = json_object_new_array();
-  for (uint32_t i = 0; i < r->n_inputs; i++)
-    if (ox_record_has_tensor(&r->inputs[i])) json_object_object_add(in, r->inputs[i].name, tensor_json(&r->inputs[i]));
-  for (uint32_t i = 0; i < r->n_params; i++)
-    if (ox_record_has_tensor(&r->params[i])) json_object_object_add(pa, r->params[i].name, tensor_json(&r->params[i]));
-  for (uint32_t i = 0; i < r->n_outputs; i++)
-    json_object_array_add(outs, ox_record_has_tensor(&r->outputs[i]) ? tensor_json(&r->outputs[i]) : NULL);
-  json_object_object_add(o, "inputs", in);
-  json_object_object_add(o, "params", pa);
-  json_object_object_add(o, "outputs", outs);
-  if (r->has_seed) json_object_object_add(o, "seed", json_object_new_int64(r->seed));
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_record_write_json(r, &b);
+  json_object *o = json_tokener_parse(b.data);
+  ox_buf_free(&b);
   return o;
 }
 

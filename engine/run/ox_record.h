@@ -13,6 +13,7 @@
 #ifndef OX_RECORD_H
 #define OX_RECORD_H
 
+#include "ir/ox_buf.h"
 #include "ir/ox_diag.h"
 #include "ir/ox_graph.h"
 #include "load/ox_doc.h"
@@ -37,8 +38,16 @@ typedef struct OxRecordFill {
  * set; ox_record_tensor_new builds it when a verification or a lookup needs it. */
 typedef struct OxRecordTensor {
   char *name;        /* inputs: placeholder name; params: path; outputs: NULL */
-  OxTensor *t;       /* owned; NULL for a null output or a fill recipe (fill.present) */
+  OxTensor *t;       /* owned; NULL for a null output, a fill recipe (fill.present) or data kept
+                        as text (raw) */
   OxRecordFill fill;
+  /* A "data" array read by the document reader's fast path is kept as the text the file had
+   * (from its '[' to its ']'; owned), checked when read (ox_record_data_scan) but converted only
+   * when a tensor is needed, and written back as it came: resnet18's 11.7M recorded parameters
+   * are 158 MB of text, ~2 GB as a json-c tree. Its dtype, rank and shape are in fill (with
+   * fill.present false). */
+  char *raw;
+  size_t raw_len;
 } OxRecordTensor;
 
 typedef struct OxRecord {
@@ -70,6 +79,32 @@ OxTensor *ox_record_param_new(const OxRecord *r, const char *path);
 
 /* Largest tensor a record may hold (elements); bigger ones are refused when reading. */
 #define OX_RECORD_MAX_ELEMS (64ll << 20)
+
+/* Where a tensor goes in a record. */
+typedef enum OxRecordSection { OX_RECORD_INPUTS, OX_RECORD_PARAMS, OX_RECORD_OUTPUTS } OxRecordSection;
+/* Appends a tensor kept as its "data" text: raw[0, raw_len) (copied) holds a JSON array that
+ * ox_record_data_scan took for dtype and the element count of shape. name: NULL for outputs. */
+void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
+                             const int64_t *shape, const char *raw, size_t raw_len);
+/* Appends a fill recipe (fill->present set). */
+void ox_record_add_fill(OxRecord *r, OxRecordSection sec, const char *name, const OxRecordFill *fill);
+/* Whether a name is already among the inputs / params. */
+bool ox_record_has_name(const OxRecord *r, OxRecordSection sec, const char *name);
+/* The length of the JSON array at s[0, n) (from its '[' to past its ']') when it holds exactly
+ * numel values that ox_record_from_json would take for a tensor of dtype, written the way our
+ * tokenizer reads them (RFC numbers of at most 18 integer digits and exponents that cannot
+ * overflow; "nan", "NaN", "inf", "Infinity", "-inf", "-Infinity" for floating dtypes; true and
+ * false); 0 for anything else (the caller then reads the record with json-c, which says what is
+ * wrong). Nothing is converted: it is a scan at a few bytes a nanosecond. */
+size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel);
+/* Converts every tensor kept as data text into values (written then as %.17g numbers, as the
+ * tree read's are: the two reads of a document then write the same text). false when out of
+ * memory (the tensors converted so far stay converted). */
+bool ox_record_materialize(OxRecord *r);
+/* Appends the record as JSON text (compact: the shape ox_record_to_json's value prints as with
+ * JSON_C_TO_STRING_PLAIN), data kept as text copied as it came; out's streaming sink, if any,
+ * takes it a megabyte at a time. */
+void ox_record_write_json(const OxRecord *r, OxBuf *out);
 
 /* Reads the value of the "record" key. Returns 0 and *out, or -1 with errors in d
  * ("record: inputs.x: data has 5 values, shape [2, 3] needs 6"). */
