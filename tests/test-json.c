@@ -6,6 +6,7 @@
  * Corpus path: $OPTIMUS_SHARED/corpus/fx-real, OPTIMUS_SHARED defaulting to
  * "$OPTIMUS_SOURCE_ROOT/../shared"; corpus tests are skipped with a reason when absent. */
 #include <glib.h>
+#include <glib/gstdio.h>
 
 #include "test-common.h"
 #include <math.h>
@@ -1164,6 +1165,34 @@ static void test_record_data_text(void) {
   OxDoc *again = load_ok(w); /* and reads back the same */
   char *w2 = write_doc(again);
   g_assert_cmpstr(w, ==, w2);
+  { /* from a file, the data are spans of the file's text, which the record keeps */
+    char *dir = g_dir_make_tmp("ox-rec-XXXXXX", NULL), *path = g_build_filename(dir, "r.json", NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    OxDiagList fd;
+    ox_diags_init(&fd, path);
+    OxDoc *fdoc = NULL;
+    g_assert_cmpint(ox_load_file(path, OX_FMT_UNKNOWN, NULL, &fdoc, &fd), ==, 0);
+    g_assert_true(ox_record_borrows(fdoc->record));
+    g_assert_nonnull(fdoc->record->text);
+    g_assert_false(fdoc->record->outputs[0].raw_owned);
+    char *w3 = write_doc(fdoc);
+    g_assert_cmpstr(w, ==, w3);
+    OxTensor *o = ox_record_tensor_new(&fdoc->record->outputs[0]); /* the last span: ends the text's record */
+    g_assert_nonnull(o);
+    g_assert_true(isnan(ox_tensor_get(o, 3)));
+    g_assert_cmpfloat(ox_tensor_get(o, 0), ==, 0.5);
+    g_assert_cmpfloat(ox_tensor_get(o, 1), ==, 0.25);
+    ox_tensor_free(o);
+    g_assert_true(ox_record_materialize(fdoc->record));
+    g_assert_false(ox_record_borrows(fdoc->record));
+    g_free(w3);
+    ox_doc_free(fdoc);
+    ox_diags_clear(&fd);
+    g_unlink(path);
+    g_rmdir(dir);
+    g_free(path);
+    g_free(dir);
+  }
   OxTensor *x = ox_record_input_new(doc->record, "x");
   g_assert_nonnull(x);
   g_assert_cmpfloat(ox_tensor_get(x, 0), ==, (double)0.024109675f);

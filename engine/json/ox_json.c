@@ -977,7 +977,7 @@ int ox_json_read(const char *text, size_t len, const OxLoadOptions *opt, OxDoc *
   }
   size_t errors_before = diags->n_errors;
   uint32_t max_depth = opt && opt->max_depth ? opt->max_depth : 256;
-  if (ox_json_read_fast(text, len, max_depth, doc)) {
+  if (ox_json_read_fast(text, len, max_depth, opt && opt->text_outlives, doc)) {
     free(r);
     if (diags->n_errors > errors_before) return -1;
     return doc->n_graphs ? 0 : -1;

@@ -73,6 +73,7 @@ struct OxJsonFast {
   MetaSeen metas[META_SEEN]; /* the metas read last (replaced in turn) */
   unsigned meta_turn;
   size_t reserve;       /* nodes to make room for in the first graph (a guess from the text's size) */
+  bool borrow_text;     /* the text outlives the document: record data kept as spans of it */
 };
 typedef struct OxJsonFast Fast;
 
@@ -673,7 +674,8 @@ static bool rec_tensor(Fast *f, OxRecord *r, OxRecordSection sec, const char *na
   if (fill.present)
     ox_record_add_fill(r, sec, name, &fill);
   else
-    ox_record_add_data_text(r, sec, name, fill.dtype, fill.rank, fill.shape, f->x.t + data_s, data_e - data_s);
+    ox_record_add_data_text(r, sec, name, fill.dtype, fill.rank, fill.shape, f->x.t + data_s, data_e - data_s,
+                            f->borrow_text);
   return true;
 }
 
@@ -808,7 +810,7 @@ OxJsonLex *ox_json_fast_lex(OxJsonFast *f) { return &f->x; }
 bool ox_json_fast_value(OxJsonFast *f, OxJsonTok tok, OxValue *out) { return value(f, tok, out); }
 bool ox_json_fast_items(OxJsonFast *f, OxValueKind kind, OxValue *out) { return items(f, kind, out); }
 
-bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, OxDoc *doc) {
+bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, bool borrow_text, OxDoc *doc) {
   /* past 2 GiB or at a depth limit of 1 the tree read has its own things to say */
   if (!ox_json_fast_enabled() || len > (size_t)INT_MAX || max_depth < 2) return false;
   size_t start = len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
@@ -820,6 +822,7 @@ bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, OxDoc *
    * larger nodes (long stack traces) gets room for more nodes than it has, which costs ~60 bytes
    * a node it does not have (a node array, name map and string table grown once, not ~17 times) */
   f.reserve = len >= (1u << 20) ? len / 400 : 0;
+  f.borrow_text = borrow_text;
   OxDoc *fd = ox_doc_new(doc->format);
   bool ok = document(&f, fd);
   ox_json_lex_free(&f.x);

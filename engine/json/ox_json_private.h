@@ -97,7 +97,7 @@ json_object *ox_json_parse_root(Rd *r, const char *text, size_t len, uint32_t ma
 
 /* ox_json_fast.c: a clean document read in one pass without json-c; false (nothing added to doc)
  * when it is not one, and the tree read must decide (and say what is wrong) */
-bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, OxDoc *doc);
+bool ox_json_read_fast(const char *text, size_t len, uint32_t max_depth, bool borrow_text, OxDoc *doc);
 /* Whether the fast reads are on (OX_JSON_NO_STREAM, ox_json_set_streaming). */
 bool ox_json_fast_enabled(void);
 /* Its value reader, for the trace reader: values are made in g; with names, a {"node": i} is

@@ -37,6 +37,9 @@ typedef struct OxLoadOptions {
   bool strict;          /* warnings are errors */
   size_t max_bytes;     /* refuse larger input; 0 = default (512 MiB) */
   uint32_t max_depth;   /* nesting bound for values/brackets; 0 = default (256) */
+  /* The text outlives the document: a record's data arrays are kept as spans of it, not copies
+   * (ox_load_file, which then hands the text to the record: OxRecord.text). */
+  bool text_outlives;
 } OxLoadOptions;
 
 OxDoc *ox_doc_new(OxFormat f);

@@ -12,6 +12,7 @@
 #include "ir/ox_buf.h"
 #include "ir/ox_mem.h"
 #include "load/ox_parse.h"
+#include "run/ox_record.h"
 
 static const char *find_bounded(const char *hay, size_t len, const char *needle) {
   size_t nl = strlen(needle);
@@ -118,7 +119,14 @@ int ox_load_file(const char *path, OxFormat fmt, const OxLoadOptions *opt, OxDoc
     ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
     return -1;
   }
-  int rc = ox_load_buffer(text, len, fmt, opt, out, diags);
-  free(text);
+  /* a record's data arrays are kept as spans of the text, which the record then owns */
+  OxLoadOptions o = {0};
+  if (opt) o = *opt;
+  o.text_outlives = true;
+  int rc = ox_load_buffer(text, len, fmt, &o, out, diags);
+  if (rc == 0 && (*out)->record && ox_record_borrows((*out)->record) && !(*out)->record->text)
+    (*out)->record->text = text;
+  else
+    free(text);
   return rc;
 }

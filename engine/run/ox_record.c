@@ -26,7 +26,7 @@ OxRecord *ox_record_new(void) { return ox_xcalloc(1, sizeof(OxRecord)); }
 static void free_entries(OxRecordTensor *e, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     free(e[i].name);
-    free(e[i].raw);
+    if (e[i].raw_owned) free((char *)e[i].raw);
     ox_tensor_free(e[i].t);
   }
   free(e);
@@ -37,6 +37,7 @@ void ox_record_free(OxRecord *r) {
   free_entries(r->inputs, r->n_inputs);
   free_entries(r->params, r->n_params);
   free_entries(r->outputs, r->n_outputs);
+  free(r->text);
   free(r);
 }
 
@@ -63,15 +64,30 @@ static OxRecordTensor *push_to(OxRecord *r, OxRecordSection sec, const char *nam
 }
 
 void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
-                             const int64_t *shape, const char *raw, size_t raw_len) {
+                             const int64_t *shape, const char *raw, size_t raw_len, bool borrow) {
   OxRecordTensor *e = push_to(r, sec, name);
   e->fill.dtype = dtype;
   e->fill.rank = rank;
   for (int32_t i = 0; i < rank; i++) e->fill.shape[i] = shape[i];
-  e->raw = ox_xrealloc(NULL, raw_len + 1);
-  memcpy(e->raw, raw, raw_len);
-  e->raw[raw_len] = 0;
   e->raw_len = raw_len;
+  e->raw_owned = !borrow;
+  if (borrow) {
+    e->raw = raw;
+    return;
+  }
+  char *copy = ox_xrealloc(NULL, raw_len + 1);
+  memcpy(copy, raw, raw_len);
+  copy[raw_len] = 0;
+  e->raw = copy;
+}
+
+bool ox_record_borrows(const OxRecord *r) {
+  const OxRecordTensor *secs[3] = {r->inputs, r->params, r->outputs};
+  uint32_t ns[3] = {r->n_inputs, r->n_params, r->n_outputs};
+  for (int k = 0; k < 3; k++)
+    for (uint32_t i = 0; i < ns[k]; i++)
+      if (secs[k][i].raw && !secs[k][i].raw_owned) return true;
+  return false;
 }
 
 void ox_record_add_fill(OxRecord *r, OxRecordSection sec, const char *name, const OxRecordFill *fill) {
@@ -177,7 +193,8 @@ size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel
 }
 
 /* A tensor of e's data text (checked by ox_record_data_scan when it was read); NULL when out of
- * memory. Each value becomes what ox_record_from_json makes of it. */
+ * memory. Each value becomes what ox_record_from_json makes of it. The text may be a span of a
+ * larger one (not NUL-terminated at its ']'): every value read ends at a ',', ']' or blank. */
 static OxTensor *tensor_of_text(const OxRecordTensor *e) {
   OxTensor *t = ox_tensor_new(e->fill.dtype, e->fill.rank, e->fill.shape);
   if (!t) return NULL;
@@ -217,7 +234,7 @@ bool ox_record_materialize(OxRecord *r) {
       OxRecordTensor *e = &secs[k][i];
       if (!e->raw) continue;
       if (!(e->t = tensor_of_text(e))) return false;
-      free(e->raw);
+      if (e->raw_owned) free((char *)e->raw);
       e->raw = NULL;
       e->raw_len = 0;
       memset(&e->fill, 0, sizeof e->fill);

@@ -46,8 +46,9 @@ typedef struct OxRecordTensor {
    * when a tensor is needed, and written back as it came: resnet18's 11.7M recorded parameters
    * are 158 MB of text, ~2 GB as a json-c tree. Its dtype, rank and shape are in fill (with
    * fill.present false). */
-  char *raw;
+  const char *raw;
   size_t raw_len;
+  bool raw_owned;    /* raw is its own allocation (else a span of the record's text) */
 } OxRecordTensor;
 
 typedef struct OxRecord {
@@ -59,6 +60,7 @@ typedef struct OxRecord {
   uint32_t n_outputs;
   bool has_seed;
   int64_t seed;          /* informational */
+  char *text;            /* owned: the document text that data kept as spans points into */
 } OxRecord;
 
 OxRecord *ox_record_new(void);
@@ -82,10 +84,14 @@ OxTensor *ox_record_param_new(const OxRecord *r, const char *path);
 
 /* Where a tensor goes in a record. */
 typedef enum OxRecordSection { OX_RECORD_INPUTS, OX_RECORD_PARAMS, OX_RECORD_OUTPUTS } OxRecordSection;
-/* Appends a tensor kept as its "data" text: raw[0, raw_len) (copied) holds a JSON array that
- * ox_record_data_scan took for dtype and the element count of shape. name: NULL for outputs. */
+/* Appends a tensor kept as its "data" text: raw[0, raw_len) holds a JSON array that
+ * ox_record_data_scan took for dtype and the element count of shape; copied, or with borrow
+ * kept where it is (the text must then outlive the record: r->text, or the caller's). name: NULL
+ * for outputs. */
 void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
-                             const int64_t *shape, const char *raw, size_t raw_len);
+                             const int64_t *shape, const char *raw, size_t raw_len, bool borrow);
+/* Whether some tensor of r is kept as a borrowed span of text. */
+bool ox_record_borrows(const OxRecord *r);
 /* Appends a fill recipe (fill->present set). */
 void ox_record_add_fill(OxRecord *r, OxRecordSection sec, const char *name, const OxRecordFill *fill);
 /* Whether a name is already among the inputs / params. */
