@@ -2567,6 +2567,21 @@ static void test_cli_integrity(void) {
   g_assert_cmpint(r.status, ==, 1);
   g_assert_nonnull(strstr(r.err, "standard input: input larger than 536870912 bytes, refused"));
   run_clear(&r);
+  /* OPTIMUS_MAX_INPUT_MB sets the cap (the message names it); a value that is not a whole number
+   * of mebibytes from 1 on is ignored */
+  g_setenv("OPTIMUS_MAX_INPUT_MB", "1", TRUE);
+  run_cli(&r, "info", "/dev/zero");
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "/dev/zero: input larger than 1048576 bytes, refused (OPTIMUS_MAX_INPUT_MB raises the cap)"));
+  run_clear(&r);
+  run_cli(&r, "info", in);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  g_setenv("OPTIMUS_MAX_INPUT_MB", "-1", TRUE);
+  run_cli(&r, "info", "/dev/zero");
+  g_assert_nonnull(strstr(r.err, "/dev/zero: input larger than 536870912 bytes, refused"));
+  run_clear(&r);
+  g_unsetenv("OPTIMUS_MAX_INPUT_MB");
   g_free(text);
   g_free(nohash);
   g_free(trace0);

@@ -366,7 +366,7 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
   if (trace_path) {
     char err[512];
     size_t len = 0;
-    char *text = ox_read_file(trace_path, &len, (size_t)1 << 30, err, sizeof err);
+    char *text = ox_read_file(trace_path, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
     if (!text) {
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err);
       ox_doc_free(doc);
@@ -422,7 +422,7 @@ gboolean ox_document_load_file(OxDocument *self, const char *path, const char *t
 static OxTrace *trace_read(const char *path, GIOErrorEnum *code, char **msg) {
   char err[512];
   size_t len = 0;
-  char *text = ox_read_file(path, &len, (size_t)1 << 30, err, sizeof err);
+  char *text = ox_read_file(path, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
   if (!text) {
     *code = G_IO_ERROR_FAILED;
     *msg = g_strdup(err);

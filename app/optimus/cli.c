@@ -324,7 +324,7 @@ int ox_cli_load_input(const CliOpts *o, OxDoc **doc, OxDiagList *diags) {
     size_t len = 0;
     char err[512];
     /* the loaders' cap (512 MiB), refused while reading: `optimus info - < /dev/zero` */
-    char *text = ox_read_stream(0, "standard input", &len, (size_t)512 << 20, err, sizeof err);
+    char *text = ox_read_stream(0, "standard input", &len, ox_input_cap((size_t)512 << 20), err, sizeof err);
     if (!text) {
       ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
       rc = -1;
@@ -570,7 +570,7 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
 OxTrace *ox_cli_read_trace(const CliOpts *o, const char *path) {
   char err[1024];
   size_t len;
-  char *text = ox_read_file(path, &len, 1u << 30, err, sizeof err);
+  char *text = ox_read_file(path, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
   if (!text) {
     fprintf(stderr, "optimus %s: %s\n", o->cmd, err);
     return NULL;

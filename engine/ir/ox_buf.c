@@ -586,7 +586,7 @@ static char *read_fd(int fd, const char *name, size_t *len_out, size_t max_bytes
     }
     if (S_ISREG(st.st_mode) && st.st_size > 0) {
       if (max_bytes && (uint64_t)st.st_size > max_bytes) {
-        if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused", name, max_bytes);
+        if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused (OPTIMUS_MAX_INPUT_MB raises the cap)", name, max_bytes);
         return NULL;
       }
       cap = (size_t)st.st_size + 2; /* + 1 to notice a file that grew while read */
@@ -601,7 +601,7 @@ static char *read_fd(int fd, const char *name, size_t *len_out, size_t max_bytes
       size_t next = cap * 2;
       if (max_bytes && next > max_bytes + 2) next = max_bytes + 2;
       if (next <= cap) { /* the buffer holds max_bytes + 1: over the cap */
-        if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused", name, max_bytes);
+        if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused (OPTIMUS_MAX_INPUT_MB raises the cap)", name, max_bytes);
         free(buf);
         return NULL;
       }
@@ -618,7 +618,7 @@ static char *read_fd(int fd, const char *name, size_t *len_out, size_t max_bytes
     if (r == 0) break;
     len += (size_t)r;
     if (max_bytes && len > max_bytes) {
-      if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused", name, max_bytes);
+      if (err) snprintf(err, errcap, "%s: input larger than %zu bytes, refused (OPTIMUS_MAX_INPUT_MB raises the cap)", name, max_bytes);
       free(buf);
       return NULL;
     }
@@ -672,6 +672,15 @@ size_t ox_text_clip(char *dst, size_t cap, const char *src, size_t len) {
   memmove(dst, src, have);
   dst[have] = 0;
   return ox_text_clip_cut(dst, cap, have);
+}
+
+size_t ox_input_cap(size_t def) {
+  const char *e = getenv("OPTIMUS_MAX_INPUT_MB");
+  if (!e || !*e) return def;
+  char *end;
+  unsigned long long mb = strtoull(e, &end, 10);
+  if (*end || mb == 0 || mb > (1ull << 22) || e[0] == '-') return def;
+  return (size_t)mb << 20;
 }
 
 char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *err, size_t errcap) {

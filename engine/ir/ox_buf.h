@@ -144,6 +144,10 @@ extern bool ox_write_file_atomic_no_link;
  * max_bytes = 0 means no limit; a larger input is refused with a message as soon as it passes
  * the cap (never more than max_bytes + 1 bytes held: /dev/zero, endless pipes). */
 char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *err, size_t errcap);
+/* The cap on an input's size: def (512 MiB for dumps, 1 GiB for traces), or OPTIMUS_MAX_INPUT_MB
+ * mebibytes when that is set to a whole number from 1 to 4194304 (anything else is ignored): a
+ * model exported with its real weights can pass 512 MiB. */
+size_t ox_input_cap(size_t def);
 /* The same for an open descriptor (standard input); name is used in messages. */
 char *ox_read_stream(int fd, const char *name, size_t *len_out, size_t max_bytes, char *err, size_t errcap);
 

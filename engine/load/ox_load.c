@@ -62,11 +62,12 @@ int ox_load_buffer(const char *text, size_t len, OxFormat fmt, const OxLoadOptio
                    OxDiagList *diags) {
   OxLoadOptions opt = {0};
   if (opt_in) opt = *opt_in;
-  if (!opt.max_bytes) opt.max_bytes = (size_t)512 << 20;
+  if (!opt.max_bytes) opt.max_bytes = ox_input_cap((size_t)512 << 20);
   if (!opt.max_depth) opt.max_depth = 256;
   *out = NULL;
   if (len > opt.max_bytes) {
-    ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "input is %zu bytes, more than the limit of %zu", len,
+    ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL,
+                "input is %zu bytes, more than the limit of %zu (OPTIMUS_MAX_INPUT_MB raises the cap)", len,
                 opt.max_bytes);
     return -1;
   }
@@ -112,7 +113,7 @@ int ox_load_buffer(const char *text, size_t len, OxFormat fmt, const OxLoadOptio
 int ox_load_file(const char *path, OxFormat fmt, const OxLoadOptions *opt, OxDoc **out, OxDiagList *diags) {
   char err[1024];
   size_t len = 0;
-  size_t max = opt && opt->max_bytes ? opt->max_bytes : (size_t)512 << 20;
+  size_t max = opt && opt->max_bytes ? opt->max_bytes : ox_input_cap((size_t)512 << 20);
   *out = NULL;
   char *text = ox_read_file(path, &len, max, err, sizeof err);
   if (!text) {

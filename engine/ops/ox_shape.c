@@ -2387,7 +2387,7 @@ static uint64_t le64(const unsigned char *p) {
 int ox_shapes_load_file(const char *path, OxShapeList *out, OxDiagList *d) {
   char err[512];
   size_t len = 0;
-  char *text = ox_read_file(path, &len, (size_t)1 << 30, err, sizeof err);
+  char *text = ox_read_file(path, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
   if (!text) {
     ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
     return 1;
