@@ -196,10 +196,11 @@ typedef struct OxTrace {
   OxCostPair cost;         /* estimated cost of the whole graph before and after the run */
   double seconds;
   /* Set before recording: applied steps are recorded without their edit scripts (a run whose
-   * trace is neither written nor replayed: `optimus optimize` without --trace), and a pattern
-   * rejection's arguments that the matcher would format (value lists, sub-pattern texts) are
-   * left empty. Everything else (names, reason codes, checks, costs, counters) is recorded as
-   * usual. */
+   * trace is neither written nor replayed: `optimus optimize` without --trace) and without their
+   * estimated cost (unless the payoff guard needs it: a PAYOFF rejection keeps its cost), and a
+   * pattern rejection's arguments that the matcher would format (value lists, sub-pattern texts)
+   * are left empty. Everything else (names, reason codes, checks, counters, the whole graph's
+   * cost) is recorded as usual. */
   bool no_edits;
   /* Set before recording: rejected attempts are counted (n_rejected) but not kept; adding one
    * returns a scratch step that the next rejection overwrites (at 100k nodes: 15k records,
