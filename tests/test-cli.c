@@ -1321,6 +1321,39 @@ static const char towers_fx[] =
   "    %cat : [num_users=1] = call_function[target=torch.cat](args = ([%l0, %l1, %l2, %l3, %l4, %l5], 1), kwargs = {})\n"
   "    return cat\n";
 
+/* info summarizes a document's record: tensors per section, recorded values, fill recipes (text
+ * and JSON); a document without one says nothing of it (JSON: null). */
+static void test_cli_info_record(void) {
+  if (!need_cli()) return;
+  char *rn = fixture("resnet18.json"), *cnn = fixture("cnn.json");
+  if (!rn) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT not set");
+    return;
+  }
+  Run r;
+  run_cli(&r, "info", rn);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "record: 1 input, 122 params, 1 output; 11703204 values (102 tensors as fill recipes)\n"));
+  run_clear(&r);
+  run_cli(&r, "info", "--json", cnn);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "\"record\": {\"inputs\": 1, \"params\": 18, \"outputs\": 2, \"values\": 3248, \"fills\": 0}"));
+  run_clear(&r);
+  char *dir = g_dir_make_tmp("ox-cli-XXXXXX", NULL);
+  char *txt = write_tmp(dir, "t.txt", towers_fx);
+  run_cli(&r, "info", txt);
+  g_assert_null(strstr(r.out, "record"));
+  run_clear(&r);
+  run_cli(&r, "info", "--json", txt);
+  g_assert_nonnull(strstr(r.out, "\"record\": null"));
+  run_clear(&r);
+  g_free(txt);
+  rm_rf(dir);
+  g_free(dir);
+  g_free(rn);
+  g_free(cnn);
+}
+
 static void test_cli_verify(void) {
   if (!need_cli()) return;
   char *dir = g_dir_make_tmp("oxcli-XXXXXX", NULL);
@@ -2766,6 +2799,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/corpus", test_cli_corpus);
   g_test_add_func("/cli/corpus-convert", test_cli_corpus_convert);
   g_test_add_func("/cli/verify", test_cli_verify);
+  g_test_add_func("/cli/info-record", test_cli_info_record);
   g_test_add_func("/cli/optimize-replay-explain", test_cli_optimize_replay_explain);
   g_test_add_func("/cli/integrity", test_cli_integrity);
   g_test_add_func("/cli/input-shape", test_cli_input_shape);

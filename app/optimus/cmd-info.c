@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "ir/ox_mem.h"
+#include "run/ox_record.h"
 
 static const char usage_info[] =
   "Usage: optimus info FILE [OPTIONS]\n"
@@ -100,6 +101,30 @@ static void json_diags(OxBuf *b, const OxDiagList *d, OxSeverity sev) {
   ox_buf_putc(b, ']');
 }
 
+/* What a document's record holds: tensors per section, recorded values (fill recipes count their
+ * shape's), how many are fill recipes. */
+typedef struct RecordSummary {
+  uint32_t inputs, params, outputs, fills;
+  int64_t values;
+} RecordSummary;
+
+static void summarize_section(const OxRecordTensor *e, uint32_t n, uint32_t *count, RecordSummary *s) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (!ox_record_has_tensor(&e[i])) continue;
+    (*count)++;
+    s->fills += e[i].fill.present;
+    s->values += e[i].t ? e[i].t->numel : ox_shape_numel(e[i].fill.rank, e[i].fill.shape);
+  }
+}
+
+static RecordSummary record_summary(const OxRecord *r) {
+  RecordSummary s = {0};
+  summarize_section(r->inputs, r->n_inputs, &s.inputs, &s);
+  summarize_section(r->params, r->n_params, &s.params, &s);
+  summarize_section(r->outputs, r->n_outputs, &s.outputs, &s);
+  return s;
+}
+
 static void info_json(const CliOpts *o, const OxDoc *doc, const OxDiagList *diags, OxBuf *b) {
   ox_buf_puts(b, "{\n  \"file\": ");
   ox_cli_json_str(b, o->file);
@@ -138,6 +163,14 @@ static void info_json(const CliOpts *o, const OxDoc *doc, const OxDiagList *diag
     }
     free(hist);
     ox_buf_puts(b, nh ? "\n  }" : "}");
+    ox_buf_puts(b, ",\n  \"record\": ");
+    if (doc->record) {
+      RecordSummary s = record_summary(doc->record);
+      ox_buf_printf(b, "{\"inputs\": %u, \"params\": %u, \"outputs\": %u, \"values\": %lld, \"fills\": %u}",
+                    s.inputs, s.params, s.outputs, (long long)s.values, s.fills);
+    } else {
+      ox_buf_puts(b, "null");
+    }
   }
   ox_buf_puts(b, ",\n  \"warnings\": ");
   json_diags(b, diags, OX_SEV_WARNING);
@@ -173,6 +206,13 @@ static void info_text(const CliOpts *o, const OxDoc *doc, const OxDiagList *diag
   ox_buf_printf(b, "ops: %u distinct\n", nh);
   for (uint32_t i = 0; i < nh; i++) ox_buf_printf(b, "  %6u  %s\n", hist[i].count, hist[i].key);
   free(hist);
+  if (doc->record) {
+    RecordSummary s = record_summary(doc->record);
+    ox_buf_printf(b, "record: %u input%s, %u param%s, %u output%s; %lld values", s.inputs, s.inputs == 1 ? "" : "s",
+                  s.params, s.params == 1 ? "" : "s", s.outputs, s.outputs == 1 ? "" : "s", (long long)s.values);
+    if (s.fills) ox_buf_printf(b, " (%u tensor%s as fill recipes)", s.fills, s.fills == 1 ? "" : "s");
+    ox_buf_putc(b, '\n');
+  }
   ox_buf_printf(b, "warnings: %zu\n", diags->n_warnings);
 }
 
