@@ -615,12 +615,7 @@ static bool rec_num(Fast *f, OxJsonTok tok, double *v) {
   case OX_JSON_DOUBLE: *v = f->x.f; return true;
   case OX_JSON_TRUE: *v = 1; return true;
   case OX_JSON_FALSE: *v = 0; return true;
-  case OX_JSON_STRING:
-    if (str_is(f, "nan") || str_is(f, "NaN")) *v = NAN;
-    else if (str_is(f, "inf") || str_is(f, "Infinity")) *v = INFINITY;
-    else if (str_is(f, "-inf") || str_is(f, "-Infinity")) *v = -INFINITY;
-    else return false;
-    return true;
+  case OX_JSON_STRING: return ox_record_special_value(f->x.s, f->x.n, v);
   default: return false;
   }
 }
@@ -649,8 +644,7 @@ static bool rec_tensor(Fast *f, OxRecord *r, OxRecordSection sec, const char *na
       if (numel < 0 || numel > OX_RECORD_MAX_ELEMS) return false;
     } else if (k == RT_DATA) {
       if ((seen & 3u) != 3u) return false; /* the array is read for the dtype and shape */
-      data_s = f->x.pos;
-      while (data_s < f->x.len && strchr(" \t\r\n", f->x.t[data_s]) && f->x.t[data_s]) data_s++;
+      data_s = ox_json_lex_value_start(&f->x);
       size_t n = ox_record_data_scan(f->x.t + data_s, f->x.len - data_s, fill.dtype, numel);
       if (!n || !ox_json_lex_take(&f->x, data_s, data_s + n)) return false;
       data_e = data_s + n;

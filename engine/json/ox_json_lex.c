@@ -440,6 +440,8 @@ bool ox_json_lex_skip(OxJsonLex *x, OxJsonTok tok) {
   return true;
 }
 
+size_t ox_json_lex_value_start(const OxJsonLex *x) { return skip_ws(x->t, x->len, x->pos); }
+
 bool ox_json_lex_take(OxJsonLex *x, size_t start, size_t end) {
   if ((x->state != ST_VALUE && x->state != ST_VALUE_OR_CLOSE) || start != skip_ws(x->t, x->len, x->pos) ||
       end <= start || end > x->len)

@@ -80,5 +80,7 @@ bool ox_json_lex_skip(OxJsonLex *x, OxJsonTok tok);
  * depth limit), e.g. the same node meta again. False, and nothing done, when no value may come
  * here or start is not where it would begin. */
 bool ox_json_lex_take(OxJsonLex *x, size_t start, size_t end);
+/* Where the next token would start (x->pos past white space): the start ox_json_lex_take wants. */
+size_t ox_json_lex_value_start(const OxJsonLex *x);
 
 #endif

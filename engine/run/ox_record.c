@@ -108,8 +108,7 @@ bool ox_record_has_name(const OxRecord *r, OxRecordSection sec, const char *name
 
 bool ox_record_has_tensor(const OxRecordTensor *e) { return e && (e->t || e->fill.present || e->raw); }
 
-/* The special values a record spells as strings ("nan" ...); false for any other text. */
-static bool special_value(const char *s, size_t n, double *out) {
+bool ox_record_special_value(const char *s, size_t n, double *out) {
   static const struct {
     const char *text;
     double v;
@@ -139,7 +138,7 @@ size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel
       size_t j = i + 1;
       while (j < n && s[j] != '"' && s[j] != '\\') j++;
       double v;
-      if (!floating || AT(j) != '"' || !special_value(s + i + 1, j - i - 1, &v)) return 0;
+      if (!floating || AT(j) != '"' || !ox_record_special_value(s + i + 1, j - i - 1, &v)) return 0;
       i = j + 1;
     } else if (c == 't' || c == 'f') {
       const char *w = c == 't' ? "true" : "false";
@@ -205,7 +204,7 @@ static OxTensor *tensor_of_text(const OxRecordTensor *e) {
     double v;
     if (*p == '"') {
       const char *q = strchr(p + 1, '"');
-      special_value(p + 1, (size_t)(q - p - 1), &v);
+      ox_record_special_value(p + 1, (size_t)(q - p - 1), &v);
       p = q + 1;
     } else if (*p == 't' || *p == 'f') {
       v = *p == 't' ? 1.0 : 0.0;
@@ -269,12 +268,7 @@ static bool num_of(json_object *v, double *out) {
   case json_type_int: *out = (double)json_object_get_int64(v); return true;
   case json_type_boolean: *out = json_object_get_boolean(v) ? 1.0 : 0.0; return true;
   case json_type_string: {
-    const char *s = json_object_get_string(v);
-    if (strcmp(s, "nan") == 0 || strcmp(s, "NaN") == 0) *out = NAN;
-    else if (strcmp(s, "inf") == 0 || strcmp(s, "Infinity") == 0) *out = INFINITY;
-    else if (strcmp(s, "-inf") == 0 || strcmp(s, "-Infinity") == 0) *out = -INFINITY;
-    else return false;
-    return true;
+    return ox_record_special_value(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
   }
   default: return false;
   }

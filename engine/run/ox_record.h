@@ -96,6 +96,9 @@ bool ox_record_borrows(const OxRecord *r);
 void ox_record_add_fill(OxRecord *r, OxRecordSection sec, const char *name, const OxRecordFill *fill);
 /* Whether a name is already among the inputs / params. */
 bool ox_record_has_name(const OxRecord *r, OxRecordSection sec, const char *name);
+/* The value a record spells as the string s[0, n): "nan", "NaN", "inf", "Infinity", "-inf",
+ * "-Infinity"; false for any other text. */
+bool ox_record_special_value(const char *s, size_t n, double *out);
 /* The length of the JSON array at s[0, n) (from its '[' to past its ']') when it holds exactly
  * numel values that ox_record_from_json would take for a tensor of dtype, written the way our
  * tokenizer reads them (RFC numbers of at most 18 integer digits and exponents that cannot
