@@ -1098,6 +1098,25 @@ static void test_trace_integrity(void) {
 
 /* ------------------------------------------------------------------ runs without edit scripts */
 
+/* Runs the built-in pipeline of g's level on g, recording into t, with the default checks and
+ * the numeric check on or off; fails the test if the run fails. */
+static OxOptimizeResult optimize_default(OxGraph *g, OxTrace *t, bool numeric) {
+  OxPipeline p;
+  ox_pipeline_default(g, &p);
+  OxCheckConfig checks;
+  ox_check_config_default(&checks);
+  checks.numeric = numeric;
+  OxDiagList d;
+  ox_diags_init(&d, "gen");
+  OxOptimizeResult res;
+  int rc = ox_optimize(g, &p, &checks, t, &res, &d);
+  if (rc) ox_diags_print(&d, stderr);
+  g_assert_cmpint(rc, ==, 0);
+  ox_diags_clear(&d);
+  ox_pipeline_free(&p);
+  return res;
+}
+
 /* A run whose trace records no edit scripts (no_edits: `optimus optimize` without --trace)
  * makes the same graph and records everything else the same (and one that also keeps no
  * rejections, only their count, keeps the same other steps): the same steps, names, reasons,
@@ -1118,19 +1137,10 @@ static void test_no_edits_same_run(void) {
     OxOptimizeResult res[3];
     OxGraph *gs[3] = {g1, g2, g3};
     for (int k = 0; k < 3; k++) {
-      OxPipeline p;
-      ox_pipeline_default(gs[k], &p);
-      OxCheckConfig checks;
-      ox_check_config_default(&checks);
-      checks.numeric = seed % 4 == 0;
       t[k] = ox_trace_new_for(gs[k]);
       t[k]->no_edits = k >= 1;
       t[k]->no_rejections = k == 2;
-      OxDiagList d;
-      ox_diags_init(&d, "gen");
-      g_assert_cmpint(ox_optimize(gs[k], &p, &checks, t[k], &res[k], &d), ==, 0);
-      ox_diags_clear(&d);
-      ox_pipeline_free(&p);
+      res[k] = optimize_default(gs[k], t[k], seed % 4 == 0);
     }
     char *a = fx_of(g1), *b = fx_of(g2), *c = fx_of(g3);
     g_assert_cmpstr(a, ==, b);
@@ -1225,17 +1235,8 @@ static void test_v3_generated(void) {
     OxGraph *g = gen_graph(seed, &post);
     g_assert_nonnull(g);
     OxGraph *input = ox_graph_clone(g);
-    OxPipeline p;
-    ox_pipeline_default(g, &p);
-    OxCheckConfig checks;
-    ox_check_config_default(&checks);
-    checks.numeric = seed % 4 == 0; /* numeric results (max_abs ...) on some */
     OxTrace *t = seed % 2 ? ox_trace_new_for(g) : ox_trace_new();
-    OxDiagList d;
-    ox_diags_init(&d, "gen");
-    OxOptimizeResult res;
-    g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
-    applied += res.applied;
+    applied += optimize_default(g, t, seed % 4 == 0).applied; /* numeric results (max_abs ...) on some */
     t->input_file = ox_trace_intern(t, "gen \"graph\".txt"); /* a string that needs escapes */
     char *want = fx_of(g), *what = g_strdup_printf("seed %" G_GUINT64_FORMAT, seed);
     v3_bytes += trace_check_versions(t, input, want, what);
@@ -1246,9 +1247,7 @@ static void test_v3_generated(void) {
     ox_buf_free(&b2);
     free(want);
     g_free(what);
-    ox_diags_clear(&d);
     ox_trace_free(t);
-    ox_pipeline_free(&p);
     ox_graph_free(input);
     ox_graph_free(g);
   }
@@ -1273,10 +1272,6 @@ static void test_live_writer(void) {
     bool post;
     OxGraph *g = gen_graph(seed, &post);
     g_assert_nonnull(g);
-    OxPipeline p;
-    ox_pipeline_default(g, &p);
-    OxCheckConfig checks;
-    ox_check_config_default(&checks);
     OxTrace *t = seed % 2 ? ox_trace_new_for(g) : ox_trace_new();
     const char *first = seed % 4 == 0 ? gz : path; /* the live writer's output goes to this one */
     /* small pieces: the encoded text goes to the scratch file (and through zlib) in many; a
@@ -1287,15 +1282,9 @@ static void test_live_writer(void) {
     g_assert_true(ox_trace_live_start(t, no_scratch ? missing : first));
     g_assert_false(ox_trace_live_start(t, first)); /* one writer a trace */
     g_free(missing);
-    OxDiagList d;
-    ox_diags_init(&d, "gen");
-    OxOptimizeResult res;
-    g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
-    applied += res.applied;
+    applied += optimize_default(g, t, true).applied;
     if (seed % 5 == 0) { /* freed unwritten: the thread is stopped (ASan: nothing leaks) */
-      ox_diags_clear(&d);
       ox_trace_free(t);
-      ox_pipeline_free(&p);
       ox_graph_free(g);
       continue;
     }
@@ -1334,9 +1323,7 @@ static void test_live_writer(void) {
       g_free(got);
     }
     ox_buf_free(&want);
-    ox_diags_clear(&d);
     ox_trace_free(t);
-    ox_pipeline_free(&p);
     ox_graph_free(g);
   }
   g_unlink(path);
@@ -1705,25 +1692,15 @@ static char *generated_v3(uint64_t seed, size_t *len, uint32_t *n_steps) {
   bool post;
   OxGraph *g = gen_graph(seed, &post);
   g_assert_nonnull(g);
-  OxPipeline p;
-  ox_pipeline_default(g, &p);
-  OxCheckConfig checks;
-  ox_check_config_default(&checks);
-  checks.numeric = seed % 3 == 0; /* numeric results (max_abs, trials ...) on some */
   OxTrace *t = ox_trace_new_for(g);
-  OxDiagList d;
-  ox_diags_init(&d, "gen");
-  OxOptimizeResult res;
-  g_assert_cmpint(ox_optimize(g, &p, &checks, t, &res, &d), ==, 0);
+  optimize_default(g, t, seed % 3 == 0); /* numeric results (max_abs, trials ...) on some */
   t->input_file = ox_trace_intern(t, "gen \"graph\"\t\u00e9.txt"); /* escapes, UTF-8 */
   OxBuf b;
   ox_buf_init(&b);
   ox_trace_write_json(t, &b);
   *len = b.len;
   *n_steps = t->n_steps;
-  ox_diags_clear(&d);
   ox_trace_free(t);
-  ox_pipeline_free(&p);
   ox_graph_free(g);
   return b.data;
 }
