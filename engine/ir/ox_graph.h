@@ -190,21 +190,23 @@ enum {
 };
 
 typedef struct OxNode {
+  /* The fields a walk over the program order reads come first, in one cache line with the
+   * name, target and users that matchers read next. */
   OxNodeId id;
   uint8_t op;             /* OxOp */
   bool erased;            /* tombstone */
   uint16_t flags;         /* OX_NODE_* */
+  OxNodeId prev, next;    /* program order; 0 at the ends */
+  uint32_t n_users, cap_users;
+  OxNodeId *users;        /* in the graph's arena; n_users live users in insertion order */
   const char *name;       /* interned, unique among live nodes */
   const char *target;     /* interned; placeholder: arg name; get_attr/call_module: dotted path;
                              call_function: qualified name; call_method: method name; output: "output" */
+  int32_t declared_users; /* [num_users=N] as printed in the dump, -1 if absent */
+  uint32_t pos;           /* position in order; valid after ox_graph_renumber */
   OxValue args;           /* always a TUPLE */
   OxValue kwargs;         /* always a DICT */
   OxMeta meta;
-  OxNodeId prev, next;    /* program order; 0 at the ends */
-  OxNodeId *users;        /* in the graph's arena; n_users live users in insertion order */
-  uint32_t n_users, cap_users;
-  int32_t declared_users; /* [num_users=N] as printed in the dump, -1 if absent */
-  uint32_t pos;           /* position in order; valid after ox_graph_renumber */
   uint32_t src_line;      /* 1-based line in the dump it came from, 0 if none */
   uint32_t n_provenance;  /* entries in provenance (below; here to fill the word) */
   const char *type_ann;   /* type annotation as printed ("torch.Tensor", "Tensor"), interned or NULL */
