@@ -1421,7 +1421,44 @@ static void test_cli_optimize_replay_explain(void) {
   g_assert_cmpint(json_object_get_int(jget(counters, "batch_linear")), ==, 1);
   g_assert_nonnull(jget(o, "rejected"));
   g_assert_nonnull(jget(o, "seconds"));
+  /* the per-pass table: batch_linear did the one fusion; the counts add up to the summary's */
+  json_object *passes = jget(o, "passes");
+  g_assert_true(json_object_is_type(passes, json_type_array));
+  g_assert_cmpuint(json_object_array_length(passes), >, 5);
+  int64_t sum_applied = 0, sum_rejected = 0;
+  double sum_seconds = 0;
+  bool saw_linear = false;
+  for (size_t i = 0; i < json_object_array_length(passes); i++) {
+    json_object *e = json_object_array_get_idx(passes, i);
+    const char *name = json_object_get_string(jget(e, "pass"));
+    g_assert_cmpstr(json_object_get_string(jget(e, "phase")), ==, "pre");
+    g_assert_cmpint(json_object_get_int(jget(e, "runs")), ==, 1);
+    g_assert_cmpfloat(json_object_get_double(jget(e, "seconds")), >=, 0);
+    sum_seconds += json_object_get_double(jget(e, "seconds"));
+    sum_applied += json_object_get_int64(jget(e, "applied"));
+    sum_rejected += json_object_get_int64(jget(e, "rejected"));
+    g_assert_cmpint(json_object_get_int(jget(e, "check_failed")), ==, 0);
+    if (strcmp(name, "batch_linear") == 0) {
+      saw_linear = true;
+      g_assert_cmpint(json_object_get_int(jget(e, "applied")), ==, 1);
+    }
+  }
+  g_assert_true(saw_linear);
+  g_assert_cmpint(sum_applied, ==, json_object_get_int64(jget(o, "applied")));
+  g_assert_cmpint(sum_rejected, ==, json_object_get_int64(jget(o, "rejected")));
+  g_assert_cmpfloat(sum_seconds, <=, json_object_get_double(jget(o, "seconds")) + 1e-5);
   json_object_put(o);
+  run_clear(&r);
+  /* --profile: the table after the summary, its header, batch_linear's row with its step counts */
+  run_cli(&r, "optimize", in, "-o", out, "--profile");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "pass (phase)"));
+  g_assert_nonnull(strstr(r.out, "applied rejected failed"));
+  GRegex *row = g_regex_new("^  batch_linear \\(pre\\) +[0-9]+\\.[0-9]{2} +[0-9.]+% +1 +[0-9]+ +0$",
+                            G_REGEX_MULTILINE, 0, NULL);
+  if (!g_regex_match(row, r.out, 0, NULL)) g_test_message("%s", r.out);
+  g_assert_true(g_regex_match(row, r.out, 0, NULL));
+  g_regex_unref(row);
   run_clear(&r);
   /* replay of every step rebuilds the optimized graph exactly */
   run_cli(&r, "replay", in, trace, "-o", replayed);

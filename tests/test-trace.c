@@ -1339,6 +1339,115 @@ static void test_live_writer(void) {
 
 /* A hand-written version 3 trace and damaged copies of it: each damage is an error located
  * at its line with the path of the value (never a crash, never an index used unchecked). */
+/* The per-pass table (OxTrace.pass_stats): after a run of the built-in pipeline on generated
+ * graphs there is one entry per pass of the pipeline, in its order, whose applied / rejected /
+ * check-failed counts add up to the trace's and to the steps each pass recorded, whose times add
+ * up to no more than the run's; it reads back from both versions (trace_check_versions compares
+ * it). A malformed table is a located warning and is left out; the trace still reads. */
+static void test_pass_stats(void) {
+  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
+  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 30, with_applied = 0;
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    bool post;
+    OxGraph *g = gen_graph(seed, &post);
+    g_assert_nonnull(g);
+    OxGraph *input = ox_graph_clone(g);
+    OxPipeline p;
+    ox_pipeline_default(g, &p);
+    OxTrace *t = ox_trace_new_for(g);
+    OxOptimizeResult res = optimize_default(g, t, false);
+    g_assert_cmpuint(t->n_pass_stats, ==, p.n); /* the default pipeline names each pass once */
+    uint32_t sum[3] = {0, 0, 0};
+    double secs = 0;
+    for (uint32_t i = 0; i < t->n_pass_stats; i++) {
+      const OxPassStat *e = &t->pass_stats[i];
+      g_assert_cmpstr(e->pass, ==, p.entries[i].pass->name);
+      g_assert_cmpstr(e->phase, ==, p.entries[i].pass->phase == OX_PHASE_POST ? "post" : "pre");
+      g_assert_cmpuint(e->runs, ==, 1);
+      g_assert_cmpfloat(e->seconds, >=, 0);
+      secs += e->seconds;
+      /* the steps it recorded */
+      uint32_t own[3] = {0, 0, 0};
+      for (uint32_t k = 0; k < t->n_steps; k++)
+        if (strcmp(t->steps[k].pass, e->pass) == 0) own[t->steps[k].kind == OX_STEP_APPLIED ? 0 : t->steps[k].kind == OX_STEP_REJECTED ? 1 : 2]++;
+      g_assert_cmpuint(e->applied, ==, own[0]);
+      g_assert_cmpuint(e->rejected, ==, own[1]);
+      g_assert_cmpuint(e->check_failed, ==, own[2]);
+      sum[0] += e->applied;
+      sum[1] += e->rejected;
+      sum[2] += e->check_failed;
+      if (e->applied) with_applied++;
+    }
+    g_assert_cmpuint(sum[0], ==, res.applied);
+    g_assert_cmpuint(sum[1], ==, res.rejected);
+    g_assert_cmpuint(sum[2], ==, res.check_failures);
+    g_assert_cmpfloat(secs, <=, t->seconds + 1e-6);
+    char *what = g_strdup_printf("seed %" G_GUINT64_FORMAT, seed);
+    trace_check_versions(t, input, NULL, what);
+    g_free(what);
+    ox_pipeline_free(&p);
+    ox_trace_free(t);
+    ox_graph_free(input);
+    ox_graph_free(g);
+  }
+  g_assert_cmpuint(with_applied, >, 0);
+
+  /* read: a table from a file; entries of one pass add up */
+  static const char head[] = "{\"format\":\"optimus-trace\",\"version\":3,\"input\":{\"file\":\"a\",\"hash\":\"1\"},";
+  char *doc = g_strdup_printf("%s\"passes\":[{\"pass\":\"p\",\"phase\":\"post\",\"seconds\":0.25,\"runs\":2,\"applied\":1,"
+                              "\"rejected\":3,\"check_failed\":0},{\"pass\":\"q\"},{\"pass\":\"p\",\"phase\":\"post\","
+                              "\"seconds\":0.5,\"rejected\":1}],\"names\":[],\"steps\":[]}",
+                              head);
+  OxDiagList d;
+  ox_diags_init(&d, "t.json");
+  OxTrace *t = NULL;
+  g_assert_cmpint(ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d), ==, 0);
+  g_assert_cmpuint(d.n, ==, 0);
+  g_assert_cmpuint(t->n_pass_stats, ==, 2);
+  g_assert_cmpstr(t->pass_stats[0].pass, ==, "p");
+  g_assert_cmpstr(t->pass_stats[0].phase, ==, "post");
+  g_assert_cmpfloat(t->pass_stats[0].seconds, ==, 0.75);
+  g_assert_cmpuint(t->pass_stats[0].runs, ==, 3);
+  g_assert_cmpuint(t->pass_stats[0].rejected, ==, 4);
+  g_assert_cmpstr(t->pass_stats[1].phase, ==, "pre"); /* defaults: pre, one run, nothing recorded */
+  g_assert_cmpuint(t->pass_stats[1].runs, ==, 1);
+  g_assert_cmpuint(t->pass_stats[1].applied + t->pass_stats[1].rejected, ==, 0);
+  ox_trace_free(t);
+  ox_diags_clear(&d);
+  g_free(doc);
+
+  static const struct {
+    const char *table, *msg;
+  } bad[] = {
+    {"{}", "passes: must be an array"},
+    {"[7]", "passes[0]: must be an object"},
+    {"[{\"pass\":\"p\"},{\"phase\":\"pre\"}]", "passes[1]: needs \"pass\", a non-empty string"},
+    {"[{\"pass\":\"\"}]", "passes[0]: needs \"pass\""},
+    {"[{\"pass\":\"p\",\"phase\":\"middle\"}]", "passes[0]: \"phase\" must be \"pre\" or \"post\""},
+    {"[{\"pass\":\"p\",\"seconds\":\"1\"}]", "passes[0]: \"seconds\" must be a number"},
+    {"[{\"pass\":\"p\",\"applied\":-1}]", "passes[0]: \"applied\" must be a count"},
+    {"[{\"pass\":\"p\",\"rejected\":1.5}]", "passes[0]: \"rejected\" must be a count"},
+    {"[{\"pass\":\"p\",\"runs\":4294967296}]", "passes[0]: \"runs\" must be a count"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    doc = g_strdup_printf("%s\"passes\":%s,\"names\":[],\"steps\":[]}", head, bad[i].table);
+    ox_diags_init(&d, "t.json");
+    t = NULL;
+    int rc = ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d);
+    bool found = false;
+    for (uint32_t k = 0; k < d.n; k++)
+      found |= d.items[k].sev == OX_SEV_WARNING && strstr(d.items[k].msg, bad[i].msg) &&
+               strstr(d.items[k].msg, "the per-pass table is left out");
+    if (rc != 0 || !t || t->n_pass_stats != 0 || !found) {
+      ox_diags_print(&d, stderr);
+      g_test_fail_printf("table %zu (%s): wanted a warning '%s' and no table", i, bad[i].table, bad[i].msg);
+    }
+    ox_trace_free(t);
+    ox_diags_clear(&d);
+    g_free(doc);
+  }
+}
+
 static const char v3_doc[] =
   "{\"format\":\"optimus-trace\",\"version\":3,\"input\":{\"file\":\"a\",\"hash\":\"1\"},\n"
   "\"names\":[\"x\",\"\\u0079\",\"w\"],\n"
@@ -1929,6 +2038,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/no-edits-same-run", test_no_edits_same_run);
   g_test_add_func("/engine/trace/live-writer", test_live_writer);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
+  g_test_add_func("/engine/trace/pass-stats", test_pass_stats);
   g_test_add_func("/engine/trace/v2-file", test_v2_file);
   g_test_add_func("/engine/trace/fast-read-equals-json-c", test_fast_read_equals_json_c);
   g_test_add_func("/engine/trace/fast-read-fallback", test_fast_read_fallback);

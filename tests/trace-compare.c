@@ -184,6 +184,18 @@ char *trace_first_difference(const OxTrace *a, const OxTrace *b) {
     return d;
   for (uint32_t i = 0; i < a->n_counters; i++)
     NUM("counter value", a->counter_values[i], b->counter_values[i]);
+  NUM("n_pass_stats", a->n_pass_stats, b->n_pass_stats);
+  for (uint32_t i = 0; i < a->n_pass_stats; i++) {
+    const OxPassStat *x = &a->pass_stats[i], *y = &b->pass_stats[i];
+    STR("pass_stats.pass", x->pass, y->pass);
+    STR("pass_stats.phase", x->phase, y->phase);
+    /* written to the microsecond */
+    if (!(fabs(x->seconds - y->seconds) <= 5e-7)) DIFF("pass_stats[%u].seconds: %g != %g", i, x->seconds, y->seconds);
+    NUM("pass_stats.runs", x->runs, y->runs);
+    NUM("pass_stats.applied", x->applied, y->applied);
+    NUM("pass_stats.rejected", x->rejected, y->rejected);
+    NUM("pass_stats.check_failed", x->check_failed, y->check_failed);
+  }
   NUM("n_steps", a->n_steps, b->n_steps);
   NUM("n_applied", a->n_applied, b->n_applied);
   NUM("n_rejected", a->n_rejected, b->n_rejected);
@@ -269,6 +281,7 @@ size_t trace_check_versions(const OxTrace *t, const OxGraph *input, const char *
 
 void trace_zero_timings(OxTrace *t) {
   t->seconds = 0;
+  for (uint32_t i = 0; i < t->n_pass_stats; i++) t->pass_stats[i].seconds = 0;
   for (uint32_t i = 0; i < t->n_steps; i++) {
     t->steps[i].seconds = 0;
     for (int k = 0; k < OX_CHECK_KINDS; k++) t->steps[i].checks[k].seconds = 0;

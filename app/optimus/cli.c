@@ -67,6 +67,7 @@ static const OptSpec opt_specs[] = {
   {"timeout", 0, true, OPT_TIMEOUT},
   {"cost-guard", 0, false, OPT_COST_GUARD},
   {"trace-format", 0, true, OPT_TRACE_FORMAT},
+  {"profile", 0, false, OPT_PROFILE},
 };
 
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg) {
@@ -151,6 +152,7 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
   }
   case OPT_KEEP_FAILED: o->keep_failed = true; break;
   case OPT_COST_GUARD: o->cost_guard = true; break;
+  case OPT_PROFILE: o->profile = true; break;
   case OPT_LIST_PASSES: o->list_passes = true; break;
   case OPT_FOCUS:
     if (o->n_focus == MAX_REPEATS)

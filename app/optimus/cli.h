@@ -90,6 +90,7 @@ enum {
 #define OPT_TIMEOUT (1ull << 37)
 #define OPT_COST_GUARD (1ull << 38)
 #define OPT_TRACE_FORMAT (1ull << 39)
+#define OPT_PROFILE (1ull << 40)
 
 enum { MAX_REPEATS = 64 };
 
@@ -114,6 +115,7 @@ typedef struct CliOpts {
   bool want_file2;
   bool keep_failed, list_passes, has_step;
   bool cost_guard; /* --cost-guard: min_payoff=0 for every pass that has none */
+  bool profile;    /* --profile: the per-pass table after the summary */
   bool no_edits;   /* the run's trace is not written: record steps without edit scripts */
   uint32_t step;
   uint64_t numeric_budget;

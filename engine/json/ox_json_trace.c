@@ -48,6 +48,28 @@ static void put_num(OxBuf *b, const char *key, double v) {
     ox_buf_puts(b, "null");
 }
 
+/* "passes":[{"pass": ..., "phase": ..., "seconds": ..., "runs": ..., "applied": ...,
+ * "rejected": ..., "check_failed": ...}, ...]: the per-pass profile (left out when empty) */
+static void put_pass_stats(OxBuf *b, const OxTrace *t, bool compact) {
+  if (!t->n_pass_stats) return;
+  const char *sep = compact ? "," : ", ", *colon = compact ? ":" : ": ";
+  ox_buf_puts(b, compact ? ",\"passes\":[" : ",\n  \"passes\": [");
+  for (uint32_t i = 0; i < t->n_pass_stats; i++) {
+    const OxPassStat *e = &t->pass_stats[i];
+    if (i) ox_buf_puts(b, compact ? "," : ",\n    ");
+    ox_buf_puts(b, compact ? "{\"pass\":" : "{\"pass\": ");
+    ox_json_put_str(b, e->pass);
+    ox_buf_printf(b, "%s\"phase\"%s\"%s\"%s\"seconds\"%s", sep, colon, e->phase, sep, colon);
+    if (isfinite(e->seconds))
+      ox_buf_put_pyfloat(b, e->seconds);
+    else
+      ox_buf_puts(b, "null");
+    ox_buf_printf(b, "%s\"runs\"%s%u%s\"applied\"%s%u%s\"rejected\"%s%u%s\"check_failed\"%s%u}", sep, colon, e->runs,
+                  sep, colon, e->applied, sep, colon, e->rejected, sep, colon, e->check_failed);
+  }
+  ox_buf_putc(b, ']');
+}
+
 /* "cost": {"launches": [b, a], "bytes": [b, a], "flops": [b, a]}, null for an unknown value */
 static void put_cost_sep(OxBuf *b, const OxCostPair *p, bool compact) {
   static const char *const keys[3] = {"launches", "bytes", "flops"};
@@ -239,6 +261,7 @@ static void write_v2(const OxTrace *t, OxBuf *out) {
     ox_buf_printf(out, "%lld", (long long)t->counter_values[i]);
   }
   ox_buf_puts(out, "}");
+  put_pass_stats(out, t, false);
   put_num(out, "seconds", t->seconds);
   ox_buf_puts(out, ",\n  \"steps\": [");
   for (uint32_t i = 0; i < t->n_steps; i++) {
@@ -677,6 +700,7 @@ static void w3_head(const OxTrace *t, OxBuf *out) {
     ox_buf_printf(out, ":%lld", (long long)t->counter_values[i]);
   }
   ox_buf_putc(out, '}');
+  put_pass_stats(out, t, true);
   w3_num(out, "seconds", t->seconds, false);
   if (t->config) {
     ox_buf_puts(out, ",\n\"config\":");
@@ -1275,6 +1299,60 @@ static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
 }
 
 /* A "cost" object (put_cost); every member optional, a missing one unknown. */
+/* The "passes" table (the per-pass profile; informational, so a malformed one is a warning and
+ * is left out, the rest of the trace read as usual). */
+static void read_pass_stats(Rd *r, OxTrace *t, json_object *v) {
+  ox_json_path_push_key(r, "passes");
+  const char *why = NULL;
+  size_t bad = 0, n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+  if (!json_object_is_type(v, json_type_array)) why = "must be an array";
+  static const char *const counts[4] = {"runs", "applied", "rejected", "check_failed"};
+  static const char *const count_why[4] = {"\"runs\" must be a count", "\"applied\" must be a count",
+                                           "\"rejected\" must be a count", "\"check_failed\" must be a count"};
+  for (size_t i = 0; i < n && !why; i++) {
+    json_object *e = json_object_array_get_idx(v, i), *x;
+    bad = i;
+    if (!json_object_is_type(e, json_type_object)) why = "must be an object";
+    else if (!json_object_object_get_ex(e, "pass", &x) || !json_object_is_type(x, json_type_string) ||
+             !json_object_get_string_len(x))
+      why = "needs \"pass\", a non-empty string";
+    else if (json_object_object_get_ex(e, "phase", &x) &&
+             (!json_object_is_type(x, json_type_string) ||
+              (strcmp(json_object_get_string(x), "pre") != 0 && strcmp(json_object_get_string(x), "post") != 0)))
+      why = "\"phase\" must be \"pre\" or \"post\"";
+    else if (json_object_object_get_ex(e, "seconds", &x) && !json_object_is_type(x, json_type_null) &&
+             !json_object_is_type(x, json_type_double) && !json_object_is_type(x, json_type_int))
+      why = "\"seconds\" must be a number";
+    for (int k = 0; k < 4 && !why; k++)
+      if (json_object_object_get_ex(e, counts[k], &x) &&
+          (!json_object_is_type(x, json_type_int) || json_object_get_int64(x) < 0 ||
+           json_object_get_int64(x) > (int64_t)UINT32_MAX))
+        why = count_why[k];
+  }
+  if (why) {
+    bool at_item = json_object_is_type(v, json_type_array);
+    if (at_item) ox_json_path_push_idx(r, bad);
+    ox_json_report(r, OX_SEV_WARNING, "%s; the per-pass table is left out", why);
+    if (at_item) ox_json_path_pop(r);
+    ox_json_path_pop(r);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    json_object *e = json_object_array_get_idx(v, i), *x;
+    uint32_t c[4] = {1, 0, 0, 0};
+    for (int k = 0; k < 4; k++)
+      if (json_object_object_get_ex(e, counts[k], &x)) c[k] = (uint32_t)json_object_get_int64(x);
+    json_object_object_get_ex(e, "pass", &x);
+    const char *pass = json_object_get_string(x);
+    const char *phase = json_object_object_get_ex(e, "phase", &x) ? json_object_get_string(x) : "pre";
+    double sec = json_object_object_get_ex(e, "seconds", &x) && !json_object_is_type(x, json_type_null)
+                     ? json_object_get_double(x)
+                     : 0;
+    ox_trace_pass_stat_add(t, pass, phase, sec, c[0], c[1], c[2], c[3]);
+  }
+  ox_json_path_pop(r);
+}
+
 static void read_cost(Rd *r, json_object *o, OxCostPair *p) {
   static const char *const keys[3] = {"launches", "bytes", "flops"};
   static const unsigned bits[3] = {OX_COST_LAUNCHES, OX_COST_BYTES, OX_COST_FLOPS};
@@ -2538,6 +2616,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
         t->counter_values[t->n_counters++] = json_object_get_int64(cv2);
       }
     }
+    if (json_object_object_get_ex(root, "passes", &v)) read_pass_stats(r, t, v);
     if (steps_at == SIZE_MAX) ERR(r, "no \"steps\" key");
     /* room for the steps the summary announces (a step takes 12 bytes at least: a summary
      * that says more is not believed) */

@@ -380,7 +380,10 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
       c.vetoes = vetoes;
       c.n_vetoes = n_vetoes;
       c.budget = &budget;
+      uint32_t applied0 = trace->n_applied, rejected0 = trace->n_rejected, failed0 = trace->n_check_failed;
+      double tp = now_s();
       int n = e->pass->run(&c);
+      double pass_seconds = now_s() - tp;
       if (n < 0) {
         ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "pass %s failed", e->pass->name);
         rc = -1;
@@ -399,6 +402,10 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
                     e->pass->name, budget.steps, budget.spent, budget.why);
         res->budget_stops++;
       }
+      /* the budget record counts as the pass's rejection: the table's counts add up to the summary */
+      ox_trace_pass_stat_add(trace, e->pass->name, e->pass->phase == OX_PHASE_POST ? "post" : "pre", pass_seconds, 1,
+                             trace->n_applied - applied0, trace->n_rejected - rejected0,
+                             trace->n_check_failed - failed0);
       ox_pass_ctx_clear(&c);
       ox_trace_steps_final(trace); /* a live trace writer encodes them while the next pass runs */
       if (rc || stopped) break;

@@ -92,6 +92,26 @@ void ox_trace_free(OxTrace *t) {
   free(t);
 }
 
+void ox_trace_pass_stat_add(OxTrace *t, const char *pass, const char *phase, double seconds, uint32_t runs,
+                            uint32_t applied, uint32_t rejected, uint32_t check_failed) {
+  phase = phase && strcmp(phase, "post") == 0 ? "post" : "pre";
+  OxPassStat *e = NULL;
+  for (uint32_t i = 0; i < t->n_pass_stats && !e; i++)
+    if (strcmp(t->pass_stats[i].pass, pass) == 0 && t->pass_stats[i].phase == phase) e = &t->pass_stats[i];
+  if (!e) { /* the table lives in the pool arena (a pipeline has a few dozen passes): grow by copying */
+    OxPassStat *a = ox_graph_alloc(t->pool, (t->n_pass_stats + 1) * sizeof *a);
+    if (t->n_pass_stats) memcpy(a, t->pass_stats, t->n_pass_stats * sizeof *a);
+    t->pass_stats = a;
+    e = &a[t->n_pass_stats++];
+    *e = (OxPassStat){.pass = ox_trace_intern(t, pass), .phase = phase};
+  }
+  e->seconds += seconds > 0 ? seconds : 0;
+  e->runs += runs;
+  e->applied += applied;
+  e->rejected += rejected;
+  e->check_failed += check_failed;
+}
+
 const char *ox_trace_intern(OxTrace *t, const char *s) { return s ? ox_graph_intern(t->pool, s) : NULL; }
 
 /* Recording a step interns the names of the nodes it touched into the pool; at 100k nodes the

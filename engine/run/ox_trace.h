@@ -182,6 +182,17 @@ typedef struct OxStep {
                               are located there); 0 for a step recorded in this process */
 } OxStep;
 
+/* What one pass of the pipeline cost and did (the repetitions of a pipeline entry, and a pass
+ * run again by a later optimize call into the same trace, add up in one entry): the profile
+ * `optimus optimize --profile` prints and the trace's "passes" table holds. */
+typedef struct OxPassStat {
+  const char *pass;        /* interned in the pool */
+  const char *phase;       /* "pre" | "post" (static) */
+  double seconds;          /* wall time of its runs */
+  uint32_t runs;           /* times it ran (a pipeline entry's "counter" repeats it) */
+  uint32_t applied, rejected, check_failed; /* steps it recorded, by kind */
+} OxPassStat;
+
 typedef struct OxTrace {
   OxGraph *pool;           /* owns the trace's strings and value trees (never holds nodes) */
   OxStep *steps;
@@ -193,6 +204,7 @@ typedef struct OxTrace {
   const char *config;      /* the configuration in force, JSON text */
   const char *checks;      /* "structure,shape,numeric" */
   const char **counter_names; int64_t *counter_values; uint32_t n_counters; /* totals */
+  OxPassStat *pass_stats; uint32_t n_pass_stats; /* per pass, in the order they first ran (pool arena) */
   OxCostPair cost;         /* estimated cost of the whole graph before and after the run */
   double seconds;
   /* Set before recording: applied steps are recorded without their edit scripts (a run whose
@@ -228,6 +240,10 @@ OxStep *ox_trace_add_step(OxTrace *t, OxStepKind kind); /* zeroed, seq set; poin
 /* The steps recorded so far are final: nothing changes them again (the driver says so after
  * each pass). A live writer (ox_trace_live_start) takes them to encode on its thread. */
 void ox_trace_steps_final(OxTrace *t);
+/* Adds runs of a pass (their time and steps) to its entry of pass_stats (a new entry, last, for a pass not seen yet;
+ * phase NULL: "pre"). */
+void ox_trace_pass_stat_add(OxTrace *t, const char *pass, const char *phase, double seconds, uint32_t runs,
+                            uint32_t applied, uint32_t rejected, uint32_t check_failed);
 /* Room for n steps in all (a reader that knows how many are coming); never shrinks. */
 void ox_trace_reserve_steps(OxTrace *t, uint32_t n);
 
