@@ -1677,6 +1677,31 @@ static void test_export_step(void) {
   g_rmdir(dir);
 }
 
+/* A step row's tooltip is its title and subtitle, made when GTK asks for it (query-tooltip):
+ * nothing is set on each bind (gtk_widget_set_tooltip_text re-queries the tooltip under the
+ * pointer, a pick of the window, and the step list rebinds rows on every step). */
+static void test_step_row_tooltip(void) {
+  GtkWidget *row = g_object_ref_sink(ox_step_row_new());
+  g_assert_true(gtk_widget_get_has_tooltip(row));
+  GtkTooltip *tip = g_object_new(GTK_TYPE_TOOLTIP, NULL);
+  gboolean shown = TRUE;
+  g_signal_emit_by_name(row, "query-tooltip", 1, 1, FALSE, tip, &shown);
+  g_assert_false(shown); /* an empty row has nothing to say */
+  ox_step_row_set(OX_STEP_ROW(row), FALSE, NULL, "#5 batch_linear", "applied: 5 linears");
+  g_signal_emit_by_name(row, "query-tooltip", 1, 1, FALSE, tip, &shown);
+  g_assert_true(shown);
+  char *text = ox_step_row_full_text(OX_STEP_ROW(row));
+  g_assert_cmpstr(text, ==, "#5 batch_linear\napplied: 5 linears");
+  g_free(text);
+  g_assert_null(gtk_widget_get_tooltip_text(row)); /* no property set on bind */
+  ox_step_row_set(OX_STEP_ROW(row), TRUE, NULL, "pre-grad passes", NULL);
+  text = ox_step_row_full_text(OX_STEP_ROW(row));
+  g_assert_cmpstr(text, ==, "pre-grad passes");
+  g_free(text);
+  g_object_unref(tip);
+  g_object_unref(row);
+}
+
 int main(int argc, char **argv) {
   if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
@@ -1688,6 +1713,7 @@ int main(int argc, char **argv) {
   g_setenv("XDG_DATA_HOME", data_home, TRUE);
   gtk_test_init(&argc, &argv, NULL);
   g_test_add_func("/ui/window/construct", test_construct);
+  g_test_add_func("/ui/step-row/tooltip", test_step_row_tooltip);
   g_test_add_func("/ui/window/actions", test_actions);
   g_test_add_func("/ui/window/pixels", test_pixels);
   g_test_add_func("/ui/window/bad-file", test_bad_file);

@@ -21,6 +21,9 @@ GtkWidget *ox_step_row_new(void);
 void ox_step_row_set(OxStepRow *self, gboolean header, const GdkRGBA *dot, const char *title, const char *subtitle);
 const char *ox_step_row_get_title(OxStepRow *self);
 const char *ox_step_row_get_subtitle(OxStepRow *self);
+/* Title and subtitle on two lines (the subtitle's line only when it is not empty): the row's
+ * accessible label, and its tooltip, made when GTK asks for one (query-tooltip). Free it. */
+char *ox_step_row_full_text(OxStepRow *self);
 
 G_END_DECLS
 #endif
