@@ -452,6 +452,8 @@ static void test_filters(void) {
   g_autoptr(OxStepItem) head = g_list_model_get_item(m, 0);
   g_assert_nonnull(strstr(head->subtitle, "2 applied"));
   g_assert_nonnull(strstr(head->subtitle, "2 rejected"));
+  /* and the pass's wall time from the trace's per-pass table */
+  g_assert_true(g_regex_match_simple("^2 applied · 2 rejected · [0-9]+(\\.[0-9])? (ms|s)$", head->subtitle, 0, 0));
   guint *kinds = watch(d, "filter-kinds");
   ox_document_set_filter_kinds(d, OX_FILTER_REJECTED);
   g_assert_cmpuint(*kinds, ==, 1);

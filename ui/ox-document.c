@@ -685,10 +685,26 @@ static const char *kind_word(guint8 kind) {
   return kind == OX_STEP_APPLIED ? "applied" : kind == OX_STEP_REJECTED ? "rejected" : "check failed";
 }
 
+/* The pass's entry in the trace's per-pass table, or NULL (a trace written before it existed). */
+static const OxPassStat *pass_stat(const OxTrace *t, const char *pass, const char *phase) {
+  for (uint32_t i = 0; t && pass && i < t->n_pass_stats; i++)
+    if (strcmp(t->pass_stats[i].pass, pass) == 0 && g_strcmp0(t->pass_stats[i].phase, phase ? phase : "pre") == 0)
+      return &t->pass_stats[i];
+  return NULL;
+}
+
+/* "108 ms", "0.4 ms", "2.3 s" */
+static void append_duration(GString *s, double seconds) {
+  if (seconds >= 1) g_string_append_printf(s, "%.1f s", seconds);
+  else if (seconds >= 0.01) g_string_append_printf(s, "%.0f ms", seconds * 1e3);
+  else g_string_append_printf(s, "%.1f ms", seconds * 1e3);
+}
+
 void ox_document_timeline_rebuild(OxDocument *self) {
   const OxTrace *t = ox_document_get_trace(self);
   GPtrArray *rows = g_ptr_array_new_with_free_func(g_object_unref);
   guint n = t ? t->n_steps : 0;
+  GHashTable *timed = g_hash_table_new(NULL, NULL); /* pass entries whose time a header shows */
   for (guint i = 0; i < n;) {
     /* one group per contiguous run of a pass (a pass runs once per pipeline entry) */
     guint j = i;
@@ -703,6 +719,14 @@ void ox_document_timeline_rebuild(OxDocument *self) {
       GString *sub = g_string_new(NULL);
       for (int k = 0; k < 3; k++)
         if (counts[k]) g_string_append_printf(sub, "%s%u %s", sub->len ? " · " : "", counts[k], kind_word((guint8)k));
+      /* the pass's wall time (the trace's "passes" table), on its first group only: a pass that
+       * ran more than once has one total */
+      const OxPassStat *ps = pass_stat(t, t->steps[i].pass, t->steps[i].phase);
+      if (ps && !g_hash_table_contains(timed, ps)) {
+        g_hash_table_add(timed, (gpointer)ps);
+        g_string_append(sub, sub->len ? " · " : "");
+        append_duration(sub, ps->seconds);
+      }
       g_ptr_array_add(rows, step_item_new(TRUE, i + 1, 0, g_strdup_printf("%s (%s)", t->steps[i].pass,
                                                                        t->steps[i].phase ? t->steps[i].phase : "?"),
                                           g_string_free(sub, FALSE)));
@@ -735,6 +759,7 @@ void ox_document_timeline_rebuild(OxDocument *self) {
   g_list_store_splice(self->timeline, 0, g_list_model_get_n_items(G_LIST_MODEL(self->timeline)), rows->pdata,
                       rows->len);
   g_ptr_array_unref(rows);
+  g_hash_table_unref(timed);
 }
 
 GListModel *ox_document_get_timeline(OxDocument *self) { return G_LIST_MODEL(self->timeline); }
