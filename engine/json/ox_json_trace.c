@@ -61,7 +61,7 @@ static void put_pass_stats(OxBuf *b, const OxTrace *t, bool compact) {
     ox_json_put_str(b, e->pass);
     ox_buf_printf(b, "%s\"phase\"%s\"%s\"%s\"seconds\"%s", sep, colon, e->phase, sep, colon);
     if (isfinite(e->seconds))
-      ox_buf_put_pyfloat(b, e->seconds);
+      ox_buf_put_pyfloat(b, round(e->seconds * 1e6) / 1e6); /* to the microsecond: a profile */
     else
       ox_buf_puts(b, "null");
     ox_buf_printf(b, "%s\"runs\"%s%u%s\"applied\"%s%u%s\"rejected\"%s%u%s\"check_failed\"%s%u}", sep, colon, e->runs,
