@@ -2177,6 +2177,21 @@ static void test_cli_compare_runs(void) {
   g_assert_cmpint(json_int(fd, "added"), >, 0);
   json_object_put(od);
   run_clear(&rd);
+  /* the runs' times and each pass's side by side (both traces have the per-pass table) */
+  json_object *secs = jget(o, "seconds");
+  g_assert_cmpfloat(json_object_get_double(jget(secs, "a")), >, 0);
+  g_assert_cmpfloat(json_object_get_double(jget(secs, "b")), >, 0);
+  json_object *pp = jget(o, "passes");
+  g_assert_cmpuint(json_object_array_length(pp), >, 5);
+  gboolean saw_linear = FALSE;
+  for (size_t i = 0; i < json_object_array_length(pp); i++) {
+    json_object *e = json_object_array_get_idx(pp, i);
+    if (strcmp(json_object_get_string(jget(e, "pass")), "batch_linear") != 0) continue;
+    saw_linear = TRUE;
+    g_assert_cmpint(json_int(jget(e, "a"), "applied"), ==, 2);
+    g_assert_cmpint(json_int(jget(e, "b"), "applied"), ==, 0);
+  }
+  g_assert_true(saw_linear);
   json_object_put(o);
   run_clear(&r);
   /* the text report lists the applied differences and counts the rest */
@@ -2185,7 +2200,24 @@ static void test_cli_compare_runs(void) {
   g_assert_nonnull(strstr(r.out, "outcome differs:\n  batch_linear / batch_linear at split_3: A #9 applied"));
   g_assert_nonnull(strstr(r.out, "final graphs: differ"));
   g_assert_nonnull(strstr(r.out, "--all or --json lists them"));
+  GRegex *time_line = g_regex_new("^time: A [0-9.]+ s, B [0-9.]+ s \\(B/A [0-9.]+\\); (passes that changed most: |no pass)",
+                                  G_REGEX_MULTILINE, 0, NULL);
+  g_assert_true(g_regex_match(time_line, r.out, 0, NULL));
+  g_regex_unref(time_line);
   run_clear(&r);
+  /* a trace written before the per-pass table: said, not guessed */
+  gsize tl;
+  char *ttext = read_all(tb, &tl), *p0 = strstr(ttext, ",\"passes\":["), *p1 = p0 ? strstr(p0, "],\"seconds\"") : NULL;
+  g_assert_nonnull(p1);
+  memmove(p0, p1 + 1, strlen(p1 + 1) + 1);
+  char *tb_old = g_build_filename(dir, "b-old.trace.json", NULL);
+  g_assert_true(g_file_set_contents(tb_old, ttext, -1, NULL));
+  g_free(ttext);
+  run_cli(&r, "compare-runs", ta, tb_old);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.out, "; no per-pass table in B\n"));
+  run_clear(&r);
+  g_free(tb_old);
   /* other checks, the same decisions: nothing differs, exit 0; so for the committed trace */
   run_cli(&r, "compare-runs", ta, tc);
   g_assert_cmpint(r.status, ==, 0);

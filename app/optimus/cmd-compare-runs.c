@@ -1,6 +1,7 @@
 /* cmd-compare-runs.c - `optimus compare-runs`: two recorded runs of one input graph aligned
  * step by step (engine/run/ox_compare.h), and their final graphs compared.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@ static const char usage_compare_runs[] =
   "versions of the engine): align their records by pass, rule and anchor (nodes made by\n"
   "earlier rewrites named canonically), and list the records only in A, only in B, and those\n"
   "whose outcome differs. Both traces are replayed on the input to compare the final graphs.\n"
+  "The runs' times are compared too, pass by pass (the passes whose time moved most).\n"
   "Exit status 1 when the final graphs differ (or on bad input), 0 when they are the same.\n"
   "\n"
   "Options:\n"
@@ -54,6 +56,91 @@ static void text_step(OxBuf *b, const char *side, const OxStep *s) {
     ox_buf_printf(b, ": %s", why ? why : "");
     free(why);
   }
+}
+
+/* ---- time, pass by pass (the traces' per-pass tables) */
+
+typedef struct {
+  const char *pass, *phase;
+  const OxPassStat *a, *b;
+} PassPair;
+
+static const OxPassStat *find_stat(const OxTrace *t, const char *pass, const char *phase) {
+  for (uint32_t i = 0; i < t->n_pass_stats; i++)
+    if (strcmp(t->pass_stats[i].pass, pass) == 0 && strcmp(t->pass_stats[i].phase, phase) == 0) return &t->pass_stats[i];
+  return NULL;
+}
+
+/* Every pass of A's table in its order, then B's passes that A has not; n_out set. */
+static PassPair *pass_pairs(const OxTrace *a, const OxTrace *b, uint32_t *n_out) {
+  PassPair *v = calloc((size_t)a->n_pass_stats + b->n_pass_stats + 1, sizeof *v);
+  uint32_t n = 0;
+  for (uint32_t i = 0; v && i < a->n_pass_stats; i++) {
+    const OxPassStat *x = &a->pass_stats[i];
+    v[n++] = (PassPair){x->pass, x->phase, x, find_stat(b, x->pass, x->phase)};
+  }
+  for (uint32_t i = 0; v && i < b->n_pass_stats; i++) {
+    const OxPassStat *y = &b->pass_stats[i];
+    if (!find_stat(a, y->pass, y->phase)) v[n++] = (PassPair){y->pass, y->phase, NULL, y};
+  }
+  *n_out = v ? n : 0;
+  return v;
+}
+
+static void json_stat(OxBuf *b, const OxPassStat *s) {
+  if (!s) {
+    ox_buf_puts(b, "null");
+    return;
+  }
+  ox_buf_printf(b, "{\"seconds\": %.6f, \"runs\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u}",
+                s->seconds, s->runs, s->applied, s->rejected, s->check_failed);
+}
+
+static double pair_change(const PassPair *p) {
+  return (p->b ? p->b->seconds : 0) - (p->a ? p->a->seconds : 0);
+}
+
+static int by_change_desc(const void *x, const void *y) {
+  double a = fabs(pair_change(x)), b = fabs(pair_change(y));
+  if (a != b) return a < b ? 1 : -1;
+  return (const PassPair *)x < (const PassPair *)y ? -1 : (const PassPair *)x > (const PassPair *)y;
+}
+
+static void ms_text(OxBuf *b, const OxPassStat *s) {
+  if (!s) ox_buf_puts(b, "-");
+  else if (s->seconds >= 0.01) ox_buf_printf(b, "%.0f ms", s->seconds * 1e3);
+  else ox_buf_printf(b, "%.2f ms", s->seconds * 1e3);
+}
+
+/* "time: A 0.538 s, B 0.612 s (B/A 1.14); passes that changed most: batch_linear 108 ms -> 150 ms,
+ * ..." A pass changed when its time moved by 1 ms and 20 % or more (the rest is noise on a
+ * shared machine); at most five are named. */
+static void text_time(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
+  ox_buf_printf(b, "time: A %.3f s, B %.3f s", ta->seconds, tb->seconds);
+  if (ta->seconds > 0 && tb->seconds > 0) ox_buf_printf(b, " (B/A %.2f)", tb->seconds / ta->seconds);
+  if (!ta->n_pass_stats || !tb->n_pass_stats) {
+    ox_buf_puts(b, "; no per-pass table in ");
+    ox_buf_puts(b, !ta->n_pass_stats && !tb->n_pass_stats ? "either trace\n" : !ta->n_pass_stats ? "A\n" : "B\n");
+    return;
+  }
+  uint32_t n;
+  PassPair *v = pass_pairs(ta, tb, &n);
+  qsort(v, n, sizeof *v, by_change_desc);
+  uint32_t shown = 0;
+  for (uint32_t i = 0; i < n && shown < 5; i++) {
+    double sa = v[i].a ? v[i].a->seconds : 0, sb = v[i].b ? v[i].b->seconds : 0, d = fabs(sb - sa);
+    double lo = sa < sb ? sa : sb, hi = sa < sb ? sb : sa;
+    if (d < 1e-3 || (lo > 0 && hi < lo * 1.2)) continue;
+    ox_buf_puts(b, shown ? ", " : "; passes that changed most: ");
+    ox_buf_printf(b, "%s (%s) ", v[i].pass, v[i].phase);
+    ms_text(b, v[i].a);
+    ox_buf_puts(b, " -> ");
+    ms_text(b, v[i].b);
+    shown++;
+  }
+  if (!shown) ox_buf_puts(b, "; no pass's time moved by 1 ms and 20 %");
+  ox_buf_putc(b, '\n');
+  free(v);
 }
 
 static const char *kind_name(uint8_t k) {
@@ -156,9 +243,23 @@ int ox_cli_cmd_compare_runs(int argc, char **argv) {
       ox_buf_printf(&b,
                     ", \"same\": %u, \"differs\": %u, \"only_a\": %u, \"only_b\": %u, \"only_a_applied\": %u, "
                     "\"only_b_applied\": %u, \"final_graphs_equal\": %s, \"final_diff\": {\"changed\": %u, "
-                    "\"removed\": %u, \"added\": %u, \"regions\": %u}, \"entries\": [",
+                    "\"removed\": %u, \"added\": %u, \"regions\": %u}",
                     r.n_same, r.n_differs, r.n_only_a, r.n_only_b, r.n_only_a_applied, r.n_only_b_applied,
                     same_graph ? "true" : "false", gd.n_changed, gd.n_removed, gd.n_added, gd.n_regions);
+      ox_buf_printf(&b, ", \"seconds\": {\"a\": %.6f, \"b\": %.6f}, \"passes\": [", sa.t->seconds, sb.t->seconds);
+      uint32_t np;
+      PassPair *pv = pass_pairs(sa.t, sb.t, &np);
+      for (uint32_t i = 0; i < np; i++) {
+        ox_buf_puts(&b, i ? ", {\"pass\": " : "{\"pass\": ");
+        ox_cli_json_str(&b, pv[i].pass);
+        ox_buf_printf(&b, ", \"phase\": \"%s\", \"a\": ", pv[i].phase);
+        json_stat(&b, pv[i].a);
+        ox_buf_puts(&b, ", \"b\": ");
+        json_stat(&b, pv[i].b);
+        ox_buf_putc(&b, '}');
+      }
+      free(pv);
+      ox_buf_puts(&b, "], \"entries\": [");
       for (uint32_t i = 0; i < r.n; i++) {
         const OxCompareEntry *e = &r.entries[i];
         const OxStep *a = e->a_seq != OX_COMPARE_NONE ? &sa.t->steps[e->a_seq] : NULL;
@@ -186,6 +287,7 @@ int ox_cli_cmd_compare_runs(int argc, char **argv) {
                     sb.t->n_applied, sb.nodes);
       ox_buf_printf(&b, "aligned: %u the same, %u with another outcome; only in A: %u (%u applied); only in B: %u (%u applied)\n",
                     r.n_same, r.n_differs, r.n_only_a, r.n_only_a_applied, r.n_only_b, r.n_only_b_applied);
+      text_time(&b, sa.t, sb.t);
       static const char *const titles[] = {"only in A:\n", "only in B:\n", "outcome differs:\n"};
       uint32_t hidden = 0;
       for (uint8_t kind = 0; kind < 3; kind++) {
