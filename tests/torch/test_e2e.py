@@ -170,6 +170,12 @@ def _optimize(self, name):
     self.assertEqual(r.trace["format"], "optimus-trace")
     self.assertEqual(r.summary["counters"], r.trace["counters"], "--json and trace counters differ")
     self.assertEqual(r.summary["applied"], len(r.steps("applied")))
+    # the per-pass table: the same in --json and in the trace, adding up to the summary's counts
+    table = [(p["pass"], p["phase"], p["runs"], p["applied"], p["rejected"]) for p in r.summary["passes"]]
+    self.assertEqual(table, [(p["pass"], p["phase"], p["runs"], p["applied"], p["rejected"])
+                             for p in r.trace["passes"]])
+    self.assertEqual(sum(p[3] for p in table), r.summary["applied"])
+    self.assertEqual(sum(p[4] for p in table), r.summary["rejected"])
     self.assertEqual(r.trace["checks"], "structure,shape,numeric")
     missing = [c for c in r.case.expect if not r.summary["counters"].get(c)]
     self.assertFalse(missing, "%s: expected counters stayed 0: %s; counters %s\n%s" % (
