@@ -1301,11 +1301,20 @@ static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
 /* A "cost" object (put_cost); every member optional, a missing one unknown. */
 /* The "passes" table (the per-pass profile; informational, so a malformed one is a warning and
  * is left out, the rest of the trace read as usual). */
+enum { MAX_PASS_STATS = 4096 };
 static void read_pass_stats(Rd *r, OxTrace *t, json_object *v) {
   ox_json_path_push_key(r, "passes");
   const char *why = NULL;
-  size_t bad = 0, n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+  size_t bad = SIZE_MAX, n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
   if (!json_object_is_type(v, json_type_array)) why = "must be an array";
+  /* a pipeline has a few dozen passes; entries are merged by a linear search, so a table of
+   * millions would take hours: such a table is not believed */
+  char too_many[80];
+  if (n > MAX_PASS_STATS) {
+    snprintf(too_many, sizeof too_many, "%zu entries, more than the %d a table may have", n, (int)MAX_PASS_STATS);
+    why = too_many;
+    n = 0;
+  }
   static const char *const counts[4] = {"runs", "applied", "rejected", "check_failed"};
   static const char *const count_why[4] = {"\"runs\" must be a count", "\"applied\" must be a count",
                                            "\"rejected\" must be a count", "\"check_failed\" must be a count"};
@@ -1330,7 +1339,7 @@ static void read_pass_stats(Rd *r, OxTrace *t, json_object *v) {
         why = count_why[k];
   }
   if (why) {
-    bool at_item = json_object_is_type(v, json_type_array);
+    bool at_item = bad != SIZE_MAX; /* an entry's fault, else the table's */
     if (at_item) ox_json_path_push_idx(r, bad);
     ox_json_report(r, OX_SEV_WARNING, "%s; the per-pass table is left out", why);
     if (at_item) ox_json_path_pop(r);
