@@ -1454,6 +1454,7 @@ static void test_cli_optimize_replay_explain(void) {
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "pass (phase)"));
   g_assert_nonnull(strstr(r.out, "applied rejected failed"));
+  g_assert_nonnull(strstr(r.out, "  outside passes (hash, cost, sorting)"));
   GRegex *row = g_regex_new("^  batch_linear \\(pre\\) +[0-9]+\\.[0-9]{2} +[0-9.]+% +1 +[0-9]+ +0$",
                             G_REGEX_MULTILINE, 0, NULL);
   if (!g_regex_match(row, r.out, 0, NULL)) g_test_message("%s", r.out);
