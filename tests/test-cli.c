@@ -706,6 +706,8 @@ static json_object *jget(json_object *o, const char *key) {
   return v;
 }
 
+static int json_int(json_object *o, const char *key) { return json_object_get_int(jget(o, key)); }
+
 /* ------------------------------------------------------------------ /cli */
 
 static void test_cli_help(void) {
@@ -1320,6 +1322,82 @@ static const char towers_fx[] =
   "    %l5 : [num_users=1] = call_function[target=torch.nn.functional.linear](args = (%g5, %w5), kwargs = {})\n"
   "    %cat : [num_users=1] = call_function[target=torch.cat](args = ([%l0, %l1, %l2, %l3, %l4, %l5], 1), kwargs = {})\n"
   "    return cat\n";
+
+/* info of a trace (plain or gzipped): the run's input, checks, records, rejections by reason
+ * code, counters and the per-pass table, as text and JSON, counts equal to the trace's own; a
+ * damaged trace is a located error; --graph is refused; a dump is still read as a dump. */
+static void test_cli_info_trace(void) {
+  if (!need_cli()) return;
+  char *dir = g_dir_make_tmp("ox-cli-XXXXXX", NULL);
+  char *in = write_tmp(dir, "towers.txt", towers_fx);
+  char *out = g_build_filename(dir, "o.txt", NULL), *tr = g_build_filename(dir, "t.json", NULL),
+       *gz = g_build_filename(dir, "t.json.gz", NULL);
+  Run r;
+  run_cli(&r, "optimize", in, "-o", out, "--trace", tr, "--json");
+  g_assert_cmpint(r.status, ==, 0);
+  json_object *run = parse_json(r.out);
+  run_clear(&r);
+  run_cli(&r, "optimize", in, "-o", out, "--trace", gz);
+  g_assert_cmpint(r.status, ==, 0);
+  run_clear(&r);
+  const char *const forms[2] = {tr, gz};
+  for (int k = 0; k < 2; k++) {
+    run_cli(&r, "info", "--json", forms[k]);
+    g_assert_cmpint(r.status, ==, 0);
+    json_object *o = parse_json(r.out);
+    g_assert_cmpstr(json_object_get_string(jget(o, "format")), ==, "optimus-trace");
+    g_assert_cmpstr(json_object_get_string(jget(jget(o, "input"), "file")), ==, in);
+    json_object *sum = jget(o, "summary");
+    g_assert_cmpint(json_int(sum, "applied"), ==, json_int(run, "applied"));
+    g_assert_cmpint(json_int(sum, "rejected"), ==, json_int(run, "rejected"));
+    int64_t by_code = 0;
+    json_object_object_foreach(jget(o, "reasons"), code, count) {
+      g_assert_true(g_ascii_isupper(code[0]));
+      by_code += json_object_get_int64(count);
+    }
+    g_assert_cmpint(by_code, ==, json_int(sum, "rejected") + json_int(sum, "check_failed"));
+    g_assert_cmpint(json_int(jget(o, "counters"), "batch_linear"), ==, 1);
+    g_assert_cmpuint(json_object_array_length(jget(o, "passes")), ==, json_object_array_length(jget(run, "passes")));
+    g_assert_true(json_object_is_type(jget(jget(o, "cost"), "launches"), json_type_array));
+    json_object_put(o);
+    run_clear(&r);
+  }
+  json_object_put(run);
+  run_cli(&r, "info", tr);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, ": an Optimus trace of "));
+  g_assert_nonnull(strstr(r.out, "\nrejections by reason: "));
+  g_assert_nonnull(strstr(r.out, "\ntime per pass:\n  pass (phase)"));
+  g_assert_nonnull(strstr(r.out, "  outside passes (hash, cost, sorting)"));
+  run_clear(&r);
+  run_cli(&r, "info", tr, "--graph", "2");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "--graph does not apply to a trace"));
+  run_clear(&r);
+  /* damaged: cut in the middle of its steps */
+  gsize len;
+  char *text = read_all(tr, &len);
+  char *cut = g_build_filename(dir, "cut.json", NULL);
+  g_assert_true(g_file_set_contents(cut, text, (gssize)(len / 2), NULL));
+  run_cli(&r, "info", cut);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "cut.json:"));
+  g_assert_nonnull(strstr(r.err, "error:"));
+  run_clear(&r);
+  /* the dump itself is still described as a graph */
+  run_cli(&r, "info", in);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_null(strstr(r.out, "Optimus trace"));
+  run_clear(&r);
+  g_free(text);
+  g_free(cut);
+  g_free(in);
+  g_free(out);
+  g_free(tr);
+  g_free(gz);
+  rm_rf(dir);
+  g_free(dir);
+}
 
 /* info summarizes a document's record: tensors per section, recorded values, fill recipes (text
  * and JSON); a document without one says nothing of it (JSON: null). */
@@ -1985,7 +2063,6 @@ static char *example_path(const char *name) {
   return g_build_filename(root, "data", "examples", name, NULL);
 }
 
-static int json_int(json_object *o, const char *key) { return json_object_get_int(jget(o, key)); }
 
 /* The node count `optimus info` gives for a file. */
 static int info_nodes(const char *path) {
@@ -2870,6 +2947,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/corpus-convert", test_cli_corpus_convert);
   g_test_add_func("/cli/verify", test_cli_verify);
   g_test_add_func("/cli/info-record", test_cli_info_record);
+  g_test_add_func("/cli/info-trace", test_cli_info_trace);
   g_test_add_func("/cli/optimize-replay-explain", test_cli_optimize_replay_explain);
   g_test_add_func("/cli/integrity", test_cli_integrity);
   g_test_add_func("/cli/input-shape", test_cli_input_shape);

@@ -162,6 +162,12 @@ int ox_cli_build_run(const CliOpts *o, const OxGraph *g, const OxTrace *t, bool 
                      OxCheckConfig *cc);
 int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResult *res);
 int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg);
+/* The trace's per-pass table as text, slowest first, with the run's time outside its passes
+ * (optimize --profile, info of a trace); as JSON array items (without the brackets). */
+void ox_cli_pass_table(const OxTrace *t, double run_seconds, OxBuf *b);
+void ox_cli_json_pass_stats(OxBuf *b, const OxTrace *t);
+/* A cost pair as the trace writes it: {"launches": [b, a], "bytes": [b, a], "flops": [b, a]}. */
+void ox_cli_json_cost(OxBuf *b, const OxCostPair *p);
 bool ox_cli_write_stdout(const char *data, size_t len);
 
 /* ------------------------------------------------------------------ cmd-convert.c */

@@ -6,13 +6,17 @@
 
 #include "cli.h"
 #include "ir/ox_mem.h"
+#include "run/ox_cost.h"
 #include "run/ox_record.h"
+#include "run/ox_trace.h"
 
 static const char usage_info[] =
   "Usage: optimus info FILE [OPTIONS]\n"
   "\n"
   "Print the detected format, the graphs found and, for one graph, its node count,\n"
   "placeholders and op histogram (target -> count). Warnings go to stderr.\n"
+  "Given a trace (optimize --trace T.json, or T.json.gz), print its summary instead: the\n"
+  "run's input, checks, records, rejections by reason, counters and time per pass.\n"
   "\n"
   "Options:\n"
   "  --json            print one JSON object instead of text\n"
@@ -216,11 +220,123 @@ static void info_text(const CliOpts *o, const OxDoc *doc, const OxDiagList *diag
   ox_buf_printf(b, "warnings: %zu\n", diags->n_warnings);
 }
 
+/* ------------------------------------------------------------------ info of a trace */
+
+/* A trace, plain or gzipped, rather than a dump: decided from the file's first bytes (the
+ * gzip magic: no dump is gzipped; or a JSON object whose first 512 bytes say "optimus-trace"),
+ * without reading a large dump twice. stdin is never taken for a trace. */
+static bool file_is_trace(const char *path) {
+  if (!path || strcmp(path, "-") == 0) return false;
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char head[513];
+  size_t n = fread(head, 1, sizeof head - 1, f);
+  fclose(f);
+  head[n] = 0;
+  if (n >= 2 && (unsigned char)head[0] == 0x1f && (unsigned char)head[1] == 0x8b) return true;
+  size_t i = 0;
+  while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) i++;
+  return i < n && head[i] == '{' && strstr(head + i, "\"optimus-trace\"") != NULL;
+}
+
+/* Rejections by reason code, most frequent first: counts[code]. */
+static uint32_t reason_counts(const OxTrace *t, uint32_t counts[OX_REASON_COUNT], uint16_t order[OX_REASON_COUNT]) {
+  memset(counts, 0, OX_REASON_COUNT * sizeof *counts);
+  for (uint32_t i = 0; i < t->n_steps; i++)
+    if (t->steps[i].kind != OX_STEP_APPLIED && t->steps[i].reason.code < OX_REASON_COUNT)
+      counts[t->steps[i].reason.code]++;
+  uint32_t n = 0;
+  for (uint16_t c = 0; c < OX_REASON_COUNT; c++)
+    if (counts[c]) order[n++] = c;
+  for (uint32_t i = 1; i < n; i++) /* insertion sort: a few dozen codes; ties in code order */
+    for (uint32_t j = i; j > 0 && counts[order[j]] > counts[order[j - 1]]; j--) {
+      uint16_t x = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = x;
+    }
+  return n;
+}
+
+static int info_trace(const CliOpts *o) {
+  OxTrace *t = ox_cli_read_trace(o, o->file); /* errors (located) and warnings printed */
+  if (!t) return EXIT_BAD;
+  uint32_t counts[OX_REASON_COUNT];
+  uint16_t order[OX_REASON_COUNT];
+  uint32_t n_codes = reason_counts(t, counts, order);
+  OxBuf b;
+  ox_buf_init(&b);
+  char cb[256];
+  if (o->json) {
+    ox_buf_puts(&b, "{\"file\": ");
+    ox_cli_json_str(&b, o->file);
+    ox_buf_puts(&b, ", \"format\": \"optimus-trace\", \"input\": {\"file\": ");
+    ox_cli_json_str(&b, t->input_file);
+    ox_buf_puts(&b, ", \"hash\": ");
+    ox_cli_json_str(&b, t->input_hash);
+    ox_buf_puts(&b, "}, \"checks\": ");
+    ox_cli_json_str(&b, t->checks);
+    ox_buf_printf(&b,
+                  ", \"summary\": {\"steps\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u, "
+                  "\"graph_steps\": %u}, \"seconds\": %.6f, \"cost\": ",
+                  t->n_steps, t->n_applied, t->n_rejected, t->n_check_failed, t->n_graph_steps, t->seconds);
+    if (t->cost.set)
+      ox_cli_json_cost(&b, &t->cost);
+    else
+      ox_buf_puts(&b, "null");
+    ox_buf_puts(&b, ", \"reasons\": {");
+    for (uint32_t i = 0; i < n_codes; i++)
+      ox_buf_printf(&b, "%s\"%s\": %u", i ? ", " : "", ox_reason_code_name((OxReasonCode)order[i]), counts[order[i]]);
+    ox_buf_puts(&b, "}, \"counters\": {");
+    for (uint32_t i = 0; i < t->n_counters; i++) {
+      if (i) ox_buf_puts(&b, ", ");
+      ox_cli_json_str(&b, t->counter_names[i]);
+      ox_buf_printf(&b, ": %lld", (long long)t->counter_values[i]);
+    }
+    ox_buf_puts(&b, "}, \"passes\": [");
+    ox_cli_json_pass_stats(&b, t);
+    ox_buf_puts(&b, "]}\n");
+  } else {
+    ox_buf_printf(&b, "%s: an Optimus trace of %s (input hash %s)\n", o->file,
+                  t->input_file && *t->input_file ? t->input_file : "an unnamed input",
+                  t->input_hash ? t->input_hash : "missing");
+    ox_buf_printf(&b, "checks: %s\n", t->checks && *t->checks ? t->checks : "none recorded");
+    ox_buf_printf(&b, "records: %u (%u applied, %u rejected, %u check failures) in %.3f s\n", t->n_steps,
+                  t->n_applied, t->n_rejected, t->n_check_failed, t->seconds);
+    if (t->cost.set) ox_buf_printf(&b, "estimated cost: %s\n", ox_cost_format_pair(&t->cost, cb, sizeof cb));
+    if (n_codes) {
+      ox_buf_puts(&b, "rejections by reason:");
+      for (uint32_t i = 0; i < n_codes; i++)
+        ox_buf_printf(&b, "%s %s %u", i ? "," : "", ox_reason_code_name((OxReasonCode)order[i]), counts[order[i]]);
+      ox_buf_putc(&b, '\n');
+    }
+    if (t->n_counters) {
+      ox_buf_puts(&b, "counters:");
+      for (uint32_t i = 0; i < t->n_counters; i++)
+        ox_buf_printf(&b, "%s %s %lld", i ? "," : "", t->counter_names[i], (long long)t->counter_values[i]);
+      ox_buf_putc(&b, '\n');
+    }
+    if (t->n_pass_stats) {
+      ox_buf_puts(&b, "time per pass:\n");
+      ox_cli_pass_table(t, t->seconds, &b);
+    } else {
+      ox_buf_puts(&b, "time per pass: none in this trace (written before 2026-12-07, or its table was left out)\n");
+    }
+  }
+  int status = ox_cli_write_stdout(b.data, b.len) ? EXIT_OK : EXIT_BAD;
+  ox_buf_free(&b);
+  ox_trace_free(t);
+  return status;
+}
+
 int ox_cli_cmd_info(int argc, char **argv) {
   CliOpts o = {.cmd = "info", .usage = usage_info};
   int rc =
       ox_cli_parse_args(&o, OPT_JSON | OPT_GRAPH | OPT_STRICT | OPT_FORMAT | OPT_INPUT_SHAPE, argc, argv);
   if (rc) return rc < 0 ? EXIT_OK : rc;
+  if (!o.format && file_is_trace(o.file)) {
+    if (o.graph > 1) return ox_cli_usage_error(&o, "%s", "--graph does not apply to a trace");
+    return info_trace(&o);
+  }
   OxDoc *doc = NULL;
   OxDiagList diags;
   int status = EXIT_OK;

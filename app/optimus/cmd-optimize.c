@@ -53,62 +53,6 @@ static int write_trace_file(const char *cmd, const char *path, const OxTrace *t,
   return ok ? EXIT_OK : EXIT_BAD;
 }
 
-/* The per-pass table of --profile: slowest first, passes that took under 0.05 ms and recorded
- * nothing summed in one line. */
-static int by_seconds_desc(const void *a, const void *b) {
-  const OxPassStat *x = *(const OxPassStat *const *)a, *y = *(const OxPassStat *const *)b;
-  if (x->seconds != y->seconds) return x->seconds < y->seconds ? 1 : -1;
-  return x < y ? -1 : x > y; /* equal times: pipeline order */
-}
-
-static void profile_table(const OxTrace *t, double run_seconds, OxBuf *b) {
-  const OxPassStat **order = malloc((t->n_pass_stats + 1) * sizeof *order);
-  char (*names)[96] = malloc((t->n_pass_stats + 1) * sizeof *names);
-  if (!order || !names) {
-    free(order);
-    free(names);
-    return;
-  }
-  for (uint32_t i = 0; i < t->n_pass_stats; i++) order[i] = &t->pass_stats[i];
-  qsort(order, t->n_pass_stats, sizeof *order, by_seconds_desc);
-  double total = run_seconds > 0 ? run_seconds : 1e-9, rest_s = 0;
-  uint32_t rest = 0;
-  static const char outside[] = "outside passes (hash, cost, sorting)";
-  int width = (int)sizeof outside - 1;
-  for (uint32_t i = 0; i < t->n_pass_stats; i++) {
-    const OxPassStat *e = order[i];
-    int n = e->runs > 1 ? snprintf(names[i], sizeof names[i], "%s (%s) x%u", e->pass, e->phase, e->runs)
-                        : snprintf(names[i], sizeof names[i], "%s (%s)", e->pass, e->phase);
-    if (n > width) width = n < (int)sizeof names[i] ? n : (int)sizeof names[i] - 1;
-  }
-  ox_buf_printf(b, "  %-*s %9s %6s %8s %8s %6s\n", width, "pass (phase)", "ms", "share", "applied", "rejected",
-                "failed");
-  for (uint32_t i = 0; i < t->n_pass_stats; i++) {
-    const OxPassStat *e = order[i];
-    if (e->seconds < 5e-5 && !e->applied && !e->rejected && !e->check_failed) {
-      rest++;
-      rest_s += e->seconds;
-      continue;
-    }
-    ox_buf_printf(b, "  %-*s %9.2f %5.1f%% %8u %8u %6u\n", width, names[i], e->seconds * 1e3, 100 * e->seconds / total,
-                  e->applied, e->rejected, e->check_failed);
-  }
-  if (rest) {
-    char what[64];
-    snprintf(what, sizeof what, "%u more with nothing to do", rest);
-    ox_buf_printf(b, "  %-*s %9.2f %5.1f%%\n", width, what, rest_s * 1e3, 100 * rest_s / total);
-  }
-  /* what the run did besides its passes: the input's hash, the graph's cost before and after,
-   * the sorts between passes */
-  double in_passes = 0;
-  for (uint32_t i = 0; i < t->n_pass_stats; i++) in_passes += t->pass_stats[i].seconds;
-  if (run_seconds > in_passes)
-    ox_buf_printf(b, "  %-*s %9.2f %5.1f%%\n", width, outside,
-                  (run_seconds - in_passes) * 1e3, 100 * (run_seconds - in_passes) / total);
-  free(names);
-  free(order);
-}
-
 int ox_cli_cmd_optimize(int argc, char **argv) {
   CliOpts o = {.cmd = "optimize", .usage = usage_optimize};
   int rc = ox_cli_parse_args(&o,
@@ -149,20 +93,9 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
                     before, ox_cli_count_nodes(g), res.applied, res.rejected, res.check_failures,
                     res.budget_stops, res.seconds);
       if (t && t->cost.set) {
-        static const char *const keys[3] = {"launches", "bytes", "flops"};
-        static const unsigned bits[3] = {OX_COST_LAUNCHES, OX_COST_BYTES, OX_COST_FLOPS};
-        const OxCost *x[2] = {&t->cost.before, &t->cost.after};
-        ox_buf_puts(&b, "\"cost\": {");
-        for (int k = 0; k < 3; k++) {
-          ox_buf_printf(&b, "%s\"%s\": [", k ? ", " : "", keys[k]);
-          for (int i = 0; i < 2; i++) {
-            uint64_t v = k == 0 ? x[i]->launches : k == 1 ? x[i]->bytes : x[i]->flops;
-            if (x[i]->unknown & bits[k]) ox_buf_printf(&b, "%snull", i ? ", " : "");
-            else ox_buf_printf(&b, "%s%llu", i ? ", " : "", (unsigned long long)v);
-          }
-          ox_buf_putc(&b, ']');
-        }
-        ox_buf_puts(&b, "}, \"counters\": {");
+        ox_buf_puts(&b, "\"cost\": ");
+        ox_cli_json_cost(&b, &t->cost);
+        ox_buf_puts(&b, ", \"counters\": {");
       } else {
         ox_buf_puts(&b, "\"counters\": {");
       }
@@ -172,15 +105,7 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
         ox_buf_printf(&b, ": %lld", (long long)res.counter_values[i]);
       }
       ox_buf_puts(&b, "}, \"passes\": [");
-      for (uint32_t i = 0; t && i < t->n_pass_stats; i++) {
-        const OxPassStat *e = &t->pass_stats[i];
-        ox_buf_puts(&b, i ? ", {\"pass\": " : "{\"pass\": ");
-        ox_cli_json_str(&b, e->pass);
-        ox_buf_printf(&b,
-                      ", \"phase\": \"%s\", \"seconds\": %.6f, \"runs\": %u, \"applied\": %u, \"rejected\": %u, "
-                      "\"check_failed\": %u}",
-                      e->phase, e->seconds, e->runs, e->applied, e->rejected, e->check_failed);
-      }
+      if (t) ox_cli_json_pass_stats(&b, t);
       ox_buf_puts(&b, "]}\n");
     } else {
       ox_buf_printf(
@@ -192,7 +117,7 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
       }
       for (uint32_t i = 0; i < res.n_counters; i++)
         ox_buf_printf(&b, "  %-40s %lld\n", res.counter_names[i], (long long)res.counter_values[i]);
-      if (o.profile && t) profile_table(t, res.seconds, &b);
+      if (o.profile && t) ox_cli_pass_table(t, res.seconds, &b);
       if (strcmp(o.output, "-") != 0) ox_buf_printf(&b, "wrote %s\n", o.output);
       if (o.trace) ox_buf_printf(&b, "wrote %s\n", o.trace);
     }
