@@ -887,6 +887,41 @@ static void test_families(void) {
   g_assert_false(ox_family_from_name("nope", &f));
 }
 
+/* A node with more inputs than any fixed buffer (a cat of 300 features, as recommendation
+ * models have): the shown frame has all its in-edges, and so has the union graph. */
+static void test_wide_fan_in(void) {
+  enum { K = 300 };
+  GString *fx = g_string_new("graph():\n    %x : [num_users=" G_STRINGIFY(K) "] = placeholder[target=x]\n");
+  for (int i = 0; i < K; i++)
+    g_string_append_printf(fx, "    %%r%d : [num_users=1] = call_function[target=torch.relu](args = (%%x,), kwargs = {})\n", i);
+  g_string_append(fx, "    %cat : [num_users=1] = call_function[target=torch.cat](args = ([");
+  for (int i = 0; i < K; i++) g_string_append_printf(fx, "%s%%r%d", i ? ", " : "", i);
+  g_string_append(fx, "], 1), kwargs = {})\n    return cat\n");
+  g_autofree char *dir = g_dir_make_tmp("ox-wide-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "wide.txt", NULL);
+  g_assert_true(g_file_set_contents(path, fx->str, -1, NULL));
+  g_string_free(fx, TRUE);
+  g_autoptr(OxDocument) d = ox_document_new();
+  GError *err = NULL;
+  g_assert_true(ox_document_load_file(d, path, NULL, &err));
+  g_assert_no_error(err);
+  const OxHistory *h = ox_document_get_history(d);
+  g_assert_nonnull(h);
+  guint32 cat = ox_history_uid(h, "cat", 0);
+  g_assert_cmpuint(cat, !=, 0);
+  guint n_edges;
+  const OxFrameEdge *e = ox_document_get_edges(d, &n_edges);
+  guint into_cat = 0;
+  for (guint i = 0; i < n_edges; i++) into_cat += e[i].to == cat;
+  g_assert_cmpuint(into_cat, ==, K);
+  OxFrameEdge *all = g_new(OxFrameEdge, K + 10);
+  g_assert_cmpuint(ox_document_in_edges(d, cat, all, K + 10), ==, K);
+  g_assert_cmpuint(ox_document_in_edges(d, cat, all, 10), ==, K); /* the count, past the room */
+  g_free(all);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/ui-model/load", test_load);
@@ -899,6 +934,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui-model/replay-equals-recorded", test_replay_equals_recorded);
   g_test_add_func("/ui-model/stepping", test_stepping);
   g_test_add_func("/ui-model/step-states", test_step_states);
+  g_test_add_func("/ui-model/wide-fan-in", test_wide_fan_in);
   g_test_add_func("/ui-model/union", test_union);
   g_test_add_func("/ui-model/selection", test_selection);
   g_test_add_func("/ui-model/search", test_search);

@@ -348,8 +348,8 @@ void ox_document_frame_update(OxDocument *self) {
 guint ox_document_in_edges(OxDocument *self, guint32 uid, OxFrameEdge *out, guint cap) {
   const OxHistory *h = self->history;
   if (!h || !uid || uid >= self->n_states || self->states[uid] == OX_NS_HIDDEN) return 0;
-  guint n = 0;
-  OxNodeId ins[256];
+  guint n = 0; /* edges found: those past cap are counted, not stored */
+  OxNodeId stack_ins[256], *ins = stack_ins;
   const char *name = h->name[uid];
   gboolean ghosts = !self->show_before && self->k_before != self->k_after;
   OxGraph *g = ox_document_get_graph(self);
@@ -357,21 +357,23 @@ guint ox_document_in_edges(OxDocument *self, guint32 uid, OxFrameEdge *out, guin
   gboolean removed = self->states[uid] == OX_NS_REMOVED && !self->show_before;
   if (!removed) {
     OxNodeId id = ox_graph_find(g, name);
-    guint32 m = id ? MIN(ox_graph_inputs(g, id, ins, G_N_ELEMENTS(ins)), G_N_ELEMENTS(ins)) : 0;
+    guint32 m = id ? ox_ui_inputs(g, id, stack_ins, G_N_ELEMENTS(stack_ins), &ins) : 0;
     for (guint32 i = 0; i < m; i++) {
       guint32 from = ox_history_uid(h, g->nodes[ins[i]].name, k);
-      if (from && n < cap) out[n++] = (OxFrameEdge){from, uid, FALSE};
+      if (from && n++ < cap) out[n - 1] = (OxFrameEdge){from, uid, FALSE};
     }
+    if (ins != stack_ins) g_free(ins);
   }
   if (ghosts) {
     OxGraph *gb = self->g_before;
     OxNodeId id = ox_graph_find(gb, name);
     if (id && ox_history_uid(h, name, self->k_before) == uid) {
-      guint32 m = MIN(ox_graph_inputs(gb, id, ins, G_N_ELEMENTS(ins)), G_N_ELEMENTS(ins));
+      guint32 m = ox_ui_inputs(gb, id, stack_ins, G_N_ELEMENTS(stack_ins), &ins);
       for (guint32 i = 0; i < m; i++) {
         guint32 from = ox_history_uid(h, gb->nodes[ins[i]].name, self->k_before);
-        if (from && (removed || self->states[from] == OX_NS_REMOVED) && n < cap) out[n++] = (OxFrameEdge){from, uid, TRUE};
+        if (from && (removed || self->states[from] == OX_NS_REMOVED) && n++ < cap) out[n - 1] = (OxFrameEdge){from, uid, TRUE};
       }
+      if (ins != stack_ins) g_free(ins);
     }
   }
   return n;
@@ -385,7 +387,14 @@ static void edges_update(OxDocument *self) {
   for (guint32 uid = 1; uid < self->n_states; uid++) {
     if (self->states[uid] == OX_NS_HIDDEN) continue;
     guint m = ox_document_in_edges(self, uid, buf, G_N_ELEMENTS(buf));
-    g_array_append_vals(self->edges, buf, m);
+    if (m <= G_N_ELEMENTS(buf)) {
+      g_array_append_vals(self->edges, buf, m);
+    } else { /* a node with more in-edges than buf holds: ask again with room for all */
+      OxFrameEdge *all = g_new(OxFrameEdge, m);
+      guint m2 = ox_document_in_edges(self, uid, all, m);
+      g_array_append_vals(self->edges, all, MIN(m, m2));
+      g_free(all);
+    }
   }
 }
 

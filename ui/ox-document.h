@@ -242,7 +242,8 @@ void ox_document_set_show_before(OxDocument *self, gboolean before);
 const guint8 *ox_document_get_node_states(OxDocument *self, guint *n_uids);
 const OxFrameEdge *ox_document_get_edges(OxDocument *self, guint *n_edges);
 /* The frame's in-edges of one uid (what get_edges lists with .to == uid), without computing
- * every edge: views of large graphs ask only for the nodes they show. Returns the count (<= cap). */
+ * every edge: views of large graphs ask only for the nodes they show. Returns how many there
+ * are; at most cap are stored (a caller with less room asks again with more). */
 guint ox_document_in_edges(OxDocument *self, guint32 uid, OxFrameEdge *out, guint cap);
 guint32 ox_document_get_anchor_uid(OxDocument *self);
 guint32 ox_document_uid_of(OxDocument *self, const char *name); /* in the shown graph, 0 if none */

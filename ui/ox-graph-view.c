@@ -803,6 +803,19 @@ static void draw_stub_label(OxGraphView *self, cairo_t *cr, TextPass *tp, const 
   }
 }
 
+
+/* uid's in-edges in the shown frame: into stack (room for cap) when they fit, else into a new
+ * array (g_free it when it is not stack): a cat of hundreds of inputs draws every edge. */
+static OxFrameEdge *in_edges(OxDocument *doc, guint32 uid, OxFrameEdge *stack, guint cap, guint *n) {
+  guint m = ox_document_in_edges(doc, uid, stack, cap);
+  if (m <= cap) {
+    *n = m;
+    return stack;
+  }
+  OxFrameEdge *all = g_new(OxFrameEdge, m);
+  *n = MIN(m, ox_document_in_edges(doc, uid, all, m));
+  return all;
+}
 static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
   OxGraphView *self = OX_GRAPH_VIEW(w);
   self->n_paints++;
@@ -864,11 +877,12 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
       }
     } else {
       /* the shown graph's edges among the scene's nodes, asked per node */
-      OxFrameEdge fe[256];
+      OxFrameEdge stack_fe[256];
       for (guint i = 0; i < n_boxes; i++) {
         guint32 uid = boxes[i].id;
         if (uid >= n || st[uid] == OX_NS_HIDDEN) continue;
-        guint m = ox_document_in_edges(self->doc, uid, fe, G_N_ELEMENTS(fe));
+        guint m;
+        OxFrameEdge *fe = in_edges(self->doc, uid, stack_fe, G_N_ELEMENTS(stack_fe), &m);
         for (guint j = 0; j < m; j++) {
           double bx, by, bw, bh;
           if (!ox_scene_box(self->scene, fe[j].from, &bx, &by, &bw, &bh)) continue;
@@ -880,6 +894,7 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
           const OxLayoutEdge *d = draw_edge(self, cr, fe[j].from, uid, fe[j].ghost, hot);
           if (d && d->stub) g_ptr_array_add(stubs, (gpointer)d);
         }
+        if (fe != stack_fe) g_free(fe);
       }
     }
     for (guint32 i = 0; i < n_boxes; i++) {
@@ -921,11 +936,12 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
     if (self->edge_labels && !overview && self->scale > 0.35) {
       /* shapes along the edges of the shown graph */
       const OxGraph *g = ox_document_get_graph(self->doc);
-      OxFrameEdge fe[256];
+      OxFrameEdge stack_fe[256];
       for (guint i = 0; i < n_boxes && g; i++) {
         guint32 uid = boxes[i].id;
         if (uid >= n || st[uid] == OX_NS_HIDDEN || !in_view(&boxes[i], vx0, vy0, vx1, vy1)) continue;
-        guint m = ox_document_in_edges(self->doc, uid, fe, G_N_ELEMENTS(fe));
+        guint m;
+        OxFrameEdge *fe = in_edges(self->doc, uid, stack_fe, G_N_ELEMENTS(stack_fe), &m);
         for (guint j = 0; j < m; j++) {
           const OxLayoutEdge *e = ox_scene_edge(self->scene, fe[j].from, uid);
           if (!e || e->stub || e->n_pts < 4) continue;
@@ -942,6 +958,7 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
           cairo_move_to(cr, e->pts[2 * mid] * self->scale + self->ox + 4, e->pts[2 * mid + 1] * self->scale + self->oy - 6);
           pango_cairo_show_layout(cr, tp.small);
         }
+        if (fe != stack_fe) g_free(fe);
       }
     }
     text_pass_clear(&tp);

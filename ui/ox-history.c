@@ -77,9 +77,8 @@ typedef struct {
  * cost k^2 per call (45 % of building the flat 100k run's history). */
 static void history_union_edges(OxHistory *h, const OxGraph *g, const guint32 *wuid, OxNodeId id, guint32 uid,
                                 UnionMarks *um) {
-  OxNodeId ins[256];
-  guint32 n_in = ox_graph_inputs(g, id, ins, G_N_ELEMENTS(ins));
-  if (n_in > G_N_ELEMENTS(ins)) n_in = G_N_ELEMENTS(ins);
+  OxNodeId stack_ins[256], *ins;
+  guint32 n_in = ox_ui_inputs(g, id, stack_ins, G_N_ELEMENTS(stack_ins), &ins);
   if (!n_in) return;
   if (h->u->n_nodes > um->cap) {
     guint32 old = um->cap;
@@ -110,6 +109,7 @@ static void history_union_edges(OxHistory *h, const OxGraph *g, const guint32 *w
   }
   if (changed) ox_graph_set_args(h->u, uid, ox_graph_value_seq(h->u, OX_V_TUPLE, items, m));
   if (items != stack_items) g_free(items);
+  if (ins != stack_ins) g_free(ins);
 }
 
 static void set_error(GError **error, const OxDiagList *d, const char *fallback) {

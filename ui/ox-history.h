@@ -31,6 +31,19 @@ G_BEGIN_DECLS
 
 #define OX_HISTORY_NEVER G_MAXUINT32
 
+/* Every unique input of node id of g (ox_graph_inputs: main thread): into stack (room for cap)
+ * when they fit, else into a new array (*out; g_free it when *out != stack). A node may have
+ * more inputs than any fixed buffer (a cat of hundreds of features). Returns the count. */
+static inline guint32 ox_ui_inputs(const OxGraph *g, OxNodeId id, OxNodeId *stack, guint32 cap, OxNodeId **out) {
+  guint32 n = ox_graph_inputs(g, id, stack, cap);
+  *out = stack;
+  if (n > cap) {
+    *out = g_new(OxNodeId, n);
+    n = ox_graph_inputs(g, id, *out, n);
+  }
+  return n;
+}
+
 typedef struct OxHistory OxHistory;
 /* One of the uids that had a name: a node created, or renamed, to it (a list per name). */
 typedef struct OxHistoryNamed {

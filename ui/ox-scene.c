@@ -137,13 +137,14 @@ guint64 ox_scene_subgraph_key(const OxGraph *g, const guint32 *ids, guint n, con
   for (guint i = 0; i < n; i++) in[sorted[i]] = 1;
   guint64 h = mix(0xcbf29ce484222325ull, options);
   h = mix(h, n);
-  OxNodeId ins[256];
+  OxNodeId stack_ins[256], *ins;
   for (guint i = 0; i < n; i++) {
     guint32 id = sorted[i];
     h = mix(h, identity ? identity[id] : id);
-    guint32 k = MIN(ox_graph_inputs(g, id, ins, G_N_ELEMENTS(ins)), G_N_ELEMENTS(ins));
+    guint32 k = ox_ui_inputs(g, id, stack_ins, G_N_ELEMENTS(stack_ins), &ins); /* every input: the key */
     for (guint32 j = 0; j < k; j++)
       if (in[ins[j]]) h = mix(h, ((guint64)(identity ? identity[ins[j]] : ins[j]) << 32) | 0x5eedu);
+    if (ins != stack_ins) g_free(ins);
   }
   g_free(in);
   g_free(sorted);
