@@ -1238,6 +1238,98 @@ static void test_record_data_text(void) {
   }
 }
 
+/* "b64" tensors (the bridge's form for large ones): every dtype decoded exactly from its
+ * little-endian bytes, by the fast read (kept as the string, decoded when needed) and the json-c
+ * read alike; written back as it came; anything not the one encoding falls back to json-c, which
+ * refuses it. */
+static void test_record_b64(void) {
+  /* f32 {1.5, -0.0, inf, 1e-45}, f64 {-2.25, nan}, f16 {1, -65504, 2^-24}, bf16 {1, -3}, i64 {-2^62-1, 7},
+   * i32 {-5, 2^31-1}, b8 {1, 0, 1} */
+  const char *rec =
+      "{\"inputs\": {\"a\": {\"dtype\": \"f32\", \"shape\": [4], \"b64\": \"AADAPwAAAIAAAIB/AQAAAA==\"}},"
+      " \"params\": {\"b\": {\"dtype\": \"f64\", \"shape\": [2], \"b64\": \"AAAAAAAAAsAAAAAAAAD4fw==\"},"
+      " \"c\": {\"dtype\": \"f16\", \"shape\": [3], \"b64\": \"ADz/+wEA\"},"
+      " \"d\": {\"dtype\": \"bf16\", \"shape\": [2], \"b64\": \"gD9AwA==\"},"
+      " \"e\": {\"dtype\": \"i64\", \"shape\": [2], \"b64\": \"/////////78HAAAAAAAAAA==\"},"
+      " \"f\": {\"dtype\": \"i32\", \"shape\": [2], \"b64\": \"+////////38=\"},"
+      " \"g\": {\"dtype\": \"b8\", \"shape\": [3], \"b64\": \"AQAB\"},"
+      " \"h\": {\"dtype\": \"f32\", \"shape\": [0], \"b64\": \"\"}},"
+      " \"outputs\": [{\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AADAPw==\"}]}";
+  unsigned streamed = 0;
+  char *text = record_doc(rec);
+  assert_same_reads("b64", text, strlen(text), &streamed);
+  g_assert_cmpuint(streamed, ==, 1);
+  OxDoc *doc = load_ok(text);
+  OxRecord *r = doc->record;
+  g_assert_true(r->inputs[0].raw && r->inputs[0].raw_b64); /* kept as the string */
+  char *w = write_doc(doc);
+  g_assert_nonnull(strstr(w, "\"b64\":\"/////////78HAAAAAAAAAA==\"")); /* written back as it came */
+  OxTensor *t = ox_record_input_new(r, "a");
+  g_assert_cmpfloat(t->data.f[0], ==, 1.5f);
+  g_assert_true(t->data.f[1] == 0 && signbit(t->data.f[1]));
+  g_assert_true(isinf(t->data.f[2]) && t->data.f[2] > 0);
+  g_assert_cmpfloat(t->data.f[3], ==, 1e-45f); /* the smallest subnormal */
+  ox_tensor_free(t);
+  t = ox_record_param_new(r, "b");
+  g_assert_cmpfloat(t->data.d[0], ==, -2.25);
+  g_assert_true(isnan(t->data.d[1]));
+  ox_tensor_free(t);
+  t = ox_record_param_new(r, "c");
+  g_assert_cmpfloat(t->data.f[0], ==, 1.0f);
+  g_assert_cmpfloat(t->data.f[1], ==, -65504.0f);
+  g_assert_cmpfloat(t->data.f[2], ==, ldexpf(1, -24)); /* f16's smallest subnormal */
+  ox_tensor_free(t);
+  t = ox_record_param_new(r, "d");
+  g_assert_cmpfloat(t->data.f[0], ==, 1.0f);
+  g_assert_cmpfloat(t->data.f[1], ==, -3.0f);
+  ox_tensor_free(t);
+  t = ox_record_param_new(r, "e");
+  g_assert_cmpint(t->data.i[0], ==, -(1ll << 62) - 1);
+  g_assert_cmpint(t->data.i[1], ==, 7);
+  ox_tensor_free(t);
+  t = ox_record_param_new(r, "f");
+  g_assert_cmpint(t->data.i[0], ==, -5);
+  g_assert_cmpint(t->data.i[1], ==, 2147483647);
+  ox_tensor_free(t);
+  t = ox_record_param_new(r, "g");
+  g_assert_true(t->data.b[0] == 1 && t->data.b[1] == 0 && t->data.b[2] == 1);
+  ox_tensor_free(t);
+  OxDoc *again = load_ok(w); /* and reads back the same */
+  char *w2 = write_doc(again);
+  g_assert_cmpstr(w, ==, w2);
+  g_free(w2);
+  ox_doc_free(again);
+  g_assert_true(ox_record_materialize(r)); /* decoded, then written as data, as the json-c read's */
+  g_free(w);
+  w = write_doc(doc);
+  g_assert_null(strstr(w, "\"b64\""));
+  g_assert_nonnull(strstr(w, "\"data\":[1.5,"));
+  g_free(w);
+  ox_doc_free(doc);
+  g_free(text);
+
+  static const char *const refused[] = {
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"b64\": \"AADAPw==\"}}}",      /* too short */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AADAPwAA\"}}}",      /* too long */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AADAPw=A\"}}}",      /* padding inside */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AADAPx==\"}}}",      /* bits past the end */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AAD-Pw==\"}}}",      /* not the alphabet */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AADA\\nPw==\"}}}",   /* a line break */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AADAP\\u0077==\"}}}", /* an escape */
+    "{\"inputs\": {\"x\": {\"dtype\": \"b8\", \"shape\": [1], \"b64\": \"Ag==\"}}}",           /* a bool byte 2 */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": 5}}}",
+    "{\"inputs\": {\"x\": {\"b64\": \"AADAPw==\", \"dtype\": \"f32\", \"shape\": [1]}}}",      /* b64 first */
+    "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AADAPw==\", \"data\": [1.5]}}}",
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(refused); i++) {
+    text = record_doc(refused[i]);
+    unsigned before = streamed;
+    assert_same_reads(refused[i], text, strlen(text), &streamed);
+    if (streamed != before) g_test_fail_printf("read fast: %s", refused[i]);
+    g_free(text);
+  }
+}
+
 /* The fixtures (hand-written and bridge-exported documents, several with a "record" of example
  * tensors): both reads agree; those without forward references are read fast. */
 static void test_streamed_fixtures(void) {
@@ -1415,6 +1507,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/json/streamed-values", test_streamed_values);
   g_test_add_func("/engine/json/streamed-fixtures", test_streamed_fixtures);
   g_test_add_func("/engine/json/record-data-text", test_record_data_text);
+  g_test_add_func("/engine/json/record-b64", test_record_b64);
   g_test_add_func("/engine/json/skip-value", test_skip_value);
   for (int nn = 1; nn <= 29; nn++) {
     char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);

@@ -604,8 +604,8 @@ static OxGraph *graph(Fast *f) {
  * needed. Whatever ox_record_from_json would not take as it is (or would warn about), and any
  * key order but dtype and shape before data, is a refusal. */
 
-enum { RT_DTYPE, RT_SHAPE, RT_DATA, RT_FILL };
-static const char *const tensor_keys[] = {"dtype", "shape", "data", "fill", NULL};
+enum { RT_DTYPE, RT_SHAPE, RT_DATA, RT_FILL, RT_B64 };
+static const char *const tensor_keys[] = {"dtype", "shape", "data", "fill", "b64", NULL};
 static const char *const fill_keys[] = {"kind", "scale", "freq", "phase", NULL};
 
 /* A number as ox_record_from_json's num_of takes one. */
@@ -642,10 +642,11 @@ static bool rec_tensor(Fast *f, OxRecord *r, OxRecordSection sec, const char *na
       }
       numel = ox_shape_numel(fill.rank, fill.shape);
       if (numel < 0 || numel > OX_RECORD_MAX_ELEMS) return false;
-    } else if (k == RT_DATA) {
-      if ((seen & 3u) != 3u) return false; /* the array is read for the dtype and shape */
+    } else if (k == RT_DATA || k == RT_B64) {
+      if ((seen & 3u) != 3u) return false; /* the value is read for the dtype and shape */
       data_s = ox_json_lex_value_start(&f->x);
-      size_t n = ox_record_data_scan(f->x.t + data_s, f->x.len - data_s, fill.dtype, numel);
+      size_t n = k == RT_DATA ? ox_record_data_scan(f->x.t + data_s, f->x.len - data_s, fill.dtype, numel)
+                              : ox_record_b64_scan(f->x.t + data_s, f->x.len - data_s, fill.dtype, numel);
       if (!n || !ox_json_lex_take(&f->x, data_s, data_s + n)) return false;
       data_e = data_s + n;
     } else {
@@ -663,10 +664,14 @@ static bool rec_tensor(Fast *f, OxRecord *r, OxRecordSection sec, const char *na
       fill.present = true;
     }
   }
-  /* dtype, shape, and exactly one of data and fill */
-  if ((seen & 3u) != 3u || ((seen >> 2) & 3u) == 0 || ((seen >> 2) & 3u) == 3u) return false;
+  /* dtype, shape, and exactly one of data, fill and b64 */
+  unsigned body = (seen >> 2) & 7u;
+  if ((seen & 3u) != 3u || (body != 1u && body != 2u && body != 4u)) return false;
   if (fill.present)
     ox_record_add_fill(r, sec, name, &fill);
+  else if (seen & (1u << RT_B64))
+    ox_record_add_b64_text(r, sec, name, fill.dtype, fill.rank, fill.shape, f->x.t + data_s, data_e - data_s,
+                           f->borrow_text);
   else
     ox_record_add_data_text(r, sec, name, fill.dtype, fill.rank, fill.shape, f->x.t + data_s, data_e - data_s,
                             f->borrow_text);

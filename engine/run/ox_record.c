@@ -81,6 +81,166 @@ void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name,
   e->raw = copy;
 }
 
+void ox_record_add_b64_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
+                            const int64_t *shape, const char *raw, size_t raw_len, bool borrow) {
+  ox_record_add_data_text(r, sec, name, dtype, rank, shape, raw, raw_len, borrow);
+  OxRecordTensor *e = sec == OX_RECORD_INPUTS   ? &r->inputs[r->n_inputs - 1]
+                      : sec == OX_RECORD_PARAMS ? &r->params[r->n_params - 1]
+                                                : &r->outputs[r->n_outputs - 1];
+  e->raw_b64 = true;
+}
+
+/* ---- base64 (RFC 4648): the bytes of a tensor's values, little-endian */
+
+/* The alphabet's values, -1 for every other byte (a table: a 460 MB record is scanned at memory
+ * speed, not a branch chain per character). */
+static const signed char b64_table[256] = {
+#define N16 -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
+  N16, N16,
+  -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 62, -1, -1, -1, 63,                 /* '+' '/' */
+  52, 53, 54, 55, 56, 57, 58, 59, 60, 61, -1, -1, -1, -1, -1, -1,                 /* '0'-'9' */
+  -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,                           /* 'A'-'O' */
+  15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, -1, -1, -1, -1, -1,                 /* 'P'-'Z' */
+  -1, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,                 /* 'a'-'o' */
+  41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, -1, -1, -1, -1, -1,                 /* 'p'-'z' */
+  N16, N16, N16, N16, N16, N16, N16, N16,
+#undef N16
+};
+
+static int b64_val(unsigned char c) { return b64_table[c]; }
+
+/* Bytes per value of a dtype in a "b64" string; 0 when the dtype has no such form. */
+static size_t b64_elem_size(OxDType dt) {
+  switch (dt) {
+  case OX_DT_F32:
+  case OX_DT_I32: return 4;
+  case OX_DT_F64:
+  case OX_DT_I64: return 8;
+  case OX_DT_F16:
+  case OX_DT_BF16: return 2;
+  case OX_DT_BOOL: return 1;
+  default: return 0;
+  }
+}
+
+/* The content of a "b64" string (without its quotes) is the one encoding of numel values of
+ * dtype: the right length, the alphabet, '=' padding only at the end, zero bits past the last
+ * byte, and for b8 every byte 0 or 1. */
+static bool b64_valid(const unsigned char *p, size_t len, OxDType dtype, int64_t numel) {
+  size_t es = b64_elem_size(dtype);
+  if (!es || numel < 0) return false;
+  uint64_t bytes = (uint64_t)numel * es;
+  if ((uint64_t)len != (bytes + 2) / 3 * 4) return false;
+  size_t pad = bytes % 3 == 0 ? 0 : 3 - bytes % 3;
+  /* the whole groups before the last one: the alphabet only (bool values checked below) */
+  size_t head = len >= 4 ? len - 4 : 0;
+  if (dtype != OX_DT_BOOL) {
+    int bad = 0;
+    for (size_t i = 0; i < head; i++) bad |= b64_table[p[i]];
+    if (bad < 0) return false;
+  } else {
+    head = 0;
+  }
+  uint64_t out = (uint64_t)head / 4 * 3;
+  for (size_t i = head; i < len; i += 4) {
+    uint32_t acc = 0;
+    for (size_t k = 0; k < 4; k++) {
+      bool padding = i + k >= len - pad;
+      int x = padding ? (p[i + k] == '=' ? 0 : -1) : b64_val(p[i + k]);
+      if (x < 0) return false;
+      acc = acc << 6 | (uint32_t)x;
+    }
+    unsigned char g[3] = {(unsigned char)(acc >> 16), (unsigned char)(acc >> 8), (unsigned char)acc};
+    for (int k = 0; k < 3; k++, out++) {
+      if (out >= bytes) {
+        if (g[k]) return false; /* bits past the last byte must be zero */
+      } else if (dtype == OX_DT_BOOL && g[k] > 1) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+size_t ox_record_b64_scan(const char *s, size_t n, OxDType dtype, int64_t numel) {
+  size_t es = b64_elem_size(dtype);
+  if (!es || numel < 0 || n < 2 || s[0] != '"') return 0;
+  uint64_t want = ((uint64_t)numel * es + 2) / 3 * 4;
+  if (want + 2 > n || s[want + 1] != '"') return 0;
+  return b64_valid((const unsigned char *)s + 1, (size_t)want, dtype, numel) ? (size_t)want + 2 : 0;
+}
+
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (!man) {
+      bits = sign;
+    } else { /* subnormal: normalize */
+      int e = -1;
+      do {
+        e++;
+        man <<= 1;
+      } while (!(man & 0x400));
+      bits = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | man << 13;
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | man << 13;
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* One value of t from its little-endian bytes v. */
+static bool b64_store(OxTensor *t, int64_t idx, const unsigned char *v) {
+  switch (t->dtype) {
+  case OX_DT_F32: memcpy(&t->data.f[idx], v, 4); return true; /* little-endian hosts (x86, arm64) */
+  case OX_DT_F64: memcpy(&t->data.d[idx], v, 8); return true;
+  case OX_DT_F16: t->data.f[idx] = half_to_float((uint16_t)(v[0] | v[1] << 8)); return true;
+  case OX_DT_BF16: {
+    uint32_t bits = (uint32_t)(v[0] | v[1] << 8) << 16;
+    memcpy(&t->data.f[idx], &bits, 4);
+    return true;
+  }
+  case OX_DT_I64: memcpy(&t->data.i[idx], v, 8); return true;
+  case OX_DT_I32: {
+    int32_t x;
+    memcpy(&x, v, 4);
+    t->data.i[idx] = x;
+    return true;
+  }
+  case OX_DT_BOOL:
+    t->data.b[idx] = v[0];
+    return v[0] <= 1;
+  default: return false;
+  }
+}
+
+bool ox_record_b64_decode(const char *b64, size_t len, OxTensor *t) {
+  if (!b64_valid((const unsigned char *)b64, len, t->dtype, t->numel)) return false;
+  size_t es = b64_elem_size(t->dtype), have = 0;
+  uint64_t bytes = (uint64_t)t->numel * es, out = 0;
+  unsigned char v[8];
+  int64_t idx = 0;
+  for (size_t i = 0; i < len; i += 4) {
+    uint32_t acc = 0;
+    for (size_t k = 0; k < 4; k++) {
+      unsigned char c = (unsigned char)b64[i + k];
+      acc = acc << 6 | (uint32_t)(c == '=' ? 0 : b64_val(c));
+    }
+    unsigned char g[3] = {(unsigned char)(acc >> 16), (unsigned char)(acc >> 8), (unsigned char)acc};
+    for (int k = 0; k < 3 && out < bytes; k++, out++) {
+      v[have++] = g[k];
+      if (have < es) continue;
+      have = 0;
+      if (!b64_store(t, idx++, v)) return false;
+    }
+  }
+  return idx == t->numel;
+}
+
 bool ox_record_borrows(const OxRecord *r) {
   const OxRecordTensor *secs[3] = {r->inputs, r->params, r->outputs};
   uint32_t ns[3] = {r->n_inputs, r->n_params, r->n_outputs};
@@ -195,6 +355,14 @@ size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel
  * memory. Each value becomes what ox_record_from_json makes of it. The text may be a span of a
  * larger one (not NUL-terminated at its ']'): every value read ends at a ',', ']' or blank. */
 static OxTensor *tensor_of_text(const OxRecordTensor *e) {
+  if (e->raw_b64) { /* checked by ox_record_b64_scan when it was read */
+    OxTensor *t = ox_tensor_new_unset(e->fill.dtype, e->fill.rank, e->fill.shape);
+    if (t && !ox_record_b64_decode(e->raw + 1, e->raw_len - 2, t)) {
+      ox_tensor_free(t);
+      t = NULL;
+    }
+    return t;
+  }
   OxTensor *t = ox_tensor_new(e->fill.dtype, e->fill.rank, e->fill.shape);
   if (!t) return NULL;
   bool ints = ox_dtype_storage(e->fill.dtype) == OX_ST_I64;
@@ -236,6 +404,7 @@ bool ox_record_materialize(OxRecord *r) {
       if (e->raw_owned) free((char *)e->raw);
       e->raw = NULL;
       e->raw_len = 0;
+      e->raw_b64 = false;
       memset(&e->fill, 0, sizeof e->fill);
     }
   return true;
@@ -315,11 +484,44 @@ static int read_tensor(json_object *o, const char *where, OxTensor **out, OxReco
     RERR(d, "record: %s: %lld elements exceed the limit of %lld", where, (long long)numel, (long long)OX_RECORD_MAX_ELEMS);
     return -1;
   }
+  json_object *jb64 = NULL;
   bool has_data = json_object_object_get_ex(o, "data", &jdata);
   bool has_fill = json_object_object_get_ex(o, "fill", &jfill);
-  if (has_data == has_fill) {
-    RERR(d, "record: %s: needs exactly one of \"data\" and \"fill\"", where);
+  bool has_b64 = json_object_object_get_ex(o, "b64", &jb64);
+  if (has_data + has_fill + has_b64 != 1) {
+    RERR(d, "record: %s: needs exactly one of \"data\", \"b64\" and \"fill\"", where);
     return -1;
+  }
+  if (has_b64) {
+    if (json_object_get_type(jb64) != json_type_string) {
+      RERR(d, "record: %s: \"b64\" must be a string", where);
+      return -1;
+    }
+    size_t es = b64_elem_size(dt);
+    if (!es) {
+      RERR(d, "record: %s: \"b64\" has no form for dtype %s", where, ox_dtype_abbr(dt));
+      return -1;
+    }
+    size_t len = (size_t)json_object_get_string_len(jb64);
+    uint64_t want = ((uint64_t)numel * es + 2) / 3 * 4;
+    if (len != want) {
+      RERR(d, "record: %s: \"b64\" has %zu characters, %lld %s values need %llu", where, len, (long long)numel,
+           ox_dtype_abbr(dt), (unsigned long long)want);
+      return -1;
+    }
+    OxTensor *t = ox_tensor_new_unset(dt, (int32_t)rank, shape);
+    if (!t) {
+      RERR(d, "record: %s: out of memory for %lld elements", where, (long long)numel);
+      return -1;
+    }
+    if (!ox_record_b64_decode(json_object_get_string(jb64), len, t)) {
+      RERR(d, "record: %s: \"b64\" is not the base64 (RFC 4648, '=' padding) of %lld %s values%s", where,
+           (long long)numel, ox_dtype_abbr(dt), dt == OX_DT_BOOL ? " (bytes 0 or 1)" : "");
+      ox_tensor_free(t);
+      return -1;
+    }
+    *out = t;
+    return 0;
   }
   if (has_data) {
     OxTensor *t = ox_tensor_new(dt, (int32_t)rank, shape);
@@ -495,7 +697,7 @@ static void put_tensor(OxBuf *b, const OxRecordTensor *e) {
     ox_buf_puts(b, "}}");
     return;
   }
-  ox_buf_puts(b, ",\"data\":");
+  ox_buf_puts(b, e->raw && e->raw_b64 ? ",\"b64\":" : ",\"data\":");
   if (e->raw) { /* as it came, a megabyte at a time into a streaming output */
     for (size_t off = 0; off < e->raw_len;) {
       size_t n = e->raw_len - off < OX_BUF_DRAIN_BYTES ? e->raw_len - off : OX_BUF_DRAIN_BYTES;

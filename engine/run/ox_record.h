@@ -49,6 +49,7 @@ typedef struct OxRecordTensor {
   const char *raw;
   size_t raw_len;
   bool raw_owned;    /* raw is its own allocation (else a span of the record's text) */
+  bool raw_b64;      /* raw is a "b64" string (quotes included), not a "data" array */
 } OxRecordTensor;
 
 typedef struct OxRecord {
@@ -90,6 +91,9 @@ typedef enum OxRecordSection { OX_RECORD_INPUTS, OX_RECORD_PARAMS, OX_RECORD_OUT
  * for outputs. */
 void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
                              const int64_t *shape, const char *raw, size_t raw_len, bool borrow);
+/* The same for a "b64" string that ox_record_b64_scan took (raw: the string, quotes included). */
+void ox_record_add_b64_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
+                            const int64_t *shape, const char *raw, size_t raw_len, bool borrow);
 /* Whether some tensor of r is kept as a borrowed span of text. */
 bool ox_record_borrows(const OxRecord *r);
 /* Appends a fill recipe (fill->present set). */
@@ -106,6 +110,14 @@ bool ox_record_special_value(const char *s, size_t n, double *out);
  * false); 0 for anything else (the caller then reads the record with json-c, which says what is
  * wrong). Nothing is converted: it is a scan at a few bytes a nanosecond. */
 size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel);
+/* The same for a "b64" value: the length of the JSON string at s[0, n) (quotes included) when it
+ * is the standard base64 (RFC 4648, '=' padding, no line breaks) of exactly numel values of
+ * dtype as little-endian bytes (f32/i32 4 bytes, f64/i64 8, f16/bf16 2, b8 1 byte of 0 or 1);
+ * 0 for anything else. */
+size_t ox_record_b64_scan(const char *s, size_t n, OxDType dtype, int64_t numel);
+/* Decodes such a string's content (between the quotes) into t (dtype and numel as scanned);
+ * false on any fault (then t is partly written). */
+bool ox_record_b64_decode(const char *b64, size_t len, OxTensor *t);
 /* Converts every tensor kept as data text into values (written then as %.17g numbers, as the
  * tree read's are: the two reads of a document then write the same text). false when out of
  * memory (the tensors converted so far stay converted). */

@@ -329,6 +329,25 @@ class BridgeTests(unittest.TestCase):
         for t in (torch.tensor([[True, False]]), torch.tensor([-(2 ** 62), 7]),
                   torch.tensor([3], dtype=torch.int32)):
             self.assertTrue(torch.equal(ox.tensor_from_json(ox.tensor_to_json(t)), t))
+        # 64 values and more: "b64", the values' bytes (every dtype; -0.0 and subnormals kept)
+        for t in (torch.rand(8, 9, generator=g) > 0.5, torch.arange(-40, 40) * (2 ** 56),
+                  torch.arange(-40, 40, dtype=torch.int32) * 50_000_000,
+                  torch.tensor([-0.0, 1e-45, -3e-39] * 30), torch.tensor([-0.0, 6e-8] * 40, dtype=torch.float16)):
+            enc = ox.tensor_to_json(t)
+            self.assertIn("b64", enc, t.dtype)
+            back = ox.tensor_from_json(json.loads(json.dumps(enc)))
+            self.assertEqual(back.dtype, t.dtype)
+            self.assertEqual(back.shape, t.shape)
+            if t.is_floating_point():
+                self.assertTrue(torch.equal(back.view(torch.int32 if t.dtype == torch.float32 else torch.int16),
+                                            t.view(torch.int32 if t.dtype == torch.float32 else torch.int16)))
+            else:
+                self.assertTrue(torch.equal(back, t))
+        for bad in ({"dtype": "f32", "shape": [2], "b64": "AADAPw=="},       # one value for two
+                    {"dtype": "f32", "shape": [1], "b64": "AAD*Pw=="},       # not base64
+                    {"dtype": "b8", "shape": [1], "b64": "Ag=="}):           # a bool byte 2
+            with self.assertRaises(ValueError, msg=str(bad)):
+                ox.tensor_from_json(bad)
         f = ox.tensor_from_json({"dtype": "f32", "shape": [2, 2],
                                  "fill": {"kind": "sin", "scale": 0.5, "freq": 0.7, "phase": 0.1}})
         import math
