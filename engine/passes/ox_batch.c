@@ -533,6 +533,7 @@ typedef struct Eng {
   uint32_t cap;
   NodeState *ns;
   uint32_t bfs_epoch;
+  uint32_t dirty_serial; /* mark_dirty calls: a node too wide for the list is tried once per step */
   /* the inputs of every node when the pass began, in the BFS's visit order (args then kwargs,
    * depth first, duplicates kept): in_ids[ns.in_start .. + ns.in_cnt]. A node a fuse rewired or
    * created, or with more inputs than in_cnt holds, has in_cnt IN_GRAPH: read from the graph. */
@@ -1694,14 +1695,39 @@ static void assign_positions(Eng *e) {
   }
 }
 
-/* After a step (kept or rolled back): room for the nodes it created, and the nodes whose inputs
- * it changed are read from the graph from now on. */
+static bool shortcuts;
+static void csr_value(Eng *e, const OxValue *v);
+
+/* After a step (kept or rolled back): room for the nodes it created, and those nodes and the
+ * nodes whose inputs it changed get their inputs listed (again), at the end of the input list
+ * (old entries are left unused): the searches keep reading a flat list, not the node's argument tree (a rewired
+ * 128-input cat was read through its tree by every later search that passed it, half of a
+ * pointwise batch pass's instructions). Without shortcuts they are read from the graph. */
 static void mark_dirty(Eng *e) {
   eng_grow(e);
   uint32_t n;
   const OxEdit *ed = ox_graph_txn_edits(e->g, &n);
   for (uint32_t i = 0; i < n; i++)
     if (ed[i].kind == OX_EDIT_ARGS || ed[i].kind == OX_EDIT_REPLACE) e->ns[ed[i].node].in_cnt = IN_GRAPH;
+  if (!shortcuts || !e->in_ids) return;
+  if (++e->dirty_serial == UINT32_MAX) e->dirty_serial = 1; /* in_start of an IN_GRAPH node is free */
+  for (uint32_t i = 0; i < n; i++) {
+    if (ed[i].kind != OX_EDIT_ARGS && ed[i].kind != OX_EDIT_REPLACE && ed[i].kind != OX_EDIT_ADD) continue;
+    OxNodeId id = ed[i].node;
+    const OxNode *x = &e->g->nodes[id];
+    /* listed already in this step, or found too wide for the list */
+    if (e->ns[id].in_cnt != IN_GRAPH || x->erased || e->ns[id].in_start == e->dirty_serial) continue;
+    uint32_t s0 = e->n_in;
+    csr_value(e, &x->args);
+    csr_value(e, &x->kwargs);
+    if (e->n_in - s0 < IN_GRAPH) {
+      e->ns[id].in_start = s0;
+      e->ns[id].in_cnt = (uint16_t)(e->n_in - s0);
+    } else {
+      e->n_in = s0; /* 65535 inputs or more: read from the graph */
+      e->ns[id].in_start = e->dirty_serial;
+    }
+  }
 }
 
 /* ------------------------------------------------------------------ one fused subset */
@@ -1760,7 +1786,7 @@ static bool fuse(Eng *e, const OxNodeId *sub, uint32_t n, int32_t key) {
 
 /* ------------------------------------------------------------------ the sweep */
 
-static void q_push(Eng *e, uint32_t *n, OxNodeId id, uint8_t d) {
+static inline void q_push(Eng *e, uint32_t *n, OxNodeId id, uint8_t d) {
   if (*n == e->cap_q) {
     e->cap_q = e->cap_q ? e->cap_q * 2 : 256;
     e->q = ox_xrealloc(e->q, e->cap_q * sizeof *e->q);
@@ -1796,8 +1822,16 @@ static void bfs_value(BfsCtx *b, const OxValue *v) {
 static void bfs_inputs(BfsCtx *b, OxNodeId n) {
   Eng *e = b->e;
   if (e->ns[n].in_cnt != IN_GRAPH) {
+    /* the common case, inline: a visit per input of every node a search passes (millions) */
     const OxNodeId *in = e->in_ids + e->ns[n].in_start;
-    for (uint32_t i = 0, cnt = e->ns[n].in_cnt; i < cnt; i++) bfs_visit(b, in[i]);
+    NodeState *ns = e->ns;
+    const uint32_t epoch = e->bfs_epoch;
+    for (uint32_t i = 0, cnt = ns[n].in_cnt; i < cnt; i++) {
+      OxNodeId x = in[i];
+      if (ns[x].bfs == epoch) continue;
+      ns[x].bfs = epoch;
+      q_push(e, b->n, x, b->d);
+    }
     return;
   }
   const OxNode *x = &e->g->nodes[n];
