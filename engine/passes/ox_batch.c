@@ -535,8 +535,9 @@ typedef struct Eng {
   uint32_t bfs_epoch;
   uint32_t dirty_serial; /* mark_dirty calls: a node too wide for the list is tried once per step */
   /* the inputs of every node when the pass began, in the BFS's visit order (args then kwargs,
-   * depth first, duplicates kept): in_ids[ns.in_start .. + ns.in_cnt]. A node a fuse rewired or
-   * created, or with more inputs than in_cnt holds, has in_cnt IN_GRAPH: read from the graph. */
+   * depth first, duplicates kept): in_ids[ns.in_start .. + ns.in_cnt]; a node a step rewired or
+   * created is listed again at the end (mark_dirty). A node with more inputs than in_cnt holds
+   * has in_cnt IN_GRAPH: read from the graph. */
   OxNodeId *in_ids;
   uint32_t n_in, cap_in;
   /* keys */
@@ -1698,6 +1699,18 @@ static void assign_positions(Eng *e) {
 static bool shortcuts;
 static void csr_value(Eng *e, const OxValue *v);
 
+/* Node id's inputs were appended at in_ids[s0..n_in): they are its list from now on; or, 65535
+ * or more, they are dropped and it is read from the graph (false). */
+static bool csr_commit(Eng *e, OxNodeId id, uint32_t s0) {
+  if (e->n_in - s0 >= IN_GRAPH) {
+    e->n_in = s0;
+    return false;
+  }
+  e->ns[id].in_start = s0;
+  e->ns[id].in_cnt = (uint16_t)(e->n_in - s0);
+  return true;
+}
+
 /* After a step (kept or rolled back): room for the nodes it created, and those nodes and the
  * nodes whose inputs it changed get their inputs listed (again), at the end of the input list
  * (old entries are left unused): the searches keep reading a flat list, not the node's argument tree (a rewired
@@ -1720,13 +1733,7 @@ static void mark_dirty(Eng *e) {
     uint32_t s0 = e->n_in;
     csr_value(e, &x->args);
     csr_value(e, &x->kwargs);
-    if (e->n_in - s0 < IN_GRAPH) {
-      e->ns[id].in_start = s0;
-      e->ns[id].in_cnt = (uint16_t)(e->n_in - s0);
-    } else {
-      e->n_in = s0; /* 65535 inputs or more: read from the graph */
-      e->ns[id].in_start = e->dirty_serial;
-    }
+    if (!csr_commit(e, id, s0)) e->ns[id].in_start = e->dirty_serial;
   }
 }
 
@@ -1804,7 +1811,8 @@ typedef struct BfsCtx {
 
 /* The BFS's inner loop (every node's inputs, from every root): the visit order of
  * ox_value_foreach_node over args then kwargs, without a callback per reference. */
-static void bfs_visit(BfsCtx *b, OxNodeId x) {
+/* inline: a visit per input of every node a search passes (millions a pass) */
+static inline void bfs_visit(BfsCtx *b, OxNodeId x) {
   if (b->e->ns[x].bfs != b->e->bfs_epoch) {
     b->e->ns[x].bfs = b->e->bfs_epoch;
     q_push(b->e, b->n, x, b->d);
@@ -1822,16 +1830,8 @@ static void bfs_value(BfsCtx *b, const OxValue *v) {
 static void bfs_inputs(BfsCtx *b, OxNodeId n) {
   Eng *e = b->e;
   if (e->ns[n].in_cnt != IN_GRAPH) {
-    /* the common case, inline: a visit per input of every node a search passes (millions) */
     const OxNodeId *in = e->in_ids + e->ns[n].in_start;
-    NodeState *ns = e->ns;
-    const uint32_t epoch = e->bfs_epoch;
-    for (uint32_t i = 0, cnt = ns[n].in_cnt; i < cnt; i++) {
-      OxNodeId x = in[i];
-      if (ns[x].bfs == epoch) continue;
-      ns[x].bfs = epoch;
-      q_push(e, b->n, x, b->d);
-    }
+    for (uint32_t i = 0, cnt = e->ns[n].in_cnt; i < cnt; i++) bfs_visit(b, in[i]);
     return;
   }
   const OxNode *x = &e->g->nodes[n];
@@ -1947,12 +1947,7 @@ static void order_near_init(Eng *e, const uint8_t *has_op) {
       }
       ns[id].near = d;
     }
-    if (e->n_in - s0 < IN_GRAPH) {
-      ns[id].in_start = s0;
-      ns[id].in_cnt = (uint16_t)(e->n_in - s0);
-    } else {
-      e->n_in = s0; /* 65535 inputs or more: read from the graph */
-    }
+    csr_commit(e, id, s0);
   }
 }
 
