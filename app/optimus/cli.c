@@ -686,16 +686,30 @@ void ox_cli_pass_table(const OxTrace *t, double run_seconds, OxBuf *b) {
   free(order);
 }
 
+void ox_cli_json_pass_counts(OxBuf *b, const OxPassStat *e) {
+  ox_buf_printf(b, "\"seconds\": %.6f, \"runs\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u",
+                e->seconds, e->runs, e->applied, e->rejected, e->check_failed);
+}
+
 void ox_cli_json_pass_stats(OxBuf *b, const OxTrace *t) {
   for (uint32_t i = 0; i < t->n_pass_stats; i++) {
     const OxPassStat *e = &t->pass_stats[i];
     ox_buf_puts(b, i ? ", {\"pass\": " : "{\"pass\": ");
     ox_cli_json_str(b, e->pass);
-    ox_buf_printf(b,
-                  ", \"phase\": \"%s\", \"seconds\": %.6f, \"runs\": %u, \"applied\": %u, \"rejected\": %u, "
-                  "\"check_failed\": %u}",
-                  e->phase, e->seconds, e->runs, e->applied, e->rejected, e->check_failed);
+    ox_buf_printf(b, ", \"phase\": \"%s\", ", e->phase);
+    ox_cli_json_pass_counts(b, e);
+    ox_buf_putc(b, '}');
   }
+}
+
+void ox_cli_json_counters(OxBuf *b, const char *const *names, const int64_t *values, uint32_t n) {
+  ox_buf_putc(b, '{');
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) ox_buf_puts(b, ", ");
+    ox_cli_json_str(b, names[i]);
+    ox_buf_printf(b, ": %lld", (long long)values[i]);
+  }
+  ox_buf_putc(b, '}');
 }
 
 /* {"launches": [b, a], "bytes": [b, a], "flops": [b, a]}, null for an unknown value (the trace's

@@ -166,6 +166,10 @@ int ox_cli_usage_error(const CliOpts *o, const char *fmt, const char *arg);
  * (optimize --profile, info of a trace); as JSON array items (without the brackets). */
 void ox_cli_pass_table(const OxTrace *t, double run_seconds, OxBuf *b);
 void ox_cli_json_pass_stats(OxBuf *b, const OxTrace *t);
+/* One pass's "seconds", "runs", "applied", "rejected", "check_failed" members (no braces). */
+void ox_cli_json_pass_counts(OxBuf *b, const OxPassStat *e);
+/* {"name": value, ...} of a trace's or a run's counters. */
+void ox_cli_json_counters(OxBuf *b, const char *const *names, const int64_t *values, uint32_t n);
 /* A cost pair as the trace writes it: {"launches": [b, a], "bytes": [b, a], "flops": [b, a]}. */
 void ox_cli_json_cost(OxBuf *b, const OxCostPair *p);
 bool ox_cli_write_stdout(const char *data, size_t len);

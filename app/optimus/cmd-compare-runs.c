@@ -92,8 +92,9 @@ static void json_stat(OxBuf *b, const OxPassStat *s) {
     ox_buf_puts(b, "null");
     return;
   }
-  ox_buf_printf(b, "{\"seconds\": %.6f, \"runs\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u}",
-                s->seconds, s->runs, s->applied, s->rejected, s->check_failed);
+  ox_buf_putc(b, '{');
+  ox_cli_json_pass_counts(b, s);
+  ox_buf_putc(b, '}');
 }
 
 static double pair_change(const PassPair *p) {

@@ -286,13 +286,9 @@ static int info_trace(const CliOpts *o) {
     ox_buf_puts(&b, ", \"reasons\": {");
     for (uint32_t i = 0; i < n_codes; i++)
       ox_buf_printf(&b, "%s\"%s\": %u", i ? ", " : "", ox_reason_code_name((OxReasonCode)order[i]), counts[order[i]]);
-    ox_buf_puts(&b, "}, \"counters\": {");
-    for (uint32_t i = 0; i < t->n_counters; i++) {
-      if (i) ox_buf_puts(&b, ", ");
-      ox_cli_json_str(&b, t->counter_names[i]);
-      ox_buf_printf(&b, ": %lld", (long long)t->counter_values[i]);
-    }
-    ox_buf_puts(&b, "}, \"passes\": [");
+    ox_buf_puts(&b, "}, \"counters\": ");
+    ox_cli_json_counters(&b, t->counter_names, t->counter_values, t->n_counters);
+    ox_buf_puts(&b, ", \"passes\": [");
     ox_cli_json_pass_stats(&b, t);
     ox_buf_puts(&b, "]}\n");
   } else {

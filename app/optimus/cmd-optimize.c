@@ -95,16 +95,11 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
       if (t && t->cost.set) {
         ox_buf_puts(&b, "\"cost\": ");
         ox_cli_json_cost(&b, &t->cost);
-        ox_buf_puts(&b, ", \"counters\": {");
-      } else {
-        ox_buf_puts(&b, "\"counters\": {");
+        ox_buf_puts(&b, ", ");
       }
-      for (uint32_t i = 0; i < res.n_counters; i++) {
-        if (i) ox_buf_puts(&b, ", ");
-        ox_cli_json_str(&b, res.counter_names[i]);
-        ox_buf_printf(&b, ": %lld", (long long)res.counter_values[i]);
-      }
-      ox_buf_puts(&b, "}, \"passes\": [");
+      ox_buf_puts(&b, "\"counters\": ");
+      ox_cli_json_counters(&b, res.counter_names, res.counter_values, res.n_counters);
+      ox_buf_puts(&b, ", \"passes\": [");
       if (t) ox_cli_json_pass_stats(&b, t);
       ox_buf_puts(&b, "]}\n");
     } else {
