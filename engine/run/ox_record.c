@@ -63,8 +63,9 @@ static OxRecordTensor *push_to(OxRecord *r, OxRecordSection sec, const char *nam
   return push(&r->outputs, &r->n_outputs, NULL, NULL);
 }
 
-void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
-                             const int64_t *shape, const char *raw, size_t raw_len, bool borrow) {
+/* A tensor kept as text (a "data" array or a "b64" string): the new entry. */
+static OxRecordTensor *add_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
+                                const int64_t *shape, const char *raw, size_t raw_len, bool borrow) {
   OxRecordTensor *e = push_to(r, sec, name);
   e->fill.dtype = dtype;
   e->fill.rank = rank;
@@ -73,21 +74,23 @@ void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name,
   e->raw_owned = !borrow;
   if (borrow) {
     e->raw = raw;
-    return;
+    return e;
   }
   char *copy = ox_xrealloc(NULL, raw_len + 1);
   memcpy(copy, raw, raw_len);
   copy[raw_len] = 0;
   e->raw = copy;
+  return e;
+}
+
+void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
+                             const int64_t *shape, const char *raw, size_t raw_len, bool borrow) {
+  add_text(r, sec, name, dtype, rank, shape, raw, raw_len, borrow);
 }
 
 void ox_record_add_b64_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
                             const int64_t *shape, const char *raw, size_t raw_len, bool borrow) {
-  ox_record_add_data_text(r, sec, name, dtype, rank, shape, raw, raw_len, borrow);
-  OxRecordTensor *e = sec == OX_RECORD_INPUTS   ? &r->inputs[r->n_inputs - 1]
-                      : sec == OX_RECORD_PARAMS ? &r->params[r->n_params - 1]
-                                                : &r->outputs[r->n_outputs - 1];
-  e->raw_b64 = true;
+  add_text(r, sec, name, dtype, rank, shape, raw, raw_len, borrow)->raw_b64 = true;
 }
 
 /* ---- base64 (RFC 4648): the bytes of a tensor's values, little-endian */
