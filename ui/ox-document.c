@@ -379,6 +379,17 @@ guint ox_document_in_edges(OxDocument *self, guint32 uid, OxFrameEdge *out, guin
   return n;
 }
 
+OxFrameEdge *ox_document_in_edges_all(OxDocument *self, guint32 uid, OxFrameEdge *stack, guint cap, guint *n) {
+  guint m = ox_document_in_edges(self, uid, stack, cap);
+  if (m <= cap) {
+    *n = m;
+    return stack;
+  }
+  OxFrameEdge *all = g_new(OxFrameEdge, m); /* a node with more in-edges than stack holds */
+  *n = MIN(m, ox_document_in_edges(self, uid, all, m));
+  return all;
+}
+
 static void edges_update(OxDocument *self) {
   g_array_set_size(self->edges, 0);
   self->edges_dirty = FALSE;
@@ -386,15 +397,10 @@ static void edges_update(OxDocument *self) {
   OxFrameEdge buf[512];
   for (guint32 uid = 1; uid < self->n_states; uid++) {
     if (self->states[uid] == OX_NS_HIDDEN) continue;
-    guint m = ox_document_in_edges(self, uid, buf, G_N_ELEMENTS(buf));
-    if (m <= G_N_ELEMENTS(buf)) {
-      g_array_append_vals(self->edges, buf, m);
-    } else { /* a node with more in-edges than buf holds: ask again with room for all */
-      OxFrameEdge *all = g_new(OxFrameEdge, m);
-      guint m2 = ox_document_in_edges(self, uid, all, m);
-      g_array_append_vals(self->edges, all, MIN(m, m2));
-      g_free(all);
-    }
+    guint m;
+    OxFrameEdge *fe = ox_document_in_edges_all(self, uid, buf, G_N_ELEMENTS(buf), &m);
+    g_array_append_vals(self->edges, fe, m);
+    if (fe != buf) g_free(fe);
   }
 }
 

@@ -245,6 +245,9 @@ const OxFrameEdge *ox_document_get_edges(OxDocument *self, guint *n_edges);
  * every edge: views of large graphs ask only for the nodes they show. Returns how many there
  * are; at most cap are stored (a caller with less room asks again with more). */
 guint ox_document_in_edges(OxDocument *self, guint32 uid, OxFrameEdge *out, guint cap);
+/* All of them: into stack (room for cap) when they fit, else into a new array (g_free it when it
+ * is not stack); *n their count. A cat of hundreds of inputs has every edge. */
+OxFrameEdge *ox_document_in_edges_all(OxDocument *self, guint32 uid, OxFrameEdge *stack, guint cap, guint *n);
 guint32 ox_document_get_anchor_uid(OxDocument *self);
 guint32 ox_document_uid_of(OxDocument *self, const char *name); /* in the shown graph, 0 if none */
 

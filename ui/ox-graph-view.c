@@ -804,18 +804,6 @@ static void draw_stub_label(OxGraphView *self, cairo_t *cr, TextPass *tp, const 
 }
 
 
-/* uid's in-edges in the shown frame: into stack (room for cap) when they fit, else into a new
- * array (g_free it when it is not stack): a cat of hundreds of inputs draws every edge. */
-static OxFrameEdge *in_edges(OxDocument *doc, guint32 uid, OxFrameEdge *stack, guint cap, guint *n) {
-  guint m = ox_document_in_edges(doc, uid, stack, cap);
-  if (m <= cap) {
-    *n = m;
-    return stack;
-  }
-  OxFrameEdge *all = g_new(OxFrameEdge, m);
-  *n = MIN(m, ox_document_in_edges(doc, uid, all, m));
-  return all;
-}
 static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
   OxGraphView *self = OX_GRAPH_VIEW(w);
   self->n_paints++;
@@ -882,7 +870,7 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
         guint32 uid = boxes[i].id;
         if (uid >= n || st[uid] == OX_NS_HIDDEN) continue;
         guint m;
-        OxFrameEdge *fe = in_edges(self->doc, uid, stack_fe, G_N_ELEMENTS(stack_fe), &m);
+        OxFrameEdge *fe = ox_document_in_edges_all(self->doc, uid, stack_fe, G_N_ELEMENTS(stack_fe), &m);
         for (guint j = 0; j < m; j++) {
           double bx, by, bw, bh;
           if (!ox_scene_box(self->scene, fe[j].from, &bx, &by, &bw, &bh)) continue;
@@ -941,7 +929,7 @@ static void ox_graph_view_snapshot(GtkWidget *w, GtkSnapshot *snap) {
         guint32 uid = boxes[i].id;
         if (uid >= n || st[uid] == OX_NS_HIDDEN || !in_view(&boxes[i], vx0, vy0, vx1, vy1)) continue;
         guint m;
-        OxFrameEdge *fe = in_edges(self->doc, uid, stack_fe, G_N_ELEMENTS(stack_fe), &m);
+        OxFrameEdge *fe = ox_document_in_edges_all(self->doc, uid, stack_fe, G_N_ELEMENTS(stack_fe), &m);
         for (guint j = 0; j < m; j++) {
           const OxLayoutEdge *e = ox_scene_edge(self->scene, fe[j].from, uid);
           if (!e || e->stub || e->n_pts < 4) continue;
