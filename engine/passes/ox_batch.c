@@ -1129,13 +1129,13 @@ static int32_t match(Eng *e, OxNodeId id) {
   if (e->ns[id].key != KEY_UNKNOWN) return e->ns[id].key;
   const OxBatchRule *r = e->r;
   OxGraph *g = e->g;
-  const OxNode *n = &g->nodes[id];
   int32_t key = KEY_NONE;
-  const OxSpelling *sp = NULL;
-  OxOpId op = n->op == OX_OP_CALL_FUNCTION || n->op == OX_OP_CALL_METHOD || n->op == OX_OP_CALL_MODULE
-                  ? ox_op_of_node(g, n, &sp)
-                  : OX_OPID_NONE;
-  if (op != OX_OPID_NONE && (op == r->op || op == r->op2) && sp && (r->levels & (1u << sp->level))) {
+  /* the op index answers for the nodes of other ops (most of those a search visits) without
+   * reading them: the first visit of each node was a cache miss per node and pass */
+  const OxSpelling *sp = ox_opix_spelling(ox_op_index(g, id));
+  OxOpId op = sp ? sp->op : OX_OPID_NONE;
+  if (op != OX_OPID_NONE && (op == r->op || op == r->op2) && (r->levels & (1u << sp->level))) {
+    const OxNode *n = &g->nodes[id];
     OxOpArgs a;
     char err[256];
     if (ox_op_normalize(g, n, &a, err, sizeof err) != 0) {

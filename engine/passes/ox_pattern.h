@@ -158,9 +158,11 @@ typedef struct OxPatFailure {
   /* Arguments formatted only when the failure is reported (most failures inside a match are
    * overwritten by a later one): lazy[i] 'P' = description of pattern lazy_pat[i], 'V' = the
    * value lazy_val[i] (of graph lazy_g), 'S' = the string lazy_str[i] (interned in lazy_g or
-   * static: node names, targets), 0 = args[i] holds the text. ox_pat_match returns its failure
-   * with every argument formatted. */
+   * static: node names, targets), 'N' / 'T' = the name / target (module type for call_module)
+   * of node lazy_id[i] of lazy_g (read when reported: a failed op test need not read the node),
+   * 0 = args[i] holds the text. ox_pat_match returns its failure with every argument formatted. */
   uint8_t lazy[OX_REASON_MAX_ARGS];
+  OxNodeId lazy_id[OX_REASON_MAX_ARGS];
   const struct OxPat *lazy_pat[OX_REASON_MAX_ARGS];
   const char *lazy_str[OX_REASON_MAX_ARGS];
   OxValue lazy_val[OX_REASON_MAX_ARGS];
