@@ -22,6 +22,9 @@
  *    unbounded DFS is O(k^2 (V+E)) per group).
  *  - rejection records are deduplicated per (rule, code, nodes): the BFS meets the same
  *    node from many roots, the trace stays proportional to the graph.
+ *  - the search's input lists (in_ids) are the graph's inputs of every listed node after every
+ *    step (mark_dirty lists again what a step rewired or created), so the next batch pass of
+ *    the run may take them over (OxBatchShare: the driver forgets them before any other pass).
  * Requires: ctx->g toposorted (the driver sorts before each pass). Preserves: acyclicity,
  * topological list order, meta on every new node (inferred, device carried over).
  */
@@ -540,6 +543,7 @@ typedef struct Eng {
    * has in_cnt IN_GRAPH: read from the graph. */
   OxNodeId *in_ids;
   uint32_t n_in, cap_in;
+  bool lists_kept; /* in_ids and the ns lists came from the run's previous batch pass, up to date */
   /* keys */
   char **keys;
   uint32_t n_keys, cap_keys;
@@ -602,6 +606,49 @@ static void eng_free(Eng *e) {
   free(e->moved);
   free(e->moved_pos);
   free(e->aw);
+}
+
+struct OxBatchShare {
+  Eng *e; /* NULL: nothing kept */
+};
+
+OxBatchShare *ox_batch_share_new(void) { return ox_xcalloc(1, sizeof(OxBatchShare)); }
+
+void ox_batch_share_forget(OxBatchShare *share) {
+  if (!share || !share->e) return;
+  eng_free(share->e);
+  free(share->e);
+  share->e = NULL;
+}
+
+void ox_batch_share_free(OxBatchShare *share) {
+  ox_batch_share_forget(share);
+  free(share);
+}
+
+/* A kept engine made ready for another rule: what belongs to a pass (keys, groups, rejection
+ * dedupe, the step in progress, each node's key, fused flag and pruning bound) is reset; the
+ * arrays, epochs and the input lists stay. */
+static void eng_reset_for_pass(Eng *e) {
+  for (uint32_t i = 0; i < e->n_keys; i++) free(e->keys[i]);
+  e->n_keys = 0;
+  for (uint32_t i = 0; i < e->ktab_cap; i++) e->ktab[i] = -1;
+  e->n_groups = 0;
+  if (e->seen) memset(e->seen, 0, e->cap_seen * sizeof *e->seen);
+  e->n_seen = 0;
+  e->anchor = 0;
+  e->first_new = 0;
+  e->emit_ok = true;
+  e->emit_err[0] = 0;
+  e->n_moved = 0;
+  e->n_aw = 0;
+  e->root = 0;
+  memset(e->meta_text, 0, sizeof e->meta_text);
+  for (uint32_t i = 0; i < e->cap; i++) {
+    e->ns[i].key = KEY_UNKNOWN;
+    e->ns[i].fused = 0;
+    e->ns[i].near = 0;
+  }
 }
 
 static int32_t key_intern(Eng *e, const char *s) {
@@ -1931,23 +1978,33 @@ static void order_near_init(Eng *e, const uint8_t *has_op) {
     return;
   }
   NodeState *ns = e->ns;
-  e->n_in = 0;
+  bool kept = e->lists_kept;
+  if (!kept) e->n_in = 0;
   OX_GRAPH_FOREACH(g, id) {
-    const OxNode *n = &g->nodes[id];
     pos[id] = k++;
-    uint32_t s0 = e->n_in;
-    csr_value(e, &n->args);
-    csr_value(e, &n->kwargs);
+    /* a kept list is this node's inputs (the previous batch pass kept it up to date) */
+    uint32_t s0, s1;
+    bool listed = kept && ns[id].in_cnt != IN_GRAPH;
+    if (listed) {
+      s0 = ns[id].in_start;
+      s1 = s0 + ns[id].in_cnt;
+    } else {
+      const OxNode *n = &g->nodes[id];
+      s0 = e->n_in;
+      csr_value(e, &n->args);
+      csr_value(e, &n->kwargs);
+      s1 = e->n_in;
+    }
     if (has_op) {
       uint8_t d = NEAR_FAR;
-      for (uint32_t i = s0; i < e->n_in && d > 1; i++) {
+      for (uint32_t i = s0; i < s1 && d > 1; i++) {
         OxNodeId x = e->in_ids[i];
         uint8_t dx = has_op[x] ? 1 : (uint8_t)(ns[x].near >= NEAR_FAR - 1 ? NEAR_FAR : ns[x].near + 1);
         if (dx < d) d = dx;
       }
       ns[id].near = d;
     }
-    csr_commit(e, id, s0);
+    if (!listed) csr_commit(e, id, s0);
   }
 }
 
@@ -1961,16 +2018,11 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   OxGraph *g = c->g;
   OxPassOptions defaults;
   if (!c->opt) ox_pass_options_default(&defaults);
-  Eng e;
-  memset(&e, 0, sizeof e);
-  e.c = c;
-  e.g = g;
-  e.r = r;
-  e.o = c->opt ? c->opt : &defaults;
-  e.rec = c->trace && c->record_rejections;
+  const OxPassOptions *o = c->opt ? c->opt : &defaults;
+  bool rec = c->trace && c->record_rejections;
   /* a subset of one is not a batch, and fusing it again and again would never end */
-  int min = e.o->min_fuse_set_size > 2 ? e.o->min_fuse_set_size : 2;
-  int max = e.o->max_fuse_set_size > min ? e.o->max_fuse_set_size : min;
+  int min = o->min_fuse_set_size > 2 ? o->min_fuse_set_size : 2;
+  int max = o->max_fuse_set_size > min ? o->max_fuse_set_size : min;
   /* nothing to do unless the rule's op occurs */
   uint32_t present = 0;
   uint8_t *has_op = ox_xcalloc(g->n_nodes ? g->n_nodes : 1, 1);
@@ -1981,10 +2033,21 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
       has_op[id] = 1;
     }
   }
-  if (present == 0 || (!e.rec && (int)present < min)) {
+  if (present == 0 || (!rec && (int)present < min)) {
     free(has_op);
     return 0;
   }
+  /* the engine of the run's previous batch pass, if the driver kept one for this graph */
+  OxBatchShare *share = c->batch_share;
+  if (share && share->e && share->e->g != g) ox_batch_share_forget(share);
+  Eng *ep = share && share->e ? share->e : ox_xcalloc(1, sizeof *ep);
+  Eng e = *ep; /* on the stack while the pass runs */
+  if (share && share->e) eng_reset_for_pass(&e);
+  e.c = c;
+  e.g = g;
+  e.r = r;
+  e.o = o;
+  e.rec = rec;
   eng_grow(&e);
   int depth = e.o->max_fuse_search_depth;
   bool prune = shortcuts && depth < NEAR_FAR - 1;
@@ -2017,7 +2080,15 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
       greedy_fini(&gr);
     }
   }
-  eng_free(&e);
+  if (share) { /* kept for the next batch pass: every step's changes are listed (mark_dirty) */
+    e.lists_kept = shortcuts && e.in_ids;
+    e.c = NULL;
+    *ep = e;
+    share->e = ep;
+  } else {
+    eng_free(&e);
+    free(ep);
+  }
   return applied;
 }
 

@@ -83,6 +83,16 @@ void ox_batch_set_shortcuts(bool on);
 /* OxPassFn for every built-in batch pass: looks the rule up by ctx->pass->name. */
 int ox_batch_pass_run(OxPassCtx *ctx);
 
+/* The batch engine's state kept from one batch pass to the next of a run (ctx->batch_share):
+ * its per-node arrays and the search's input lists, which a pass keeps right through its own
+ * steps. The driver makes one per run and forgets it before any other kind of pass (which may
+ * change the graph behind the lists), and frees it at the end; without one (NULL) each pass
+ * builds its state afresh (tests compare the two). */
+typedef struct OxBatchShare OxBatchShare;
+OxBatchShare *ox_batch_share_new(void);
+void ox_batch_share_forget(OxBatchShare *share); /* frees what it holds; may be reused */
+void ox_batch_share_free(OxBatchShare *share);
+
 /* ------------------------------------------------------------------ positions */
 
 /* Topological positions of the nodes of a graph (indexed by node id): pos[a] < pos[b] for

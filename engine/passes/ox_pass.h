@@ -195,6 +195,9 @@ struct OxPassCtx {
    * its next anchor or root (loops ask ox_pass_stopped). */
   OxPassBudget *budget;
   bool stop;
+  /* batch passes: the engine state kept from the run's previous batch pass (ox_batch.h); NULL:
+   * none */
+  struct OxBatchShare *batch_share;
 };
 
 /* Whether the pass must return now (a budget ran out; the wall clock is read every 64 calls). */

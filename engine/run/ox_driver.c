@@ -22,6 +22,7 @@
 
 #include "ir/ox_buf.h"
 #include "ir/ox_mem.h"
+#include "passes/ox_batch.h"
 #include "passes/ox_pass.h"
 
 static double now_s(void) {
@@ -358,8 +359,11 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
   bool cost_fresh = !own && !trace->cost.set;
   if (cost_fresh) trace->cost.before = ox_cost_graph(g);
   int rc = 0;
+  /* the batch engine's state, kept from one batch pass to the next while no other pass runs */
+  OxBatchShare *share = ox_batch_share_new();
   for (uint32_t i = 0; i < p->n && rc == 0; i++) {
     const OxPipelineEntry *e = &p->entries[i];
+    if (e->pass->run != ox_batch_pass_run) ox_batch_share_forget(share);
     int reps = e->opt.counter > 0 ? e->opt.counter : 1;
     OxPassBudget budget;
     budget_init(&budget, &p->budget, g);
@@ -380,6 +384,7 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
       c.vetoes = vetoes;
       c.n_vetoes = n_vetoes;
       c.budget = &budget;
+      c.batch_share = share;
       uint32_t applied0 = trace->n_applied, rejected0 = trace->n_rejected, failed0 = trace->n_check_failed;
       double tp = now_s();
       int n = e->pass->run(&c);
@@ -411,6 +416,7 @@ int ox_optimize_vetoed(OxGraph *g, const OxPipeline *p, const OxStepVeto *vetoes
       if (rc || stopped) break;
     }
   }
+  ox_batch_share_free(share);
   if (rc == 0 && !ox_graph_stable_toposort(g)) {
     ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "optimized graph has a cycle");
     rc = -1;
