@@ -141,7 +141,7 @@ static void test_replace_and_erase(void) {
   g_assert_cmpuint(g->n_live, ==, 4);
   g_assert_cmpint(verify_errors(g, true), ==, 0);
   /* the tombstone still knows where to continue */
-  g_assert_cmpuint(g->nodes[relu].next, ==, sig);
+  g_assert_cmpuint(g->link[relu].next, ==, sig);
   int count = 0;
   OX_GRAPH_FOREACH(g, id) {
     g_assert_false(g->nodes[id].erased);
@@ -694,8 +694,8 @@ static void assert_same_graph(OxGraph *a, OxGraph *b) {
     g_assert_cmpint(p->meta.kind, ==, q->meta.kind);
     g_assert_cmpuint(p->n_provenance, ==, q->n_provenance);
     g_assert_cmpuint(ox_graph_find(a, p->name), ==, x);
-    x = p->next;
-    y = q->next;
+    x = a->link[x].next;
+    y = b->link[y].next;
   }
 }
 

@@ -96,8 +96,8 @@ static bool graph_same(const OxGraph *a, const OxGraph *b, bool same_ids, GStrin
   if (a->n_live != b->n_live) return differ(why, "graph %s: %u vs %u live nodes", a->name, a->n_live, b->n_live);
   OxNodeId ia = a->head, ib = b->head;
   for (;;) {
-    while (ia && a->nodes[ia].erased) ia = a->nodes[ia].next;
-    while (ib && b->nodes[ib].erased) ib = b->nodes[ib].next;
+    while (ia && a->nodes[ia].erased) ia = a->link[ia].next;
+    while (ib && b->nodes[ib].erased) ib = b->link[ib].next;
     if (!ia || !ib) break;
     const OxNode *x = &a->nodes[ia], *y = &b->nodes[ib];
     const char *nm = x->name;
@@ -123,8 +123,8 @@ static bool graph_same(const OxGraph *a, const OxGraph *b, bool same_ids, GStrin
     for (uint32_t i = 0; i < x->n_users; i++)
       if (!str_same(a->nodes[x->users[i]].name, b->nodes[y->users[i]].name))
         return differ(why, "node %s: users[%u] differ", nm, i);
-    ia = x->next;
-    ib = y->next;
+    ia = a->link[ia].next;
+    ib = b->link[ib].next;
   }
   if (a->n_subgraphs != b->n_subgraphs) return differ(why, "graph %s: subgraph count", a->name);
   for (uint32_t i = 0; i < a->n_subgraphs; i++)

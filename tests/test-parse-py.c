@@ -185,7 +185,7 @@ static void test_crlf_same(void) {
   g_assert_cmpuint(b.d.n, ==, 0);
   g_assert_cmpuint(count_live(ga), ==, count_live(gb));
   OxNodeId x = ga->head, y = gb->head;
-  for (; x && y; x = ga->nodes[x].next, y = gb->nodes[y].next) {
+  for (; x && y; x = ga->link[x].next, y = gb->link[y].next) {
     g_assert_cmpstr(ga->nodes[x].name, ==, gb->nodes[y].name);
     g_assert_cmpstr(ga->nodes[x].target, ==, gb->nodes[y].target);
     g_assert_true(ox_value_equal(&ga->nodes[x].args, &gb->nodes[y].args));
@@ -723,7 +723,7 @@ static void test_external(void) {
   g_assert_cmpuint(m->flags & OX_NODE_EXTERNAL, !=, 0);
   g_assert_cmpuint(count_flag(g, OX_NODE_EXTERNAL), ==, 1);
   /* inputs stay first */
-  g_assert_cmpstr(g->nodes[g->nodes[g->head].next].name, ==, "missing");
+  g_assert_cmpstr(g->nodes[g->link[g->head].next].name, ==, "missing");
   assert_verified(g, true);
   unload(&l);
   load_strict(&l, src);

@@ -54,7 +54,7 @@ static OxGraph *sample(void) {
 static int pass_relu_relu(OxPassCtx *c) {
   int applied = 0;
   OxGraph *g = c->g;
-  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+  for (OxNodeId id = g->head; id; id = g->link[id].next) {
     OxNode *n = &g->nodes[id];
     if (n->erased || strcmp(n->target, "torch.relu") != 0) continue;
     OxNodeId in = n->args.u.items[0].u.node;
@@ -86,7 +86,7 @@ static int pass_relu_relu(OxPassCtx *c) {
 static int pass_bad_values(OxPassCtx *c) {
   OxGraph *g = c->g;
   int applied = 0;
-  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+  for (OxNodeId id = g->head; id; id = g->link[id].next) {
     if (g->nodes[id].erased || strcmp(g->nodes[id].target, "torch.tanh") != 0) continue;
     ox_step_begin(c, "tanh_to_sigmoid", id);
     ox_step_matched(c, &id, 1);
@@ -103,7 +103,7 @@ static int pass_bad_values(OxPassCtx *c) {
 /* A broken pass: tanh(x) -> sum(x, 1). Wrong shape: the shape check sees it. */
 static int pass_bad_shape(OxPassCtx *c) {
   OxGraph *g = c->g;
-  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+  for (OxNodeId id = g->head; id; id = g->link[id].next) {
     if (g->nodes[id].erased || strcmp(g->nodes[id].target, "torch.tanh") != 0) continue;
     ox_step_begin(c, "tanh_to_sum", id);
     ox_step_matched(c, &id, 1);
@@ -848,7 +848,7 @@ static void test_numeric_reduced_size(void) {
 /* linear(x, w) -> matmul(x, t(w)): a correct rewrite whose regions hold matmuls. */
 static int pass_linear_to_matmul(OxPassCtx *c) {
   OxGraph *g = c->g;
-  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+  for (OxNodeId id = g->head; id; id = g->link[id].next) {
     if (g->nodes[id].erased || strcmp(g->nodes[id].target, "torch.nn.functional.linear") != 0) continue;
     ox_step_begin(c, "linear_to_matmul", id);
     ox_step_matched(c, &id, 1);
@@ -974,7 +974,7 @@ static void test_numeric_shrink_keeps_leading_dim(void) {
  * the added nodes spell the row size out. */
 static int pass_relu_reshaped(OxPassCtx *c) {
   OxGraph *g = c->g;
-  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+  for (OxNodeId id = g->head; id; id = g->link[id].next) {
     const OxNode *n = &g->nodes[id];
     if (n->erased || strcmp(n->target, "torch.relu") != 0) continue;
     OxNodeId x = n->args.u.items[0].u.node;

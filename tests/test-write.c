@@ -435,8 +435,8 @@ static bool fx_same(const OxGraph *a, const OxGraph *b, GString *why) {
   }
   OxNodeId ia = a->head, ib = b->head;
   for (;;) {
-    while (ia && a->nodes[ia].erased) ia = a->nodes[ia].next;
-    while (ib && b->nodes[ib].erased) ib = b->nodes[ib].next;
+    while (ia && a->nodes[ia].erased) ia = a->link[ia].next;
+    while (ib && b->nodes[ib].erased) ib = b->link[ib].next;
     if (!ia || !ib) break;
     const OxNode *x = &a->nodes[ia], *y = &b->nodes[ib];
     const char *what = NULL;
@@ -459,8 +459,8 @@ static bool fx_same(const OxGraph *a, const OxGraph *b, GString *why) {
       }
       return false;
     }
-    ia = x->next;
-    ib = y->next;
+    ia = a->link[ia].next;
+    ib = b->link[ib].next;
   }
   if (a->n_subgraphs != b->n_subgraphs) {
     g_string_append_printf(why, "graph %s: %u vs %u subgraphs", a->name, a->n_subgraphs, b->n_subgraphs);

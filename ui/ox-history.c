@@ -218,8 +218,8 @@ static const char *rev_str(OxTrace *rev, const OxGraph *g, const char *str) {
 
 /* The nearest live node before id in the order (0 = id is first). */
 static OxNodeId live_prev(const OxGraph *g, OxNodeId id) {
-  OxNodeId p = g->nodes[id].prev;
-  while (p && g->nodes[p].erased) p = g->nodes[p].prev;
+  OxNodeId p = g->link[id].prev;
+  while (p && g->nodes[p].erased) p = g->link[p].prev;
   return p;
 }
 

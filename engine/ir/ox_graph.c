@@ -142,11 +142,19 @@ static void metatab_free(struct OxMetaTab *m);
 
 /* ------------------------------------------------------------------ graph lifetime */
 
+/* The node array and the order links grow together (cap_nodes entries each). */
+static void nodes_resize(OxGraph *g, uint32_t cap) {
+  g->nodes = ox_big_realloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes, (size_t)cap * sizeof *g->nodes);
+  g->link = ox_big_realloc(g->link, (size_t)g->cap_nodes * sizeof *g->link, (size_t)cap * sizeof *g->link);
+  g->cap_nodes = cap;
+}
+
 static OxGraph *graph_new(OxStrTab *strings) {
   OxGraph *g = ox_xcalloc(1, sizeof *g);
   g->cap_nodes = 64;
   g->nodes = ox_big_realloc(NULL, 0, g->cap_nodes * sizeof *g->nodes);
   memset(g->nodes, 0, g->cap_nodes * sizeof *g->nodes);
+  g->link = ox_xcalloc(g->cap_nodes, sizeof *g->link);
   g->n_nodes = 1; /* id 0 = none */
   /* strings in the table's own arena, so that another graph (a trace's pool) can share them */
   g->strings = strings ? ox_strtab_ref(strings) : ox_strtab_new(NULL);
@@ -165,6 +173,7 @@ void ox_graph_free(OxGraph *g) {
   for (uint32_t i = 0; i < g->n_subgraphs; i++) ox_graph_free(g->subgraphs[i]);
   free(g->subgraphs);
   ox_big_free(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes);
+  ox_big_free(g->link, (size_t)g->cap_nodes * sizeof *g->link);
   free(g->mark);
   for (int k = 0; k < OX_GRAPH_KEYSLOTS; k++) {
     free(g->keyslots[k].gen);
@@ -651,16 +660,16 @@ bool ox_graph_rename(OxGraph *g, OxNodeId id, const char *name) {
 static void olab_place(OxGraph *g, OxNodeId id);
 
 static void link_after(OxGraph *g, OxNodeId id, OxNodeId prev) {
-  OxNode *n = &g->nodes[id];
-  OxNodeId next = prev ? g->nodes[prev].next : g->head;
+  OxLink *n = &g->link[id];
+  OxNodeId next = prev ? g->link[prev].next : g->head;
   n->prev = prev;
   n->next = next;
   if (prev)
-    g->nodes[prev].next = id;
+    g->link[prev].next = id;
   else
     g->head = id;
   if (next)
-    g->nodes[next].prev = id;
+    g->link[next].prev = id;
   else
     g->tail = id;
   g->order_dirty = true;
@@ -668,13 +677,13 @@ static void link_after(OxGraph *g, OxNodeId id, OxNodeId prev) {
 }
 
 static void unlink_node(OxGraph *g, OxNodeId id) {
-  OxNode *n = &g->nodes[id];
+  const OxLink *n = &g->link[id];
   if (n->prev)
-    g->nodes[n->prev].next = n->next;
+    g->link[n->prev].next = n->next;
   else
     g->head = n->next;
   if (n->next)
-    g->nodes[n->next].prev = n->prev;
+    g->link[n->next].prev = n->prev;
   else
     g->tail = n->prev;
   g->order_dirty = true;
@@ -701,7 +710,7 @@ static void olab_reserve(OxGraph *g) {
 static void olab_relabel_all(OxGraph *g) {
   olab_reserve(g);
   uint64_t l = 0;
-  for (OxNodeId id = g->head; id; id = g->nodes[id].next) g->olab[id] = (l += OLAB_SPACING);
+  for (OxNodeId id = g->head; id; id = g->link[id].next) g->olab[id] = (l += OLAB_SPACING);
   g->olab_on = true;
 }
 
@@ -709,7 +718,7 @@ static void olab_relabel_all(OxGraph *g) {
 static void olab_place(OxGraph *g, OxNodeId id) {
   if (!g->olab_on) return;
   olab_reserve(g);
-  const OxNode *n = &g->nodes[id];
+  const OxLink *n = &g->link[id];
   uint64_t lo = n->prev ? g->olab[n->prev] : 0;
   uint64_t hi = n->next ? g->olab[n->next] : UINT64_MAX;
   if (!n->next && UINT64_MAX - lo > 2 * OLAB_SPACING) {
@@ -727,11 +736,11 @@ static void olab_place(OxGraph *g, OxNodeId id) {
   OxNodeId a = id, b = id;
   uint64_t m = 1;
   for (uint32_t k = 1;; k *= 2) {
-    for (uint32_t i = 0; i < k && g->nodes[a].prev; i++, m++) a = g->nodes[a].prev;
-    for (uint32_t i = 0; i < k && g->nodes[b].next; i++, m++) b = g->nodes[b].next;
-    bool all = !g->nodes[a].prev && !g->nodes[b].next;
-    uint64_t L = g->nodes[a].prev ? g->olab[g->nodes[a].prev] : 0;
-    uint64_t R = g->nodes[b].next ? g->olab[g->nodes[b].next] : UINT64_MAX;
+    for (uint32_t i = 0; i < k && g->link[a].prev; i++, m++) a = g->link[a].prev;
+    for (uint32_t i = 0; i < k && g->link[b].next; i++, m++) b = g->link[b].next;
+    bool all = !g->link[a].prev && !g->link[b].next;
+    uint64_t L = g->link[a].prev ? g->olab[g->link[a].prev] : 0;
+    uint64_t R = g->link[b].next ? g->olab[g->link[b].next] : UINT64_MAX;
     uint64_t step = (R - L) / (m + 1);
     if (all && step < OLAB_SPACING) {
       olab_relabel_all(g);
@@ -739,7 +748,7 @@ static void olab_place(OxGraph *g, OxNodeId id) {
     }
     if (step >= OLAB_MIN_GAP) {
       uint64_t l = L;
-      for (OxNodeId x = a;; x = g->nodes[x].next) {
+      for (OxNodeId x = a;; x = g->link[x].next) {
         g->olab[x] = (l += step);
         if (x == b) break;
       }
@@ -800,8 +809,7 @@ void ox_graph_reserve(OxGraph *g, uint32_t n) {
   if (n >= UINT32_MAX - 1) n = UINT32_MAX - 2;
   uint32_t want = n + 1; /* id 0 is unused */
   if (want <= g->cap_nodes) return;
-  g->nodes = ox_big_realloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes, (size_t)want * sizeof *g->nodes);
-  g->cap_nodes = want;
+  nodes_resize(g, want);
   if (g->olab_on) olab_reserve(g);
   /* every node has a name: size the name map and the string table for them too. A loader that
    * interned the names while parsing has them in the table already (the FX text parser: 100k
@@ -815,9 +823,7 @@ void ox_graph_reserve(OxGraph *g, uint32_t n) {
 static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *target, OxValue args,
                          OxValue kwargs, bool interned) {
   if (g->n_nodes == g->cap_nodes) {
-    size_t old_bytes = (size_t)g->cap_nodes * sizeof *g->nodes;
-    g->cap_nodes *= 2;
-    g->nodes = ox_big_realloc(g->nodes, old_bytes, (size_t)g->cap_nodes * sizeof *g->nodes);
+    nodes_resize(g, g->cap_nodes * 2);
     if (g->olab_on) olab_reserve(g);
   }
   OxNodeId id = g->n_nodes++;
@@ -872,7 +878,7 @@ OxNodeId ox_graph_add_node_interned(OxGraph *g, OxOp op, const char *name, const
 OxNodeId ox_graph_insert_before(OxGraph *g, OxNodeId anchor, OxOp op, const char *name,
                                 const char *target, OxValue args, OxValue kwargs) {
   OxNodeId id = new_node(g, op, name, target, args, kwargs, false);
-  place_new(g, id, anchor ? g->nodes[anchor].prev : g->tail);
+  place_new(g, id, anchor ? g->link[anchor].prev : g->tail);
   return id;
 }
 
@@ -886,9 +892,9 @@ OxNodeId ox_graph_insert_after(OxGraph *g, OxNodeId anchor, OxOp op, const char 
 void ox_graph_move_before(OxGraph *g, OxNodeId id, OxNodeId anchor) {
   if (id == anchor) return;
   OxEdit *e = txn_logging(g) ? txn_push(g, OX_EDIT_MOVE, id) : NULL;
-  if (e) e->prev = g->nodes[id].prev;
+  if (e) e->prev = g->link[id].prev;
   unlink_node(g, id);
-  OxNodeId to = g->nodes[anchor].prev;
+  OxNodeId to = g->link[anchor].prev;
   link_after(g, id, to);
   if (e) g->txn[g->n_txn - 1].now_prev = to;
   topo_note_moved(g, id);
@@ -897,7 +903,7 @@ void ox_graph_move_before(OxGraph *g, OxNodeId id, OxNodeId anchor) {
 void ox_graph_move_after(OxGraph *g, OxNodeId id, OxNodeId anchor) {
   if (id == anchor) return;
   OxEdit *e = txn_logging(g) ? txn_push(g, OX_EDIT_MOVE, id) : NULL;
-  if (e) e->prev = g->nodes[id].prev;
+  if (e) e->prev = g->link[id].prev;
   unlink_node(g, id);
   link_after(g, id, anchor);
   if (e) g->txn[g->n_txn - 1].now_prev = anchor;
@@ -1007,7 +1013,7 @@ uint32_t ox_graph_replace_all_uses(OxGraph *g, OxNodeId old_id, OxNodeId new_id)
 bool ox_graph_erase(OxGraph *g, OxNodeId id) {
   OxNode *n = ox_graph_node(g, id);
   if (!n || n->erased || n->n_users) return false;
-  if (txn_logging(g)) txn_push(g, OX_EDIT_ERASE, id)->prev = n->prev;
+  if (txn_logging(g)) txn_push(g, OX_EDIT_ERASE, id)->prev = g->link[id].prev;
   node_uses(g, id, false);
   unlink_node(g, id);
   n->erased = true;
@@ -1303,14 +1309,14 @@ static void relink_order(OxGraph *g, const OxNodeId *ids, uint32_t n) {
   g->head = 0;
   for (uint32_t i = 0; i < n; i++) {
     OxNodeId id = ids[i];
-    g->nodes[id].prev = prev;
+    g->link[id].prev = prev;
     if (prev)
-      g->nodes[prev].next = id;
+      g->link[prev].next = id;
     else
       g->head = id;
     prev = id;
   }
-  if (prev) g->nodes[prev].next = 0;
+  if (prev) g->link[prev].next = 0;
   g->tail = prev;
   g->order_dirty = true;
   if (g->olab_on) olab_relabel_all(g);
@@ -1419,10 +1425,8 @@ static OxGraph *graph_clone(const OxGraph *src, bool lean, OxGraph *strings) {
   g->name = ox_graph_intern(g, src->name);
   g->src_line = src->src_line;
   g->sub_owner = ox_graph_intern(g, src->sub_owner);
-  if (g->cap_nodes < src->n_nodes) {
-    g->nodes = ox_big_realloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes, (size_t)src->n_nodes * sizeof *g->nodes);
-    g->cap_nodes = src->n_nodes;
-  }
+  if (g->cap_nodes < src->n_nodes) nodes_resize(g, src->n_nodes);
+  memcpy(g->link, src->link, (size_t)src->n_nodes * sizeof *g->link);
   g->n_nodes = src->n_nodes;
   g->head = src->head;
   g->tail = src->tail;
@@ -1499,7 +1503,7 @@ OxNodeId ox_graph_find(const OxGraph *g, const char *name) {
 }
 
 OxNodeId ox_graph_output(const OxGraph *g) {
-  for (OxNodeId id = g->tail; id; id = g->nodes[id].prev)
+  for (OxNodeId id = g->tail; id; id = g->link[id].prev)
     if (!g->nodes[id].erased && g->nodes[id].op == OX_OP_OUTPUT) return id;
   return 0;
 }
@@ -1593,14 +1597,14 @@ bool ox_graph_stable_toposort(OxGraph *g) {
     OxNodeId prev = 0;
     for (uint32_t i = 0; i < n_res; i++) {
       OxNodeId id = result[i];
-      g->nodes[id].prev = prev;
+      g->link[id].prev = prev;
       if (prev)
-        g->nodes[prev].next = id;
+        g->link[prev].next = id;
       else
         g->head = id;
       prev = id;
     }
-    if (prev) g->nodes[prev].next = 0;
+    if (prev) g->link[prev].next = 0;
     g->tail = prev;
     if (!n_res) g->head = g->tail = 0;
     g->order_dirty = true;
@@ -1693,14 +1697,14 @@ int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
   /* walk the order checking links both ways, so a corrupted list is reported, not looped */
   uint32_t steps = 0;
   OxNodeId prev = 0;
-  for (OxNodeId id = g->head; id; id = g->nodes[id].next) {
+  for (OxNodeId id = g->head; id; id = g->link[id].next) {
     if (++steps > g->n_nodes) {
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "node order list is cyclic");
       free(inputs);
       free(seen);
       return errors + 1;
     }
-    if (g->nodes[id].prev != prev) {
+    if (g->link[id].prev != prev) {
       ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "node order links are inconsistent at %s", g->nodes[id].name);
       errors++;
     }

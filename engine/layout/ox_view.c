@@ -385,7 +385,7 @@ OxHierarchy *ox_view_hierarchy(const OxGraph *g) {
   }
   /* pass 2, in reverse: plumbing still at the top (split, getitem feeding towers) joins the
    * common cluster of its users */
-  for (OxNodeId id = g->tail; id; id = g->nodes[id].prev) {
+  for (OxNodeId id = g->tail; id; id = g->link[id].prev) {
     const OxNode *n = &g->nodes[id];
     if (n->erased || h->node_cluster[id] != 0 || n->op == OX_OP_PLACEHOLDER || n->op == OX_OP_OUTPUT) continue;
     int32_t c = -1;

@@ -1683,7 +1683,7 @@ static void place(Eng *e, const OxNodeId *sub, uint32_t n) {
     OxNodeId after = last_in;
     for (uint32_t i = 0; i < n; i++)
       if (!after || pos[sub[i]] > pos[after]) after = sub[i];
-    OxNodeId nx = after ? g->nodes[after].next : 0;
+    OxNodeId nx = after ? g->link[after].next : 0;
     e->anchor = nx;
     return;
   }
@@ -1716,10 +1716,10 @@ static void assign_positions(Eng *e) {
   eng_grow(e);
   double *pos = e->ord.pos;
   OxNodeId hi_node = e->anchor;
-  OxNodeId p = hi_node ? g->nodes[hi_node].prev : g->tail;
+  OxNodeId p = hi_node ? g->link[hi_node].prev : g->tail;
   uint32_t cnt = 0;
   OxNodeId lo_node = 0;
-  for (; p; p = g->nodes[p].prev) {
+  for (; p; p = g->link[p].prev) {
     if (g->nodes[p].erased) continue;
     bool fresh = p >= e->first_new || (e->n_moved && stamp_has(&e->s.tmpb, p));
     if (!fresh) {
@@ -1736,7 +1736,7 @@ static void assign_positions(Eng *e) {
     return;
   }
   double x = lo;
-  for (OxNodeId q = lo_node ? g->nodes[lo_node].next : g->head; q && q != hi_node; q = g->nodes[q].next) {
+  for (OxNodeId q = lo_node ? g->link[lo_node].next : g->head; q && q != hi_node; q = g->link[q].next) {
     if (g->nodes[q].erased) continue;
     x += gap;
     pos[q] = x;
@@ -2055,8 +2055,8 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   free(has_op);
   int applied = 0;
   OxBatchGreedyHooks hooks = {hook_ancestor, hook_dropped, &e};
-  for (OxNodeId root = g->tail; root && !ox_pass_stopped(c); root = g->nodes[root].prev) {
-    assert(!g->nodes[root].erased); /* the list holds live nodes only */
+  for (OxNodeId root = g->tail; root && !ox_pass_stopped(c); root = g->link[root].prev) {
+    assert(ox_op_index(g, root) != OX_OPIX_ERASED); /* the list holds live nodes only (asked without reading the node) */
     if ((prune && e.ns[root].near > depth) || is_getitem_node(g, root)) continue;
     e.root = root;
     candidate_search(&e, root);

@@ -958,7 +958,7 @@ static void regions_compute(OxGraph *g, Regions *r) {
 static uint32_t region_of(const OxGraph *g, const Regions *r, OxNodeId x) {
   if (!r->id) return 0; /* one region */
   /* a node created by an earlier step takes the region of the nearest older node before it */
-  while (x && (x >= r->n || !r->id[x])) x = g->nodes[x].prev;
+  while (x && (x >= r->n || !r->id[x])) x = g->link[x].prev;
   return x ? r->id[x] - 1 : 0;
 }
 
@@ -1114,7 +1114,7 @@ int ox_pat_pass_run(OxPassCtx *c, const OxPatEntry *entries, uint32_t n) {
           lo = hi;
           hi = t;
         }
-        for (OxNodeId y = g->nodes[lo].next; y && y != hi; y = g->nodes[y].next)
+        for (OxNodeId y = g->link[lo].next; y && y != hi; y = g->link[y].next)
           if (!g->nodes[y].erased && ox_pat_is_mutating(g, y)) {
             mut = g->nodes[y].name;
             break;

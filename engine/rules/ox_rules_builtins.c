@@ -283,9 +283,9 @@ OxNodeId ox_rules_project(Ev *ev, OxNodeId base, int64_t k) {
 void ox_rules_erase_node(Ev *ev, OxNodeId id) {
   OxGraph *g = ev->g;
   if (id == ev->before) {
-    OxNodeId nx = g->nodes[id].next;
+    OxNodeId nx = g->link[id].next;
     while (nx && g->nodes[nx].erased)
-      nx = g->nodes[nx].next;
+      nx = g->link[nx].next;
     ev->before = nx;
   }
   if (ox_graph_erase(g, id)) ev->changed = true;

@@ -107,7 +107,7 @@ static bool value_fits(const OxRtValue *v, const OxMeta *m) {
 static uint32_t shared_inputs(const OxGraph *before, const OxGraph *after, const OxInterp *ib, OxNodeId *to,
                               OxRtValue **v) {
   uint32_t n = 0;
-  for (OxNodeId id = before->head; id; id = before->nodes[id].next) {
+  for (OxNodeId id = before->head; id; id = before->link[id].next) {
     const OxNode *b = &before->nodes[id];
     if (b->erased || (b->op != OX_OP_PLACEHOLDER && b->op != OX_OP_GET_ATTR)) continue;
     const OxRtValue *val = ox_interp_value(ib, id);
