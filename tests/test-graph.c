@@ -1079,6 +1079,78 @@ static void test_strtab_many(void) {
   ox_arena_free(&arena);
 }
 
+/* Every interned string knows its id in its table (1, 2, ... in intern order) and its table's
+ * tag: ids are dense and stable, interning again gives the same string, and a string of one
+ * table has no id in another (own and borrowed arenas). */
+static void test_strtab_ids(void) {
+  OxArena arena = {0};
+  OxStrTab *own = ox_strtab_new(NULL), *borrowed = ox_strtab_new(&arena);
+  OxStrTab *tabs[2] = {own, borrowed};
+  const char *p[2][3000];
+  char buf[48];
+  for (int k = 0; k < 2; k++) {
+    uint32_t tag = ox_strtab_tag(tabs[k]);
+    g_assert_cmpuint(tag, !=, 0);
+    for (int i = 0; i < 3000; i++) {
+      /* lengths 1 to 40: heads of strings of every size land at every alignment */
+      int len = snprintf(buf, sizeof buf, "%d_%.*s", i, i % 36, "abcdefghijklmnopqrstuvwxyz0123456789");
+      p[k][i] = ox_strtab_intern(tabs[k], buf, (size_t)len);
+      g_assert_cmpuint(ox_strtab_id(tag, p[k][i]), ==, (uint32_t)i + 1);
+      g_assert_true(ox_strtab_intern(tabs[k], buf, (size_t)len) == p[k][i]);
+      g_assert_cmpuint(ox_strtab_id_limit(ox_strtab_count(tabs[k])), ==, (uint32_t)i + 2);
+    }
+  }
+  g_assert_cmpuint(ox_strtab_tag(own), !=, ox_strtab_tag(borrowed));
+  for (int i = 0; i < 3000; i++) {
+    g_assert_cmpuint(ox_strtab_id(ox_strtab_tag(own), p[0][i]), ==, (uint32_t)i + 1);
+    g_assert_cmpuint(ox_strtab_id(ox_strtab_tag(borrowed), p[0][i]), ==, 0);
+    g_assert_cmpuint(ox_strtab_id(ox_strtab_tag(own), p[1][i]), ==, 0);
+  }
+  ox_strtab_free(own);
+  ox_strtab_free(borrowed);
+  ox_arena_free(&arena);
+}
+
+/* The name index of graphs that share a string table: each graph finds its own live nodes by
+ * name, a name erased (or rolled back) is found no more, and a name of the other graph is not
+ * found in this one. */
+static void test_name_index_shared(void) {
+  OxGraph *a = ox_graph_new(), *b = ox_graph_new_sharing_strings(a);
+  OxNodeId xa = ox_graph_add_node(a, OX_OP_PLACEHOLDER, "x", "x", ox_value_none(), ox_value_none());
+  OxNodeId ya = ox_graph_add_node(a, OX_OP_PLACEHOLDER, "y", "y", ox_value_none(), ox_value_none());
+  OxNodeId yb = ox_graph_add_node(b, OX_OP_PLACEHOLDER, "y", "y", ox_value_none(), ox_value_none());
+  OxNodeId zb = ox_graph_add_node(b, OX_OP_PLACEHOLDER, "z", "z", ox_value_none(), ox_value_none());
+  g_assert_cmpuint(ox_graph_find(a, "x"), ==, xa);
+  g_assert_cmpuint(ox_graph_find(a, "y"), ==, ya);
+  g_assert_cmpuint(ox_graph_find(a, "z"), ==, 0);
+  g_assert_cmpuint(ox_graph_find(b, "x"), ==, 0);
+  g_assert_cmpuint(ox_graph_find(b, "y"), ==, yb);
+  g_assert_cmpuint(ox_graph_find_interned(b, b->nodes[zb].name), ==, zb);
+  /* made after b's names: a name with a larger id than a's index holds */
+  char many[32];
+  OxNodeId last = 0;
+  for (int i = 0; i < 500; i++) {
+    snprintf(many, sizeof many, "n%d", i);
+    ox_graph_intern(b, many);
+  }
+  last = ox_graph_add_node(a, OX_OP_PLACEHOLDER, "n499", "n499", ox_value_none(), ox_value_none());
+  g_assert_cmpuint(ox_graph_find(a, "n499"), ==, last);
+  g_assert_cmpuint(ox_graph_find(b, "n499"), ==, 0);
+  ox_graph_txn_begin(a);
+  g_assert_true(ox_graph_erase(a, last));
+  g_assert_cmpuint(ox_graph_find(a, "n499"), ==, 0);
+  g_assert_true(ox_graph_rename(a, ya, "y2"));
+  g_assert_cmpuint(ox_graph_find(a, "y"), ==, 0);
+  g_assert_cmpuint(ox_graph_find(a, "y2"), ==, ya);
+  ox_graph_txn_rollback(a);
+  g_assert_cmpuint(ox_graph_find(a, "n499"), ==, last);
+  g_assert_cmpuint(ox_graph_find(a, "y"), ==, ya);
+  g_assert_cmpuint(ox_graph_find(a, "y2"), ==, 0);
+  g_assert_cmpuint(ox_graph_find(b, "y"), ==, yb);
+  ox_graph_free(b);
+  ox_graph_free(a);
+}
+
 static void test_detect_format(void) {
   const char *fx = "graph():\n    %x : [num_users=1] = placeholder[target=x]\n    return x\n";
   g_assert_cmpint(ox_detect_format(fx, strlen(fx)), ==, OX_FMT_FX_TEXT);
@@ -1476,6 +1548,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/graph/meta-sharing", test_meta_sharing);
   g_test_add_func("/engine/graph/provenance-set", test_provenance_set);
   g_test_add_func("/engine/util/strtab-many", test_strtab_many);
+  g_test_add_func("/engine/util/strtab-ids", test_strtab_ids);
+  g_test_add_func("/engine/graph/name-index-shared", test_name_index_shared);
   g_test_add_func("/engine/util/dtypes", test_dtypes);
   g_test_add_func("/engine/util/pyfloat", test_pyfloat);
   g_test_add_func("/engine/util/buf", test_buf_quoted_and_printf);

@@ -88,9 +88,9 @@ static void measure_graph(const OxGraph *g, Sizes *s) {
   s->graphs++;
   s->nodes += g->n_live;
   s->arena += g->arena.total;
-  s->node_array += (uint64_t)g->cap_nodes * sizeof(OxNode);
+  s->node_array += (uint64_t)g->cap_nodes * (sizeof(OxNode) + sizeof(OxLink));
   s->strtab += ox_strtab_bytes(g->strings);
-  s->namemaps += ox_namemap_bytes(g->names) + ox_namemap_bytes(g->name_counters);
+  s->namemaps += (uint64_t)g->cap_name_ids * sizeof *g->name_ids + ox_namemap_bytes(g->name_counters);
   s->strings += ox_strtab_count(g->strings);
   s->other += sizeof(OxGraph) + (uint64_t)g->mark_cap * sizeof(uint32_t) +
               (uint64_t)g->n_subgraphs * sizeof(OxGraph *);

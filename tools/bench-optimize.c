@@ -90,8 +90,8 @@ static void timer_stop(Timer t, Phase *p, int run) {
 }
 
 static uint64_t graph_bytes(const OxGraph *g) {
-  uint64_t b = g->arena.total + (uint64_t)g->cap_nodes * sizeof(OxNode) + ox_strtab_bytes(g->strings) +
-               ox_namemap_bytes(g->names) + ox_namemap_bytes(g->name_counters);
+  uint64_t b = g->arena.total + (uint64_t)g->cap_nodes * (sizeof(OxNode) + sizeof(OxLink)) + ox_strtab_bytes(g->strings) +
+               (uint64_t)g->cap_name_ids * sizeof *g->name_ids + ox_namemap_bytes(g->name_counters);
   for (uint32_t i = 1; i < g->n_nodes; i++)
     if (g->nodes[i].users) b += (uint64_t)g->nodes[i].cap_users * sizeof(OxNodeId) + 16;
   return b;

@@ -2,7 +2,7 @@
  *
  * Invariants (see ox_graph.h): users[] of every live node lists exactly the live nodes
  * that reference it, once each, in the order the uses were added; names of live nodes are
- * unique and indexed in g->names. Every mutation keeps both. Adding a user never scans the
+ * unique and indexed in g->name_ids. Every mutation keeps both. Adding a user never scans the
  * list (a node with 1e6 users loads in linear time): callers add a user only where it is not
  * listed yet, and a repeated input of one node is always the last entry. Dicts hold each key
  * once (ox_graph_value_dict).
@@ -158,7 +158,7 @@ static OxGraph *graph_new(OxStrTab *strings) {
   g->n_nodes = 1; /* id 0 = none */
   /* strings in the table's own arena, so that another graph (a trace's pool) can share them */
   g->strings = strings ? ox_strtab_ref(strings) : ox_strtab_new(NULL);
-  g->names = ox_namemap_new();
+  g->strings_tag = ox_strtab_tag(g->strings);
   g->name_counters = ox_namemap_new();
   g->name = ox_graph_intern(g, "graph");
   return g;
@@ -190,7 +190,8 @@ void ox_graph_free(OxGraph *g) {
   ox_arena_free(&g->shape_scratch);
   ox_arena_free(&g->txn_scratch);
   ox_strtab_free(g->strings);
-  ox_namemap_free(g->names);
+  free(g->name_ids);
+  ox_namemap_free(g->foreign_names);
   ox_namemap_free(g->name_counters);
   ox_arena_free(&g->arena);
   free(g);
@@ -608,10 +609,57 @@ static void base_from_target(OxOp op, const char *target, char *out, size_t cap)
 }
 
 /* interned: want is a string of g's table already */
+/* ------------------------------------------------------------------ names
+ *
+ * The live name -> id map is an array indexed by the name's id in the graph's string table
+ * (every name is interned there). A string of another table (none should come here: the
+ * sanitizer build would report reading its head) is kept in a pointer-keyed map instead. */
+
+static inline uint32_t names_get(const OxGraph *g, const char *interned) {
+  uint32_t k = ox_strtab_id(g->strings_tag, interned);
+  if (!k) return g->foreign_names ? ox_namemap_get(g->foreign_names, interned) : 0;
+  return k < g->cap_name_ids ? g->name_ids[k] : 0;
+}
+
+static void names_set(OxGraph *g, const char *interned, OxNodeId id) {
+  uint32_t k = ox_strtab_id(g->strings_tag, interned);
+  if (!k) {
+    if (!g->foreign_names) g->foreign_names = ox_namemap_new();
+    ox_namemap_set(g->foreign_names, interned, id);
+    return;
+  }
+  if (k >= g->cap_name_ids) {
+    uint32_t cap = g->cap_name_ids ? g->cap_name_ids : 64, want = ox_strtab_id_limit(ox_strtab_count(g->strings));
+    while (cap <= k) cap *= 2;
+    if (cap < want) cap = want;
+    g->name_ids = ox_xrealloc(g->name_ids, (size_t)cap * sizeof *g->name_ids);
+    memset(g->name_ids + g->cap_name_ids, 0, (size_t)(cap - g->cap_name_ids) * sizeof *g->name_ids);
+    g->cap_name_ids = cap;
+  }
+  g->name_ids[k] = id;
+}
+
+void ox_graph_reserve_names(OxGraph *g, size_t n) {
+  size_t want = ox_strtab_id_limit(ox_strtab_count(g->strings)) + n;
+  if (want <= g->cap_name_ids || want >= UINT32_MAX) return;
+  g->name_ids = ox_xrealloc(g->name_ids, want * sizeof *g->name_ids);
+  memset(g->name_ids + g->cap_name_ids, 0, (want - g->cap_name_ids) * sizeof *g->name_ids);
+  g->cap_name_ids = (uint32_t)want;
+}
+
+static inline void names_del(OxGraph *g, const char *interned) {
+  uint32_t k = ox_strtab_id(g->strings_tag, interned);
+  if (!k) {
+    if (g->foreign_names) ox_namemap_del(g->foreign_names, interned);
+  } else if (k < g->cap_name_ids) {
+    g->name_ids[k] = 0;
+  }
+}
+
 static const char *unique_name(OxGraph *g, const char *want, bool interned) {
   size_t len = strlen(want);
   const char *w = interned ? want : ox_graph_intern_n(g, want, len);
-  if (!ox_namemap_get(g->names, w)) return w;
+  if (!names_get(g, w)) return w;
   /* strip a trailing _N so "add_1" taken yields "add_2", not "add_1_1" */
   size_t j = len;
   while (j > 0 && want[j - 1] >= '0' && want[j - 1] <= '9') j--;
@@ -633,7 +681,7 @@ static const char *unique_name(OxGraph *g, const char *want, bool interned) {
     k++;
     /* a candidate never interned is no node's name: no string is made for the taken ones */
     const char *cand = ox_strtab_lookup(g->strings, buf, n);
-    if (!cand || !ox_namemap_get(g->names, cand)) {
+    if (!cand || !names_get(g, cand)) {
       if (!cand) cand = ox_graph_intern_n(g, buf, n);
       ox_namemap_set(g->name_counters, base, k);
       if (buf != small) free(buf);
@@ -646,12 +694,12 @@ bool ox_graph_rename(OxGraph *g, OxNodeId id, const char *name) {
   OxNode *n = ox_graph_node(g, id);
   if (!n || n->erased) return false;
   const char *w = ox_graph_intern(g, name);
-  uint32_t other = ox_namemap_get(g->names, w);
+  uint32_t other = names_get(g, w);
   if (other && other != id) return false;
   if (txn_logging(g)) txn_push(g, OX_EDIT_RENAME, id)->old_name = n->name;
-  ox_namemap_del(g->names, n->name);
+  names_del(g, n->name);
   n->name = w;
-  ox_namemap_set(g->names, w, id);
+  names_set(g, w, id);
   return true;
 }
 
@@ -815,7 +863,7 @@ void ox_graph_reserve(OxGraph *g, uint32_t n) {
    * interned the names while parsing has them in the table already (the FX text parser: 100k
    * names, and reserving 100k more rehashed 100k strings into 8 MB of slots for nothing), so
    * the table is sized for n strings, or what it holds if that is more */
-  ox_namemap_reserve(g->names, n);
+  ox_graph_reserve_names(g, 0);
   size_t have = ox_strtab_count(g->strings);
   ox_strtab_reserve(g->strings, have > n ? have : n);
 }
@@ -841,7 +889,7 @@ static OxNodeId new_node(OxGraph *g, OxOp op, const char *name, const char *targ
     base_from_target(op, n->target, base, sizeof base);
     n->name = unique_name(g, base, false);
   }
-  ox_namemap_set(g->names, n->name, id);
+  names_set(g, n->name, id);
   if (args.kind == OX_V_NONE) args = ox_graph_value_seq(g, OX_V_TUPLE, NULL, 0);
   if (kwargs.kind == OX_V_NONE) kwargs = ox_graph_value_dict(g, NULL, NULL, 0);
   assert(args.kind == OX_V_TUPLE && kwargs.kind == OX_V_DICT);
@@ -1018,7 +1066,7 @@ bool ox_graph_erase(OxGraph *g, OxNodeId id) {
   unlink_node(g, id);
   n->erased = true;
   ox_graph_opix_stale(g, id);
-  ox_namemap_del(g->names, n->name);
+  names_del(g, n->name);
   g->n_live--;
   return true;
 }
@@ -1269,7 +1317,7 @@ OxNodeId ox_graph_name_ref(OxGraph *g, const char *name) {
 }
 
 OxNodeId ox_graph_name_ref_interned(OxGraph *g, const char *w) {
-  OxNodeId id = ox_namemap_get(g->names, w);
+  OxNodeId id = names_get(g, w);
   if (id) return id;
   if (g->n_refs + 1 >= g->cap_refs) {
     g->cap_refs = g->cap_refs ? g->cap_refs * 2 : 256;
@@ -1277,7 +1325,7 @@ OxNodeId ox_graph_name_ref_interned(OxGraph *g, const char *w) {
   }
   id = ++g->n_refs;
   g->ref_names[id] = w;
-  ox_namemap_set(g->names, w, id);
+  names_set(g, w, id);
   return id;
 }
 
@@ -1338,13 +1386,13 @@ void ox_graph_txn_rollback(OxGraph *g) {
       n = &g->nodes[e->node];
       n->erased = true;
       n->n_users = 0;
-      ox_namemap_del(g->names, n->name);
+      names_del(g, n->name);
       g->n_live--;
       break;
     case OX_EDIT_ERASE:
       n->erased = false;
       link_after(g, e->node, e->prev);
-      ox_namemap_set(g->names, g->nodes[e->node].name, e->node);
+      names_set(g, g->nodes[e->node].name, e->node);
       g->n_live++;
       node_uses(g, e->node, true);
       break;
@@ -1378,9 +1426,9 @@ void ox_graph_txn_rollback(OxGraph *g) {
       link_after(g, e->node, e->prev);
       break;
     case OX_EDIT_RENAME:
-      ox_namemap_del(g->names, n->name);
+      names_del(g, n->name);
       n->name = e->old_name;
-      ox_namemap_set(g->names, n->name, e->node);
+      names_set(g, n->name, e->node);
       break;
     case OX_EDIT_META: n->meta = e->old_meta; break;
     case OX_EDIT_PROVENANCE:
@@ -1438,7 +1486,7 @@ static OxGraph *graph_clone(const OxGraph *src, bool lean, OxGraph *strings) {
   /* the same string table: every string of src is the clone's already (no hashing) */
   bool intern = g->strings != src->strings;
 #define CLONE_STR(x) (intern ? ox_graph_intern(g, (x)) : (x))
-  ox_namemap_reserve(g->names, src->n_live);
+  ox_graph_reserve_names(g, intern ? src->n_live : 0);
   for (uint32_t i = 1; i < src->n_nodes; i++) {
     const OxNode *s = &src->nodes[i];
     OxNode *n = &g->nodes[i];
@@ -1478,7 +1526,7 @@ static OxGraph *graph_clone(const OxGraph *src, bool lean, OxGraph *strings) {
       last_dst_prov = n->provenance;
       last_n_prov = s->n_provenance;
     }
-    if (!s->erased) ox_namemap_set(g->names, n->name, i);
+    if (!s->erased) names_set(g, n->name, i);
   }
 #undef CLONE_STR
   for (uint32_t i = 0; i < src->n_subgraphs; i++)
@@ -1492,14 +1540,14 @@ OxGraph *ox_graph_clone_lean(const OxGraph *src, OxGraph *strings) { return grap
 /* ------------------------------------------------------------------ queries */
 
 OxNodeId ox_graph_find_interned(const OxGraph *g, const char *name) {
-  return name ? ox_namemap_get(g->names, name) : 0;
+  return name ? names_get(g, name) : 0;
 }
 
 OxNodeId ox_graph_find(const OxGraph *g, const char *name) {
   if (!name) return 0;
   /* Only interned pointers are keys: look the string up without inserting it. */
   const char *w = ox_strtab_lookup(g->strings, name, strlen(name));
-  return w ? ox_namemap_get(g->names, w) : 0;
+  return w ? names_get(g, w) : 0;
 }
 
 OxNodeId ox_graph_output(const OxGraph *g) {
@@ -1728,7 +1776,7 @@ int ox_graph_verify(OxGraph *g, bool require_output, OxDiagList *d) {
   OX_GRAPH_FOREACH(g, id) {
     OxNode *n = &g->nodes[id];
     last = id;
-    if (ox_namemap_get(g->names, n->name) != id) {
+    if (names_get(g, n->name) != id) {
       ox_diag_add(d, OX_SEV_ERROR, n->src_line, 0, NULL, "name %s is not unique or not indexed", n->name);
       errors++;
     }

@@ -272,7 +272,11 @@ typedef struct OxGraph {
   uint32_t n_live;
   OxArena arena;
   OxStrTab *strings;
-  OxNameMap *names;       /* live name -> id */
+  uint32_t *name_ids;     /* live name -> id, indexed by the name's id in strings (ox_strtab_id):
+                             no hashing, and names made one after another sit side by side */
+  uint32_t cap_name_ids;
+  uint32_t strings_tag;   /* ox_strtab_tag(strings) */
+  OxNameMap *foreign_names; /* names not interned in strings (none expected), or NULL */
   const char *name;       /* graph title ("graph", "lowered graph 1", "__compiled_fn_3"), interned */
   uint32_t src_line;      /* line of the header in the dump, 0 if none */
   struct OxGraph **subgraphs; /* nested graphs (e.g. executorch "lowered graph():"), owned */
@@ -495,6 +499,9 @@ void ox_graph_mark_order_topological(OxGraph *g);
 /* Reserve room for n nodes in all (ids 1..n), so a loader that knows its node count allocates
  * the node array once. Never shrinks; does not change any node. */
 void ox_graph_reserve(OxGraph *g, uint32_t n);
+/* Room in the name index for the names of the string table and n more (a loader that will intern
+ * n new names); never shrinks. */
+void ox_graph_reserve_names(OxGraph *g, size_t n);
 
 #define OX_GRAPH_FOREACH(g, var)                                                     \
   for (OxNodeId var = (g)->head; var; var = (g)->link[var].next)                     \

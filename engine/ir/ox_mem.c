@@ -189,8 +189,13 @@ void ox_mem_tune_for_batch(void) {
 #endif
 }
 
-void *ox_arena_alloc(OxArena *a, size_t size) {
-  size = (size + 15) & ~(size_t)15;
+static void *arena_alloc_rounded(OxArena *a, size_t size, size_t round);
+
+void *ox_arena_alloc(OxArena *a, size_t size) { return arena_alloc_rounded(a, size, 16); }
+
+/* size rounded up to round (16, or 8 for the strings of a table's own arena) */
+static void *arena_alloc_rounded(OxArena *a, size_t size, size_t round) {
+  size = (size + round - 1) & ~(round - 1);
   if (!a->head || a->used + size > a->head->cap) {
     /* blocks double up to 1 MiB, and up to 4 MiB once the arena holds 8 MiB (a big graph:
      * such blocks hold whole 2 MiB pages, see ox_mem_hint_huge) */
@@ -343,6 +348,7 @@ struct OxStrTab {
   OxArena *arena;     /* the strings: own, or borrowed from the caller of ox_strtab_new */
   OxArena own;
   uint64_t serial;    /* unique per table for the process's lifetime */
+  uint32_t tag;       /* in every string's head (ox_strtab_id) */
   uint32_t refs;      /* ox_strtab_ref / ox_strtab_free */
 };
 
@@ -351,6 +357,7 @@ static uint64_t strtab_serials;
 OxStrTab *ox_strtab_new(OxArena *arena) {
   OxStrTab *t = ox_xcalloc(1, sizeof *t);
   t->serial = __atomic_add_fetch(&strtab_serials, 1, __ATOMIC_RELAXED);
+  t->tag = (uint32_t)t->serial * 0x9E3779B1u | 1u; /* nonzero; a pointer's tag tells its table */
   t->cap = 256;
   t->slots = ox_big_zalloc(t->cap * sizeof *t->slots);
   t->arena = arena ? arena : &t->own;
@@ -410,7 +417,15 @@ const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n) {
       if (f) *f = *x;
       return x->s;
     }
-  const char *r = ox_arena_strndup(t->arena, s, n);
+  /* the string's id and the table's tag in the 8 bytes before it (ox_strtab_id); a table's own
+   * arena holds only strings, so they are packed 8-byte aligned */
+  char *blk = arena_alloc_rounded(t->arena, sizeof(OxStrHead) + n + 1, t->arena == &t->own ? 8 : 16);
+  OxStrHead *head = (OxStrHead *)blk;
+  head->id = (uint32_t)(t->count + 1);
+  head->tag = t->tag;
+  char *r = blk + sizeof(OxStrHead);
+  memcpy(r, s, n);
+  r[n] = 0;
   t->slots[j] = (StrSlot){r, (uint32_t)n, h};
   if (f) *f = t->slots[j];
   t->count++;
@@ -418,6 +433,7 @@ const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n) {
 }
 
 size_t ox_strtab_count(const OxStrTab *t) { return t->count; }
+uint32_t ox_strtab_tag(const OxStrTab *t) { return t->tag; }
 
 uint64_t ox_strtab_serial(const OxStrTab *t) { return t ? t->serial : 0; }
 

@@ -48,6 +48,22 @@ size_t ox_strtab_count(const OxStrTab *t);
 uint64_t ox_strtab_serial(const OxStrTab *t);
 const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n); /* NULL if not interned */
 size_t ox_strtab_bytes(const OxStrTab *t); /* slots, and the strings when in its own arena */
+/* Every interned string carries, in the 8 bytes before it, its id in its table (1, 2, ... in
+ * the order they were interned) and its table's tag: a map from interned strings to numbers
+ * can be an array indexed by id (a graph's names: no hashing, and names made one after another
+ * sit side by side). */
+typedef struct OxStrHead {
+  uint32_t id, tag;
+} OxStrHead;
+uint32_t ox_strtab_tag(const OxStrTab *t);
+/* The id of s in the table of that tag, or 0 if s is no string of that table (s must be an
+ * interned string of some table). */
+static inline uint32_t ox_strtab_id(uint32_t tag, const char *s) {
+  const OxStrHead *h = (const OxStrHead *)(const void *)(s - sizeof(OxStrHead));
+  return h->tag == tag ? h->id : 0;
+}
+/* One more than the largest id the table has given (an array indexed by id needs this many). */
+static inline uint32_t ox_strtab_id_limit(size_t count) { return (uint32_t)count + 1; }
 void ox_strtab_reserve(OxStrTab *t, size_t n); /* room for n strings without growing */
 
 OxNameMap *ox_namemap_new(void);

@@ -2372,7 +2372,7 @@ static bool read_name_table(Stream *st, TR *x, size_t i) {
         name = ox_graph_intern_n(x->t->pool, json_object_get_string(o), (size_t)json_object_get_string_len(o));
       ox_json_path_pop(r);
       json_object_put(o);
-      if (!name) name = ""; /* the error fails the read; keep the indices of the later names */
+      if (!name) name = ox_graph_intern(x->t->pool, ""); /* the error fails the read; keep the indices of the later names */
     }
     if (x->n_names == cap) {
       cap = cap ? 2 * cap : 1024;
@@ -2658,7 +2658,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
     for (const char *p = text + names_at, *e = text + names_end; (p = memchr(p, '"', (size_t)(e - p))) != NULL; p++)
       quotes++;
     ox_strtab_reserve(t->pool->strings, ox_strtab_count(t->pool->strings) + quotes / 2);
-    ox_namemap_reserve(t->pool->names, quotes / 2);
+    ox_graph_reserve_names(t->pool, quotes / 2);
   }
   if (x.version >= 3 && (names_at == SIZE_MAX || !read_name_table(&st, &x, names_at))) goto out;
 
