@@ -22,6 +22,7 @@
  * Requires: text is NUL-terminated at len. Preserves: graphs it adds pass
  * ox_graph_verify(g, false, ...) unless an error was reported (e.g. a reference cycle).
  */
+#include <assert.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
@@ -842,43 +843,24 @@ typedef struct NameInfo {
 
 typedef struct NameTab {
   NameInfo *items;
-  uint32_t *slots; /* index + 1, 0 = empty */
-  uint32_t n, cap_items, mask;
+  uint32_t *by_id;   /* index + 1 by the name's id in the graph's string table, 0 = none */
+  uint32_t n, cap_items, cap_ids, tag;
 } NameTab;
 
-static uint32_t ptr_hash(const char *s) {
-  uint64_t x = (uint64_t)(uintptr_t)s;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return (uint32_t)x;
-}
-
-static NameInfo *names_get(NameTab *t, const char *name, bool create);
-
-/* Load <= 1/2: slots double when a new name would pass it (names are fewer than references,
- * so the table is sized by what it holds, not by the reference count). */
-static void names_grow(NameTab *t) {
-  uint32_t cap = (t->mask + 1) * 2;
-  ox_big_free(t->slots, (size_t)(t->mask + 1) * sizeof *t->slots);
-  t->slots = ox_big_zalloc((size_t)cap * sizeof *t->slots);
-  t->mask = cap - 1;
-  for (uint32_t i = 0; i < t->n; i++) {
-    uint32_t h = ptr_hash(t->items[i].name) & t->mask;
-    while (t->slots[h]) h = (h + 1) & t->mask;
-    t->slots[h] = i + 1;
-  }
-}
-
+/* Every name is interned in the graph's string table, whose ids are dense: the table is an
+ * array indexed by id (a string made after it was sized is in no entry). */
 static NameInfo *names_get(NameTab *t, const char *name, bool create) {
-  if (create && (t->n + 1) * 2 > t->mask + 1) names_grow(t);
-  uint32_t h = ptr_hash(name) & t->mask;
-  while (t->slots[h]) {
-    NameInfo *ni = &t->items[t->slots[h] - 1];
-    if (ni->name == name) return ni;
-    h = (h + 1) & t->mask;
+  uint32_t k = ox_strtab_id(t->tag, name);
+  assert(k); /* interned in g->strings */
+  if (k < t->cap_ids && t->by_id[k]) return &t->items[t->by_id[k] - 1];
+  if (!create || !k) return NULL;
+  if (k >= t->cap_ids) {
+    uint32_t cap = t->cap_ids ? t->cap_ids : 64;
+    while (cap <= k) cap *= 2;
+    t->by_id = ox_big_realloc(t->by_id, (size_t)t->cap_ids * sizeof *t->by_id, (size_t)cap * sizeof *t->by_id);
+    memset(t->by_id + t->cap_ids, 0, (size_t)(cap - t->cap_ids) * sizeof *t->by_id);
+    t->cap_ids = cap;
   }
-  if (!create) return NULL;
   if (t->n == t->cap_items) {
     uint32_t old = t->cap_items;
     t->cap_items = old ? old * 2 : 64;
@@ -887,7 +869,7 @@ static NameInfo *names_get(NameTab *t, const char *name, bool create) {
   NameInfo *ni = &t->items[t->n];
   memset(ni, 0, sizeof *ni);
   ni->name = name;
-  t->slots[h] = ++t->n;
+  t->by_id[k] = ++t->n;
   return ni;
 }
 
@@ -943,10 +925,9 @@ static void resolve_value(Resolve *r, OxValue *v) {
 static void build_graph(P *p, Ctx *c) {
   OxGraph *g = c->g;
   NameTab t = {0};
-  uint32_t want = 2 * c->n_recs + 16, cap = 16; /* grows if references name more */
-  while (cap < want) cap *= 2;
-  t.slots = ox_big_zalloc((size_t)cap * sizeof *t.slots);
-  t.mask = cap - 1;
+  t.tag = ox_strtab_tag(g->strings);
+  t.cap_ids = ox_strtab_id_limit(ox_strtab_count(g->strings)); /* every name is interned already */
+  t.by_id = ox_big_zalloc((size_t)t.cap_ids * sizeof *t.by_id);
   t.cap_items = c->n_recs + 64; /* every record names one; references may add more */
   t.items = ox_big_realloc(NULL, 0, (size_t)t.cap_items * sizeof *t.items);
   /* pass 0: what each name has; records and references keep their entry's index, so the later
@@ -1031,7 +1012,7 @@ static void build_graph(P *p, Ctx *c) {
          "graph '%s' has a cycle through uses before definitions", g->name);
   }
   ox_big_free(t.items, (size_t)t.cap_items * sizeof *t.items);
-  ox_big_free(t.slots, (size_t)(t.mask + 1) * sizeof *t.slots);
+  ox_big_free(t.by_id, (size_t)t.cap_ids * sizeof *t.by_id);
   ox_big_free(c->recs, (size_t)c->cap_recs * sizeof *c->recs);
   ox_big_free(c->refs, (size_t)c->cap_refs * sizeof *c->refs);
   c->recs = NULL;
