@@ -665,7 +665,7 @@ static const char *unique_name(OxGraph *g, const char *want, bool interned) {
   while (j > 0 && want[j - 1] >= '0' && want[j - 1] <= '9') j--;
   size_t base_len = len;
   if (j < len && j > 1 && want[j - 1] == '_') base_len = j - 1;
-  const char *base = ox_graph_intern_n(g, want, base_len);
+  const char *base = base_len == len ? w : ox_graph_intern_n(g, want, base_len);
   uint32_t k = ox_namemap_get(g->name_counters, base);
   if (k == 0) k = 1;
   char small[128];
@@ -679,10 +679,10 @@ static const char *unique_name(OxGraph *g, const char *want, bool interned) {
     for (size_t i = 0; i < nd; i++) buf[base_len + 1 + i] = digits[nd - 1 - i];
     size_t n = base_len + 1 + nd;
     k++;
-    /* a candidate never interned is no node's name: no string is made for the taken ones */
-    const char *cand = ox_strtab_lookup(g->strings, buf, n);
-    if (!cand || !names_get(g, cand)) {
-      if (!cand) cand = ox_graph_intern_n(g, buf, n);
+    /* interned at once (one probe, not a lookup and then an insert): a taken candidate is some
+     * node's name, interned already, so no string is made for the taken ones */
+    const char *cand = ox_graph_intern_n(g, buf, n);
+    if (!names_get(g, cand)) {
       ox_namemap_set(g->name_counters, base, k);
       if (buf != small) free(buf);
       return cand;

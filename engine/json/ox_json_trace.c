@@ -285,7 +285,9 @@ typedef struct W3 {
   W3Recent *recent;       /* direct-mapped cache in front of ix: a step names the same nodes
                              several times (matched, edits, provenance), chains of adds and
                              moves name the previous node */
-  OxNameMap *ix;          /* name -> 1 + its index in names */
+  OxNameMap *ix;          /* name -> 1 + its index in names, for a name not interned in the pool */
+  uint32_t *ix_by_id;     /* 1 + index in names, by the name's id in the pool's string table */
+  uint32_t cap_ix_by_id, pool_tag;
   const char **names;
   uint32_t n_names, cap_names;
   OxStrTab *meta_text;    /* compact text of each distinct meta, interned ... */
@@ -310,7 +312,21 @@ typedef struct W3 {
 static uint32_t w3_index(W3 *w, const char *name) {
   W3Recent *r = &w->recent[(uint32_t)(((uintptr_t)name * 0x9E3779B97F4A7C15ull) >> 32) & (W3_RECENT - 1)];
   if (r->name == name) return r->index;
-  uint32_t v = ox_namemap_get(w->ix, name);
+  /* by the name's id in the pool's table (an array, no probing); the string's head is written
+   * once when it is interned, so a live writer may read it while the pool grows */
+  uint32_t k = ox_strtab_id(w->pool_tag, name), v;
+  if (k) {
+    if (k >= w->cap_ix_by_id) {
+      uint32_t cap = w->cap_ix_by_id ? w->cap_ix_by_id : 1024;
+      while (cap <= k) cap *= 2;
+      w->ix_by_id = ox_xrealloc(w->ix_by_id, (size_t)cap * sizeof *w->ix_by_id);
+      memset(w->ix_by_id + w->cap_ix_by_id, 0, (size_t)(cap - w->cap_ix_by_id) * sizeof *w->ix_by_id);
+      w->cap_ix_by_id = cap;
+    }
+    v = w->ix_by_id[k];
+  } else {
+    v = ox_namemap_get(w->ix, name);
+  }
   if (v) {
     *r = (W3Recent){name, v - 1};
     return v - 1;
@@ -320,7 +336,8 @@ static uint32_t w3_index(W3 *w, const char *name) {
     w->names = ox_xrealloc(w->names, w->cap_names * sizeof *w->names);
   }
   w->names[w->n_names++] = name;
-  ox_namemap_set(w->ix, name, w->n_names);
+  if (k) w->ix_by_id[k] = w->n_names;
+  else ox_namemap_set(w->ix, name, w->n_names);
   *r = (W3Recent){name, w->n_names - 1};
   return w->n_names - 1;
 }
@@ -632,7 +649,7 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
   ox_buf_putc(b, '}');
 }
 
-/* Room for the text and the name map up front, from an estimate: doubling a 20 MB buffer
+/* Room for the text up front, from an estimate: doubling a 20 MB buffer
  * copies it each time and touches fresh pages (on a VM the page faults were a quarter of the
  * writer's time); room not used is never touched. */
 static void reserve_v3(W3 *w, OxBuf *out) {
@@ -649,13 +666,13 @@ static void reserve_v3(W3 *w, OxBuf *out) {
   }
   /* a streaming output holds a few megabytes at a time, not the whole trace */
   ox_buf_reserve(out, out->sink ? 2 * (size_t)OX_BUF_DRAIN_BYTES : bytes + 8 * refs);
-  ox_namemap_reserve(w->ix, refs / 6); /* names are mentioned ~7 times each in a large run */
 }
 
 static void w3_init(W3 *w, const OxTrace *t) {
   *w = (W3){.t = t,
             .recent = ox_xcalloc(W3_RECENT, sizeof(W3Recent)),
             .ix = ox_namemap_new(),
+            .pool_tag = ox_strtab_tag(t->pool->strings),
             .meta_text = ox_strtab_new(NULL),
             .meta_ix = ox_namemap_new(),
             .meta_by_t = ox_namemap_new()};
@@ -672,6 +689,7 @@ static void w3_free(W3 *w) {
     if (w->target_ix[i]) ox_namemap_free(w->target_ix[i]);
   free(w->names);
   ox_namemap_free(w->ix);
+  free(w->ix_by_id);
   ox_namemap_free(w->meta_ix);
   ox_namemap_free(w->meta_by_t);
   ox_strtab_free(w->meta_text);
