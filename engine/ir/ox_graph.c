@@ -684,6 +684,14 @@ static const char *unique_name(OxGraph *g, const char *want, bool interned) {
     const char *cand = ox_graph_intern_n(g, buf, n);
     if (!names_get(g, cand)) {
       ox_namemap_set(g->name_counters, base, k);
+      /* the next name of this base is most likely base_k: a pass makes its nodes in runs of
+       * one kind (a getitem per member), so its string table slot is fetched now */
+      if (n + 1 < sizeof small && buf == small) {
+        nd = 0;
+        for (uint32_t v = k; v; v /= 10) digits[nd++] = (char)('0' + v % 10);
+        for (size_t i = 0; i < nd; i++) buf[base_len + 1 + i] = digits[nd - 1 - i];
+        ox_strtab_prefetch(g->strings, buf, base_len + 1 + nd);
+      }
       if (buf != small) free(buf);
       return cand;
     }

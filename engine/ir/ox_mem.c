@@ -432,6 +432,11 @@ const char *ox_strtab_intern(OxStrTab *t, const char *s, size_t n) {
   return r;
 }
 
+void ox_strtab_prefetch(const OxStrTab *t, const char *s, size_t n) {
+  if (n > UINT32_MAX) return;
+  __builtin_prefetch(&t->slots[str_hash(s, n) & (t->cap - 1)], 1);
+}
+
 size_t ox_strtab_count(const OxStrTab *t) { return t->count; }
 uint32_t ox_strtab_tag(const OxStrTab *t) { return t->tag; }
 

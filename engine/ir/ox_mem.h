@@ -47,6 +47,10 @@ size_t ox_strtab_count(const OxStrTab *t);
  * never move or change, so (serial, pointer) names a string for good. */
 uint64_t ox_strtab_serial(const OxStrTab *t);
 const char *ox_strtab_lookup(const OxStrTab *t, const char *s, size_t n); /* NULL if not interned */
+/* Starts loading the slot where s would be interned, for an ox_strtab_intern of s a little
+ * later (a large table's slot is a cache miss: a loader or a namer that knows the next string
+ * early asks for it while it works on the current one). Changes nothing. */
+void ox_strtab_prefetch(const OxStrTab *t, const char *s, size_t n);
 size_t ox_strtab_bytes(const OxStrTab *t); /* slots, and the strings when in its own arena */
 /* Every interned string carries, in the 8 bytes before it, its id in its table (1, 2, ... in
  * the order they were interned) and its table's tag: a map from interned strings to numbers

@@ -1481,6 +1481,15 @@ int ox_parse_fx_text(const char *text, size_t len, const OxLoadOptions *opt, OxD
       Ctx *c = ensure_ctx(&p);
       if (c->body_indent < 0) c->body_indent = indent;
       if (*s == '%') {
+        /* the next line's node name is interned after this line is parsed: its slot in the
+         * string table (a cache miss on a large graph) is fetched meanwhile */
+        const char *nx = it.p;
+        while (nx < it.end && (*nx == ' ' || *nx == '\t')) nx++;
+        if (nx < it.end && *nx == '%') {
+          const char *a = ++nx;
+          while (nx < it.end && is_ident((unsigned char)*nx)) nx++;
+          if (nx > a) ox_strtab_prefetch(c->g->strings, a, (size_t)(nx - a));
+        }
         uint32_t refs_before = c->n_refs;
         Rec *rc = new_rec(&p, c);
         if (parse_node_line(&p, c, s, le, rc)) {
