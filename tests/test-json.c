@@ -1329,6 +1329,35 @@ static void test_record_b64(void) {
     "{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [1], \"b64\": \"AADAPw==\", \"data\": [1.5]}}}",
   };
   assert_records_refused(refused, G_N_ELEMENTS(refused));
+
+  /* a long one (the alphabet is checked 16 characters at a time): one character out of the
+   * alphabet at any position, in a whole block or in the tail, is refused */
+  float vals[25];
+  for (int i = 0; i < 25; i++) vals[i] = (float)i * 0.75f - 3.0f;
+  gchar *enc = g_base64_encode((const guchar *)vals, sizeof vals); /* 100 bytes: 136 characters, "==" */
+  size_t enc_len = strlen(enc);
+  g_assert_cmpuint(enc_len, ==, 136);
+  char *ok_doc = g_strdup_printf("{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [25], \"b64\": \"%s\"}}}", enc);
+  char *ok_text = record_doc(ok_doc);
+  OxDoc *ok = load_ok(ok_text);
+  OxTensor *x = ox_record_input_new(ok->record, "x");
+  g_assert_nonnull(x);
+  g_assert_true(memcmp(x->data.f, vals, sizeof vals) == 0);
+  ox_tensor_free(x);
+  ox_doc_free(ok);
+  g_free(ok_text);
+  g_free(ok_doc);
+  const char *bad_chars[] = {"-", "\\u00e9", "=", " "};
+  for (size_t i = 0; i < enc_len - 2; i += (i < 40 || i > enc_len - 24) ? 1 : 7) {
+    for (size_t b = 0; b < G_N_ELEMENTS(bad_chars); b++) {
+      char *doc = g_strdup_printf("{\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [25], \"b64\": \"%.*s%s%s\"}}}",
+                                  (int)i, enc, bad_chars[b], enc + i + 1);
+      const char *one[1] = {doc};
+      assert_records_refused(one, 1);
+      g_free(doc);
+    }
+  }
+  g_free(enc);
 }
 
 /* The fixtures (hand-written and bridge-exported documents, several with a "record" of example

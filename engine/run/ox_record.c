@@ -112,6 +112,27 @@ static const signed char b64_table[256] = {
 
 static int b64_val(unsigned char c) { return b64_table[c]; }
 
+/* Whether p[0..n) is base64 alphabet only (A-Z a-z 0-9 + /). Sixteen bytes at a time with
+ * vector compares (GCC/clang vector extensions, any target): a record of real weights is
+ * hundreds of megabytes of it, and the byte-at-a-time table loop ran at ~1 byte a cycle. */
+typedef unsigned char B64Vec __attribute__((vector_size(16)));
+static bool b64_alphabet_only(const unsigned char *p, size_t n) {
+  size_t i = 0;
+  B64Vec bad = {0};
+  for (; i + 16 <= n; i += 16) {
+    B64Vec c;
+    memcpy(&c, p + i, 16);
+    B64Vec ok = (B64Vec)((B64Vec)(c - 'A') < 26) | (B64Vec)((B64Vec)(c - 'a') < 26) |
+                (B64Vec)((B64Vec)(c - '0') < 10) | (B64Vec)(c == '+') | (B64Vec)(c == '/');
+    bad |= ~ok;
+  }
+  unsigned char any = 0;
+  for (int k = 0; k < 16; k++) any |= bad[k];
+  int tail = 0;
+  for (; i < n; i++) tail |= b64_table[p[i]];
+  return !any && tail >= 0;
+}
+
 /* Bytes per value of a dtype in a "b64" string; 0 when the dtype has no such form. */
 static size_t b64_elem_size(OxDType dt) {
   switch (dt) {
@@ -138,9 +159,7 @@ static bool b64_valid(const unsigned char *p, size_t len, OxDType dtype, int64_t
   /* the whole groups before the last one: the alphabet only (bool values checked below) */
   size_t head = len >= 4 ? len - 4 : 0;
   if (dtype != OX_DT_BOOL) {
-    int bad = 0;
-    for (size_t i = 0; i < head; i++) bad |= b64_table[p[i]];
-    if (bad < 0) return false;
+    if (!b64_alphabet_only(p, head)) return false;
   } else {
     head = 0;
   }
