@@ -2041,8 +2041,11 @@ int ox_batch_apply(OxPassCtx *c, const OxBatchRule *r) {
   OxBatchShare *share = c->batch_share;
   if (share && share->e && share->e->g != g) ox_batch_share_forget(share);
   Eng *ep = share && share->e ? share->e : ox_xcalloc(1, sizeof *ep);
-  Eng e = *ep; /* on the stack while the pass runs */
-  if (share && share->e) eng_reset_for_pass(&e);
+  Eng e = *ep; /* on the stack while the pass runs; the share holds nothing meanwhile */
+  if (share && share->e) {
+    eng_reset_for_pass(&e);
+    share->e = NULL;
+  }
   e.c = c;
   e.g = g;
   e.r = r;
