@@ -1980,7 +1980,10 @@ static void order_near_init(Eng *e, const uint8_t *has_op) {
   NodeState *ns = e->ns;
   bool kept = e->lists_kept;
   if (!kept) e->n_in = 0;
-  OX_GRAPH_FOREACH(g, id) {
+  /* the list holds live nodes only: walked through the links alone, a node with a kept list is
+   * not read at all */
+  for (OxNodeId id = g->head; id; id = g->link[id].next) {
+    assert(ox_op_index(g, id) != OX_OPIX_ERASED); /* asked without reading the node */
     pos[id] = k++;
     /* a kept list is this node's inputs (the previous batch pass kept it up to date) */
     uint32_t s0, s1;
