@@ -240,8 +240,8 @@ static bool b64_store(OxTensor *t, int64_t idx, const unsigned char *v) {
   }
 }
 
-bool ox_record_b64_decode(const char *b64, size_t len, OxTensor *t) {
-  if (!b64_valid((const unsigned char *)b64, len, t->dtype, t->numel)) return false;
+/* Decodes a string b64_valid accepted for t's dtype and numel. */
+static bool b64_decode_valid(const char *b64, size_t len, OxTensor *t) {
   size_t es = b64_elem_size(t->dtype), have = 0;
   uint64_t bytes = (uint64_t)t->numel * es, out = 0;
   unsigned char v[8];
@@ -261,6 +261,10 @@ bool ox_record_b64_decode(const char *b64, size_t len, OxTensor *t) {
     }
   }
   return idx == t->numel;
+}
+
+bool ox_record_b64_decode(const char *b64, size_t len, OxTensor *t) {
+  return b64_valid((const unsigned char *)b64, len, t->dtype, t->numel) && b64_decode_valid(b64, len, t);
 }
 
 bool ox_record_borrows(const OxRecord *r) {
@@ -379,7 +383,7 @@ size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel
 static OxTensor *tensor_of_text(const OxRecordTensor *e) {
   if (e->raw_b64) { /* checked by ox_record_b64_scan when it was read */
     OxTensor *t = ox_tensor_new_unset(e->fill.dtype, e->fill.rank, e->fill.shape);
-    if (t && !ox_record_b64_decode(e->raw + 1, e->raw_len - 2, t)) {
+    if (t && !b64_decode_valid(e->raw + 1, e->raw_len - 2, t)) { /* not checked twice */
       ox_tensor_free(t);
       t = NULL;
     }
