@@ -708,12 +708,6 @@ static const OxPassStat *pass_stat(const OxTrace *t, const char *pass, const cha
   return NULL;
 }
 
-/* "108 ms", "0.4 ms", "2.3 s" */
-static void append_duration(GString *s, double seconds) {
-  if (seconds >= 1) g_string_append_printf(s, "%.1f s", seconds);
-  else if (seconds >= 0.01) g_string_append_printf(s, "%.0f ms", seconds * 1e3);
-  else g_string_append_printf(s, "%.1f ms", seconds * 1e3);
-}
 
 void ox_document_timeline_rebuild(OxDocument *self) {
   const OxTrace *t = ox_document_get_trace(self);
@@ -740,7 +734,8 @@ void ox_document_timeline_rebuild(OxDocument *self) {
       if (ps && !g_hash_table_contains(timed, ps)) {
         g_hash_table_add(timed, (gpointer)ps);
         g_string_append(sub, sub->len ? " · " : "");
-        append_duration(sub, ps->seconds);
+        char took[32];
+        g_string_append(sub, ox_fmt_duration(ps->seconds, took, sizeof took));
       }
       g_ptr_array_add(rows, step_item_new(TRUE, i + 1, 0, g_strdup_printf("%s (%s)", t->steps[i].pass,
                                                                        t->steps[i].phase ? t->steps[i].phase : "?"),

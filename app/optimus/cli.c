@@ -730,10 +730,3 @@ void ox_cli_json_cost(OxBuf *b, const OxCostPair *p) {
   }
   ox_buf_putc(b, '}');
 }
-
-const char *ox_cli_duration(double seconds, char *buf, size_t cap) {
-  if (seconds < 0) seconds = 0;
-  if (seconds < 0.01) snprintf(buf, cap, "%.1f ms", seconds * 1e3);
-  else snprintf(buf, cap, "%.3f s", seconds);
-  return buf;
-}

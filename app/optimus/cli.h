@@ -172,9 +172,6 @@ void ox_cli_json_pass_counts(OxBuf *b, const OxPassStat *e);
 void ox_cli_json_counters(OxBuf *b, const char *const *names, const int64_t *values, uint32_t n);
 /* A cost pair as the trace writes it: {"launches": [b, a], "bytes": [b, a], "flops": [b, a]}. */
 void ox_cli_json_cost(OxBuf *b, const OxCostPair *p);
-/* A run's time for people: "0.449 s", or "0.4 ms" under 10 ms (a small graph's run printed
- * "0.000 s"). Returns buf. */
-const char *ox_cli_duration(double seconds, char *buf, size_t cap);
 bool ox_cli_write_stdout(const char *data, size_t len);
 
 /* ------------------------------------------------------------------ cmd-convert.c */

@@ -298,7 +298,7 @@ static int info_trace(const CliOpts *o) {
     ox_buf_printf(&b, "checks: %s\n", t->checks && *t->checks ? t->checks : "none recorded");
     char took[32];
     ox_buf_printf(&b, "records: %u (%u applied, %u rejected, %u check failures) in %s\n", t->n_steps,
-                  t->n_applied, t->n_rejected, t->n_check_failed, ox_cli_duration(t->seconds, took, sizeof took));
+                  t->n_applied, t->n_rejected, t->n_check_failed, ox_fmt_duration(t->seconds, took, sizeof took));
     if (t->cost.set) ox_buf_printf(&b, "estimated cost: %s\n", ox_cost_format_pair(&t->cost, cb, sizeof cb));
     if (n_codes) {
       ox_buf_puts(&b, "rejections by reason:");

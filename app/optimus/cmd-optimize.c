@@ -106,7 +106,7 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
       char took[32];
       ox_buf_printf(&b, "%s: %u -> %u nodes; %u applied steps, %u rejected attempts, %u check failures in %s\n",
                     o.file, before, ox_cli_count_nodes(g), res.applied, res.rejected, res.check_failures,
-                    ox_cli_duration(res.seconds, took, sizeof took));
+                    ox_fmt_duration(res.seconds, took, sizeof took));
       if (t && t->cost.set) {
         char cb[256];
         ox_buf_printf(&b, "  estimated cost: %s\n", ox_cost_format_pair(&t->cost, cb, sizeof cb));

@@ -697,3 +697,11 @@ char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *er
 char *ox_read_stream(int fd, const char *name, size_t *len_out, size_t max_bytes, char *err, size_t errcap) {
   return read_fd(fd, name, len_out, max_bytes, err, errcap);
 }
+
+const char *ox_fmt_duration(double seconds, char *buf, size_t cap) {
+  if (!(seconds > 0)) seconds = 0; /* NaN too */
+  if (seconds >= 1) snprintf(buf, cap, "%.1f s", seconds);
+  else if (seconds >= 0.01) snprintf(buf, cap, "%.0f ms", seconds * 1e3);
+  else snprintf(buf, cap, "%.1f ms", seconds * 1e3);
+  return buf;
+}

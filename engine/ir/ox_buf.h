@@ -91,6 +91,10 @@ void ox_buf_put_quoted(OxBuf *b, const char *s);
 /* Appends a double the way Python's repr prints it ("1e-05", "0.1", "inf", "-inf", "nan", "1.0"). */
 void ox_buf_put_pyfloat(OxBuf *b, double f);
 
+/* A time for people: "0.4 ms" under 10 ms, "108 ms" under a second, "2.3 s" (the CLI's summaries
+ * and the debugger's timeline headers). Returns buf. */
+const char *ox_fmt_duration(double seconds, char *buf, size_t cap);
+
 /* Bounded text for fixed-size slots (reason arguments, messages). ox_text_clip copies
  * src[0..len) into dst (capacity cap, always NUL-terminated); text that does not fit is cut at
  * the last word or list-item boundary (after a space, ',' or ';') that leaves room for "…" and
