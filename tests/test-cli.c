@@ -1385,6 +1385,24 @@ static void test_cli_info_trace(void) {
     g_assert_cmpint(json_int(jget(o, "counters"), "batch_linear"), ==, 1);
     g_assert_cmpuint(json_object_array_length(jget(o, "passes")), ==, json_object_array_length(jget(run, "passes")));
     g_assert_true(json_object_is_type(jget(jget(o, "cost"), "launches"), json_type_array));
+    /* coverage: its rows add up to the records, each row's reasons to its refusals */
+    json_object *cov = jget(o, "coverage");
+    int64_t tried = 0, applied = 0, linear = -1;
+    for (size_t i = 0; i < json_object_array_length(cov); i++) {
+      json_object *row = json_object_array_get_idx(cov, i);
+      int64_t refused = 0;
+      tried += json_int(row, "tried");
+      applied += json_int(row, "applied");
+      g_assert_cmpint(json_int(row, "tried"), ==,
+                      json_int(row, "applied") + json_int(row, "rejected") + json_int(row, "check_failed"));
+      json_object *rs = jget(row, "reasons");
+      for (size_t j = 0; j < json_object_array_length(rs); j++) refused += json_int(json_object_array_get_idx(rs, j), "count");
+      g_assert_cmpint(refused, ==, json_int(row, "rejected") + json_int(row, "check_failed"));
+      if (!strcmp(json_object_get_string(jget(row, "pass")), "batch_linear")) linear = json_int(row, "applied");
+    }
+    g_assert_cmpint(tried, ==, json_int(sum, "steps"));
+    g_assert_cmpint(applied, ==, json_int(sum, "applied"));
+    g_assert_cmpint(linear, ==, 1);
     json_object_put(o);
     run_clear(&r);
   }
@@ -1395,6 +1413,8 @@ static void test_cli_info_trace(void) {
   g_assert_nonnull(strstr(r.out, "\nrejections by reason: "));
   g_assert_nonnull(strstr(r.out, "\ntime per pass:\n  pass (phase)"));
   g_assert_nonnull(strstr(r.out, "  outside passes (hash, cost, sorting)"));
+  g_assert_nonnull(strstr(r.out, "\ncoverage (per pass and rule"));
+  g_assert_true(g_regex_match_simple("\n  batch_linear \\(pre\\): [0-9]+ tried, 1 applied", r.out, 0, 0));
   run_clear(&r);
   run_cli(&r, "info", tr, "--graph", "2");
   g_assert_cmpint(r.status, ==, 2);

@@ -15,6 +15,7 @@
 #include "load/ox_parse.h"
 #include "ops/ox_shape.h"
 #include "passes/ox_pass.h"
+#include "run/ox_coverage.h"
 #include "trace-compare.h"
 #include "write/ox_write.h"
 
@@ -2036,6 +2037,183 @@ static void test_fast_read_fallback(void) {
   free(text);
 }
 
+
+/* ---- coverage (ox_coverage.h): what each pass and rule tried, applied and refused */
+
+static OxStep *cov_step(OxTrace *t, OxStepKind kind, const char *phase, const char *pass, const char *rule,
+                        OxReasonCode code, const char *a0, const char *a1, const char *a2) {
+  OxStep *s = ox_trace_add_step(t, kind);
+  s->phase = phase;
+  s->pass = ox_trace_intern(t, pass);
+  s->rule = rule ? ox_trace_intern(t, rule) : NULL;
+  if (kind != OX_STEP_APPLIED) {
+    s->reason.code = (uint16_t)code;
+    const char *a[3] = {a0, a1, a2};
+    for (int i = 0; i < 3 && a[i]; i++) s->reason.args[s->reason.n_args++] = ox_trace_intern(t, a[i]);
+  } else {
+    s->applied_index = ++t->n_applied;
+    s->seconds = 0.25;
+  }
+  return s;
+}
+
+static void test_coverage(void) {
+  OxTrace *t = ox_trace_new();
+  /* #0..#2 batch_relu: a set too small twice (sizes 2, 3), then applied */
+  cov_step(t, OX_STEP_REJECTED, "pre", "batch_relu", "batch_relu", OX_REASON_SET_TOO_SMALL, "2", "5", NULL);
+  cov_step(t, OX_STEP_REJECTED, "pre", "batch_relu", "batch_relu", OX_REASON_SET_TOO_SMALL, "3", "5", NULL);
+  cov_step(t, OX_STEP_APPLIED, "pre", "batch_relu", "batch_relu", 0, NULL, NULL, NULL);
+  /* #3..#8 split_cat_pass, two rules; pattern failures of three kinds */
+  cov_step(t, OX_STEP_REJECTED, "pre", "split_cat_pass", "simplify_split_cat", OX_REASON_NO_MATCH, "[%a, %b]",
+           "getitem(...)", "function_mismatch: unbind_3 is torch.unbind, pattern wants split|split_with_sizes(...)");
+  cov_step(t, OX_STEP_REJECTED, "pre", "split_cat_pass", "merge_split_squeeze", OX_REASON_NO_MATCH, "[%x]",
+           "getitem(...)", "function_mismatch: x is x, pattern wants getitem(...)");
+  cov_step(t, OX_STEP_REJECTED, "pre", "split_cat_pass", "simplify_split_cat", OX_REASON_NO_MATCH, "[%c]",
+           "getitem(...)", "function_mismatch: unbind_9 is torch.unbind, pattern wants split|split_with_sizes(...)");
+  cov_step(t, OX_STEP_REJECTED, "pre", "split_cat_pass", "simplify_split_cat", OX_REASON_NO_MATCH, "[]",
+           "getitem(...)", "list: not a non-empty list");
+  cov_step(t, OX_STEP_REJECTED, "pre", "split_cat_pass", "simplify_split_cat", OX_REASON_NO_MATCH, "[%w]",
+           "getitem(...)", "function_mismatch: l_0_w is l.0.w, pattern wants getitem(...)");
+  cov_step(t, OX_STEP_REJECTED, "pre", "split_cat_pass", "simplify_split_cat", OX_REASON_TARGET_MISMATCH, "relu_1",
+           "torch.relu", "cat(...)");
+  /* #9 the same pass name in the post phase is a row of its own; #10 a check failure */
+  cov_step(t, OX_STEP_REJECTED, "post", "split_cat_pass", "simplify_split_cat", OX_REASON_OTHER, "x", NULL, NULL);
+  cov_step(t, OX_STEP_CHECK_FAILED, "pre", "batch_relu", "batch_relu", OX_REASON_CHECK_FAILED, "numeric", "max abs 3",
+           NULL);
+  /* #11.. more distinct values than are kept: the rest counted as other */
+  for (int i = 0; i < OX_COVERAGE_MAX_DETAILS + 3; i++) {
+    char sz[16];
+    g_snprintf(sz, sizeof sz, "%d", 100 + i);
+    cov_step(t, OX_STEP_REJECTED, "pre", "batch_tanh", NULL, OX_REASON_SET_TOO_SMALL, sz, "500", NULL);
+  }
+  cov_step(t, OX_STEP_APPLIED, "pre", "batch_relu", "batch_relu", 0, NULL, NULL, NULL); /* a second one, last */
+  OxCoverage *c = ox_coverage_of(t);
+  g_assert_cmpuint(c->n_steps, ==, t->n_steps);
+  g_assert_cmpuint(c->n_rows, ==, 5);
+  /* rows in the order of their first record */
+  const OxCoverageRow *r = &c->rows[0];
+  g_assert_cmpstr(r->pass, ==, "batch_relu");
+  g_assert_cmpuint(r->attempts, ==, 5);
+  g_assert_cmpuint(r->applied, ==, 2);
+  g_assert_cmpuint(r->rejected, ==, 2);
+  g_assert_cmpuint(r->check_failed, ==, 1);
+  g_assert_cmpuint(r->first, ==, 0);
+  g_assert_cmpuint(r->first_applied, ==, 2);
+  g_assert_cmpfloat(r->step_seconds, ==, 0.5);
+  g_assert_cmpuint(r->n_reasons, ==, 2);
+  g_assert_cmpuint(r->n_reasons, ==, 2);
+  g_assert_cmpuint(r->reasons[0].code, ==, OX_REASON_SET_TOO_SMALL); /* 2 before 1 */
+  g_assert_cmpuint(r->reasons[0].count, ==, 2);
+  g_assert_cmpuint(r->reasons[0].n_details, ==, 2);
+  g_assert_cmpstr(r->reasons[0].details[0].text, ==, "set of 2"); /* a tie: first seen first */
+  g_assert_cmpuint(r->reasons[0].details[1].first, ==, 1);
+  g_assert_cmpuint(r->reasons[1].code, ==, OX_REASON_CHECK_FAILED);
+  g_assert_cmpstr(r->reasons[1].details[0].text, ==, "check numeric");
+  g_assert_cmpuint(r->reasons[1].first, ==, 10);
+
+  r = &c->rows[1];
+  g_assert_cmpstr(r->rule, ==, "simplify_split_cat");
+  g_assert_cmpstr(r->phase, ==, "pre");
+  g_assert_cmpuint(r->attempts, ==, 5);
+  g_assert_cmpuint(r->first_applied, ==, UINT32_MAX);
+  g_assert_cmpuint(r->n_reasons, ==, 2);
+  const OxCoverageReason *x = &r->reasons[0];
+  g_assert_cmpuint(x->code, ==, OX_REASON_NO_MATCH);
+  g_assert_cmpuint(x->count, ==, 4);
+  g_assert_cmpuint(x->first, ==, 3);
+  g_assert_cmpuint(x->n_details, ==, 3);
+  g_assert_cmpstr(x->details[0].text, ==, "wants split|split_with_sizes(...), found torch.unbind");
+  g_assert_cmpuint(x->details[0].count, ==, 2);
+  g_assert_cmpuint(x->details[0].first, ==, 3);
+  g_assert_cmpstr(x->details[1].text, ==, "at getitem(...)"); /* not a function mismatch */
+  g_assert_cmpuint(x->details[1].first, ==, 6);
+  g_assert_cmpstr(x->details[2].text, ==, "wants getitem(...), found a parameter or buffer");
+  g_assert_cmpstr(r->reasons[1].details[0].text, ==, "wants cat(...), found torch.relu");
+
+  r = &c->rows[2];
+  g_assert_cmpstr(r->rule, ==, "merge_split_squeeze");
+  g_assert_cmpstr(r->reasons[0].details[0].text, ==, "wants getitem(...), found a graph input");
+  r = &c->rows[3];
+  g_assert_cmpstr(r->phase, ==, "post");
+  g_assert_cmpuint(r->reasons[0].n_details, ==, 0); /* OTHER: no deciding value */
+  r = &c->rows[4];
+  g_assert_null(r->rule);
+  g_assert_cmpuint(r->reasons[0].count, ==, OX_COVERAGE_MAX_DETAILS + 3);
+  g_assert_cmpuint(r->reasons[0].n_details, ==, OX_COVERAGE_MAX_DETAILS);
+  g_assert_cmpuint(r->reasons[0].n_other, ==, 3);
+  g_assert_cmpstr(r->reasons[0].details[0].text, ==, "set of 100");
+  ox_coverage_free(c);
+  g_assert_cmpfloat(ox_coverage_pass_seconds(t, "batch_relu", "pre"), ==, -1); /* no per-pass table */
+  ox_trace_pass_stat_add(t, "batch_relu", "pre", 0.5, 1, 1, 2, 1);
+  g_assert_cmpfloat(ox_coverage_pass_seconds(t, "batch_relu", "pre"), ==, 0.5);
+  g_assert_cmpfloat(ox_coverage_pass_seconds(t, "batch_relu", "post"), ==, -1);
+  ox_trace_free(t);
+
+  c = ox_coverage_of(NULL);
+  g_assert_cmpuint(c->n_rows, ==, 0);
+  ox_coverage_free(c);
+
+  /* generated graphs, default pipeline: the rows add up to the trace, each row to the per-pass
+   * table, each reason's and value's first record is one of them, and a value's records are
+   * those ox_coverage_detail_of names so */
+  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
+  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, with_details = 0;
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    bool post;
+    OxGraph *g = gen_graph(seed, &post);
+    t = ox_trace_new_for(g);
+    optimize_default(g, t, false);
+    c = ox_coverage_of(t);
+    uint32_t kinds[3] = {0, 0, 0};
+    for (uint32_t i = 0; i < c->n_rows; i++) {
+      r = &c->rows[i];
+      g_assert_cmpuint(r->attempts, ==, r->applied + r->rejected + r->check_failed);
+      kinds[0] += r->applied;
+      kinds[1] += r->rejected;
+      kinds[2] += r->check_failed;
+      const OxStep *f = &t->steps[r->first];
+      g_assert_cmpstr(f->pass, ==, r->pass);
+      g_assert_cmpstr(f->rule, ==, r->rule);
+      for (uint32_t k = 0; k < r->first; k++) /* nothing of this row before its first record */
+        g_assert_false(g_strcmp0(t->steps[k].pass, r->pass) == 0 && g_strcmp0(t->steps[k].rule, r->rule) == 0 &&
+                       g_strcmp0(t->steps[k].phase, r->phase) == 0);
+      uint32_t refused = 0;
+      for (uint32_t j = 0; j < r->n_reasons; j++) {
+        x = &r->reasons[j];
+        refused += x->count;
+        if (j) g_assert_cmpuint(x->count, <=, r->reasons[j - 1].count);
+        g_assert_cmpuint(t->steps[x->first].reason.code, ==, x->code);
+        uint32_t in_details = x->n_other;
+        for (uint32_t k = 0; k < x->n_details; k++) {
+          char d[320];
+          g_assert_true(ox_coverage_detail_of(&t->steps[x->details[k].first], d, sizeof d));
+          g_assert_cmpstr(d, ==, x->details[k].text);
+          uint32_t same = 0;
+          for (uint32_t q = 0; q < t->n_steps; q++) {
+            const OxStep *st = &t->steps[q];
+            if (st->kind == OX_STEP_APPLIED || st->reason.code != x->code || g_strcmp0(st->pass, r->pass) ||
+                g_strcmp0(st->rule, r->rule) || g_strcmp0(st->phase, r->phase))
+              continue;
+            if (ox_coverage_detail_of(st, d, sizeof d) && strcmp(d, x->details[k].text) == 0) same++;
+          }
+          g_assert_cmpuint(same, ==, x->details[k].count);
+          in_details += x->details[k].count;
+          with_details++;
+        }
+        g_assert_cmpuint(in_details, <=, x->count);
+      }
+      g_assert_cmpuint(refused, ==, r->rejected + r->check_failed);
+    }
+    g_assert_cmpuint(kinds[0], ==, t->n_applied);
+    g_assert_cmpuint(kinds[1], ==, t->n_rejected);
+    g_assert_cmpuint(kinds[2], ==, t->n_check_failed);
+    ox_coverage_free(c);
+    ox_trace_free(t);
+    ox_graph_free(g);
+  }
+  g_assert_cmpuint(with_details, >, 0);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/trace/applied-step", test_applied_step);
@@ -2047,6 +2225,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/live-writer", test_live_writer);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
   g_test_add_func("/engine/trace/pass-stats", test_pass_stats);
+  g_test_add_func("/engine/trace/coverage", test_coverage);
   g_test_add_func("/engine/trace/v2-file", test_v2_file);
   g_test_add_func("/engine/trace/fast-read-equals-json-c", test_fast_read_equals_json_c);
   g_test_add_func("/engine/trace/fast-read-fallback", test_fast_read_fallback);

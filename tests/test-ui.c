@@ -18,6 +18,7 @@
 #include "ir/ox_graph_diff.h"
 #include "load/ox_load.h"
 #include "run/ox_compare.h"
+#include "run/ox_coverage.h"
 #include "test-common.h"
 #include "ui-test-pass.h"
 
@@ -1702,6 +1703,139 @@ static void test_step_row_tooltip(void) {
   g_object_unref(row);
 }
 
+
+/* The label under root whose markup holds `needle` (depth-first), or NULL. */
+static GtkWidget *find_label(GtkWidget *root, const char *needle) {
+  if (GTK_IS_LABEL(root) && strstr(gtk_label_get_label(GTK_LABEL(root)), needle)) return root;
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *l = find_label(c, needle);
+    if (l) return l;
+  }
+  return NULL;
+}
+
+/* The steps the timeline lets through: each matches the coverage entry (pass, rule, phase;
+ * reason code and value when given); returns how many. */
+static guint visible_matching(OxDocument *d, const OxCoverageRow *r, const OxCoverageReason *x, const char *detail) {
+  const OxTrace *t = ox_document_get_trace(d);
+  guint n = 0;
+  for (guint p = 1; p <= t->n_steps; p++) {
+    if (!ox_document_step_visible(d, p)) continue;
+    const OxStep *st = &t->steps[p - 1];
+    g_assert_cmpstr(st->pass, ==, r->pass);
+    g_assert_cmpstr(st->rule, ==, r->rule);
+    if (x) {
+      g_assert_cmpuint(st->kind, !=, OX_STEP_APPLIED);
+      g_assert_cmpuint(st->reason.code, ==, x->code);
+    }
+    if (detail) {
+      char dd[320];
+      g_assert_true(ox_coverage_detail_of(st, dd, sizeof dd));
+      g_assert_cmpstr(dd, ==, detail);
+    }
+    n++;
+  }
+  guint rows = 0, items = g_list_model_get_n_items(ox_document_get_timeline(d));
+  for (guint i = 0; i < items; i++) {
+    g_autoptr(OxStepItem) it = g_list_model_get_item(ox_document_get_timeline(d), i);
+    if (!it->header) rows++;
+  }
+  g_assert_cmpuint(rows, ==, n); /* the timeline lists exactly those */
+  return n;
+}
+
+/* The Passes panel: the run's coverage (what each pass and rule tried, applied, refused and why),
+ * each entry a filter of the timeline (win.filter-coverage, the panel's links), which stepping
+ * keeps to; "" or another pass in the drop-down shows everything again; links are followed after
+ * the label's "activate-link" (the panel is rebuilt by them). */
+static void test_passes_panel(void) {
+  OxWindow *w = window_with_example();
+  OxDocument *d = ox_window_get_document(w);
+  const OxTrace *t = ox_document_get_trace(d);
+  ox_window_show_panel(w, "passes");
+  const char *m = ox_window_get_panel_markup(w, "passes");
+  g_autofree char *head = g_strdup_printf("<b>%u records</b> · %u applied", t->n_steps, t->n_applied);
+  g_assert_nonnull(strstr(m, head));
+  for (guint i = 0; i < t->n_steps; i++) {
+    g_autofree char *pass = g_strdup_printf("<b>%s</b>", t->steps[i].pass);
+    g_assert_nonnull(strstr(m, pass));
+  }
+  OxCoverage *c = ox_coverage_of(t);
+  guint R = G_MAXUINT;
+  for (guint i = 0; i < c->n_rows && R == G_MAXUINT; i++)
+    if (!strcmp(c->rows[i].pass, "split_cat_pass")) R = i;
+  g_assert_cmpuint(R, !=, G_MAXUINT);
+  const OxCoverageRow *r = &c->rows[R];
+  g_assert_cmpuint(r->applied, >, 0);
+  g_assert_cmpuint(r->n_reasons, >, 0);
+  const OxCoverageReason *x = &r->reasons[0];
+  g_assert_cmpuint(x->n_details, >=, 2);
+  g_assert_cmpuint(x->details[1].count, >=, 2);
+  g_autofree char *link = g_strdup_printf("href=\"cov:%u:0:1\"", R);
+  g_assert_nonnull(strstr(m, link));
+
+  /* a value of a reason: its records only, from the first, and stepping stays among them */
+  g_autofree char *spec = g_strdup_printf("%u:0:1", R);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-coverage", "s", spec));
+  const char *f = ox_document_get_filter_coverage(d);
+  g_assert_nonnull(f);
+  g_assert_nonnull(strstr(f, "NO_MATCH"));
+  g_assert_nonnull(strstr(f, x->details[1].text));
+  g_assert_cmpstr(ox_document_get_filter_pass(d), ==, "split_cat_pass");
+  g_assert_cmpuint(visible_matching(d, r, x, x->details[1].text), ==, x->details[1].count);
+  g_assert_cmpuint(ox_document_get_position(d), ==, x->details[1].first + 1);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.step-next", NULL));
+  const OxStep *st = ox_document_get_step(d);
+  g_assert_cmpuint(st->reason.code, ==, x->code);
+  g_assert_cmpuint(st->seq, >, x->details[1].first);
+  g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "passes"), "href=\"cov:\">show all</a>"));
+  g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "passes"), "▶ <a href=\"cov:"));
+  /* the reason, then the whole row */
+  g_free(spec);
+  spec = g_strdup_printf("%u:0", R);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-coverage", "s", spec);
+  g_assert_cmpuint(visible_matching(d, r, x, NULL), ==, x->count);
+  g_free(spec);
+  spec = g_strdup_printf("%u", R);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-coverage", "s", spec);
+  g_assert_cmpuint(visible_matching(d, r, NULL, NULL), ==, r->attempts);
+  g_assert_cmpuint(ox_document_get_position(d), ==, r->first + 1);
+  /* entries that do not exist change nothing */
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-coverage", "s", "9999");
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-coverage", "s", "0:99");
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-coverage", "s", "x");
+  g_assert_cmpuint(visible_matching(d, r, NULL, NULL), ==, r->attempts);
+  /* another pass in the drop-down drops it */
+  ox_document_set_filter_pass(d, "batch_linear");
+  g_assert_null(ox_document_get_filter_coverage(d));
+  ox_document_set_filter_pass(d, NULL);
+  /* "" shows everything again (after a reason turned the rejected steps back on) */
+  ox_document_set_filter_kinds(d, OX_FILTER_APPLIED);
+  g_free(spec);
+  spec = g_strdup_printf("%u:0", R);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-coverage", "s", spec);
+  g_assert_cmpuint(ox_document_get_filter_kinds(d) & OX_FILTER_REJECTED, !=, 0);
+  g_assert_cmpuint(visible_matching(d, r, x, NULL), ==, x->count);
+  gtk_widget_activate_action(GTK_WIDGET(w), "win.filter-coverage", "s", "");
+  g_assert_null(ox_document_get_filter_coverage(d));
+  g_assert_null(ox_document_get_filter_pass(d));
+  g_assert_null(strstr(ox_window_get_panel_markup(w, "passes"), "show all"));
+  /* a link of the panel: followed once the label's signal is over */
+  GtkWidget *label = find_label(GTK_WIDGET(w), "records</b>");
+  g_assert_nonnull(label);
+  gboolean handled = FALSE;
+  g_autofree char *uri = g_strdup_printf("cov:%u:0", R);
+  g_signal_emit_by_name(label, "activate-link", uri, &handled);
+  g_assert_true(handled);
+  g_assert_null(ox_document_get_filter_coverage(d)); /* not yet */
+  drain();
+  g_assert_nonnull(ox_document_get_filter_coverage(d));
+  g_assert_cmpuint(visible_matching(d, r, x, NULL), ==, x->count);
+  ox_coverage_free(c);
+  gtk_window_destroy(GTK_WINDOW(w));
+  drain();
+}
+
 int main(int argc, char **argv) {
   if (!g_getenv("DISPLAY") && !g_getenv("WAYLAND_DISPLAY")) {
     printf("1..0 # SKIP no display (run under xvfb-run -a)\n");
@@ -1726,6 +1860,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/ui/window/load-warnings", test_load_warnings);
   g_test_add_func("/ui/window/why-not-hints", test_why_not_hints);
   g_test_add_func("/ui/window/step-cost", test_step_cost);
+  g_test_add_func("/ui/window/passes-panel", test_passes_panel);
   g_test_add_func("/ui/window/timeline-keys", test_timeline_keys);
   g_test_add_func("/ui/window/layout-stable", test_layout_stable);
   g_test_add_func("/ui/window/shapes", test_shapes);

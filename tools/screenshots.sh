@@ -140,3 +140,10 @@ sleep 3
 key c
 key k
 shot large-focus
+# 8. the Passes panel of the same run (r), scrolled to the pattern passes' refusals: what each
+# pattern wanted and what it found instead
+key r
+xdotool mousemove 1120 500
+i=0
+while [ $i -lt 10 ]; do xdotool click 5; sleep 0.05; i=$((i + 1)); done
+shot passes

@@ -27,6 +27,7 @@ void ox_document_install(OxDocument *self, OxHistory *h) {
   self->k_after = self->k_before = 0;
   g_clear_pointer(&self->selected, g_free);
   g_clear_pointer(&self->filter_pass, g_free);
+  ox_document_filter_coverage_reset(self);
   self->filter_touching = FALSE;
   g_hash_table_remove_all(self->touching);
   ox_document_graphs_update(self);

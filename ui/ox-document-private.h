@@ -36,6 +36,12 @@ struct _OxDocument {
   GHashTable *hit_uids;   /* uid set */
   GListStore *timeline;
   char *filter_pass;
+  /* the coverage filter (ox_document_set_filter_coverage): filter_cov set, the steps of one
+   * phase, pass and rule (rule may be NULL: steps without one), optionally refused for one reason
+   * code (-1: any kind) and decided by one value */
+  gboolean filter_cov;
+  char *filter_phase, *filter_rule, *filter_detail, *filter_cov_text;
+  int filter_reason;
   GHashTable *touching;   /* positions that mention the selected node */
 
   /* plain state */
@@ -85,6 +91,7 @@ enum {
   PROP_FILTER_KINDS,
   PROP_FILTER_PASS,
   PROP_FILTER_TOUCHING,
+  PROP_FILTER_COVERAGE,
   PROP_BUSY,
   PROP_PROGRESS,
   PROP_STATUS,
@@ -101,6 +108,7 @@ void ox_document_graphs_update(OxDocument *self);
 void ox_document_frame_update(OxDocument *self);
 void ox_document_search_update(OxDocument *self);
 void ox_document_timeline_rebuild(OxDocument *self);
+void ox_document_filter_coverage_reset(OxDocument *self); /* notifies "filter-coverage" if one was set */
 
 /* ox-document-load.c */
 void ox_document_install(OxDocument *self, OxHistory *h);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ops/ox_ops.h"
+#include "run/ox_coverage.h"
 
 /* ------------------------------------------------------------------ op families */
 
@@ -455,6 +456,16 @@ gboolean ox_document_step_visible(OxDocument *self, guint position) {
                                             : OX_FILTER_CHECK_FAILED;
   if (!(self->filter_kinds & bit)) return FALSE;
   if (self->filter_pass && g_strcmp0(self->filter_pass, s->pass) != 0) return FALSE;
+  if (self->filter_cov) {
+    if (g_strcmp0(self->filter_rule, s->rule) != 0) return FALSE;
+    if (g_strcmp0(self->filter_phase, s->phase ? s->phase : "pre") != 0) return FALSE;
+    if (self->filter_reason >= 0) {
+      if (s->kind == OX_STEP_APPLIED || s->reason.code != self->filter_reason) return FALSE;
+      char d[320];
+      if (self->filter_detail && (!ox_coverage_detail_of(s, d, sizeof d) || strcmp(d, self->filter_detail) != 0))
+        return FALSE;
+    }
+  }
   if (self->filter_touching && !g_hash_table_contains(self->touching, GUINT_TO_POINTER(position))) return FALSE;
   return TRUE;
 }
@@ -793,13 +804,70 @@ void ox_document_set_filter_kinds(OxDocument *self, guint kinds) {
 }
 
 const char *ox_document_get_filter_pass(OxDocument *self) { return self->filter_pass; }
+
+/* drops the coverage filter's fields; TRUE if one was set */
+static gboolean coverage_clear(OxDocument *self) {
+  gboolean was = self->filter_cov;
+  self->filter_cov = FALSE;
+  g_clear_pointer(&self->filter_phase, g_free);
+  g_clear_pointer(&self->filter_rule, g_free);
+  g_clear_pointer(&self->filter_detail, g_free);
+  g_clear_pointer(&self->filter_cov_text, g_free);
+  self->filter_reason = -1;
+  return was;
+}
+
+void ox_document_filter_coverage_reset(OxDocument *self) {
+  if (coverage_clear(self)) g_object_notify_by_pspec(G_OBJECT(self), ox_document_props[PROP_FILTER_COVERAGE]);
+}
+
 void ox_document_set_filter_pass(OxDocument *self, const char *pass) {
   if (pass && !*pass) pass = NULL;
   if (g_strcmp0(pass, self->filter_pass) == 0) return;
+  gboolean cov = coverage_clear(self);
   g_free(self->filter_pass);
   self->filter_pass = g_strdup(pass);
   ox_document_timeline_rebuild(self);
   g_object_notify_by_pspec(G_OBJECT(self), ox_document_props[PROP_FILTER_PASS]);
+  if (cov) g_object_notify_by_pspec(G_OBJECT(self), ox_document_props[PROP_FILTER_COVERAGE]);
+}
+
+void ox_document_set_filter_coverage(OxDocument *self, const char *phase, const char *pass, const char *rule,
+                                     int reason, const char *detail) {
+  coverage_clear(self);
+  g_clear_pointer(&self->filter_pass, g_free);
+  if (pass && *pass) {
+    self->filter_cov = TRUE;
+    self->filter_pass = g_strdup(pass);
+    self->filter_phase = g_strdup(phase && *phase ? phase : "pre");
+    self->filter_rule = g_strdup(rule);
+    self->filter_reason = reason >= 0 && reason < OX_REASON_COUNT ? reason : -1;
+    self->filter_detail = self->filter_reason >= 0 && detail && *detail ? g_strdup(detail) : NULL;
+    GString *t = g_string_new(pass);
+    g_string_append_printf(t, " (%s)", self->filter_phase);
+    if (rule && strcmp(rule, pass) != 0) g_string_append_printf(t, " %s", rule);
+    if (self->filter_reason >= 0) {
+      g_string_append_printf(t, " · %s", ox_reason_code_name((OxReasonCode)self->filter_reason));
+      self->filter_kinds |= OX_FILTER_REJECTED | OX_FILTER_CHECK_FAILED;
+    }
+    if (self->filter_detail) g_string_append_printf(t, " · %s", self->filter_detail);
+    self->filter_cov_text = g_string_free(t, FALSE);
+  }
+  ox_document_timeline_rebuild(self);
+  g_object_freeze_notify(G_OBJECT(self));
+  g_object_notify_by_pspec(G_OBJECT(self), ox_document_props[PROP_FILTER_PASS]);
+  g_object_notify_by_pspec(G_OBJECT(self), ox_document_props[PROP_FILTER_KINDS]);
+  g_object_notify_by_pspec(G_OBJECT(self), ox_document_props[PROP_FILTER_COVERAGE]);
+  g_object_thaw_notify(G_OBJECT(self));
+}
+
+const char *ox_document_get_filter_coverage(OxDocument *self) { return self->filter_cov ? self->filter_cov_text : NULL; }
+
+guint ox_document_first_visible(OxDocument *self) {
+  guint n = ox_document_get_n_steps(self);
+  for (guint p = 1; p <= n; p++)
+    if (ox_document_step_visible(self, p)) return p;
+  return 0;
 }
 
 gboolean ox_document_get_filter_touching(OxDocument *self) { return self->filter_touching; }
@@ -842,6 +910,7 @@ static void ox_document_get_property(GObject *o, guint id, GValue *v, GParamSpec
   case PROP_FILTER_KINDS: g_value_set_uint(v, self->filter_kinds); break;
   case PROP_FILTER_PASS: g_value_set_string(v, self->filter_pass); break;
   case PROP_FILTER_TOUCHING: g_value_set_boolean(v, self->filter_touching); break;
+  case PROP_FILTER_COVERAGE: g_value_set_string(v, ox_document_get_filter_coverage(self)); break;
   case PROP_BUSY: g_value_set_boolean(v, self->busy); break;
   case PROP_PROGRESS: g_value_set_double(v, self->progress); break;
   case PROP_STATUS: g_value_set_string(v, self->status); break;
@@ -898,6 +967,7 @@ static void ox_document_finalize(GObject *o) {
   g_ptr_array_free(self->hits, TRUE);
   g_hash_table_destroy(self->hit_uids);
   g_free(self->filter_pass);
+  coverage_clear(self);
   g_hash_table_destroy(self->touching);
   g_hash_table_destroy(self->whatif);
   g_queue_free_full(self->whatif_queue, g_free);
@@ -924,6 +994,7 @@ static void ox_document_class_init(OxDocumentClass *k) {
       g_param_spec_uint("filter-kinds", NULL, NULL, 0, OX_FILTER_ALL, OX_FILTER_ALL, rw);
   ox_document_props[PROP_FILTER_PASS] = g_param_spec_string("filter-pass", NULL, NULL, NULL, rw);
   ox_document_props[PROP_FILTER_TOUCHING] = g_param_spec_boolean("filter-touching", NULL, NULL, FALSE, rw);
+  ox_document_props[PROP_FILTER_COVERAGE] = g_param_spec_string("filter-coverage", NULL, NULL, NULL, ro);
   ox_document_props[PROP_BUSY] = g_param_spec_boolean("busy", NULL, NULL, FALSE, ro);
   ox_document_props[PROP_PROGRESS] = g_param_spec_double("progress", NULL, NULL, 0, 1, 0, ro);
   ox_document_props[PROP_STATUS] = g_param_spec_string("status", NULL, NULL, NULL, ro);
@@ -946,6 +1017,7 @@ static void ox_document_init(OxDocument *self) {
   self->touching = g_hash_table_new(NULL, NULL);
   self->timeline = g_list_store_new(OX_TYPE_STEP_ITEM);
   self->filter_kinds = OX_FILTER_ALL;
+  self->filter_reason = -1;
   ox_check_config_default(&self->checks);
   self->entry_hist = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)ox_history_unref);
   self->pending_graph = G_MAXUINT;

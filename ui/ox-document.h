@@ -272,6 +272,18 @@ guint ox_document_get_filter_kinds(OxDocument *self);
 void ox_document_set_filter_kinds(OxDocument *self, guint kinds);
 const char *ox_document_get_filter_pass(OxDocument *self);
 void ox_document_set_filter_pass(OxDocument *self, const char *pass); /* NULL or "" = all passes */
+/* The coverage filter (the Passes panel's drill-down): the steps of one pass and rule (phase,
+ * pass; rule NULL = the steps that have none), optionally only those refused for reason code
+ * `reason` (-1: every kind; a reason turns the rejected and check-failed kinds on), optionally
+ * only those whose deciding value (ox_coverage_detail_of) is `detail`. It sets the pass filter
+ * too; pass NULL clears it (and the pass filter), and so does choosing another pass. */
+void ox_document_set_filter_coverage(OxDocument *self, const char *phase, const char *pass, const char *rule,
+                                     int reason, const char *detail);
+/* A one-line description of the coverage filter ("simplify_split_cat · NO_MATCH · wants
+ * getitem(...), found torch.cat"), or NULL when none is set ("filter-coverage" property). */
+const char *ox_document_get_filter_coverage(OxDocument *self);
+/* The first step position the filters let through, or 0. */
+guint ox_document_first_visible(OxDocument *self);
 gboolean ox_document_get_filter_touching(OxDocument *self);
 void ox_document_set_filter_touching(OxDocument *self, gboolean touching);
 gboolean ox_document_step_visible(OxDocument *self, guint position);

@@ -248,6 +248,11 @@ static void act_panel(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   ox_window_show_panel(self, g_variant_get_string(p, NULL));
 }
+static void act_filter_coverage(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  if (!ox_window_filter_coverage(self, g_variant_get_string(p, NULL)))
+    g_debug("win.filter-coverage: no entry '%s' in the Passes panel", g_variant_get_string(p, NULL));
+}
 static void act_whatif_refuse(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   ox_window_whatif_toggle_refused(self, ox_document_get_position(self->doc));
@@ -376,6 +381,7 @@ static const GActionEntry win_entries[] = {
   {"filter-rejected", act_filter_rejected, NULL, "true", NULL, {0}},
   {"filter-check-failed", act_filter_check_failed, NULL, "true", NULL, {0}},
   {"filter-touching", act_filter_touching, NULL, "false", NULL, {0}},
+  {"filter-coverage", act_filter_coverage, "s", NULL, NULL, {0}},
   {"select-node", act_select_node, "s", NULL, NULL, {0}},
   {"fit", act_fit, NULL, NULL, NULL, {0}},
   {"zoom-in", act_zoom_in, NULL, NULL, NULL, {0}},

@@ -1,6 +1,7 @@
 /* ox-window-panels.c - the main window's right-hand panels (ox-window-private.h): the node
- * inspector, "why not?" (the rejected records at a node and what would make them fire) and the
- * checks of the current step. Each panel is markup rebuilt from the document's current frame;
+ * inspector, "why not?" (the rejected records at a node and what would make them fire), the
+ * checks of the current step, and the run's passes (coverage: tried, applied, refused and why,
+ * each entry a filter of the timeline). Each panel is markup rebuilt from the document's current frame;
  * ox_window_update_panels skips the labels whose text did not change.
  */
 #include "ox-window-private.h"
@@ -413,9 +414,118 @@ static void panel_checks(OxWindow *self, GString *s) {
   }
 }
 
+/* ---- Passes: the run's coverage (ox_coverage.h), a drill-down into the timeline */
+
+static const OxCoverage *coverage(OxWindow *self) {
+  const OxTrace *t = ox_document_get_trace(self->doc);
+  if (!t) return NULL;
+  if (self->coverage && self->coverage->n_steps != t->n_steps) ox_window_coverage_forget(self); /* it grew */
+  if (!self->coverage) self->coverage = ox_coverage_of(t); /* ~2.4 ms for 17k records */
+  return self->coverage;
+}
+
+void ox_window_coverage_forget(OxWindow *self) { g_clear_pointer(&self->coverage, ox_coverage_free); }
+
+static gboolean row_has_step(const OxCoverageRow *r, const OxStep *st) {
+  return st && g_strcmp0(r->pass, st->pass) == 0 && g_strcmp0(r->rule, st->rule) == 0 &&
+         g_strcmp0(r->phase, st->phase ? st->phase : "pre") == 0;
+}
+
+static void panel_passes(OxWindow *self, GString *s) {
+  const OxTrace *t = ox_document_get_trace(self->doc);
+  const OxCoverage *c = coverage(self);
+  if (!t || !c || !c->n_rows) {
+    g_string_append(s, "<i>No steps recorded: run or open an optimization to see what each pass tried.</i>");
+    return;
+  }
+  g_string_append_printf(s, "<b>%u records</b> · %u applied · %u rejected · %u check failed\n", t->n_steps,
+                         t->n_applied, t->n_rejected, t->n_check_failed);
+  const char *active = ox_document_get_filter_coverage(self->doc);
+  if (active) {
+    char *m = g_markup_printf_escaped("timeline: <b>%s</b> · <a href=\"cov:\">show all</a>\n", active);
+    g_string_append(s, m);
+    g_free(m);
+  } else {
+    g_string_append(s, "<small>Click a pass, a reason or a value to step through those records only.</small>\n");
+  }
+  guint pos = ox_document_get_position(self->doc);
+  const OxStep *cur = pos ? &t->steps[pos - 1] : NULL;
+  for (guint32 i = 0; i < c->n_rows; i++) {
+    const OxCoverageRow *r = &c->rows[i];
+    gboolean here = row_has_step(r, cur);
+    char *m = g_markup_printf_escaped("\n%s<a href=\"cov:%u\"><b>%s</b></a> (%s)%s%s\n", here ? "▶ " : "", i, r->pass,
+                                      r->phase, r->rule && strcmp(r->rule, r->pass) ? " " : "",
+                                      r->rule && strcmp(r->rule, r->pass) ? r->rule : "");
+    g_string_append(s, m);
+    g_free(m);
+    g_string_append_printf(s, "    %u tried · <span foreground=\"%s\">%u applied</span>", r->attempts,
+                           ox_window_kind_color(OX_STEP_APPLIED), r->applied);
+    if (r->rejected) g_string_append_printf(s, " · %u rejected", r->rejected);
+    if (r->check_failed)
+      g_string_append_printf(s, " · <span foreground=\"%s\">%u check failed</span>",
+                             ox_window_kind_color(OX_STEP_CHECK_FAILED), r->check_failed);
+    double sec = ox_coverage_pass_seconds(t, r->pass, r->phase);
+    if (sec >= 0) {
+      char d[32];
+      g_string_append_printf(s, " · pass %s", ox_fmt_duration(sec, d, sizeof d));
+    }
+    g_string_append_printf(s, " · first <a href=\"step:%u\">#%u</a>", r->first + 1, r->first + 1);
+    if (r->first_applied != UINT32_MAX && r->first_applied != r->first)
+      g_string_append_printf(s, ", applied <a href=\"step:%u\">#%u</a>", r->first_applied + 1, r->first_applied + 1);
+    g_string_append_c(s, '\n');
+    for (guint32 j = 0; j < r->n_reasons; j++) {
+      const OxCoverageReason *x = &r->reasons[j];
+      g_string_append_printf(s, "    <a href=\"cov:%u:%u\"><tt>%s</tt></a> %u · first <a href=\"step:%u\">#%u</a>\n",
+                             i, j, ox_reason_code_name((OxReasonCode)x->code), x->count, x->first + 1, x->first + 1);
+      for (guint32 k = 0; k < x->n_details; k++) {
+        m = g_markup_printf_escaped("        %u× <a href=\"cov:%u:%u:%u\">%s</a>\n", x->details[k].count, i, j, k,
+                                    x->details[k].text);
+        g_string_append(s, m);
+        g_free(m);
+      }
+      if (x->n_other) g_string_append_printf(s, "        %u× other values\n", x->n_other);
+    }
+  }
+}
+
+gboolean ox_window_filter_coverage(OxWindow *self, const char *spec) {
+  if (!spec || !*spec) {
+    ox_document_set_filter_coverage(self->doc, NULL, NULL, NULL, -1, NULL);
+    return TRUE;
+  }
+  const OxCoverage *c = coverage(self);
+  guint idx[3] = {0, 0, 0}, n = 0;
+  const char *p = spec;
+  while (*p && n < 3) {
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(p, &end, 10);
+    if (end == p || v > G_MAXUINT32) return FALSE;
+    idx[n++] = (guint)v;
+    p = end;
+    if (*p == ':') p++;
+    else if (*p) return FALSE;
+  }
+  if (*p || !c || idx[0] >= c->n_rows) return FALSE;
+  const OxCoverageRow *r = &c->rows[idx[0]];
+  const OxCoverageReason *x = NULL;
+  const char *detail = NULL;
+  if (n >= 2) {
+    if (idx[1] >= r->n_reasons) return FALSE;
+    x = &r->reasons[idx[1]];
+  }
+  if (n == 3) {
+    if (idx[2] >= x->n_details) return FALSE;
+    detail = x->details[idx[2]].text;
+  }
+  ox_document_set_filter_coverage(self->doc, r->phase, r->pass, r->rule, x ? x->code : -1, detail);
+  guint first = ox_document_first_visible(self->doc);
+  if (first) ox_document_set_position(self->doc, first);
+  return TRUE;
+}
+
 void ox_window_update_panels(OxWindow *self) {
-  void (*fill[3])(OxWindow *, GString *) = {panel_node, panel_why, panel_checks};
-  for (int i = 0; i < 3; i++) {
+  void (*fill[OX_WINDOW_N_PANELS])(OxWindow *, GString *) = {panel_node, panel_why, panel_checks, panel_passes};
+  for (int i = 0; i < OX_WINDOW_N_PANELS; i++) {
     GString *s = g_string_new(NULL);
     fill[i](self, s);
     /* a label given new text is measured again (wrapped text: shaped at least twice), at a cost
@@ -433,7 +543,7 @@ void ox_window_update_panels(OxWindow *self) {
 }
 
 const char *ox_window_get_panel_markup(OxWindow *self, const char *panel) {
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < OX_WINDOW_N_PANELS; i++)
     if (strcmp(panel, ox_window_panel_names[i]) == 0) return self->panel_markup[i];
   return NULL;
 }
@@ -442,31 +552,50 @@ void ox_window_show_panel(OxWindow *self, const char *panel) {
   gtk_stack_set_visible_child_name(GTK_STACK(self->stack), panel);
 }
 
+/* Follows one of our links. Runs from an idle, never inside the label's own "activate-link":
+ * most links change what the panels show, and GtkLabel reads the clicked link again after the
+ * signal returns, so new markup set during the signal would free it under GtkLabel's feet. */
+static void follow_link(OxWindow *self, const char *uri) {
+  if (g_str_has_prefix(uri, "node:"))
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.select-node", "s", uri + 5);
+  else if (g_str_has_prefix(uri, "bstep:"))
+    ox_window_compare_goto_b(self, (guint)g_ascii_strtoull(uri + 6, NULL, 10));
+  else if (g_str_has_prefix(uri, "step:"))
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.goto-step", "u", (guint)g_ascii_strtoull(uri + 5, NULL, 10));
+  else if (g_str_has_prefix(uri, "cov:"))
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.filter-coverage", "s", uri + 4);
+  else if (g_str_has_prefix(uri, "graph:"))
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.graph", "u", (guint)g_ascii_strtoull(uri + 6, NULL, 10));
+  else if (g_str_has_prefix(uri, "whatif:"))
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.check-option", "s", uri + 7);
+  else if (g_str_has_prefix(uri, "rerun:"))
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.optimize-with", "s", uri + 6);
+}
+
+typedef struct {
+  OxWindow *win; /* a reference */
+  char *uri;
+} LinkJob;
+
+static gboolean link_idle(gpointer data) {
+  LinkJob *j = data;
+  if (j->win->doc) follow_link(j->win, j->uri); /* not after the window was disposed */
+  g_object_unref(j->win);
+  g_free(j->uri);
+  g_free(j);
+  return G_SOURCE_REMOVE;
+}
+
 gboolean ox_window_on_activate_link(GtkLabel *label, const char *uri, OxWindow *self) {
   (void)label;
-  if (g_str_has_prefix(uri, "node:")) {
-    gtk_widget_activate_action(GTK_WIDGET(self), "win.select-node", "s", uri + 5);
-    return TRUE;
-  }
-  if (g_str_has_prefix(uri, "bstep:")) {
-    ox_window_compare_goto_b(self, (guint)g_ascii_strtoull(uri + 6, NULL, 10));
-    return TRUE;
-  }
-  if (g_str_has_prefix(uri, "step:")) {
-    gtk_widget_activate_action(GTK_WIDGET(self), "win.goto-step", "u", (guint)g_ascii_strtoull(uri + 5, NULL, 10));
-    return TRUE;
-  }
-  if (g_str_has_prefix(uri, "graph:")) {
-    gtk_widget_activate_action(GTK_WIDGET(self), "win.graph", "u", (guint)g_ascii_strtoull(uri + 6, NULL, 10));
-    return TRUE;
-  }
-  if (g_str_has_prefix(uri, "whatif:")) {
-    gtk_widget_activate_action(GTK_WIDGET(self), "win.check-option", "s", uri + 7);
-    return TRUE;
-  }
-  if (g_str_has_prefix(uri, "rerun:")) {
-    gtk_widget_activate_action(GTK_WIDGET(self), "win.optimize-with", "s", uri + 6);
-    return TRUE;
-  }
-  return FALSE;
+  static const char *const ours[] = {"node:", "bstep:", "step:", "cov:", "graph:", "whatif:", "rerun:"};
+  for (guint i = 0; i < G_N_ELEMENTS(ours); i++)
+    if (g_str_has_prefix(uri, ours[i])) {
+      LinkJob *j = g_new(LinkJob, 1);
+      j->win = g_object_ref(self);
+      j->uri = g_strdup(uri);
+      g_idle_add(link_idle, j);
+      return TRUE;
+    }
+  return FALSE; /* anything else: GTK opens it (none is written today) */
 }

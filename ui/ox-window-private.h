@@ -14,6 +14,9 @@
 
 #include "ox-window.h"
 #include "run/ox_compare.h"
+#include "run/ox_coverage.h"
+
+#define OX_WINDOW_N_PANELS 4 /* the markup panels: node, why, checks, passes */
 
 G_BEGIN_DECLS
 
@@ -29,7 +32,8 @@ struct _OxWindow {
   GtkWidget *list_view;
   GtkWidget *pass_dropdown;
   GtkWidget *stack;
-  GtkWidget *panel_label[3]; /* node, why, checks */
+  GtkWidget *panel_label[OX_WINDOW_N_PANELS]; /* node, why, checks, passes */
+  GtkWidget *cov_bar, *cov_label;               /* the timeline's coverage filter, when one is set */
   GtkWidget *main_pane;
   GtkWidget *graph_dropdown, *graph_parent; /* the dump's graphs; back to the enclosing one */
   GtkWidget *warn_bar, *warn_label, *warn_revealer, *warn_list, *warn_toggle;
@@ -43,7 +47,8 @@ struct _OxWindow {
   GMenu *recent_menu;
   char *last_error;
   char *note;            /* said on the status line until the next open ("the remembered trace is gone") */
-  char *panel_markup[3];
+  char *panel_markup[OX_WINDOW_N_PANELS];
+  OxCoverage *coverage;   /* of the shown trace, made when the Passes panel first needs it */
 
   /* what the panels were last built for */
   OxHistory *frame_history; /* borrowed, compared only */
@@ -115,7 +120,7 @@ enum { OX_WINDOW_PANEL_WIDTH = 380, OX_WINDOW_PANEL_MIN_WIDTH = 300 };
 enum { HINT_AUTO_MAX_NODES = 50000 };
 
 /* ox-window.c */
-extern const char *const ox_window_panel_names[3]; /* "node", "why", "checks" */
+extern const char *const ox_window_panel_names[OX_WINDOW_N_PANELS]; /* "node", "why", "checks", "passes" */
 GAction *ox_window_action(OxWindow *self, const char *name);
 OxScene *ox_window_scene(OxWindow *self);
 void ox_window_action_set_bool(OxWindow *self, const char *name, gboolean on);
@@ -131,6 +136,11 @@ void ox_window_update_actions(OxWindow *self);
 /* ox-window-panels.c */
 const char *ox_window_kind_color(guint8 kind);
 void ox_window_update_panels(OxWindow *self);
+/* The Passes panel's drill-down: "" clears the coverage filter; "R", "R:J", "R:J:K" filter the
+ * timeline to coverage row R (its pass and rule), its J-th reason, that reason's K-th value, and
+ * go to the first step shown. FALSE for an index out of range. */
+gboolean ox_window_filter_coverage(OxWindow *self, const char *spec);
+void ox_window_coverage_forget(OxWindow *self);
 gboolean ox_window_on_activate_link(GtkLabel *label, const char *uri, OxWindow *self);
 
 /* ox-window-files.c */

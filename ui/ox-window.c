@@ -18,7 +18,7 @@
 
 G_DEFINE_FINAL_TYPE(OxWindow, ox_window, GTK_TYPE_APPLICATION_WINDOW)
 
-const char *const ox_window_panel_names[3] = {"node", "why", "checks"};
+const char *const ox_window_panel_names[OX_WINDOW_N_PANELS] = {"node", "why", "checks", "passes"};
 
 static void refocus_row(OxWindow *self);
 
@@ -445,6 +445,18 @@ static gboolean open_pending_idle(gpointer data) {
   return G_SOURCE_REMOVE;
 }
 
+/* the drop-down shows the document's pass filter (set by the Passes panel too) */
+static void sync_pass_dropdown(OxWindow *self) {
+  const char *pass = ox_document_get_filter_pass(self->doc);
+  guint n = g_list_model_get_n_items(G_LIST_MODEL(self->pass_list)), want = 0;
+  for (guint i = 1; pass && i < n && !want; i++)
+    if (strcmp(gtk_string_list_get_string(self->pass_list, i), pass) == 0) want = i;
+  if (gtk_drop_down_get_selected(GTK_DROP_DOWN(self->pass_dropdown)) == want) return;
+  self->syncing_passes = TRUE;
+  gtk_drop_down_set_selected(GTK_DROP_DOWN(self->pass_dropdown), want);
+  self->syncing_passes = FALSE;
+}
+
 static void on_doc_notify(OxDocument *doc, GParamSpec *ps, OxWindow *self) {
   (void)doc;
   const char *name = g_param_spec_get_name(ps);
@@ -453,6 +465,18 @@ static void on_doc_notify(OxDocument *doc, GParamSpec *ps, OxWindow *self) {
   if (!strcmp(name, "n-hits") || !strcmp(name, "search-text")) update_hits(self);
   if (!strcmp(name, "filter-touching"))
     ox_window_action_set_bool(self, "filter-touching", ox_document_get_filter_touching(self->doc));
+  if (!strcmp(name, "filter-pass")) sync_pass_dropdown(self);
+  if (!strcmp(name, "filter-coverage")) {
+    const char *c = ox_document_get_filter_coverage(self->doc);
+    if (c) {
+      char *m = g_markup_printf_escaped("<small>only <b>%s</b></small>", c);
+      gtk_label_set_markup(GTK_LABEL(self->cov_label), m);
+      g_free(m);
+    }
+    gtk_widget_set_visible(self->cov_bar, c != NULL);
+    ox_window_update_panels(self);
+    ox_window_update_actions(self);
+  }
   if (!strcmp(name, "filter-kinds")) {
     guint k = ox_document_get_filter_kinds(self->doc);
     ox_window_action_set_bool(self, "filter-applied", k & OX_FILTER_APPLIED);
@@ -484,6 +508,7 @@ static void on_doc_notify(OxDocument *doc, GParamSpec *ps, OxWindow *self) {
 
 static void on_history_changed(OxWindow *self) {
   self->frame_history = NULL;
+  ox_window_coverage_forget(self);
   graphs_rebuild(self);
   warnings_rebuild(self);
   rebuild_pass_list(self);
@@ -513,7 +538,7 @@ static const struct {
   {"minus", "win.zoom-out", NULL}, {"KP_Subtract", "win.zoom-out", NULL}, {"1", "win.zoom-reset", NULL},
   {"z", "win.zoom-selection", NULL}, {"c", "win.center-step", NULL}, {"e", "win.edge-labels", NULL},
   {"slash", "win.search", NULL},   {"i", "win.panel", "node"},      {"w", "win.panel", "why"},
-  {"k", "win.panel", "checks"},    {"a", "win.panel", "whatif"},     {"d", "win.whatif-refuse", NULL},
+  {"k", "win.panel", "checks"},    {"a", "win.panel", "whatif"},    {"r", "win.panel", "passes"},     {"d", "win.whatif-refuse", NULL},
   {"o", "win.view-mode", "overview"}, {"x", "win.view-mode", "focus"}, {"g", "win.view-mode", "full"},
   {"v", "win.view-mode", "auto"},     {"bracketright", "win.radius-more", NULL},
   {"bracketleft", "win.radius-less", NULL}, {"m", "win.minimap", NULL}, {"u", "win.collapse-selection", NULL},
@@ -704,6 +729,25 @@ static GtkWidget *build_timeline(OxWindow *self) {
   gtk_widget_set_margin_end(self->pass_dropdown, 4);
   g_signal_connect(self->pass_dropdown, "notify::selected", G_CALLBACK(on_pass_selected), self);
   gtk_box_append(GTK_BOX(box), self->pass_dropdown);
+  /* the Passes panel's drill-down, while one is set: what it shows, and a way back to all */
+  self->cov_bar = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 4);
+  gtk_widget_set_margin_start(self->cov_bar, 6);
+  gtk_widget_set_margin_end(self->cov_bar, 4);
+  self->cov_label = gtk_label_new(NULL);
+  gtk_label_set_xalign(GTK_LABEL(self->cov_label), 0);
+  gtk_label_set_wrap(GTK_LABEL(self->cov_label), TRUE);
+  gtk_label_set_wrap_mode(GTK_LABEL(self->cov_label), PANGO_WRAP_WORD_CHAR);
+  gtk_widget_set_hexpand(self->cov_label, TRUE);
+  gtk_box_append(GTK_BOX(self->cov_bar), self->cov_label);
+  GtkWidget *clear = gtk_button_new_from_icon_name("window-close-symbolic");
+  gtk_widget_add_css_class(clear, "flat");
+  gtk_widget_set_valign(clear, GTK_ALIGN_START);
+  gtk_widget_set_tooltip_text(clear, "Show every step again");
+  gtk_actionable_set_action_name(GTK_ACTIONABLE(clear), "win.filter-coverage");
+  gtk_actionable_set_action_target(GTK_ACTIONABLE(clear), "s", "");
+  gtk_box_append(GTK_BOX(self->cov_bar), clear);
+  gtk_widget_set_visible(self->cov_bar, FALSE);
+  gtk_box_append(GTK_BOX(box), self->cov_bar);
   self->selection = gtk_single_selection_new(g_object_ref(ox_document_get_timeline(self->doc)));
   gtk_single_selection_set_autoselect(self->selection, FALSE);
   gtk_single_selection_set_can_unselect(self->selection, TRUE);
@@ -737,8 +781,10 @@ static GtkWidget *build_panels(OxWindow *self) {
    * labels at every step too */
   gtk_stack_set_hhomogeneous(GTK_STACK(self->stack), FALSE);
   gtk_stack_set_vhomogeneous(GTK_STACK(self->stack), FALSE);
-  const char *titles[3] = {"Node", "Why not?", "Checks"};
-  for (int i = 0; i < 3; i++) {
+  const char *titles[OX_WINDOW_N_PANELS] = {"Node", "Why not?", "Checks", "Passes"};
+  for (int i = 0; i < OX_WINDOW_N_PANELS; i++) {
+    if (i == 3) /* What if? sits between Checks and Passes */
+      gtk_stack_add_titled(GTK_STACK(self->stack), ox_window_whatif_build(self), "whatif", "What if?");
     GtkWidget *l = gtk_label_new(NULL);
     gtk_label_set_xalign(GTK_LABEL(l), 0);
     gtk_label_set_yalign(GTK_LABEL(l), 0);
@@ -755,7 +801,6 @@ static GtkWidget *build_panels(OxWindow *self) {
     gtk_scrolled_window_set_child(GTK_SCROLLED_WINDOW(sw), l);
     gtk_stack_add_titled(GTK_STACK(self->stack), sw, ox_window_panel_names[i], titles[i]);
   }
-  gtk_stack_add_titled(GTK_STACK(self->stack), ox_window_whatif_build(self), "whatif", "What if?");
   gtk_widget_set_vexpand(self->stack, TRUE);
   GtkWidget *sw = gtk_stack_switcher_new();
   gtk_stack_switcher_set_stack(GTK_STACK_SWITCHER(sw), GTK_STACK(self->stack));
@@ -817,6 +862,7 @@ static void install_help_overlay(OxWindow *self) {
   add_shortcut(g, "w", "Why not? panel");
   add_shortcut(g, "k", "Checks panel");
   add_shortcut(g, "a", "What if? panel");
+  add_shortcut(g, "r", "Passes panel: what each pass tried, applied and refused");
   add_shortcut(g, "d", "Refuse / take back the current step in the what-if");
   add_shortcut(g, "<Control>Return", "Run the what-if");
   g_string_append(g, "</object></child>");
@@ -1034,7 +1080,8 @@ static void ox_window_finalize(GObject *o) {
   g_free(self->last_error);
   g_free(self->note);
   g_free(self->frame_selected);
-  for (int i = 0; i < 3; i++) g_free(self->panel_markup[i]);
+  for (int i = 0; i < OX_WINDOW_N_PANELS; i++) g_free(self->panel_markup[i]);
+  ox_window_coverage_forget(self);
   ox_window_whatif_dispose(self); /* after the widgets: rows unbound during dispose use it */
   ox_window_compare_finalize(self);
   G_OBJECT_CLASS(ox_window_parent_class)->finalize(o);

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "ir/ox_mem.h"
 #include "run/ox_cost.h"
+#include "run/ox_coverage.h"
 #include "run/ox_record.h"
 #include "run/ox_trace.h"
 
@@ -16,7 +17,10 @@ static const char usage_info[] =
   "Print the detected format, the graphs found and, for one graph, its node count,\n"
   "placeholders and op histogram (target -> count). Warnings go to stderr.\n"
   "Given a trace (optimize --trace T.json, or T.json.gz), print its summary instead: the\n"
-  "run's input, checks, records, rejections by reason, counters and time per pass.\n"
+  "run's input, checks, records, rejections by reason, counters, time per pass and the\n"
+  "coverage: per pass and rule, how often it was tried and applied, and why it was refused\n"
+  "(reason codes with the value that decided, e.g. the sub-pattern a match failed at, and the\n"
+  "first record of each, numbered from 1 as the debugger numbers them).\n"
   "\n"
   "Options:\n"
   "  --json            print one JSON object instead of text\n"
@@ -257,12 +261,77 @@ static uint32_t reason_counts(const OxTrace *t, uint32_t counts[OX_REASON_COUNT]
   return n;
 }
 
+/* "batch_linear (pre)" or "split_cat_pass (pre) simplify_split_cat": the rule when it is not
+ * the pass's own name */
+static void coverage_title(OxBuf *b, const OxCoverageRow *r) {
+  ox_buf_printf(b, "%s (%s)", r->pass, r->phase);
+  if (r->rule && strcmp(r->rule, r->pass) != 0) ox_buf_printf(b, " %s", r->rule);
+}
+
+static void coverage_text(const OxCoverage *c, OxBuf *b) {
+  ox_buf_puts(b, "coverage (per pass and rule, in run order; why it was refused, with the first record #N):\n");
+  for (uint32_t i = 0; i < c->n_rows; i++) {
+    const OxCoverageRow *r = &c->rows[i];
+    ox_buf_puts(b, "  ");
+    coverage_title(b, r);
+    ox_buf_printf(b, ": %u tried, %u applied", r->attempts, r->applied);
+    if (r->rejected) ox_buf_printf(b, ", %u rejected", r->rejected);
+    if (r->check_failed) ox_buf_printf(b, ", %u check failed", r->check_failed);
+    ox_buf_printf(b, " (#%u)\n", r->first + 1);
+    for (uint32_t j = 0; j < r->n_reasons; j++) {
+      const OxCoverageReason *x = &r->reasons[j];
+      ox_buf_printf(b, "    %s %u (#%u)\n", ox_reason_code_name((OxReasonCode)x->code), x->count, x->first + 1);
+      for (uint32_t k = 0; k < x->n_details; k++)
+        ox_buf_printf(b, "      %6u  %s (#%u)\n", x->details[k].count, x->details[k].text, x->details[k].first + 1);
+      if (x->n_other) ox_buf_printf(b, "      %6u  other values\n", x->n_other);
+    }
+  }
+}
+
+static void coverage_json(const OxCoverage *c, OxBuf *b) {
+  ox_buf_putc(b, '[');
+  for (uint32_t i = 0; i < c->n_rows; i++) {
+    const OxCoverageRow *r = &c->rows[i];
+    ox_buf_puts(b, i ? ", {\"pass\": " : "{\"pass\": ");
+    ox_cli_json_str(b, r->pass);
+    ox_buf_puts(b, ", \"phase\": ");
+    ox_cli_json_str(b, r->phase);
+    ox_buf_puts(b, ", \"rule\": ");
+    if (r->rule)
+      ox_cli_json_str(b, r->rule);
+    else
+      ox_buf_puts(b, "null");
+    ox_buf_printf(b, ", \"tried\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u, \"first_step\": %u, "
+                     "\"first_applied_step\": ",
+                  r->attempts, r->applied, r->rejected, r->check_failed, r->first + 1);
+    if (r->first_applied != UINT32_MAX)
+      ox_buf_printf(b, "%u", r->first_applied + 1);
+    else
+      ox_buf_puts(b, "null");
+    ox_buf_puts(b, ", \"reasons\": [");
+    for (uint32_t j = 0; j < r->n_reasons; j++) {
+      const OxCoverageReason *x = &r->reasons[j];
+      ox_buf_printf(b, "%s{\"code\": \"%s\", \"count\": %u, \"first_step\": %u, \"details\": [", j ? ", " : "",
+                    ox_reason_code_name((OxReasonCode)x->code), x->count, x->first + 1);
+      for (uint32_t k = 0; k < x->n_details; k++) {
+        ox_buf_puts(b, k ? ", {\"value\": " : "{\"value\": ");
+        ox_cli_json_str(b, x->details[k].text);
+        ox_buf_printf(b, ", \"count\": %u, \"first_step\": %u}", x->details[k].count, x->details[k].first + 1);
+      }
+      ox_buf_printf(b, "], \"other\": %u}", x->n_other);
+    }
+    ox_buf_puts(b, "]}");
+  }
+  ox_buf_putc(b, ']');
+}
+
 static int info_trace(const CliOpts *o) {
   OxTrace *t = ox_cli_read_trace(o, o->file); /* errors (located) and warnings printed */
   if (!t) return EXIT_BAD;
   uint32_t counts[OX_REASON_COUNT];
   uint16_t order[OX_REASON_COUNT];
   uint32_t n_codes = reason_counts(t, counts, order);
+  OxCoverage *cov = ox_coverage_of(t);
   OxBuf b;
   ox_buf_init(&b);
   char cb[256];
@@ -290,7 +359,9 @@ static int info_trace(const CliOpts *o) {
     ox_cli_json_counters(&b, t->counter_names, t->counter_values, t->n_counters);
     ox_buf_puts(&b, ", \"passes\": [");
     ox_cli_json_pass_stats(&b, t);
-    ox_buf_puts(&b, "]}\n");
+    ox_buf_puts(&b, "], \"coverage\": ");
+    coverage_json(cov, &b);
+    ox_buf_puts(&b, "}\n");
   } else {
     ox_buf_printf(&b, "%s: an Optimus trace of %s (input hash %s)\n", o->file,
                   t->input_file && *t->input_file ? t->input_file : "an unnamed input",
@@ -318,7 +389,9 @@ static int info_trace(const CliOpts *o) {
     } else {
       ox_buf_puts(&b, "time per pass: none in this trace (written before 2026-12-07, or its table was left out)\n");
     }
+    if (cov->n_rows) coverage_text(cov, &b);
   }
+  ox_coverage_free(cov);
   int status = ox_cli_write_stdout(b.data, b.len) ? EXIT_OK : EXIT_BAD;
   ox_buf_free(&b);
   ox_trace_free(t);
