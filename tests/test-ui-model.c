@@ -429,6 +429,50 @@ static void test_search(void) {
   g_assert_cmpuint(ox_document_get_n_hits(d), ==, 0);
   ox_document_set_search_text(d, "op:bogus");
   g_assert_nonnull(ox_document_get_search_error(d));
+  /* lineage: what a node depends on, what depends on it, both within N hops; never the node
+   * itself; hits in graph order */
+  static const struct {
+    const char *q;
+    guint n;
+    const char *first, *absent;
+  } lin[] = {
+    {"up:relu_1", 4, "x", "sigmoid"},           /* relu, linear, x, w */
+    {"up:relu_1:1", 1, "relu", "linear"},
+    {"down:relu_1", 5, "sigmoid", "relu"},      /* sigmoid, relu_2, relu_3, add, output */
+    {"down:relu_3", 2, "add", "relu_1"},
+    {"near:relu_1", 3, "relu", "relu_2"},       /* one hop: relu, sigmoid, add */
+    {"near: relu_1 :2", 7, "linear", "x"},      /* + linear, relu_2, relu_3 (an input of add), output */
+    {"up:x", 0, NULL, "relu"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(lin); i++) {
+    ox_document_set_search_text(d, lin[i].q);
+    g_assert_null(ox_document_get_search_error(d));
+    g_assert_cmpuint(ox_document_get_n_hits(d), ==, lin[i].n);
+    if (lin[i].first) g_assert_cmpstr(ox_document_get_hit(d, 0), ==, lin[i].first);
+    g_assert_false(ox_document_is_hit(d, ox_document_uid_of(d, lin[i].absent)));
+    g_assert_false(ox_document_is_hit(d, ox_document_uid_of(d, "relu_1")));
+  }
+  static const char *const bad[][2] = {
+    {"up:nope", "no node 'nope' in the graph at this step"},
+    {"down:relu_1:x", "'x' is not a number of hops"},
+    {"near:relu_1:0", "'0' is not a number of hops"},
+    {"up:", "take a node name"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    ox_document_set_search_text(d, bad[i][0]);
+    g_assert_nonnull(ox_document_get_search_error(d));
+    g_assert_nonnull(strstr(ox_document_get_search_error(d), bad[i][1]));
+    g_assert_cmpuint(ox_document_get_n_hits(d), ==, 0);
+  }
+  /* it follows the shown graph: after the relus are fused, relu_1 is gone */
+  ox_document_set_search_text(d, "down:linear");
+  guint before = ox_document_get_n_hits(d);
+  ox_document_set_position(d, 4);
+  g_assert_null(ox_document_get_search_error(d));
+  g_assert_cmpuint(ox_document_get_n_hits(d), !=, before);
+  ox_document_set_search_text(d, "up:relu_1");
+  g_assert_nonnull(ox_document_get_search_error(d));
+  ox_document_set_position(d, 0);
   ox_document_set_search_text(d, NULL);
   g_assert_null(ox_document_get_search_error(d));
   g_assert_false(ox_document_search_next(d));

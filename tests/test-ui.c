@@ -170,6 +170,13 @@ static void test_actions(void) {
   g_assert_nonnull(strstr(node, "torch.sigmoid"));
   g_assert_nonnull(strstr(node, "href=\"node:relu_fused\"")); /* its input, as a link */
   g_assert_nonnull(strstr(node, "users"));
+  /* lineage links: the search bar opens with the query, its hits are the node's inputs' closure */
+  g_assert_nonnull(strstr(node, "href=\"search:up:sigmoid\""));
+  g_assert_nonnull(strstr(node, "href=\"search:near:sigmoid:2\""));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.search-for", "s", "up:sigmoid"));
+  g_assert_cmpstr(ox_document_get_search_text(d), ==, "up:sigmoid");
+  g_assert_cmpuint(ox_document_get_n_hits(d), >=, 3);
+  ox_document_set_search_text(d, NULL);
   gtk_widget_activate_action(GTK_WIDGET(w), "win.select-node", "s", "relu_2");
   const char *why = ox_window_get_panel_markup(w, "why");
   g_assert_nonnull(strstr(why, "2 records mention it"));

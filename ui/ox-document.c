@@ -545,7 +545,72 @@ gboolean ox_document_select(OxDocument *self, const char *name) {
 
 /* ---- search */
 
-typedef enum { SEARCH_TEXT, SEARCH_REGEX, SEARCH_FAMILY, SEARCH_NAME, SEARCH_TARGET } SearchMode;
+typedef enum { SEARCH_TEXT, SEARCH_REGEX, SEARCH_FAMILY, SEARCH_NAME, SEARCH_TARGET, SEARCH_LINEAGE } SearchMode;
+
+/* ---- lineage queries: up:NAME (what NAME depends on), down:NAME (what depends on it),
+ * near:NAME (both), each optionally within N hops (up:NAME:2; near: defaults to 1) */
+
+typedef struct {
+  GArray *queue;   /* OxNodeId */
+  guint32 *depth;  /* per node id: hops from the start, G_MAXUINT32 = not reached */
+  guint32 next;    /* the depth being pushed */
+} Walk;
+
+static void walk_push(OxNodeId id, void *data) {
+  Walk *w = data;
+  if (w->depth[id] != G_MAXUINT32) return;
+  w->depth[id] = w->next;
+  g_array_append_val(w->queue, id);
+}
+
+/* The nodes of g reached from the query's node (not the node itself), or NULL with *err set. */
+static GArray *lineage(const OxGraph *g, const char *q, char **err) {
+  gboolean up = g_str_has_prefix(q, "up:") || g_str_has_prefix(q, "near:");
+  gboolean down = g_str_has_prefix(q, "down:") || g_str_has_prefix(q, "near:");
+  const char *rest = strchr(q, ':') + 1;
+  char *name = g_strstrip(g_strdup(rest));
+  guint32 max_depth = g_str_has_prefix(q, "near:") ? 1 : G_MAXUINT32;
+  char *colon = strrchr(name, ':');
+  if (colon) {
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(colon + 1, &end, 10);
+    if (end == colon + 1 || *end || v == 0 || v > 1000000) {
+      *err = g_strdup_printf("'%s' is not a number of hops (up:NAME:N counts from 1)", colon + 1);
+      g_free(name);
+      return NULL;
+    }
+    max_depth = (guint32)v;
+    *colon = 0;
+    g_strchomp(name);
+  }
+  OxNodeId start = *name ? ox_graph_find(g, name) : 0;
+  if (!start) {
+    *err = *name ? g_strdup_printf("no node '%s' in the graph at this step", name)
+                 : g_strdup("up:, down: and near: take a node name (up:linear_3, near:relu_1:2)");
+    g_free(name);
+    return NULL;
+  }
+  g_free(name);
+  Walk w = {g_array_new(FALSE, FALSE, sizeof(OxNodeId)), g_new(guint32, g->n_nodes), 0};
+  memset(w.depth, 0xff, g->n_nodes * sizeof *w.depth);
+  walk_push(start, &w);
+  for (guint head = 0; head < w.queue->len; head++) {
+    OxNodeId id = g_array_index(w.queue, OxNodeId, head);
+    if (w.depth[id] >= max_depth) continue;
+    const OxNode *n = &g->nodes[id];
+    w.next = w.depth[id] + 1;
+    if (up) {
+      ox_value_foreach_node(&n->args, walk_push, &w);
+      ox_value_foreach_node(&n->kwargs, walk_push, &w);
+    }
+    if (down)
+      for (guint32 i = 0; i < n->n_users; i++) walk_push(n->users[i], &w);
+  }
+  g_free(w.depth);
+  g_array_remove_index(w.queue, 0); /* the node itself */
+  return w.queue;
+}
+
 
 /* Case-insensitive substring test of an ASCII needle already folded to lower case, without
  * allocating: a search runs over every node of a 100k-node graph on every keystroke. */
@@ -596,6 +661,8 @@ void ox_document_search_update(OxDocument *self) {
         self->search_error = g_strdup_printf("unknown op family '%s' (matmul, norm, pointwise, plumbing, view, "
                                              "reduction, input, output, unknown)",
                                              q + 3);
+    } else if (g_str_has_prefix(q, "up:") || g_str_has_prefix(q, "down:") || g_str_has_prefix(q, "near:")) {
+      mode = SEARCH_LINEAGE;
     } else if (g_str_has_prefix(q, "name:")) {
       mode = SEARCH_NAME;
     } else if (g_str_has_prefix(q, "target:")) {
@@ -605,19 +672,21 @@ void ox_document_search_update(OxDocument *self) {
     guint k = ox_document_get_shown_gstep(self);
     gboolean ascii = TRUE;
     for (const char *c = needle; *c && ascii; c++) ascii = !((guchar)*c & 0x80);
+    GArray *reached = mode == SEARCH_LINEAGE ? lineage(g, q, &self->search_error) : NULL;
     if (!self->search_error) {
       /* Nodes are visited in memory order (the list order scatters over the node array: a cache
        * miss per node at 100k), targets (interned, shared by many nodes) are tested once each,
        * and the hits are put in graph order at the end. */
-      GArray *found = g_array_new(FALSE, FALSE, sizeof(OxNodeId));
+      GArray *found = reached ? reached : g_array_new(FALSE, FALSE, sizeof(OxNodeId));
       enum { TCACHE = 256 };
       const char *tkey[TCACHE] = {0};
       gboolean tval[TCACHE] = {0};
-      for (OxNodeId id = 1; id < g->n_nodes; id++) {
+      for (OxNodeId id = 1; id < g->n_nodes && !reached; id++) {
         const OxNode *n = &g->nodes[id];
         if (n->erased) continue;
         gboolean hit = FALSE;
         switch (mode) {
+        case SEARCH_LINEAGE: break;
         case SEARCH_REGEX: hit = g_regex_match(re, n->name, 0, NULL) || g_regex_match(re, n->target, 0, NULL); break;
         case SEARCH_FAMILY: hit = ox_node_family(g, n) == fam; break;
         case SEARCH_TEXT:

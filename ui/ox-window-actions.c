@@ -236,6 +236,13 @@ static void act_search(GSimpleAction *a, GVariant *p, gpointer data) {
   gtk_search_bar_set_search_mode(GTK_SEARCH_BAR(self->search_bar), on);
   if (on) gtk_widget_grab_focus(self->search_entry);
 }
+/* the search bar open with this query (a panel's lineage links) */
+static void act_search_for(GSimpleAction *a, GVariant *p, gpointer data) {
+  SELF;
+  gtk_search_bar_set_search_mode(GTK_SEARCH_BAR(self->search_bar), TRUE);
+  gtk_editable_set_text(GTK_EDITABLE(self->search_entry), g_variant_get_string(p, NULL));
+  ox_document_set_search_text(self->doc, g_variant_get_string(p, NULL)); /* now, not after the entry's delay */
+}
 static void act_search_next(GSimpleAction *a, GVariant *p, gpointer data) {
   SELF;
   if (ox_document_search_next(self->doc)) ox_graph_view_zoom_to_selection(OX_GRAPH_VIEW(self->view));
@@ -390,6 +397,7 @@ static const GActionEntry win_entries[] = {
   {"zoom-selection", act_zoom_selection, NULL, NULL, NULL, {0}},
   {"center-step", act_center_step, NULL, NULL, NULL, {0}},
   {"search", act_search, NULL, NULL, NULL, {0}},
+  {"search-for", act_search_for, "s", NULL, NULL, {0}},
   {"search-next", act_search_next, NULL, NULL, NULL, {0}},
   {"search-prev", act_search_prev, NULL, NULL, NULL, {0}},
   {"panel", act_panel, "s", NULL, NULL, {0}},

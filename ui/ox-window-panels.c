@@ -113,6 +113,14 @@ static void panel_node(OxWindow *self, GString *s) {
       ox_window_append_node_link(s, g->nodes[n->users[i]].name);
     }
     g_string_append_c(s, '\n');
+    /* lineage: a search for what it depends on / what depends on it, highlighted and walked
+     * with Ctrl+G */
+    m = g_markup_printf_escaped("<b>lineage</b> <a href=\"search:up:%s\">upstream</a> · "
+                                "<a href=\"search:down:%s\">downstream</a> · "
+                                "<a href=\"search:near:%s:2\">within 2 hops</a>\n",
+                                n->name, n->name, n->name);
+    g_string_append(s, m);
+    g_free(m);
   }
   if (n->module_path) {
     m = g_markup_printf_escaped("<b>module</b> <tt>%s</tt>%s%s\n", n->module_path, n->module_type ? " " : "",
@@ -570,6 +578,8 @@ static void follow_link(OxWindow *self, const char *uri) {
     gtk_widget_activate_action(GTK_WIDGET(self), "win.check-option", "s", uri + 7);
   else if (g_str_has_prefix(uri, "rerun:"))
     gtk_widget_activate_action(GTK_WIDGET(self), "win.optimize-with", "s", uri + 6);
+  else if (g_str_has_prefix(uri, "search:"))
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.search-for", "s", uri + 7);
 }
 
 typedef struct {
@@ -588,7 +598,7 @@ static gboolean link_idle(gpointer data) {
 
 gboolean ox_window_on_activate_link(GtkLabel *label, const char *uri, OxWindow *self) {
   (void)label;
-  static const char *const ours[] = {"node:", "bstep:", "step:", "cov:", "graph:", "whatif:", "rerun:"};
+  static const char *const ours[] = {"node:", "bstep:", "step:", "cov:", "graph:", "whatif:", "rerun:", "search:"};
   for (guint i = 0; i < G_N_ELEMENTS(ours); i++)
     if (g_str_has_prefix(uri, ours[i])) {
       LinkJob *j = g_new(LinkJob, 1);

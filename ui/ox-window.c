@@ -323,8 +323,16 @@ static void update_hits(OxWindow *self) {
   char buf[300];
   if (err)
     g_snprintf(buf, sizeof buf, "%s", err);
-  else if (ox_document_get_search_text(self->doc))
-    g_snprintf(buf, sizeof buf, "%u matches", ox_document_get_n_hits(self->doc));
+  else if (ox_document_get_search_text(self->doc)) {
+    const char *q = ox_document_get_search_text(self->doc);
+    guint n = ox_document_get_n_hits(self->doc);
+    const char *where = g_str_has_prefix(q, "up:") ? "upstream" : g_str_has_prefix(q, "down:") ? "downstream"
+                        : g_str_has_prefix(q, "near:") ? "near it" : NULL;
+    if (where)
+      g_snprintf(buf, sizeof buf, "%u node%s %s", n, n == 1 ? "" : "s", where);
+    else
+      g_snprintf(buf, sizeof buf, "%u matches", n);
+  }
   else
     buf[0] = 0;
   gtk_label_set_text(GTK_LABEL(self->hits_label), buf);
@@ -947,7 +955,7 @@ static void ox_window_init(OxWindow *self) {
   GtkWidget *sbox = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 6);
   self->search_entry = gtk_search_entry_new();
   gtk_widget_set_size_request(self->search_entry, 360, -1);
-  g_object_set(self->search_entry, "placeholder-text", "name, target, op:matmul, /regex/", NULL);
+  g_object_set(self->search_entry, "placeholder-text", "name, target, op:matmul, /regex/, up:NAME", NULL);
   g_signal_connect(self->search_entry, "search-changed", G_CALLBACK(on_search_changed), self);
   g_signal_connect(self->search_entry, "activate", G_CALLBACK(on_search_activate), self);
   gtk_box_append(GTK_BOX(sbox), self->search_entry);

@@ -1,12 +1,13 @@
 /* fuzz-trace.c - libFuzzer harness: the trace reader (engine/json/ox_json_trace.c) and replay.
  * The graph is the bundled example (data/examples/recsys-towers.txt, found through
  * OPTIMUS_SOURCE_ROOT), whose trace is the seed. Any input: fails with a located error, or reads a trace that writes
- * back and reads again to the same bytes; explain's queries run on it; and when its hash is the
+ * back and reads again to the same bytes; explain's queries and info's coverage run on it; and when its hash is the
  * example's, replay either fails with an error or leaves a graph that passes the verifier's
  * structural checks (fuzz_verify_graph). Whenever the fast read of version 3 steps (no json-c)
  * takes a step, of the input or of the trace written again, the json-c read agrees with it. */
 #include "fuzz-common.h"
 #include "load/ox_parse.h"
+#include "run/ox_coverage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -125,6 +126,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint32_t idx[8];
   ox_trace_steps_for_node(t, "relu", idx, 8);
   for (uint32_t i = 0; i < t->n_steps && i < 64; i++) free(ox_reason_format(&t->steps[i].reason));
+  /* info's coverage: rows add up to the records, every value is one the records name */
+  OxCoverage *cov = ox_coverage_of(t);
+  uint32_t rows_total = 0;
+  for (uint32_t i = 0; i < cov->n_rows; i++) {
+    const OxCoverageRow *r = &cov->rows[i];
+    rows_total += r->attempts;
+    if (r->attempts != r->applied + r->rejected + r->check_failed) fuzz_fail("trace: a coverage row does not add up");
+    for (uint32_t j = 0; j < r->n_reasons; j++)
+      for (uint32_t k = 0; k < r->reasons[j].n_details; k++) {
+        char dd[320];
+        const OxCoverageDetail *x = &r->reasons[j].details[k];
+        if (x->first >= t->n_steps || !ox_coverage_detail_of(&t->steps[x->first], dd, sizeof dd) ||
+            strcmp(dd, x->text) != 0)
+          fuzz_fail("trace: a coverage value is not its first record's");
+      }
+  }
+  if (rows_total != t->n_steps) fuzz_fail("trace: the coverage rows do not add up to the records");
+  ox_coverage_free(cov);
   /* replay: a located error, or a graph that verifies */
   if (t->input_hash) {
     OxGraph *g = ox_graph_clone(graph);
