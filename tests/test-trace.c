@@ -2087,9 +2087,10 @@ static void test_coverage(void) {
     cov_step(t, OX_STEP_REJECTED, "pre", "batch_tanh", NULL, OX_REASON_SET_TOO_SMALL, sz, "500", NULL);
   }
   cov_step(t, OX_STEP_APPLIED, "pre", "batch_relu", "batch_relu", 0, NULL, NULL, NULL); /* a second one, last */
+  cov_step(t, OX_STEP_REJECTED, "post", "batch_aten_add", NULL, OX_REASON_SYMBOLIC, "add_3", "s0", NULL);
   OxCoverage *c = ox_coverage_of(t);
   g_assert_cmpuint(c->n_steps, ==, t->n_steps);
-  g_assert_cmpuint(c->n_rows, ==, 5);
+  g_assert_cmpuint(c->n_rows, ==, 6);
   /* rows in the order of their first record */
   const OxCoverageRow *r = &c->rows[0];
   g_assert_cmpstr(r->pass, ==, "batch_relu");
@@ -2142,6 +2143,7 @@ static void test_coverage(void) {
   g_assert_cmpuint(r->reasons[0].n_details, ==, OX_COVERAGE_MAX_DETAILS);
   g_assert_cmpuint(r->reasons[0].n_other, ==, 3);
   g_assert_cmpstr(r->reasons[0].details[0].text, ==, "set of 100");
+  g_assert_cmpstr(c->rows[5].reasons[0].details[0].text, ==, "symbolic size s0");
   ox_coverage_free(c);
   g_assert_cmpfloat(ox_coverage_pass_seconds(t, "batch_relu", "pre"), ==, -1); /* no per-pass table */
   ox_trace_pass_stat_add(t, "batch_relu", "pre", 0.5, 1, 1, 2, 1);

@@ -71,6 +71,14 @@ bool ox_coverage_detail_of(const OxStep *s, char *buf, size_t cap) {
     if (!ARG(0)) return false;
     snprintf(buf, cap, "set of %s", ARG(0));
     return true;
+  case OX_REASON_SYMBOLIC:
+    if (!ARG(1)) return false;
+    snprintf(buf, cap, "symbolic size %s", ARG(1));
+    return true;
+  case OX_REASON_DTYPE_DIFFERS:
+    if (!ARG(0) || !ARG(1)) return false;
+    snprintf(buf, cap, "%s and %s", ARG(0), ARG(1));
+    return true;
   case OX_REASON_ARITY:
     if (!ARG(1)) return false;
     snprintf(buf, cap, "%s positional args", ARG(1));

@@ -63,7 +63,8 @@ void ox_coverage_free(OxCoverage *c);
  * ("wants getitem(...), found torch.cat"; "found a graph input" for a node whose target is its
  * own name, a placeholder; "found a parameter or buffer" for one named after its dotted target, an
  * attribute; a list that failed for another reason: "at getitem(...)");
- * SET_TOO_SMALL "set of 3"; ARITY "2 positional args"; MULTIPLE_USERS "3 users"; BUDGET the
+ * SET_TOO_SMALL "set of 3"; SYMBOLIC "symbolic size s0"; DTYPE_DIFFERS "f32 and bf16";
+ * ARITY "2 positional args"; MULTIPLE_USERS "3 users"; BUDGET the
  * budget; CHECK_FAILED the check; OPTION the option. */
 bool ox_coverage_detail_of(const OxStep *s, char *buf, size_t cap);
 /* The wall time of a pass (all its runs) from the trace's per-pass table, or -1 if the table does
