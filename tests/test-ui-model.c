@@ -464,6 +464,28 @@ static void test_search(void) {
     g_assert_nonnull(strstr(ox_document_get_search_error(d), bad[i][1]));
     g_assert_cmpuint(ox_document_get_n_hits(d), ==, 0);
   }
+  /* anchors: the nodes the listed steps started from, following the timeline's filters */
+  const OxTrace *t = ox_document_get_trace(d);
+  for (int k = 0; k < 2; k++) {
+    ox_document_set_filter_kinds(d, k ? OX_FILTER_APPLIED : OX_FILTER_REJECTED);
+    if (k) g_assert_cmpstr(ox_document_get_search_text(d), ==, "anchors:"); /* kept across the change */
+    else ox_document_set_search_text(d, "anchors:");
+    g_assert_null(ox_document_get_search_error(d));
+    GHashTable *want = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint i = 0; i < t->n_steps; i++) {
+      const OxStep *st = &t->steps[i];
+      gboolean listed = k ? st->kind == OX_STEP_APPLIED : st->kind == OX_STEP_REJECTED;
+      if (listed && st->anchor && ox_document_uid_of(d, st->anchor)) g_hash_table_add(want, (gpointer)st->anchor);
+    }
+    g_assert_cmpuint(g_hash_table_size(want), >, 0);
+    g_assert_cmpuint(ox_document_get_n_hits(d), ==, g_hash_table_size(want));
+    for (guint i = 0; i < ox_document_get_n_hits(d); i++)
+      g_assert_true(g_hash_table_contains(want, ox_document_get_hit(d, i)));
+    g_hash_table_unref(want);
+  }
+  ox_document_set_filter_kinds(d, OX_FILTER_ALL);
+  ox_document_set_search_text(d, "anchors: x");
+  g_assert_nonnull(ox_document_get_search_error(d));
   /* it follows the shown graph: after the relus are fused, relu_1 is gone */
   ox_document_set_search_text(d, "down:linear");
   guint before = ox_document_get_n_hits(d);

@@ -1838,6 +1838,22 @@ static void test_passes_panel(void) {
   drain();
   g_assert_nonnull(ox_document_get_filter_coverage(d));
   g_assert_cmpuint(visible_matching(d, r, x, NULL), ==, x->count);
+  /* "nodes": the same filter, and the anchors of its records as search hits */
+  g_free(uri);
+  uri = g_strdup_printf("covn:%u:0:1", R);
+  g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "passes"), uri));
+  g_signal_emit_by_name(find_label(GTK_WIDGET(w), "records</b>"), "activate-link", uri, &handled);
+  drain();
+  g_assert_cmpstr(ox_document_get_search_text(d), ==, "anchors:");
+  g_assert_cmpuint(visible_matching(d, r, x, x->details[1].text), ==, x->details[1].count);
+  g_assert_cmpuint(ox_document_get_n_hits(d), >, 0);
+  g_assert_cmpuint(ox_document_get_n_hits(d), <=, x->details[1].count);
+  for (guint i = 0; i < ox_document_get_n_hits(d); i++) {
+    gboolean anchors = FALSE;
+    for (guint p = 1; p <= t->n_steps && !anchors; p++)
+      anchors = ox_document_step_visible(d, p) && !g_strcmp0(t->steps[p - 1].anchor, ox_document_get_hit(d, i));
+    g_assert_true(anchors);
+  }
   ox_coverage_free(c);
   gtk_window_destroy(GTK_WINDOW(w));
   drain();

@@ -545,7 +545,32 @@ gboolean ox_document_select(OxDocument *self, const char *name) {
 
 /* ---- search */
 
-typedef enum { SEARCH_TEXT, SEARCH_REGEX, SEARCH_FAMILY, SEARCH_NAME, SEARCH_TARGET, SEARCH_LINEAGE } SearchMode;
+typedef enum { SEARCH_TEXT, SEARCH_REGEX, SEARCH_FAMILY, SEARCH_NAME, SEARCH_TARGET, SEARCH_LINEAGE, SEARCH_ANCHORS } SearchMode;
+
+/* "anchors:": the nodes the steps the timeline shows started from (its filters: kinds, pass,
+ * node, the Passes panel's entry), alive in the shown graph, each once */
+static gboolean is_anchors_query(const char *q) {
+  if (!q || !g_str_has_prefix(q, "anchors:")) return FALSE;
+  for (q += 8; *q; q++)
+    if (!g_ascii_isspace(*q)) return FALSE;
+  return TRUE;
+}
+
+static GArray *step_anchors(OxDocument *self, const OxGraph *g) {
+  GArray *found = g_array_new(FALSE, FALSE, sizeof(OxNodeId));
+  const OxTrace *t = ox_document_get_trace(self);
+  guint8 *seen = g_new0(guint8, g->n_nodes);
+  for (guint p = 1; t && p <= t->n_steps; p++) {
+    const char *a = t->steps[p - 1].anchor;
+    if (!a || !ox_document_step_visible(self, p)) continue;
+    OxNodeId id = ox_graph_find(g, a);
+    if (!id || seen[id]) continue;
+    seen[id] = 1;
+    g_array_append_val(found, id);
+  }
+  g_free(seen);
+  return found;
+}
 
 /* ---- lineage queries: up:NAME (what NAME depends on), down:NAME (what depends on it),
  * near:NAME (both), each optionally within N hops (up:NAME:2; near: defaults to 1) */
@@ -663,6 +688,10 @@ void ox_document_search_update(OxDocument *self) {
                                              q + 3);
     } else if (g_str_has_prefix(q, "up:") || g_str_has_prefix(q, "down:") || g_str_has_prefix(q, "near:")) {
       mode = SEARCH_LINEAGE;
+    } else if (is_anchors_query(q)) {
+      mode = SEARCH_ANCHORS;
+    } else if (g_str_has_prefix(q, "anchors:")) {
+      self->search_error = g_strdup("anchors: takes nothing after it (the timeline's filters choose the steps)");
     } else if (g_str_has_prefix(q, "name:")) {
       mode = SEARCH_NAME;
     } else if (g_str_has_prefix(q, "target:")) {
@@ -672,7 +701,9 @@ void ox_document_search_update(OxDocument *self) {
     guint k = ox_document_get_shown_gstep(self);
     gboolean ascii = TRUE;
     for (const char *c = needle; *c && ascii; c++) ascii = !((guchar)*c & 0x80);
-    GArray *reached = mode == SEARCH_LINEAGE ? lineage(g, q, &self->search_error) : NULL;
+    GArray *reached = mode == SEARCH_LINEAGE   ? lineage(g, q, &self->search_error)
+                      : mode == SEARCH_ANCHORS ? step_anchors(self, g)
+                                               : NULL;
     if (!self->search_error) {
       /* Nodes are visited in memory order (the list order scatters over the node array: a cache
        * miss per node at 100k), targets (interned, shared by many nodes) are tested once each,
@@ -686,7 +717,8 @@ void ox_document_search_update(OxDocument *self) {
         if (n->erased) continue;
         gboolean hit = FALSE;
         switch (mode) {
-        case SEARCH_LINEAGE: break;
+        case SEARCH_LINEAGE:
+        case SEARCH_ANCHORS: break;
         case SEARCH_REGEX: hit = g_regex_match(re, n->name, 0, NULL) || g_regex_match(re, n->target, 0, NULL); break;
         case SEARCH_FAMILY: hit = ox_node_family(g, n) == fam; break;
         case SEARCH_TEXT:
@@ -850,6 +882,10 @@ void ox_document_timeline_rebuild(OxDocument *self) {
                       rows->len);
   g_ptr_array_unref(rows);
   g_hash_table_unref(timed);
+  if (is_anchors_query(self->search_text) && self->history) { /* its hits follow the filters */
+    ox_document_search_update(self);
+    g_signal_emit(self, ox_document_signals[SIGNAL_FRAME_CHANGED], 0);
+  }
 }
 
 GListModel *ox_document_get_timeline(OxDocument *self) { return G_LIST_MODEL(self->timeline); }

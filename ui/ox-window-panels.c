@@ -483,11 +483,14 @@ static void panel_passes(OxWindow *self, GString *s) {
     g_string_append_c(s, '\n');
     for (guint32 j = 0; j < r->n_reasons; j++) {
       const OxCoverageReason *x = &r->reasons[j];
-      g_string_append_printf(s, "    <a href=\"cov:%u:%u\"><tt>%s</tt></a> %u · first <a href=\"step:%u\">#%u</a>\n",
-                             i, j, ox_reason_code_name((OxReasonCode)x->code), x->count, x->first + 1, x->first + 1);
+      g_string_append_printf(s,
+                             "    <a href=\"cov:%u:%u\"><tt>%s</tt></a> %u · first <a href=\"step:%u\">#%u</a> · "
+                             "<a href=\"covn:%u:%u\">nodes</a>\n",
+                             i, j, ox_reason_code_name((OxReasonCode)x->code), x->count, x->first + 1, x->first + 1, i,
+                             j);
       for (guint32 k = 0; k < x->n_details; k++) {
-        m = g_markup_printf_escaped("        %u× <a href=\"cov:%u:%u:%u\">%s</a>\n", x->details[k].count, i, j, k,
-                                    x->details[k].text);
+        m = g_markup_printf_escaped("        %u× <a href=\"cov:%u:%u:%u\">%s</a> · <a href=\"covn:%u:%u:%u\">nodes</a>\n",
+                                    x->details[k].count, i, j, k, x->details[k].text, i, j, k);
         g_string_append(s, m);
         g_free(m);
       }
@@ -572,6 +575,10 @@ static void follow_link(OxWindow *self, const char *uri) {
     gtk_widget_activate_action(GTK_WIDGET(self), "win.goto-step", "u", (guint)g_ascii_strtoull(uri + 5, NULL, 10));
   else if (g_str_has_prefix(uri, "cov:"))
     gtk_widget_activate_action(GTK_WIDGET(self), "win.filter-coverage", "s", uri + 4);
+  else if (g_str_has_prefix(uri, "covn:")) { /* the same, and its records' anchors as search hits */
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.filter-coverage", "s", uri + 5);
+    gtk_widget_activate_action(GTK_WIDGET(self), "win.search-for", "s", "anchors:");
+  }
   else if (g_str_has_prefix(uri, "graph:"))
     gtk_widget_activate_action(GTK_WIDGET(self), "win.graph", "u", (guint)g_ascii_strtoull(uri + 6, NULL, 10));
   else if (g_str_has_prefix(uri, "whatif:"))
@@ -598,7 +605,8 @@ static gboolean link_idle(gpointer data) {
 
 gboolean ox_window_on_activate_link(GtkLabel *label, const char *uri, OxWindow *self) {
   (void)label;
-  static const char *const ours[] = {"node:", "bstep:", "step:", "cov:", "graph:", "whatif:", "rerun:", "search:"};
+  static const char *const ours[] = {"node:",   "bstep:", "step:",  "cov:",   "covn:",
+                                     "graph:",  "whatif:", "rerun:", "search:"};
   for (guint i = 0; i < G_N_ELEMENTS(ours); i++)
     if (g_str_has_prefix(uri, ours[i])) {
       LinkJob *j = g_new(LinkJob, 1);

@@ -326,8 +326,11 @@ static void update_hits(OxWindow *self) {
   else if (ox_document_get_search_text(self->doc)) {
     const char *q = ox_document_get_search_text(self->doc);
     guint n = ox_document_get_n_hits(self->doc);
-    const char *where = g_str_has_prefix(q, "up:") ? "upstream" : g_str_has_prefix(q, "down:") ? "downstream"
-                        : g_str_has_prefix(q, "near:") ? "near it" : NULL;
+    const char *where = g_str_has_prefix(q, "up:")        ? "upstream"
+                        : g_str_has_prefix(q, "down:")    ? "downstream"
+                        : g_str_has_prefix(q, "near:")    ? "near it"
+                        : g_str_has_prefix(q, "anchors:") ? "anchoring the steps listed"
+                                                          : NULL;
     if (where)
       g_snprintf(buf, sizeof buf, "%u node%s %s", n, n == 1 ? "" : "s", where);
     else
