@@ -1416,6 +1416,30 @@ static void test_cli_info_trace(void) {
   g_assert_nonnull(strstr(r.out, "\ncoverage (per pass and rule"));
   g_assert_true(g_regex_match_simple("\n  batch_linear \\(pre\\): [0-9]+ tried, 1 applied", r.out, 0, 0));
   run_clear(&r);
+  /* tools/trace-bytes.py (where a trace's bytes go): its shares add up to about the file's size */
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (root && g_file_test("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE)) {
+    g_autofree char *script = g_build_filename(root, "tools", "trace-bytes.py", NULL);
+    const char *argv[] = {"/usr/bin/python3", script, tr, "1000", NULL};
+    g_autofree char *py_out = NULL;
+    int st = -1;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &py_out, NULL, &st, NULL));
+    g_assert_true(g_spawn_check_wait_status(st, NULL));
+    g_assert_nonnull(strstr(py_out, " applied edits\n"));
+    g_assert_nonnull(strstr(py_out, " edit add\n"));
+    g_assert_nonnull(strstr(py_out, " table or header \"names\"\n"));
+    double top_level = 0; /* the step lines' keys and the tables: each byte once */
+    gchar **lines = g_strsplit(py_out, "\n", -1);
+    for (gchar **l = lines; *l && **l; l++)
+      if (strstr(*l, " applied ") || strstr(*l, " rejected ") || strstr(*l, " check_failed ") ||
+          strstr(*l, " table or header "))
+        top_level += g_ascii_strtod(*l, NULL) * 1e6;
+    g_strfreev(lines);
+    GStatBuf sb;
+    g_assert_cmpint(g_stat(tr, &sb), ==, 0);
+    g_assert_cmpfloat(top_level, >, 0.8 * (double)sb.st_size);
+    g_assert_cmpfloat(top_level, <, 1.05 * (double)sb.st_size);
+  }
   run_cli(&r, "info", tr, "--graph", "2");
   g_assert_cmpint(r.status, ==, 2);
   g_assert_nonnull(strstr(r.err, "--graph does not apply to a trace"));
