@@ -2340,6 +2340,31 @@ static void test_cli_compare_runs(void) {
     g_assert_cmpint(json_int(jget(e, "b"), "applied"), ==, 0);
   }
   g_assert_true(saw_linear);
+  /* coverage, side by side: every row of either run; batch_linear moved (2 applied -> 0, its two
+   * fusions now refused as sets below 7), and a row moved exactly when some count differs */
+  json_object *cov = jget(o, "coverage");
+  g_assert_cmpuint(json_object_array_length(cov), >, 5);
+  gboolean cov_linear = FALSE;
+  for (size_t i = 0; i < json_object_array_length(cov); i++) {
+    json_object *e = json_object_array_get_idx(cov, i), *a = jget(e, "a"), *b = jget(e, "b");
+    gboolean differs = !a || !b || json_int(a, "applied") != json_int(b, "applied") ||
+                       json_int(a, "rejected") != json_int(b, "rejected");
+    json_object *rs = jget(e, "reasons");
+    for (size_t j = 0; j < json_object_array_length(rs); j++) {
+      json_object *x = json_object_array_get_idx(rs, j), *ds = jget(x, "details");
+      differs = differs || json_int(x, "a") != json_int(x, "b");
+      for (size_t k = 0; k < json_object_array_length(ds); k++)
+        differs = differs || json_int(json_object_array_get_idx(ds, k), "a") != json_int(json_object_array_get_idx(ds, k), "b");
+    }
+    g_assert_cmpint(json_object_get_boolean(jget(e, "moved")), ==, differs);
+    if (strcmp(json_object_get_string(jget(e, "pass")), "batch_linear") != 0) continue;
+    cov_linear = TRUE;
+    g_assert_true(json_object_get_boolean(jget(e, "moved")));
+    g_assert_cmpint(json_int(a, "applied"), ==, 2);
+    g_assert_cmpint(json_int(b, "applied"), ==, 0);
+    g_assert_cmpint(json_int(b, "rejected"), >, json_int(a, "rejected"));
+  }
+  g_assert_true(cov_linear);
   json_object_put(o);
   run_clear(&r);
   /* the text report lists the applied differences and counts the rest */
@@ -2348,6 +2373,7 @@ static void test_cli_compare_runs(void) {
   g_assert_nonnull(strstr(r.out, "outcome differs:\n  batch_linear / batch_linear at split_3: A #9 applied"));
   g_assert_nonnull(strstr(r.out, "final graphs: differ"));
   g_assert_nonnull(strstr(r.out, "--all or --json lists them"));
+  g_assert_nonnull(strstr(r.out, "\ncoverage that moved (per pass and rule, A -> B):\n  batch_linear (pre): applied 2 -> 0, "));
   GRegex *time_line = g_regex_new("^time: A [0-9.]+ s, B [0-9.]+ s \\(B/A [0-9.]+\\); (passes that changed most: |no pass)",
                                   G_REGEX_MULTILINE, 0, NULL);
   g_assert_true(g_regex_match(time_line, r.out, 0, NULL));
@@ -2370,6 +2396,7 @@ static void test_cli_compare_runs(void) {
   run_cli(&r, "compare-runs", ta, tc);
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "0 with another outcome; only in A: 0 (0 applied); only in B: 0 (0 applied)"));
+  g_assert_nonnull(strstr(r.out, "\ncoverage: the same in both"));
   g_assert_nonnull(strstr(r.out, "final graphs: the same"));
   run_clear(&r);
   run_cli(&r, "compare-runs", tr, ta, "--input", ex);

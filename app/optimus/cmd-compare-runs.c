@@ -9,6 +9,7 @@
 
 #include "ir/ox_graph_diff.h"
 #include "run/ox_compare.h"
+#include "run/ox_coverage.h"
 #include "cli.h"
 
 static const char usage_compare_runs[] =
@@ -18,7 +19,9 @@ static const char usage_compare_runs[] =
   "versions of the engine): align their records by pass, rule and anchor (nodes made by\n"
   "earlier rewrites named canonically), and list the records only in A, only in B, and those\n"
   "whose outcome differs. Both traces are replayed on the input to compare the final graphs.\n"
-  "The runs' times are compared too, pass by pass (the passes whose time moved most).\n"
+  "The runs' times are compared too, pass by pass (the passes whose time moved most), and\n"
+  "their coverage: per pass and rule, the applied and refused counts, the reasons and the\n"
+  "values that decided them, where A and B differ.\n"
   "Exit status 1 when the final graphs differ (or on bad input), 0 when they are the same.\n"
   "\n"
   "Options:\n"
@@ -144,6 +147,182 @@ static void text_time(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
   free(v);
 }
 
+
+/* ---- coverage that moved: the rows of A's and B's coverage (ox_coverage.h) matched by phase,
+ * pass and rule, and within a row the reasons by code and their values by text */
+
+static const OxCoverageRow *cov_row(const OxCoverage *c, const OxCoverageRow *like) {
+  for (uint32_t i = 0; i < c->n_rows; i++) {
+    const OxCoverageRow *r = &c->rows[i];
+    if (!strcmp(r->pass, like->pass) && !strcmp(r->phase, like->phase) &&
+        (r->rule == like->rule || (r->rule && like->rule && !strcmp(r->rule, like->rule))))
+      return r;
+  }
+  return NULL;
+}
+
+static const OxCoverageReason *cov_reason(const OxCoverageRow *r, uint16_t code) {
+  for (uint32_t i = 0; r && i < r->n_reasons; i++)
+    if (r->reasons[i].code == code) return &r->reasons[i];
+  return NULL;
+}
+
+static uint32_t cov_detail(const OxCoverageReason *x, const char *text) {
+  for (uint32_t i = 0; x && i < x->n_details; i++)
+    if (!strcmp(x->details[i].text, text)) return x->details[i].count;
+  return 0;
+}
+
+typedef struct CovPair {
+  const OxCoverageRow *a, *b; /* either may be NULL */
+} CovPair;
+
+/* every row of A then the rows only B has; moved: those whose counts differ anywhere */
+static CovPair *cov_pairs(const OxCoverage *ca, const OxCoverage *cb, uint32_t *n) {
+  CovPair *v = malloc((ca->n_rows + cb->n_rows + 1) * sizeof *v);
+  *n = 0;
+  if (!v) return NULL;
+  for (uint32_t i = 0; i < ca->n_rows; i++) v[(*n)++] = (CovPair){&ca->rows[i], cov_row(cb, &ca->rows[i])};
+  for (uint32_t i = 0; i < cb->n_rows; i++)
+    if (!cov_row(ca, &cb->rows[i])) v[(*n)++] = (CovPair){NULL, &cb->rows[i]};
+  return v;
+}
+
+#define COV_N(r, f) ((r) ? (r)->f : 0u)
+
+static bool reason_moved(const OxCoverageReason *xa, const OxCoverageReason *xb) {
+  if (COV_N(xa, count) != COV_N(xb, count)) return true;
+  for (int k = 0; k < 2; k++) {
+    const OxCoverageReason *x = k ? xb : xa, *y = k ? xa : xb;
+    for (uint32_t i = 0; x && i < x->n_details; i++)
+      if (x->details[i].count != cov_detail(y, x->details[i].text)) return true;
+  }
+  return false;
+}
+
+static bool pair_moved(const CovPair *p) {
+  if (COV_N(p->a, applied) != COV_N(p->b, applied) || COV_N(p->a, rejected) != COV_N(p->b, rejected) ||
+      COV_N(p->a, check_failed) != COV_N(p->b, check_failed))
+    return true;
+  for (int k = 0; k < 2; k++) {
+    const OxCoverageRow *r = k ? p->b : p->a;
+    for (uint32_t i = 0; r && i < r->n_reasons; i++)
+      if (reason_moved(cov_reason(p->a, r->reasons[i].code), cov_reason(p->b, r->reasons[i].code))) return true;
+  }
+  return false;
+}
+
+/* Calls fn for each reason code of the pair (A's order, then B's others). */
+static void pair_reasons(const CovPair *p, void (*fn)(const OxCoverageReason *, const OxCoverageReason *, void *),
+                         void *data) {
+  for (uint32_t i = 0; p->a && i < p->a->n_reasons; i++)
+    fn(&p->a->reasons[i], cov_reason(p->b, p->a->reasons[i].code), data);
+  for (uint32_t i = 0; p->b && i < p->b->n_reasons; i++)
+    if (!cov_reason(p->a, p->b->reasons[i].code)) fn(NULL, &p->b->reasons[i], data);
+}
+
+static void text_reason(const OxCoverageReason *xa, const OxCoverageReason *xb, void *data) {
+  OxBuf *b = data;
+  if (!reason_moved(xa, xb)) return;
+  uint16_t code = xa ? xa->code : xb->code;
+  ox_buf_printf(b, "    %s %u -> %u\n", ox_reason_code_name((OxReasonCode)code), COV_N(xa, count), COV_N(xb, count));
+  for (int k = 0; k < 2; k++) {
+    const OxCoverageReason *x = k ? xb : xa, *y = k ? xa : xb;
+    for (uint32_t i = 0; x && i < x->n_details; i++) {
+      const char *t = x->details[i].text;
+      if (k && cov_detail(y, t)) continue; /* listed with A's */
+      uint32_t na = k ? 0 : x->details[i].count, nb = k ? x->details[i].count : cov_detail(y, t);
+      if (na != nb) ox_buf_printf(b, "      %s: %u -> %u\n", t, na, nb);
+    }
+  }
+}
+
+static void text_coverage(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
+  OxCoverage *ca = ox_coverage_of(ta), *cb = ox_coverage_of(tb);
+  uint32_t n;
+  CovPair *v = cov_pairs(ca, cb, &n);
+  bool title = false;
+  for (uint32_t i = 0; v && i < n; i++) {
+    if (!pair_moved(&v[i])) continue;
+    if (!title) ox_buf_puts(b, "coverage that moved (per pass and rule, A -> B):\n");
+    title = true;
+    const OxCoverageRow *r = v[i].a ? v[i].a : v[i].b;
+    ox_buf_printf(b, "  %s (%s)", r->pass, r->phase);
+    if (r->rule && strcmp(r->rule, r->pass)) ox_buf_printf(b, " %s", r->rule);
+    ox_buf_printf(b, ": applied %u -> %u, rejected %u -> %u", COV_N(v[i].a, applied), COV_N(v[i].b, applied),
+                  COV_N(v[i].a, rejected), COV_N(v[i].b, rejected));
+    if (COV_N(v[i].a, check_failed) || COV_N(v[i].b, check_failed))
+      ox_buf_printf(b, ", check failed %u -> %u", COV_N(v[i].a, check_failed), COV_N(v[i].b, check_failed));
+    ox_buf_putc(b, '\n');
+    pair_reasons(&v[i], text_reason, b);
+  }
+  if (!title) ox_buf_puts(b, "coverage: the same in both (every pass and rule applied and refused as often, for the same reasons)\n");
+  free(v);
+  ox_coverage_free(ca);
+  ox_coverage_free(cb);
+}
+
+typedef struct JsonReasonCtx {
+  OxBuf *b;
+  bool first;
+} JsonReasonCtx;
+
+static void json_reason(const OxCoverageReason *xa, const OxCoverageReason *xb, void *data) {
+  JsonReasonCtx *c = data;
+  uint16_t code = xa ? xa->code : xb->code;
+  ox_buf_printf(c->b, "%s{\"code\": \"%s\", \"a\": %u, \"b\": %u, \"details\": [", c->first ? "" : ", ",
+                ox_reason_code_name((OxReasonCode)code), COV_N(xa, count), COV_N(xb, count));
+  c->first = false;
+  bool first = true;
+  for (int k = 0; k < 2; k++) {
+    const OxCoverageReason *x = k ? xb : xa, *y = k ? xa : xb;
+    for (uint32_t i = 0; x && i < x->n_details; i++) {
+      const char *t = x->details[i].text;
+      if (k && cov_detail(y, t)) continue;
+      ox_buf_puts(c->b, first ? "{\"value\": " : ", {\"value\": ");
+      first = false;
+      ox_cli_json_str(c->b, t);
+      ox_buf_printf(c->b, ", \"a\": %u, \"b\": %u}", k ? 0 : x->details[i].count,
+                    k ? x->details[i].count : cov_detail(y, t));
+    }
+  }
+  ox_buf_puts(c->b, "]}");
+}
+
+/* "coverage": every row of either run, with both sides' counts and "moved" */
+static void json_coverage(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
+  OxCoverage *ca = ox_coverage_of(ta), *cb = ox_coverage_of(tb);
+  uint32_t n;
+  CovPair *v = cov_pairs(ca, cb, &n);
+  ox_buf_puts(b, "[");
+  for (uint32_t i = 0; v && i < n; i++) {
+    const OxCoverageRow *r = v[i].a ? v[i].a : v[i].b;
+    ox_buf_puts(b, i ? ", {\"pass\": " : "{\"pass\": ");
+    ox_cli_json_str(b, r->pass);
+    ox_buf_puts(b, ", \"phase\": ");
+    ox_cli_json_str(b, r->phase);
+    ox_buf_puts(b, ", \"rule\": ");
+    if (r->rule) ox_cli_json_str(b, r->rule);
+    else ox_buf_puts(b, "null");
+    ox_buf_printf(b, ", \"moved\": %s", pair_moved(&v[i]) ? "true" : "false");
+    for (int k = 0; k < 2; k++) {
+      const OxCoverageRow *x = k ? v[i].b : v[i].a;
+      ox_buf_printf(b, ", \"%s\": ", k ? "b" : "a");
+      if (!x) ox_buf_puts(b, "null");
+      else ox_buf_printf(b, "{\"tried\": %u, \"applied\": %u, \"rejected\": %u, \"check_failed\": %u}", x->attempts,
+                         x->applied, x->rejected, x->check_failed);
+    }
+    ox_buf_puts(b, ", \"reasons\": [");
+    JsonReasonCtx c = {b, true};
+    pair_reasons(&v[i], json_reason, &c);
+    ox_buf_puts(b, "]}");
+  }
+  ox_buf_puts(b, "]");
+  free(v);
+  ox_coverage_free(ca);
+  ox_coverage_free(cb);
+}
+
 static const char *kind_name(uint8_t k) {
   return k == OX_COMPARE_ONLY_A ? "only_a" : k == OX_COMPARE_ONLY_B ? "only_b" : "differs";
 }
@@ -260,7 +439,9 @@ int ox_cli_cmd_compare_runs(int argc, char **argv) {
         ox_buf_putc(&b, '}');
       }
       free(pv);
-      ox_buf_puts(&b, "], \"entries\": [");
+      ox_buf_puts(&b, "], \"coverage\": ");
+      json_coverage(&b, sa.t, sb.t);
+      ox_buf_puts(&b, ", \"entries\": [");
       for (uint32_t i = 0; i < r.n; i++) {
         const OxCompareEntry *e = &r.entries[i];
         const OxStep *a = e->a_seq != OX_COMPARE_NONE ? &sa.t->steps[e->a_seq] : NULL;
@@ -289,6 +470,7 @@ int ox_cli_cmd_compare_runs(int argc, char **argv) {
       ox_buf_printf(&b, "aligned: %u the same, %u with another outcome; only in A: %u (%u applied); only in B: %u (%u applied)\n",
                     r.n_same, r.n_differs, r.n_only_a, r.n_only_a_applied, r.n_only_b, r.n_only_b_applied);
       text_time(&b, sa.t, sb.t);
+      text_coverage(&b, sa.t, sb.t);
       static const char *const titles[] = {"only in A:\n", "only in B:\n", "outcome differs:\n"};
       uint32_t hidden = 0;
       for (uint8_t kind = 0; kind < 3; kind++) {
