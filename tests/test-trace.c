@@ -2145,6 +2145,36 @@ static void test_coverage(void) {
   g_assert_cmpstr(r->reasons[0].details[0].text, ==, "set of 100");
   g_assert_cmpstr(c->rows[5].reasons[0].details[0].text, ==, "symbolic size s0");
   ox_coverage_free(c);
+  /* two runs side by side: a coverage against itself differs nowhere; one more refusal moves
+   * its row, its reason and its value, and nothing else */
+  OxCoverage *c1 = ox_coverage_of(t);
+  for (uint32_t i = 0; i < c1->n_rows; i++) {
+    const OxCoverageRow *q = &c1->rows[i];
+    g_assert_true(ox_coverage_find_row(c1, q->phase, q->pass, q->rule) == q);
+    g_assert_false(ox_coverage_rows_differ(q, q));
+    g_assert_true(ox_coverage_rows_differ(q, NULL));
+  }
+  g_assert_null(ox_coverage_find_row(c1, "post", "batch_relu", "batch_relu"));
+  g_assert_null(ox_coverage_find_row(c1, "pre", "batch_tanh", "batch_tanh")); /* its rule is NULL */
+  cov_step(t, OX_STEP_REJECTED, "pre", "batch_relu", "batch_relu", OX_REASON_SET_TOO_SMALL, "2", "5", NULL);
+  OxCoverage *c2 = ox_coverage_of(t);
+  for (uint32_t i = 0; i < c1->n_rows; i++) {
+    const OxCoverageRow *q1 = &c1->rows[i], *q2 = ox_coverage_find_row(c2, q1->phase, q1->pass, q1->rule);
+    g_assert_nonnull(q2);
+    gboolean relu = !strcmp(q1->pass, "batch_relu");
+    g_assert_cmpint(ox_coverage_rows_differ(q1, q2), ==, relu);
+    if (!relu) continue;
+    const OxCoverageReason *x1 = ox_coverage_find_reason(q1, OX_REASON_SET_TOO_SMALL),
+                           *x2 = ox_coverage_find_reason(q2, OX_REASON_SET_TOO_SMALL);
+    g_assert_true(ox_coverage_reasons_differ(x1, x2));
+    g_assert_false(ox_coverage_reasons_differ(ox_coverage_find_reason(q1, OX_REASON_CHECK_FAILED),
+                                              ox_coverage_find_reason(q2, OX_REASON_CHECK_FAILED)));
+    g_assert_cmpuint(ox_coverage_detail_count(x2, "set of 2"), ==, ox_coverage_detail_count(x1, "set of 2") + 1);
+    g_assert_cmpuint(ox_coverage_detail_count(x2, "set of 3"), ==, ox_coverage_detail_count(x1, "set of 3"));
+    g_assert_cmpuint(ox_coverage_detail_count(NULL, "set of 3"), ==, 0);
+  }
+  ox_coverage_free(c1);
+  ox_coverage_free(c2);
   g_assert_cmpfloat(ox_coverage_pass_seconds(t, "batch_relu", "pre"), ==, -1); /* no per-pass table */
   ox_trace_pass_stat_add(t, "batch_relu", "pre", 0.5, 1, 1, 2, 1);
   g_assert_cmpfloat(ox_coverage_pass_seconds(t, "batch_relu", "pre"), ==, 0.5);

@@ -1520,6 +1520,22 @@ static void test_compare_traces(void) {
                                             r.n_same, r.n_only_a, r.n_only_a_applied, r.n_only_b, r.n_only_b_applied,
                                             r.n_differs);
   g_assert_nonnull(strstr(m, counts));
+  /* the Passes panel gives the other run's counts where they differ: batch_linear applies more
+   * with min_fuse_set_size 3 */
+  {
+    OxCoverage *ca = ox_coverage_of(ta), *cb = ox_coverage_of(tbt);
+    const OxCoverageRow *la = ox_coverage_find_row(ca, "pre", "batch_linear", "batch_linear"),
+                        *lb = ox_coverage_find_row(cb, "pre", "batch_linear", "batch_linear");
+    g_assert_nonnull(la);
+    g_assert_nonnull(lb);
+    g_assert_cmpuint(lb->applied, >, la->applied);
+    const char *pm = ox_window_get_panel_markup(w, "passes");
+    g_assert_nonnull(strstr(pm, "beside <b>b.trace.json</b>"));
+    g_autofree char *moved = g_strdup_printf("%u applied</span> → <b>%u</b>", la->applied, lb->applied);
+    g_assert_nonnull(strstr(pm, moved));
+    ox_coverage_free(ca);
+    ox_coverage_free(cb);
+  }
   /* stepping A moves B to the aligned record */
   guint checked = 0, marked = 0;
   for (guint s = 0; s < ta->n_steps && checked < 6; s++) {
@@ -1555,6 +1571,7 @@ static void test_compare_traces(void) {
   /* close */
   g_assert_true(g_action_group_get_action_enabled(G_ACTION_GROUP(w), "compare-close"));
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(w), "win.compare-close", NULL));
+  g_assert_null(strstr(ox_window_get_panel_markup(w, "passes"), "beside <b>")); /* this run's alone again */
   drain();
   g_assert_false(ox_window_compare_active(w));
   g_assert_null(ox_window_get_compare_document(w));

@@ -187,6 +187,7 @@ void ox_window_compare_refresh(OxWindow *self) {
     render(self);
     rebuild_marks(self);
     follow(self, TRUE);
+    ox_window_update_passes_panel(self); /* its counts beside this run's */
     return;
   }
   follow(self, FALSE);
@@ -223,6 +224,7 @@ void ox_window_compare_close(OxWindow *self) {
   g_clear_pointer(&self->cmp_error, g_free);
   g_clear_pointer(&self->cmp_last_sel, g_free);
   if (self->cmp_marks) g_hash_table_remove_all(self->cmp_marks);
+  ox_window_update_passes_panel(self);
   ox_window_whatif_remark(self);
   ox_window_update_actions(self);
 }

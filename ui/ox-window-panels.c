@@ -432,11 +432,48 @@ static const OxCoverage *coverage(OxWindow *self) {
   return self->coverage;
 }
 
-void ox_window_coverage_forget(OxWindow *self) { g_clear_pointer(&self->coverage, ox_coverage_free); }
+void ox_window_coverage_forget(OxWindow *self) {
+  g_clear_pointer(&self->coverage, ox_coverage_free);
+  g_clear_pointer(&self->cmp_coverage, ox_coverage_free);
+}
 
 static gboolean row_has_step(const OxCoverageRow *r, const OxStep *st) {
   return st && g_strcmp0(r->pass, st->pass) == 0 && g_strcmp0(r->rule, st->rule) == 0 &&
          g_strcmp0(r->phase, st->phase ? st->phase : "pre") == 0;
+}
+
+/* The coverage of the run Compare with Trace put beside this one, once it is compared; NULL
+ * otherwise. Made when first needed, again when that trace changes. */
+static const OxCoverage *coverage_b(OxWindow *self) {
+  const OxTrace *t = self->cmp_doc && self->cmp_ready ? ox_document_get_trace(self->cmp_doc) : NULL;
+  if (self->cmp_coverage && (!t || self->cmp_cov_trace != t || self->cmp_coverage->n_steps != t->n_steps))
+    g_clear_pointer(&self->cmp_coverage, ox_coverage_free);
+  if (t && !self->cmp_coverage) {
+    self->cmp_coverage = ox_coverage_of(t);
+    self->cmp_cov_trace = t;
+  }
+  return self->cmp_coverage;
+}
+
+/* " → 7" after a count when this run is compared with another and its count differs */
+static void then_b(GString *s, const OxCoverage *cb, guint a, guint b) {
+  if (cb && a != b) g_string_append_printf(s, " → <b>%u</b>", b);
+}
+
+static void passes_b_only(GString *s, const OxCoverage *c, const OxCoverage *cb) {
+  gboolean title = FALSE;
+  for (guint32 i = 0; i < cb->n_rows; i++) {
+    const OxCoverageRow *r = &cb->rows[i];
+    if (ox_coverage_find_row(c, r->phase, r->pass, r->rule)) continue;
+    if (!title) g_string_append(s, "\n<b>only in the other run</b>\n");
+    title = TRUE;
+    char *m = g_markup_printf_escaped("%s (%s)%s%s: %u tried, %u applied, %u rejected\n", r->pass, r->phase,
+                                      r->rule && strcmp(r->rule, r->pass) ? " " : "",
+                                      r->rule && strcmp(r->rule, r->pass) ? r->rule : "", r->attempts, r->applied,
+                                      r->rejected);
+    g_string_append(s, m);
+    g_free(m);
+  }
 }
 
 static void panel_passes(OxWindow *self, GString *s) {
@@ -446,8 +483,16 @@ static void panel_passes(OxWindow *self, GString *s) {
     g_string_append(s, "<i>No steps recorded: run or open an optimization to see what each pass tried.</i>");
     return;
   }
+  const OxCoverage *cb = coverage_b(self);
   g_string_append_printf(s, "<b>%u records</b> · %u applied · %u rejected · %u check failed\n", t->n_steps,
                          t->n_applied, t->n_rejected, t->n_check_failed);
+  if (cb) {
+    char *base = g_path_get_basename(self->cmp_trace_path ? self->cmp_trace_path : "");
+    char *m = g_markup_printf_escaped("beside <b>%s</b>: <b>→ N</b> is its count where it differs\n", base);
+    g_string_append(s, m);
+    g_free(m);
+    g_free(base);
+  }
   const char *active = ox_document_get_filter_coverage(self->doc);
   if (active) {
     char *m = g_markup_printf_escaped("timeline: <b>%s</b> · <a href=\"cov:\">show all</a>\n", active);
@@ -460,18 +505,27 @@ static void panel_passes(OxWindow *self, GString *s) {
   const OxStep *cur = pos ? &t->steps[pos - 1] : NULL;
   for (guint32 i = 0; i < c->n_rows; i++) {
     const OxCoverageRow *r = &c->rows[i];
+    const OxCoverageRow *rb = cb ? ox_coverage_find_row(cb, r->phase, r->pass, r->rule) : NULL;
     gboolean here = row_has_step(r, cur);
     char *m = g_markup_printf_escaped("\n%s<a href=\"cov:%u\"><b>%s</b></a> (%s)%s%s\n", here ? "▶ " : "", i, r->pass,
                                       r->phase, r->rule && strcmp(r->rule, r->pass) ? " " : "",
                                       r->rule && strcmp(r->rule, r->pass) ? r->rule : "");
     g_string_append(s, m);
     g_free(m);
-    g_string_append_printf(s, "    %u tried · <span foreground=\"%s\">%u applied</span>", r->attempts,
-                           ox_window_kind_color(OX_STEP_APPLIED), r->applied);
-    if (r->rejected) g_string_append_printf(s, " · %u rejected", r->rejected);
-    if (r->check_failed)
+    g_string_append_printf(s, "    %u tried", r->attempts);
+    then_b(s, cb, r->attempts, rb ? rb->attempts : 0);
+    g_string_append_printf(s, " · <span foreground=\"%s\">%u applied</span>", ox_window_kind_color(OX_STEP_APPLIED),
+                           r->applied);
+    then_b(s, cb, r->applied, rb ? rb->applied : 0);
+    if (r->rejected || (rb && rb->rejected)) {
+      g_string_append_printf(s, " · %u rejected", r->rejected);
+      then_b(s, cb, r->rejected, rb ? rb->rejected : 0);
+    }
+    if (r->check_failed || (rb && rb->check_failed)) {
       g_string_append_printf(s, " · <span foreground=\"%s\">%u check failed</span>",
                              ox_window_kind_color(OX_STEP_CHECK_FAILED), r->check_failed);
+      then_b(s, cb, r->check_failed, rb ? rb->check_failed : 0);
+    }
     double sec = ox_coverage_pass_seconds(t, r->pass, r->phase);
     if (sec >= 0) {
       char d[32];
@@ -482,21 +536,46 @@ static void panel_passes(OxWindow *self, GString *s) {
       g_string_append_printf(s, ", applied <a href=\"step:%u\">#%u</a>", r->first_applied + 1, r->first_applied + 1);
     g_string_append_c(s, '\n');
     for (guint32 j = 0; j < r->n_reasons; j++) {
-      const OxCoverageReason *x = &r->reasons[j];
-      g_string_append_printf(s,
-                             "    <a href=\"cov:%u:%u\"><tt>%s</tt></a> %u · first <a href=\"step:%u\">#%u</a> · "
-                             "<a href=\"covn:%u:%u\">nodes</a>\n",
-                             i, j, ox_reason_code_name((OxReasonCode)x->code), x->count, x->first + 1, x->first + 1, i,
-                             j);
+      const OxCoverageReason *x = &r->reasons[j], *xb = ox_coverage_find_reason(rb, x->code);
+      g_string_append_printf(s, "    <a href=\"cov:%u:%u\"><tt>%s</tt></a> %u", i, j,
+                             ox_reason_code_name((OxReasonCode)x->code), x->count);
+      then_b(s, cb, x->count, xb ? xb->count : 0);
+      g_string_append_printf(s, " · first <a href=\"step:%u\">#%u</a> · <a href=\"covn:%u:%u\">nodes</a>\n",
+                             x->first + 1, x->first + 1, i, j);
       for (guint32 k = 0; k < x->n_details; k++) {
-        m = g_markup_printf_escaped("        %u× <a href=\"cov:%u:%u:%u\">%s</a> · <a href=\"covn:%u:%u:%u\">nodes</a>\n",
-                                    x->details[k].count, i, j, k, x->details[k].text, i, j, k);
+        g_string_append_printf(s, "        %u×", x->details[k].count);
+        then_b(s, cb, x->details[k].count, ox_coverage_detail_count(xb, x->details[k].text));
+        m = g_markup_printf_escaped(" <a href=\"cov:%u:%u:%u\">%s</a> · <a href=\"covn:%u:%u:%u\">nodes</a>\n", i, j, k,
+                                    x->details[k].text, i, j, k);
         g_string_append(s, m);
         g_free(m);
       }
+      for (guint32 k = 0; xb && k < xb->n_details; k++) /* values only the other run has */
+        if (!ox_coverage_detail_count(x, xb->details[k].text)) {
+          m = g_markup_printf_escaped("        0× → <b>%u</b> %s\n", xb->details[k].count, xb->details[k].text);
+          g_string_append(s, m);
+          g_free(m);
+        }
       if (x->n_other) g_string_append_printf(s, "        %u× other values\n", x->n_other);
     }
+    for (guint32 j = 0; rb && j < rb->n_reasons; j++) /* codes only the other run has here */
+      if (!ox_coverage_find_reason(r, rb->reasons[j].code))
+        g_string_append_printf(s, "    <tt>%s</tt> 0 → <b>%u</b>\n", ox_reason_code_name((OxReasonCode)rb->reasons[j].code),
+                               rb->reasons[j].count);
   }
+  if (cb) passes_b_only(s, c, cb);
+}
+
+void ox_window_update_passes_panel(OxWindow *self) {
+  GString *s = g_string_new(NULL);
+  panel_passes(self, s);
+  if (self->panel_markup[3] && strcmp(self->panel_markup[3], s->str) == 0) {
+    g_string_free(s, TRUE);
+    return;
+  }
+  g_free(self->panel_markup[3]);
+  self->panel_markup[3] = g_string_free(s, FALSE);
+  gtk_label_set_markup(GTK_LABEL(self->panel_label[3]), self->panel_markup[3]);
 }
 
 gboolean ox_window_filter_coverage(OxWindow *self, const char *spec) {

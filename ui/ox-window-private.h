@@ -49,6 +49,8 @@ struct _OxWindow {
   char *note;            /* said on the status line until the next open ("the remembered trace is gone") */
   char *panel_markup[OX_WINDOW_N_PANELS];
   OxCoverage *coverage;   /* of the shown trace, made when the Passes panel first needs it */
+  OxCoverage *cmp_coverage;        /* of the run beside it (Compare with Trace), likewise */
+  const OxTrace *cmp_cov_trace;    /* the trace cmp_coverage was made of (compared only) */
 
   /* what the panels were last built for */
   OxHistory *frame_history; /* borrowed, compared only */
@@ -141,6 +143,8 @@ void ox_window_update_panels(OxWindow *self);
  * go to the first step shown. FALSE for an index out of range. */
 gboolean ox_window_filter_coverage(OxWindow *self, const char *spec);
 void ox_window_coverage_forget(OxWindow *self);
+/* Rebuilds the Passes panel alone (the other run of Compare with Trace came in or went). */
+void ox_window_update_passes_panel(OxWindow *self);
 gboolean ox_window_on_activate_link(GtkLabel *label, const char *uri, OxWindow *self);
 
 /* ox-window-files.c */

@@ -151,28 +151,6 @@ static void text_time(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
 /* ---- coverage that moved: the rows of A's and B's coverage (ox_coverage.h) matched by phase,
  * pass and rule, and within a row the reasons by code and their values by text */
 
-static const OxCoverageRow *cov_row(const OxCoverage *c, const OxCoverageRow *like) {
-  for (uint32_t i = 0; i < c->n_rows; i++) {
-    const OxCoverageRow *r = &c->rows[i];
-    if (!strcmp(r->pass, like->pass) && !strcmp(r->phase, like->phase) &&
-        (r->rule == like->rule || (r->rule && like->rule && !strcmp(r->rule, like->rule))))
-      return r;
-  }
-  return NULL;
-}
-
-static const OxCoverageReason *cov_reason(const OxCoverageRow *r, uint16_t code) {
-  for (uint32_t i = 0; r && i < r->n_reasons; i++)
-    if (r->reasons[i].code == code) return &r->reasons[i];
-  return NULL;
-}
-
-static uint32_t cov_detail(const OxCoverageReason *x, const char *text) {
-  for (uint32_t i = 0; x && i < x->n_details; i++)
-    if (!strcmp(x->details[i].text, text)) return x->details[i].count;
-  return 0;
-}
-
 typedef struct CovPair {
   const OxCoverageRow *a, *b; /* either may be NULL */
 } CovPair;
@@ -182,56 +160,41 @@ static CovPair *cov_pairs(const OxCoverage *ca, const OxCoverage *cb, uint32_t *
   CovPair *v = malloc((ca->n_rows + cb->n_rows + 1) * sizeof *v);
   *n = 0;
   if (!v) return NULL;
-  for (uint32_t i = 0; i < ca->n_rows; i++) v[(*n)++] = (CovPair){&ca->rows[i], cov_row(cb, &ca->rows[i])};
-  for (uint32_t i = 0; i < cb->n_rows; i++)
-    if (!cov_row(ca, &cb->rows[i])) v[(*n)++] = (CovPair){NULL, &cb->rows[i]};
+  for (uint32_t i = 0; i < ca->n_rows; i++) {
+    const OxCoverageRow *r = &ca->rows[i];
+    v[(*n)++] = (CovPair){r, ox_coverage_find_row(cb, r->phase, r->pass, r->rule)};
+  }
+  for (uint32_t i = 0; i < cb->n_rows; i++) {
+    const OxCoverageRow *r = &cb->rows[i];
+    if (!ox_coverage_find_row(ca, r->phase, r->pass, r->rule)) v[(*n)++] = (CovPair){NULL, r};
+  }
   return v;
 }
 
 #define COV_N(r, f) ((r) ? (r)->f : 0u)
 
-static bool reason_moved(const OxCoverageReason *xa, const OxCoverageReason *xb) {
-  if (COV_N(xa, count) != COV_N(xb, count)) return true;
-  for (int k = 0; k < 2; k++) {
-    const OxCoverageReason *x = k ? xb : xa, *y = k ? xa : xb;
-    for (uint32_t i = 0; x && i < x->n_details; i++)
-      if (x->details[i].count != cov_detail(y, x->details[i].text)) return true;
-  }
-  return false;
-}
-
-static bool pair_moved(const CovPair *p) {
-  if (COV_N(p->a, applied) != COV_N(p->b, applied) || COV_N(p->a, rejected) != COV_N(p->b, rejected) ||
-      COV_N(p->a, check_failed) != COV_N(p->b, check_failed))
-    return true;
-  for (int k = 0; k < 2; k++) {
-    const OxCoverageRow *r = k ? p->b : p->a;
-    for (uint32_t i = 0; r && i < r->n_reasons; i++)
-      if (reason_moved(cov_reason(p->a, r->reasons[i].code), cov_reason(p->b, r->reasons[i].code))) return true;
-  }
-  return false;
-}
+static bool pair_moved(const CovPair *p) { return ox_coverage_rows_differ(p->a, p->b); }
 
 /* Calls fn for each reason code of the pair (A's order, then B's others). */
 static void pair_reasons(const CovPair *p, void (*fn)(const OxCoverageReason *, const OxCoverageReason *, void *),
                          void *data) {
   for (uint32_t i = 0; p->a && i < p->a->n_reasons; i++)
-    fn(&p->a->reasons[i], cov_reason(p->b, p->a->reasons[i].code), data);
+    fn(&p->a->reasons[i], ox_coverage_find_reason(p->b, p->a->reasons[i].code), data);
   for (uint32_t i = 0; p->b && i < p->b->n_reasons; i++)
-    if (!cov_reason(p->a, p->b->reasons[i].code)) fn(NULL, &p->b->reasons[i], data);
+    if (!ox_coverage_find_reason(p->a, p->b->reasons[i].code)) fn(NULL, &p->b->reasons[i], data);
 }
 
 static void text_reason(const OxCoverageReason *xa, const OxCoverageReason *xb, void *data) {
   OxBuf *b = data;
-  if (!reason_moved(xa, xb)) return;
+  if (!ox_coverage_reasons_differ(xa, xb)) return;
   uint16_t code = xa ? xa->code : xb->code;
   ox_buf_printf(b, "    %s %u -> %u\n", ox_reason_code_name((OxReasonCode)code), COV_N(xa, count), COV_N(xb, count));
   for (int k = 0; k < 2; k++) {
     const OxCoverageReason *x = k ? xb : xa, *y = k ? xa : xb;
     for (uint32_t i = 0; x && i < x->n_details; i++) {
       const char *t = x->details[i].text;
-      if (k && cov_detail(y, t)) continue; /* listed with A's */
-      uint32_t na = k ? 0 : x->details[i].count, nb = k ? x->details[i].count : cov_detail(y, t);
+      if (k && ox_coverage_detail_count(y, t)) continue; /* listed with A's */
+      uint32_t na = k ? 0 : x->details[i].count, nb = k ? x->details[i].count : ox_coverage_detail_count(y, t);
       if (na != nb) ox_buf_printf(b, "      %s: %u -> %u\n", t, na, nb);
     }
   }
@@ -278,12 +241,12 @@ static void json_reason(const OxCoverageReason *xa, const OxCoverageReason *xb, 
     const OxCoverageReason *x = k ? xb : xa, *y = k ? xa : xb;
     for (uint32_t i = 0; x && i < x->n_details; i++) {
       const char *t = x->details[i].text;
-      if (k && cov_detail(y, t)) continue;
+      if (k && ox_coverage_detail_count(y, t)) continue;
       ox_buf_puts(c->b, first ? "{\"value\": " : ", {\"value\": ");
       first = false;
       ox_cli_json_str(c->b, t);
       ox_buf_printf(c->b, ", \"a\": %u, \"b\": %u}", k ? 0 : x->details[i].count,
-                    k ? x->details[i].count : cov_detail(y, t));
+                    k ? x->details[i].count : ox_coverage_detail_count(y, t));
     }
   }
   ox_buf_puts(c->b, "]}");

@@ -233,3 +233,51 @@ void ox_coverage_free(OxCoverage *c) {
   free(c->rows);
   free(c);
 }
+
+/* ---- two runs side by side */
+
+const OxCoverageRow *ox_coverage_find_row(const OxCoverage *c, const char *phase, const char *pass, const char *rule) {
+  for (uint32_t i = 0; c && i < c->n_rows; i++) {
+    const OxCoverageRow *r = &c->rows[i];
+    if (same_str(r->pass, pass) && same_str(r->phase, phase) && same_str(r->rule, rule)) return r;
+  }
+  return NULL;
+}
+
+const OxCoverageReason *ox_coverage_find_reason(const OxCoverageRow *r, uint16_t code) {
+  for (uint32_t i = 0; r && i < r->n_reasons; i++)
+    if (r->reasons[i].code == code) return &r->reasons[i];
+  return NULL;
+}
+
+uint32_t ox_coverage_detail_count(const OxCoverageReason *x, const char *text) {
+  for (uint32_t i = 0; x && i < x->n_details; i++)
+    if (strcmp(x->details[i].text, text) == 0) return x->details[i].count;
+  return 0;
+}
+
+#define COUNT(r, f) ((r) ? (r)->f : 0u)
+
+bool ox_coverage_reasons_differ(const OxCoverageReason *a, const OxCoverageReason *b) {
+  if (COUNT(a, count) != COUNT(b, count) || COUNT(a, n_other) != COUNT(b, n_other)) return true;
+  for (int k = 0; k < 2; k++) {
+    const OxCoverageReason *x = k ? b : a, *y = k ? a : b;
+    for (uint32_t i = 0; x && i < x->n_details; i++)
+      if (x->details[i].count != ox_coverage_detail_count(y, x->details[i].text)) return true;
+  }
+  return false;
+}
+
+bool ox_coverage_rows_differ(const OxCoverageRow *a, const OxCoverageRow *b) {
+  if (COUNT(a, attempts) != COUNT(b, attempts) || COUNT(a, applied) != COUNT(b, applied) ||
+      COUNT(a, rejected) != COUNT(b, rejected) || COUNT(a, check_failed) != COUNT(b, check_failed))
+    return true;
+  for (int k = 0; k < 2; k++) {
+    const OxCoverageRow *r = k ? b : a;
+    for (uint32_t i = 0; r && i < r->n_reasons; i++)
+      if (ox_coverage_reasons_differ(ox_coverage_find_reason(a, r->reasons[i].code),
+                                     ox_coverage_find_reason(b, r->reasons[i].code)))
+        return true;
+  }
+  return false;
+}

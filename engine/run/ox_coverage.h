@@ -67,6 +67,16 @@ void ox_coverage_free(OxCoverage *c);
  * ARITY "2 positional args"; MULTIPLE_USERS "3 users"; BUDGET the
  * budget; CHECK_FAILED the check; OPTION the option. */
 bool ox_coverage_detail_of(const OxStep *s, char *buf, size_t cap);
+/* Two runs' coverages side by side (compare-runs, the debugger beside a second run): the row of
+ * c with this phase, pass and rule (rule NULL: the row without one), or NULL; the reason of a row
+ * with this code (row may be NULL), or NULL; how many records a reason's listed value has (0 when
+ * not listed, or the reason is NULL); and whether two rows (or reasons) differ in any count,
+ * either side NULL meaning "none" (a row only one run has differs unless all its counts are 0). */
+const OxCoverageRow *ox_coverage_find_row(const OxCoverage *c, const char *phase, const char *pass, const char *rule);
+const OxCoverageReason *ox_coverage_find_reason(const OxCoverageRow *r, uint16_t code);
+uint32_t ox_coverage_detail_count(const OxCoverageReason *x, const char *text);
+bool ox_coverage_rows_differ(const OxCoverageRow *a, const OxCoverageRow *b);
+bool ox_coverage_reasons_differ(const OxCoverageReason *a, const OxCoverageReason *b);
 /* The wall time of a pass (all its runs) from the trace's per-pass table, or -1 if the table does
  * not list it (traces written before it existed). */
 double ox_coverage_pass_seconds(const OxTrace *t, const char *pass, const char *phase);
