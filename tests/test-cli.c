@@ -1350,6 +1350,7 @@ static void test_cli_info_trace(void) {
     run_cli(&ri, "info", mini);
     g_assert_cmpint(ri.status, ==, 0);
     g_assert_nonnull(strstr(ri.out, k ? ") in 12.5 s\n" : ") in 0.4 ms\n"));
+    g_assert_nonnull(strstr(ri.out, "\ncoverage: no records (no pass tried anything on this graph)\n"));
     run_clear(&ri);
     g_unlink(mini);
     g_free(mini);

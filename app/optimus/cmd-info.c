@@ -389,7 +389,10 @@ static int info_trace(const CliOpts *o) {
     } else {
       ox_buf_puts(&b, "time per pass: none in this trace (written before 2026-12-07, or its table was left out)\n");
     }
-    if (cov->n_rows) coverage_text(cov, &b);
+    if (cov->n_rows)
+      coverage_text(cov, &b);
+    else
+      ox_buf_puts(&b, "coverage: no records (no pass tried anything on this graph)\n");
   }
   ox_coverage_free(cov);
   int status = ox_cli_write_stdout(b.data, b.len) ? EXIT_OK : EXIT_BAD;
