@@ -1855,6 +1855,15 @@ static void test_passes_panel(void) {
   drain();
   g_assert_nonnull(ox_document_get_filter_coverage(d));
   g_assert_cmpuint(visible_matching(d, r, x, NULL), ==, x->count);
+  /* Why not? of a node refused that way links to all the records refused like it */
+  {
+    const OxStep *first = &t->steps[x->details[1].first];
+    g_assert_nonnull(first->anchor);
+    g_assert_true(ox_document_select(d, first->anchor));
+    g_autofree char *like = g_strdup_printf("href=\"cov:%u:0:1\">%u refused like this</a>", R, x->details[1].count);
+    g_assert_nonnull(strstr(ox_window_get_panel_markup(w, "why"), like));
+    ox_document_select(d, NULL);
+  }
   /* "nodes": the same filter, and the anchors of its records as search hits */
   g_free(uri);
   uri = g_strdup_printf("covn:%u:0:1", R);

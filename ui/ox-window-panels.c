@@ -315,6 +315,40 @@ static guint append_hint(OxWindow *self, GString *s, const OxStep *st, const OxP
   return pending;
 }
 
+static const OxCoverage *coverage(OxWindow *self);
+
+/* For a refusal: how many records of its pass and rule were refused the same way (same reason
+ * code and, when the code has one, the same deciding value), as a link that filters the timeline
+ * to them (the Passes panel's entry). Nothing when it is the only one. */
+static void append_like_it(OxWindow *self, GString *s, const OxStep *st) {
+  const OxCoverage *c = coverage(self);
+  for (guint32 i = 0; c && i < c->n_rows; i++) {
+    const OxCoverageRow *r = &c->rows[i];
+    if (g_strcmp0(r->pass, st->pass) || g_strcmp0(r->rule, st->rule) || g_strcmp0(r->phase, st->phase ? st->phase : "pre"))
+      continue;
+    for (guint32 j = 0; j < r->n_reasons; j++) {
+      const OxCoverageReason *x = &r->reasons[j];
+      if (x->code != st->reason.code) continue;
+      char d[320];
+      if (ox_coverage_detail_of(st, d, sizeof d))
+        for (guint32 k = 0; k < x->n_details; k++)
+          if (!strcmp(x->details[k].text, d)) {
+            if (x->details[k].count > 1) {
+              char *m = g_markup_printf_escaped("    <a href=\"cov:%u:%u:%u\">%u refused like this</a> (%s)\n", i, j, k,
+                                                x->details[k].count, d);
+              g_string_append(s, m);
+              g_free(m);
+            }
+            return;
+          }
+      if (x->count > 1)
+        g_string_append_printf(s, "    <a href=\"cov:%u:%u\">%u refused for %s</a> in this pass\n", i, j, x->count,
+                               ox_reason_code_name((OxReasonCode)x->code));
+      return;
+    }
+  }
+}
+
 static void panel_why(OxWindow *self, GString *s) {
   const char *sel = ox_document_get_selected(self->doc);
   const OxTrace *t = ox_document_get_trace(self->doc);
@@ -350,6 +384,7 @@ static void panel_why(OxWindow *self, GString *s) {
     const OxStep *st = &t->steps[g_array_index(a, guint, i) - 1];
     append_step_title(s, st);
     append_step_nodes(s, st, sel);
+    if (st->kind != OX_STEP_APPLIED) append_like_it(self, s, st);
     if (st->kind == OX_STEP_REJECTED) {
       if (!can_rerun) {
         m = g_markup_printf_escaped("    <i>hints need a re-run: %s</i>\n", why ? why : "");
