@@ -2088,6 +2088,8 @@ static void test_coverage(void) {
   }
   cov_step(t, OX_STEP_APPLIED, "pre", "batch_relu", "batch_relu", 0, NULL, NULL, NULL); /* a second one, last */
   cov_step(t, OX_STEP_REJECTED, "post", "batch_aten_add", NULL, OX_REASON_SYMBOLIC, "add_3", "s0", NULL);
+  /* a method call named after its method is not a graph input */
+  cov_step(t, OX_STEP_REJECTED, "post", "batch_aten_add", NULL, OX_REASON_TARGET_MISMATCH, "view", "view", "getitem(...)");
   OxCoverage *c = ox_coverage_of(t);
   g_assert_cmpuint(c->n_steps, ==, t->n_steps);
   g_assert_cmpuint(c->n_rows, ==, 6);
@@ -2144,6 +2146,7 @@ static void test_coverage(void) {
   g_assert_cmpuint(r->reasons[0].n_other, ==, 3);
   g_assert_cmpstr(r->reasons[0].details[0].text, ==, "set of 100");
   g_assert_cmpstr(c->rows[5].reasons[0].details[0].text, ==, "symbolic size s0");
+  g_assert_cmpstr(c->rows[5].reasons[1].details[0].text, ==, "wants getitem(...), found view");
   ox_coverage_free(c);
   /* two runs side by side: a coverage against itself differs nowhere; one more refusal moves
    * its row, its reason and its value, and nothing else */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ir/ox_mem.h"
+#include "ops/ox_ops.h"
 
 static bool same_str(const char *a, const char *b) {
   if (a == b) return true;
@@ -31,8 +32,8 @@ static bool named_after(const char *name, const char *target, bool dots) {
 
 static bool wants_found(const char *a0, const char *b, const char *c, char *buf, size_t cap) {
   if (!b || !c || !*c) return false;
-  if (a0 && named_after(a0, b, false))
-    snprintf(buf, cap, "wants %s, found a graph input", c);
+  if (a0 && named_after(a0, b, false) && !ox_spelling_find(OX_OP_CALL_METHOD, b))
+    snprintf(buf, cap, "wants %s, found a graph input", c); /* (x.view(...) is named view: not one) */
   else if (a0 && strchr(b, '.') && named_after(a0, b, true))
     snprintf(buf, cap, "wants %s, found a parameter or buffer", c);
   else

@@ -61,7 +61,7 @@ void ox_coverage_free(OxCoverage *c);
 /* What decided a refusal, as people read it, into buf; false when the code has no such value.
  * NO_MATCH and TARGET_MISMATCH: what the pattern wanted and what it found there
  * ("wants getitem(...), found torch.cat"; "found a graph input" for a node whose target is its
- * own name, a placeholder; "found a parameter or buffer" for one named after its dotted target, an
+ * own name, a placeholder, unless that name is a method's (the first x.view(...) is named view); "found a parameter or buffer" for one named after its dotted target, an
  * attribute; a list that failed for another reason: "at getitem(...)");
  * SET_TOO_SMALL "set of 3"; SYMBOLIC "symbolic size s0"; DTYPE_DIFFERS "f32 and bf16";
  * ARITY "2 positional args"; MULTIPLE_USERS "3 users"; BUDGET the
