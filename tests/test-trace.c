@@ -2178,6 +2178,11 @@ static void test_coverage(void) {
   }
   ox_coverage_free(c1);
   ox_coverage_free(c2);
+  char title[64];
+  g_assert_cmpstr(ox_coverage_row_title("pre", "batch_relu", "batch_relu", title, sizeof title), ==, "batch_relu (pre)");
+  g_assert_cmpstr(ox_coverage_row_title(NULL, "split_cat_pass", "simplify_split_cat", title, sizeof title), ==,
+                  "split_cat_pass (pre) simplify_split_cat");
+  g_assert_cmpstr(ox_coverage_row_title("post", "batch_aten_add", NULL, title, sizeof title), ==, "batch_aten_add (post)");
   g_assert_cmpfloat(ox_coverage_pass_seconds(t, "batch_relu", "pre"), ==, -1); /* no per-pass table */
   ox_trace_pass_stat_add(t, "batch_relu", "pre", 0.5, 1, 1, 2, 1);
   g_assert_cmpfloat(ox_coverage_pass_seconds(t, "batch_relu", "pre"), ==, 0.5);

@@ -948,9 +948,8 @@ void ox_document_set_filter_coverage(OxDocument *self, const char *phase, const 
     self->filter_rule = g_strdup(rule);
     self->filter_reason = reason >= 0 && reason < OX_REASON_COUNT ? reason : -1;
     self->filter_detail = self->filter_reason >= 0 && detail && *detail ? g_strdup(detail) : NULL;
-    GString *t = g_string_new(pass);
-    g_string_append_printf(t, " (%s)", self->filter_phase);
-    if (rule && strcmp(rule, pass) != 0) g_string_append_printf(t, " %s", rule);
+    char title[512];
+    GString *t = g_string_new(ox_coverage_row_title(self->filter_phase, pass, rule, title, sizeof title));
     if (self->filter_reason >= 0) {
       g_string_append_printf(t, " · %s", ox_reason_code_name((OxReasonCode)self->filter_reason));
       self->filter_kinds |= OX_FILTER_REJECTED | OX_FILTER_CHECK_FAILED;

@@ -322,31 +322,25 @@ static const OxCoverage *coverage(OxWindow *self);
  * to them (the Passes panel's entry). Nothing when it is the only one. */
 static void append_like_it(OxWindow *self, GString *s, const OxStep *st) {
   const OxCoverage *c = coverage(self);
-  for (guint32 i = 0; c && i < c->n_rows; i++) {
-    const OxCoverageRow *r = &c->rows[i];
-    if (g_strcmp0(r->pass, st->pass) || g_strcmp0(r->rule, st->rule) || g_strcmp0(r->phase, st->phase ? st->phase : "pre"))
-      continue;
-    for (guint32 j = 0; j < r->n_reasons; j++) {
-      const OxCoverageReason *x = &r->reasons[j];
-      if (x->code != st->reason.code) continue;
-      char d[320];
-      if (ox_coverage_detail_of(st, d, sizeof d))
-        for (guint32 k = 0; k < x->n_details; k++)
-          if (!strcmp(x->details[k].text, d)) {
-            if (x->details[k].count > 1) {
-              char *m = g_markup_printf_escaped("    <a href=\"cov:%u:%u:%u\">%u refused like this</a> (%s)\n", i, j, k,
-                                                x->details[k].count, d);
-              g_string_append(s, m);
-              g_free(m);
-            }
-            return;
-          }
-      if (x->count > 1)
-        g_string_append_printf(s, "    <a href=\"cov:%u:%u\">%u refused for %s</a> in this pass\n", i, j, x->count,
-                               ox_reason_code_name((OxReasonCode)x->code));
-      return;
-    }
-  }
+  const OxCoverageRow *r = ox_coverage_find_row(c, st->phase ? st->phase : "pre", st->pass, st->rule);
+  const OxCoverageReason *x = ox_coverage_find_reason(r, st->reason.code);
+  if (!x) return;
+  guint i = (guint)(r - c->rows), j = (guint)(x - r->reasons);
+  char d[320];
+  if (ox_coverage_detail_of(st, d, sizeof d))
+    for (guint32 k = 0; k < x->n_details; k++)
+      if (!strcmp(x->details[k].text, d)) {
+        if (x->details[k].count > 1) {
+          char *m = g_markup_printf_escaped("    <a href=\"cov:%u:%u:%u\">%u refused like this</a> (%s)\n", i, j, k,
+                                            x->details[k].count, d);
+          g_string_append(s, m);
+          g_free(m);
+        }
+        return;
+      }
+  if (x->count > 1)
+    g_string_append_printf(s, "    <a href=\"cov:%u:%u\">%u refused for %s</a> in this pass\n", i, j, x->count,
+                           ox_reason_code_name((OxReasonCode)x->code));
 }
 
 static void panel_why(OxWindow *self, GString *s) {
@@ -502,10 +496,10 @@ static void passes_b_only(GString *s, const OxCoverage *c, const OxCoverage *cb)
     if (ox_coverage_find_row(c, r->phase, r->pass, r->rule)) continue;
     if (!title) g_string_append(s, "\n<b>only in the other run</b>\n");
     title = TRUE;
-    char *m = g_markup_printf_escaped("%s (%s)%s%s: %u tried, %u applied, %u rejected\n", r->pass, r->phase,
-                                      r->rule && strcmp(r->rule, r->pass) ? " " : "",
-                                      r->rule && strcmp(r->rule, r->pass) ? r->rule : "", r->attempts, r->applied,
-                                      r->rejected);
+    char title[512];
+    char *m = g_markup_printf_escaped("%s: %u tried, %u applied, %u rejected\n",
+                                      ox_coverage_row_title(r->phase, r->pass, r->rule, title, sizeof title), r->attempts,
+                                      r->applied, r->rejected);
     g_string_append(s, m);
     g_free(m);
   }

@@ -210,8 +210,8 @@ static void text_coverage(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
     if (!title) ox_buf_puts(b, "coverage that moved (per pass and rule, A -> B):\n");
     title = true;
     const OxCoverageRow *r = v[i].a ? v[i].a : v[i].b;
-    ox_buf_printf(b, "  %s (%s)", r->pass, r->phase);
-    if (r->rule && strcmp(r->rule, r->pass)) ox_buf_printf(b, " %s", r->rule);
+    char title[512];
+    ox_buf_printf(b, "  %s", ox_coverage_row_title(r->phase, r->pass, r->rule, title, sizeof title));
     ox_buf_printf(b, ": applied %u -> %u, rejected %u -> %u", COV_N(v[i].a, applied), COV_N(v[i].b, applied),
                   COV_N(v[i].a, rejected), COV_N(v[i].b, rejected));
     if (COV_N(v[i].a, check_failed) || COV_N(v[i].b, check_failed))

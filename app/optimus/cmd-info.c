@@ -261,20 +261,13 @@ static uint32_t reason_counts(const OxTrace *t, uint32_t counts[OX_REASON_COUNT]
   return n;
 }
 
-/* "batch_linear (pre)" or "split_cat_pass (pre) simplify_split_cat": the rule when it is not
- * the pass's own name */
-static void coverage_title(OxBuf *b, const OxCoverageRow *r) {
-  ox_buf_printf(b, "%s (%s)", r->pass, r->phase);
-  if (r->rule && strcmp(r->rule, r->pass) != 0) ox_buf_printf(b, " %s", r->rule);
-}
-
 static void coverage_text(const OxCoverage *c, OxBuf *b) {
   ox_buf_puts(b, "coverage (per pass and rule, in run order; why it was refused, with the first record #N):\n");
   for (uint32_t i = 0; i < c->n_rows; i++) {
     const OxCoverageRow *r = &c->rows[i];
-    ox_buf_puts(b, "  ");
-    coverage_title(b, r);
-    ox_buf_printf(b, ": %u tried, %u applied", r->attempts, r->applied);
+    char title[512];
+    ox_buf_printf(b, "  %s: %u tried, %u applied", ox_coverage_row_title(r->phase, r->pass, r->rule, title, sizeof title),
+                  r->attempts, r->applied);
     if (r->rejected) ox_buf_printf(b, ", %u rejected", r->rejected);
     if (r->check_failed) ox_buf_printf(b, ", %u check failed", r->check_failed);
     ox_buf_printf(b, " (#%u)\n", r->first + 1);

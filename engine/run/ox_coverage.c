@@ -102,6 +102,14 @@ bool ox_coverage_detail_of(const OxStep *s, char *buf, size_t cap) {
 #undef ARG
 }
 
+const char *ox_coverage_row_title(const char *phase, const char *pass, const char *rule, char *buf, size_t cap) {
+  if (!cap) return buf;
+  pass = pass ? pass : "";
+  bool own = !rule || strcmp(rule, pass) == 0;
+  snprintf(buf, cap, "%s (%s)%s%s", pass, phase ? phase : "pre", own ? "" : " ", own ? "" : rule);
+  return buf;
+}
+
 double ox_coverage_pass_seconds(const OxTrace *t, const char *pass, const char *phase) {
   const char *ph = phase && strcmp(phase, "post") == 0 ? "post" : "pre";
   for (uint32_t i = 0; t && i < t->n_pass_stats; i++)

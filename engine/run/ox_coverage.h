@@ -67,6 +67,9 @@ void ox_coverage_free(OxCoverage *c);
  * ARITY "2 positional args"; MULTIPLE_USERS "3 users"; BUDGET the
  * budget; CHECK_FAILED the check; OPTION the option. */
 bool ox_coverage_detail_of(const OxStep *s, char *buf, size_t cap);
+/* A row as people name it, into buf: "batch_linear (pre)", or with the rule when it is not the
+ * pass's own name: "split_cat_pass (pre) simplify_split_cat" (phase NULL: "pre"). */
+const char *ox_coverage_row_title(const char *phase, const char *pass, const char *rule, char *buf, size_t cap);
 /* Two runs' coverages side by side (compare-runs, the debugger beside a second run): the row of
  * c with this phase, pass and rule (rule NULL: the row without one), or NULL; the reason of a row
  * with this code (row may be NULL), or NULL; how many records a reason's listed value has (0 when
