@@ -1,10 +1,12 @@
-/* gen-graphs.c - the random graph generator shared by the property test (test-property.c)
- * and the rule dogfood test (test-rules.c): parallel towers between split and cat,
+/* gen-graphs.c - the random graph generator shared by the property tests (test-property.c,
+ * test-trace.c) and the rule dogfood test (test-rules.c): parallel towers between split and cat,
  * split/cat/stack networks, pointwise chains; pre-grad torch targets or (one graph in
- * three) post-grad aten targets. Deterministic for a seed. */
+ * three) post-grad aten targets. Deterministic for a seed. Also how many graphs the heavier
+ * property tests run (gen_graph_count). */
 #include "gen-graphs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ops/ox_shape.h"
 
@@ -227,6 +229,11 @@ static OxNodeId gen_splitcat(Gen *s, OxNodeId x, int64_t B, int64_t T, int64_t D
   for (int i = 0; i < T / 2; i++)
     order[n++] = items[i];
   return cat(s, order, n, 1);
+}
+
+uint32_t gen_graph_count(uint32_t default_n) {
+  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
+  return env_n ? (uint32_t)atoi(env_n) / 4 : default_n;
 }
 
 OxGraph *gen_graph(uint64_t seed, bool *post_out) {

@@ -12,4 +12,8 @@
  * generator bug: callers fail). */
 OxGraph *gen_graph(uint64_t seed, bool *post_out);
 
+/* How many generated graphs a heavier property test runs: a quarter of OPTIMUS_PROPERTY_GRAPHS
+ * when it is set (the property suite's own count; CI sets 1000), else default_n. */
+uint32_t gen_graph_count(uint32_t default_n);
+
 #endif

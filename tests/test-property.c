@@ -185,8 +185,7 @@ static char *trace_text(OxGraph *g, bool shared) { return trace_text_run(g, shar
  * snapshot of the graph (ox_batch.c, search shortcuts): the skipped searches must be ones that
  * find nothing, and the snapshot must give what the graph would. Same trace with and without. */
 static void test_search_shortcuts(void) {
-  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 250, batch_steps = 0;
+  uint32_t n = gen_graph_count(250), batch_steps = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
     OxGraph *g = gen_graph(seed, &post);
@@ -244,8 +243,7 @@ static void compare_share(OxGraph *g, const char *what, uint32_t *later) {
 }
 
 static void test_batch_share(void) {
-  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 250, later = 0;
+  uint32_t n = gen_graph_count(250), later = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
     OxGraph *g = gen_graph(seed, &post);

@@ -1126,8 +1126,7 @@ static OxOptimizeResult optimize_default(OxGraph *g, OxTrace *t, bool numeric) {
  * difference allowed: a pattern rejection's arguments that the matcher formats (value lists,
  * sub-pattern descriptions) are left empty; the code and the number of arguments agree. */
 static void test_no_edits_same_run(void) {
-  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, applied = 0, unformatted = 0, rejected_total = 0;
+  uint32_t n = gen_graph_count(40), applied = 0, unformatted = 0, rejected_total = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
     OxGraph *g1 = gen_graph(seed, &post);
@@ -1228,8 +1227,7 @@ static void test_no_edits_same_run(void) {
  * reads back the same, record by record, rewrites to the same bytes, and replays the same
  * (trace_check_versions); the compact one is smaller. */
 static void test_v3_generated(void) {
-  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 60, applied = 0;
+  uint32_t n = gen_graph_count(60), applied = 0;
   size_t v2_bytes = 0, v3_bytes = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
@@ -1264,8 +1262,7 @@ static void test_v3_generated(void) {
  * unwritten still work. Generated graphs of
  * both levels, pools that share the graph's strings and pools that do not. */
 static void test_live_writer(void) {
-  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, applied = 0;
+  uint32_t n = gen_graph_count(40), applied = 0;
   char *dir = g_dir_make_tmp("ox-live-XXXXXX", NULL);
   char *path = g_build_filename(dir, "t.json", NULL), *gz = g_build_filename(dir, "t.json.gz", NULL);
   char err[512];
@@ -1346,8 +1343,7 @@ static void test_live_writer(void) {
  * up to no more than the run's; it reads back from both versions (trace_check_versions compares
  * it). A malformed table is a located warning and is left out; the trace still reads. */
 static void test_pass_stats(void) {
-  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 30, with_applied = 0;
+  uint32_t n = gen_graph_count(30), with_applied = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
     OxGraph *g = gen_graph(seed, &post);
@@ -1861,8 +1857,7 @@ static void test_fast_read_equals_json_c(void) {
     g_free(dir);
   }
   g_assert_cmpuint(fixtures, >=, root ? 2 : 0);
-  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, steps = 0;
+  uint32_t n = gen_graph_count(40), steps = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     size_t len;
     uint32_t n_steps;
@@ -2196,8 +2191,7 @@ static void test_coverage(void) {
   /* generated graphs, default pipeline: the rows add up to the trace, each row to the per-pass
    * table, each reason's and value's first record is one of them, and a value's records are
    * those ox_coverage_detail_of names so */
-  const char *env_n = g_getenv("OPTIMUS_PROPERTY_GRAPHS");
-  uint32_t n = env_n ? (uint32_t)atoi(env_n) / 4 : 40, with_details = 0;
+  uint32_t n = gen_graph_count(40), with_details = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
     OxGraph *g = gen_graph(seed, &post);
