@@ -147,7 +147,6 @@ static void text_time(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
   free(v);
 }
 
-
 /* ---- coverage that moved: the rows of A's and B's coverage (ox_coverage.h) matched by phase,
  * pass and rule, and within a row the reasons by code and their values by text */
 
@@ -184,20 +183,26 @@ static void pair_reasons(const CovPair *p, void (*fn)(const OxCoverageReason *, 
     if (!ox_coverage_find_reason(p->a, p->b->reasons[i].code)) fn(NULL, &p->b->reasons[i], data);
 }
 
+/* Calls fn for each value listed under either reason with its count in A and in B (A's order,
+ * then the values only B lists). */
+static void pair_values(const OxCoverageReason *xa, const OxCoverageReason *xb,
+                        void (*fn)(const char *value, uint32_t na, uint32_t nb, void *), void *data) {
+  for (uint32_t i = 0; xa && i < xa->n_details; i++)
+    fn(xa->details[i].text, xa->details[i].count, ox_coverage_detail_count(xb, xa->details[i].text), data);
+  for (uint32_t i = 0; xb && i < xb->n_details; i++)
+    if (!ox_coverage_detail_count(xa, xb->details[i].text)) fn(xb->details[i].text, 0, xb->details[i].count, data);
+}
+
+static void text_value(const char *value, uint32_t na, uint32_t nb, void *data) {
+  if (na != nb) ox_buf_printf(data, "      %s: %u -> %u\n", value, na, nb);
+}
+
 static void text_reason(const OxCoverageReason *xa, const OxCoverageReason *xb, void *data) {
   OxBuf *b = data;
   if (!ox_coverage_reasons_differ(xa, xb)) return;
   uint16_t code = xa ? xa->code : xb->code;
   ox_buf_printf(b, "    %s %u -> %u\n", ox_reason_code_name((OxReasonCode)code), COV_N(xa, count), COV_N(xb, count));
-  for (int k = 0; k < 2; k++) {
-    const OxCoverageReason *x = k ? xb : xa, *y = k ? xa : xb;
-    for (uint32_t i = 0; x && i < x->n_details; i++) {
-      const char *t = x->details[i].text;
-      if (k && ox_coverage_detail_count(y, t)) continue; /* listed with A's */
-      uint32_t na = k ? 0 : x->details[i].count, nb = k ? x->details[i].count : ox_coverage_detail_count(y, t);
-      if (na != nb) ox_buf_printf(b, "      %s: %u -> %u\n", t, na, nb);
-    }
-  }
+  pair_values(xa, xb, text_value, b);
 }
 
 static void text_coverage(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
@@ -210,8 +215,8 @@ static void text_coverage(OxBuf *b, const OxTrace *ta, const OxTrace *tb) {
     if (!title) ox_buf_puts(b, "coverage that moved (per pass and rule, A -> B):\n");
     title = true;
     const OxCoverageRow *r = v[i].a ? v[i].a : v[i].b;
-    char title[512];
-    ox_buf_printf(b, "  %s", ox_coverage_row_title(r->phase, r->pass, r->rule, title, sizeof title));
+    char name[512];
+    ox_buf_printf(b, "  %s", ox_coverage_row_title(r->phase, r->pass, r->rule, name, sizeof name));
     ox_buf_printf(b, ": applied %u -> %u, rejected %u -> %u", COV_N(v[i].a, applied), COV_N(v[i].b, applied),
                   COV_N(v[i].a, rejected), COV_N(v[i].b, rejected));
     if (COV_N(v[i].a, check_failed) || COV_N(v[i].b, check_failed))
@@ -230,25 +235,22 @@ typedef struct JsonReasonCtx {
   bool first;
 } JsonReasonCtx;
 
+static void json_value(const char *value, uint32_t na, uint32_t nb, void *data) {
+  JsonReasonCtx *c = data;
+  ox_buf_puts(c->b, c->first ? "{\"value\": " : ", {\"value\": ");
+  c->first = false;
+  ox_cli_json_str(c->b, value);
+  ox_buf_printf(c->b, ", \"a\": %u, \"b\": %u}", na, nb);
+}
+
 static void json_reason(const OxCoverageReason *xa, const OxCoverageReason *xb, void *data) {
   JsonReasonCtx *c = data;
   uint16_t code = xa ? xa->code : xb->code;
   ox_buf_printf(c->b, "%s{\"code\": \"%s\", \"a\": %u, \"b\": %u, \"details\": [", c->first ? "" : ", ",
                 ox_reason_code_name((OxReasonCode)code), COV_N(xa, count), COV_N(xb, count));
+  JsonReasonCtx values = {c->b, true};
+  pair_values(xa, xb, json_value, &values);
   c->first = false;
-  bool first = true;
-  for (int k = 0; k < 2; k++) {
-    const OxCoverageReason *x = k ? xb : xa, *y = k ? xa : xb;
-    for (uint32_t i = 0; x && i < x->n_details; i++) {
-      const char *t = x->details[i].text;
-      if (k && ox_coverage_detail_count(y, t)) continue;
-      ox_buf_puts(c->b, first ? "{\"value\": " : ", {\"value\": ");
-      first = false;
-      ox_cli_json_str(c->b, t);
-      ox_buf_printf(c->b, ", \"a\": %u, \"b\": %u}", k ? 0 : x->details[i].count,
-                    k ? x->details[i].count : ox_coverage_detail_count(y, t));
-    }
-  }
   ox_buf_puts(c->b, "]}");
 }
 
