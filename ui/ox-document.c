@@ -636,7 +636,6 @@ static GArray *lineage(const OxGraph *g, const char *q, char **err) {
   return w.queue;
 }
 
-
 /* Case-insensitive substring test of an ASCII needle already folded to lower case, without
  * allocating: a search runs over every node of a 100k-node graph on every keystroke. */
 static inline char lower_ascii(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
@@ -819,7 +818,6 @@ static const OxPassStat *pass_stat(const OxTrace *t, const char *pass, const cha
       return &t->pass_stats[i];
   return NULL;
 }
-
 
 void ox_document_timeline_rebuild(OxDocument *self) {
   const OxTrace *t = ox_document_get_trace(self);

@@ -466,11 +466,6 @@ void ox_window_coverage_forget(OxWindow *self) {
   g_clear_pointer(&self->cmp_coverage, ox_coverage_free);
 }
 
-static gboolean row_has_step(const OxCoverageRow *r, const OxStep *st) {
-  return st && g_strcmp0(r->pass, st->pass) == 0 && g_strcmp0(r->rule, st->rule) == 0 &&
-         g_strcmp0(r->phase, st->phase ? st->phase : "pre") == 0;
-}
-
 /* The coverage of the run Compare with Trace put beside this one, once it is compared; NULL
  * otherwise. Made when first needed, again when that trace changes. */
 static const OxCoverage *coverage_b(OxWindow *self) {
@@ -532,10 +527,11 @@ static void panel_passes(OxWindow *self, GString *s) {
   }
   guint pos = ox_document_get_position(self->doc);
   const OxStep *cur = pos ? &t->steps[pos - 1] : NULL;
+  const OxCoverageRow *cur_row = cur ? ox_coverage_find_row(c, cur->phase ? cur->phase : "pre", cur->pass, cur->rule) : NULL;
   for (guint32 i = 0; i < c->n_rows; i++) {
     const OxCoverageRow *r = &c->rows[i];
     const OxCoverageRow *rb = cb ? ox_coverage_find_row(cb, r->phase, r->pass, r->rule) : NULL;
-    gboolean here = row_has_step(r, cur);
+    gboolean here = r == cur_row;
     char *m = g_markup_printf_escaped("\n%s<a href=\"cov:%u\"><b>%s</b></a> (%s)%s%s\n", here ? "▶ " : "", i, r->pass,
                                       r->phase, r->rule && strcmp(r->rule, r->pass) ? " " : "",
                                       r->rule && strcmp(r->rule, r->pass) ? r->rule : "");
