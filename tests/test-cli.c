@@ -1538,6 +1538,44 @@ static void test_cli_verify(void) {
   g_assert_nonnull(strstr(r.out, "MISMATCH"));
   g_assert_nonnull(strstr(r.out, "FAIL"));
   run_clear(&r);
+  /* an output that is 0 everywhere passes, flagged as a weak check (a relu of negative inputs;
+     torchvision's ViT without weights ends in a zero-initialized head) */
+  static const char zeros_doc[] =
+      "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"graph\", \"nodes\": ["
+      "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"args\": [], \"kwargs\": {}},"
+      "{\"name\": \"relu\", \"op\": \"call_function\", \"target\": \"torch.relu\", \"args\": [{\"node\": \"x\"}], \"kwargs\": {}},"
+      "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"relu\"}], \"kwargs\": {}}]}],"
+      "\"record\": {\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [3], \"data\": [-1.5, -2.0, -0.25]}},"
+      "\"outputs\": [{\"dtype\": \"f32\", \"shape\": [3], \"data\": [0.0, 0.0, 0.0]}]}}";
+  char *zp = write_tmp(dir, "zeros.json", zeros_doc);
+  run_cli(&r, "verify", zp);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "output 0: ok"));
+  g_assert_nonnull(strstr(r.out, "weak: every recorded value is 0"));
+  g_assert_nonnull(strstr(r.out, "numeric: ok (1 output against the recorded values; 1 of them all zeros: a weak check)"));
+  run_clear(&r);
+  run_cli(&r, "verify", zp, "--json");
+  o = parse_json(r.out);
+  json_object *o0 = json_object_array_get_idx(jget(jget(o, "numeric"), "outputs"), 0);
+  g_assert_true(json_object_get_boolean(jget(o0, "pass")));
+  g_assert_true(g_str_has_prefix(json_object_get_string(jget(o0, "note")), "weak:"));
+  json_object_put(o);
+  run_clear(&r);
+  /* the same graph with a nonzero output carries no such note */
+  char **parts = g_strsplit(zeros_doc, "-0.25]}},\"outputs\": [{\"dtype\": \"f32\", \"shape\": [3], \"data\": [0.0, 0.0, 0.0]", 2);
+  g_assert_nonnull(parts[1]);
+  char *nz_doc = g_strjoin("0.25]}},\"outputs\": [{\"dtype\": \"f32\", \"shape\": [3], \"data\": [0.0, 0.0, 0.25]", parts[0],
+                           parts[1], NULL);
+  g_strfreev(parts);
+  char *nzp = write_tmp(dir, "nonzero.json", nz_doc);
+  run_cli(&r, "verify", nzp);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_null(strstr(r.out, "weak"));
+  g_assert_nonnull(strstr(r.out, "numeric: ok (1 output against the recorded values)\n"));
+  run_clear(&r);
+  g_free(nz_doc);
+  g_free(nzp);
+  g_free(zp);
   /* no record: the numeric comparison is reported as not run, never as passed */
   char *plain = write_tmp(dir, "plain.txt", small_fx);
   run_cli(&r, "verify", plain);

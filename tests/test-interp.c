@@ -485,6 +485,52 @@ static void test_dropout(void) {
   end();
 }
 
+/* hardswish / hardsigmoid, avg_pool2d's divisors, stochastic_depth and nn.MultiheadAttention on
+ * values worked out by hand (the vision fixture checks them against torch) */
+static void test_vision_ops(void) {
+  begin();
+  OxNodeId x = input("x", F32, 1, SH(5), DA(-4, -1, 0, 1, 4));
+  OxNodeId hs = cf("torch.nn.functional.hardswish", vT(1, vN(x)), vNone());
+  OxNodeId hg = cf("torch.nn.functional.hardsigmoid", vT(1, vN(x)), vNone());
+  OxNodeId im = arange("im", 4, SH(1, 1, 3, 3));
+  OxNodeId ap = cf("torch._C._nn.avg_pool2d", vT(3, vN(im), vI(2), vI(1)), vNone());
+  OxNodeId ap_excl = cf("torch._C._nn.avg_pool2d", vT(4, vN(im), vI(2), vI(2), vI(1)), kw(1, "count_include_pad", vB(false)));
+  OxNodeId ap_incl = cf("torch._C._nn.avg_pool2d", vT(4, vN(im), vI(2), vI(2), vI(1)), vNone());
+  OxNodeId ap_div = cf("torch._C._nn.avg_pool2d", vT(2, vN(im), vI(3)), kw(1, "divisor_override", vI(4)));
+  OxNodeId sd = cf("torchvision.ops.stochastic_depth.stochastic_depth", vT(4, vN(x), vF(0.2), vS("row"), vB(false)), vNone());
+  /* identity projections: softmax(x x^T / sqrt(2)) x over two one-hot tokens */
+  OxNodeId q = input("q", F32, 2, SH(2, 2), DA(1, 0, 0, 1));
+  OxNodeId attn = ox_graph_add_node(G, OX_OP_CALL_MODULE, "attn", "attn", vT(3, vN(q), vN(q), vN(q)),
+                                    kw(2, "embed_dim", vI(2), "num_heads", vI(1)));
+  ox_graph_node(G, attn)->module_type = ox_graph_intern(G, "torch.nn.MultiheadAttention");
+  ox_interp_set_param(IN, "attn.in_proj_weight", mk(F32, 2, SH(6, 2), DA(1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1)));
+  ox_interp_set_param(IN, "attn.out_proj.weight", mk(F32, 2, SH(2, 2), DA(1, 0, 0, 1)));
+  ox_interp_set_param(IN, "attn.out_proj.bias", mk(F32, 1, SH(2), DA(10, 20)));
+  OxNodeId out = item(attn, 0), w = item(attn, 1);
+  run_ok();
+  expect(hs, F32, 1, SH(5), DA(0, -1.0 / 3, 0, 2.0 / 3, 4), F32TOL);
+  expect(hg, F32, 1, SH(5), DA(0, 1.0 / 3, 0.5, 2.0 / 3, 1), F32TOL);
+  expect(ap, F32, 4, SH(1, 1, 2, 2), DA(2, 3, 5, 6), F32TOL);
+  expect(ap_excl, F32, 4, SH(1, 1, 2, 2), DA(0, 1.5, 4.5, 6), F32TOL);
+  expect(ap_incl, F32, 4, SH(1, 1, 2, 2), DA(0, 0.75, 2.25, 6), F32TOL);
+  expect(ap_div, F32, 4, SH(1, 1, 1, 1), DA(9), F32TOL);
+  expect(sd, F32, 1, SH(5), DA(-4, -1, 0, 1, 4), 0);
+  double p = 1.0 / (1.0 + exp(-1.0 / sqrt(2.0)));
+  expect(out, F32, 2, SH(2, 2), DA(10 + p, 20 + 1 - p, 10 + 1 - p, 20 + p), F32TOL);
+  expect(w, F32, 2, SH(2, 2), DA(p, 1 - p, 1 - p, p), F32TOL);
+  /* without its in-projection the module cannot run; a training stochastic_depth is random */
+  cf("torchvision.ops.stochastic_depth.stochastic_depth", vT(4, vN(x), vF(0.2), vS("row"), vB(true)), vNone());
+  run_fails("node stochastic_depth_1: stochastic_depth: random op (training=True, p=0.2): cannot be reproduced");
+  end();
+  begin();
+  OxNodeId q2 = input("q", F32, 2, SH(2, 2), DA(1, 0, 0, 1));
+  OxNodeId a2 = ox_graph_add_node(G, OX_OP_CALL_MODULE, "attn", "attn", vT(3, vN(q2), vN(q2), vN(q2)),
+                                  kw(2, "embed_dim", vI(2), "num_heads", vI(1)));
+  ox_graph_node(G, a2)->module_type = ox_graph_intern(G, "torch.nn.MultiheadAttention");
+  run_fails("node attn: no value for parameter attn.in_proj_weight");
+  end();
+}
+
 /* ------------------------------------------------------------------ reductions */
 
 static void test_reductions(void) {
@@ -1144,6 +1190,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/interp/scalar-math", test_scalar_math);
   g_test_add_func("/engine/interp/where", test_where);
   g_test_add_func("/engine/interp/dropout", test_dropout);
+  g_test_add_func("/engine/interp/vision-ops", test_vision_ops);
   g_test_add_func("/engine/interp/reductions", test_reductions);
   g_test_add_func("/engine/interp/split-cat", test_split_cat);
   g_test_add_func("/engine/interp/getitem", test_getitem);

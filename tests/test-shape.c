@@ -450,6 +450,48 @@ static void test_conv_pool(void) {
   expect(g, fn(g, "torch.nn.functional.adaptive_avg_pool2d", tup(g, 2, N(y), tup(g, 2, I(1), I(1))), NoKw()), "f32[2, 64, 1, 1]");
   expect(g, fn(g, A("_adaptive_avg_pool2d.default"), tup(g, 2, N(y), list(g, 2, I(7), None())), NoKw()), "f32[2, 64, 7, 112]");
   expect(g, mod(g, "avg", "torch.nn.AdaptiveAvgPool2d", tup(g, 1, N(u)), kw(g, 1, "output_size", I(4))), "f32[3, 4, 4]");
+  /* avg_pool2d: ceil_mode drops a last window that would start in the right padding */
+  expect(g, fn(g, "torch._C._nn.avg_pool2d", tup(g, 2, N(y), I(2)), NoKw()), "f32[2, 64, 56, 56]");
+  expect(g, fn(g, "torch.nn.functional.avg_pool2d", tup(g, 4, N(ph(g, "a7", "f32[1, 3, 7, 7]")), tup(g, 2, I(3), I(2)),
+                                                      tup(g, 2, I(2), I(1)), I(1)), NoKw()),
+         "f32[1, 3, 4, 8]");
+  expect(g, mod(g, "apool", "torch.nn.AvgPool2d", tup(g, 1, N(ph(g, "a6", "f32[1, 1, 6, 6]"))),
+                kw(g, 4, "kernel_size", I(3), "stride", I(2), "padding", I(1), "ceil_mode", B(true))),
+         "f32[1, 1, 4, 4]");
+  expect(g, fn(g, A("avg_pool2d.default"), tup(g, 4, N(ph(g, "a5", "f32[1, 1, 5, 5]")), list(g, 2, I(2), I(2)),
+                                             list(g, 2, I(2), I(2)), list(g, 2, I(1), I(1))),
+               kw(g, 1, "ceil_mode", B(true))),
+         "f32[1, 1, 3, 3]");
+  expect_fail(g, fn(g, "torch._C._nn.avg_pool2d", tup(g, 2, N(ph(g, "ai", "i64[1, 1, 4, 4]")), I(2)), NoKw()), -1,
+              "avg_pool2d: needs a floating-point input, got i64");
+  expect_fail(g, fn(g, "torch._C._nn.avg_pool2d", tup(g, 4, N(y), I(2), I(2), I(2)), NoKw()), -1,
+              "avg_pool2d: padding 2 should be at most half of kernel size 2");
+  /* hardswish / hardsigmoid / stochastic_depth keep the shape */
+  expect(g, mod(g, "hs", "torch.nn.Hardswish", tup(g, 1, N(y)), NoKw()), "f32[2, 64, 112, 112]");
+  expect(g, fn(g, "torch.nn.functional.hardsigmoid", tup(g, 1, N(u)), NoKw()), "f32[3, 32, 32]");
+  expect(g, fn(g, "torchvision.ops.stochastic_depth.stochastic_depth", tup(g, 4, N(u), Fl(0.2), ox_graph_value_str(g, OX_V_STR, "row"), B(false)), NoKw()),
+         "f32[3, 32, 32]");
+  /* nn.MultiheadAttention: (out, weights averaged [N, L, S] / per head [N, H, L, S] / None) */
+  OxNodeId qb = ph(g, "qb", "f32[2, 5, 8]"), kb = ph(g, "kb", "f32[2, 7, 8]"), qs = ph(g, "qs", "f32[5, 2, 8]");
+  expect(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(qb), N(kb), N(kb)),
+                kw(g, 3, "embed_dim", I(8), "num_heads", I(2), "batch_first", B(true))),
+         "(f32[2, 5, 8], f32[2, 5, 7])");
+  expect(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(qs), N(qs), N(qs)),
+                kw(g, 3, "embed_dim", I(8), "num_heads", I(4), "average_attn_weights", B(false))),
+         "(f32[5, 2, 8], f32[2, 4, 5, 5])");
+  expect(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(qb), N(qb), N(qb)),
+                kw(g, 4, "embed_dim", I(8), "num_heads", I(2), "batch_first", B(true), "need_weights", B(false))),
+         "(f32[2, 5, 8], ?[?])");
+  expect(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(ph(g, "v8", "f32[4, 8]")), N(ph(g, "k8", "f32[6, 8]")), N(ph(g, "w8", "f32[6, 8]"))), kw(g, 2, "embed_dim", I(8), "num_heads", I(1))),
+         "(f32[4, 8], f32[4, 6])");
+  expect_fail(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(qb), N(qb), N(qb)), kw(g, 2, "embed_dim", I(8), "num_heads", I(3))),
+              -1, "multi_head_attention: embed_dim 8 is not divisible by num_heads 3");
+  expect_fail(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(qb), N(qs), N(qs)),
+                     kw(g, 3, "embed_dim", I(8), "num_heads", I(2), "batch_first", B(true))),
+              -1, "multi_head_attention: query f32[2, 5, 8] and key f32[5, 2, 8]: batch or embedding sizes differ");
+  expect_fail(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(qb), N(qb), N(qb)),
+                     kw(g, 3, "embed_dim", I(8), "num_heads", I(2), "training", B(true))),
+              -1, "torch.nn.MultiheadAttention: training=True is not supported");
   ox_graph_free(g);
 }
 

@@ -63,20 +63,26 @@ static void emit(FILE *out) {
         "hyper-parameters (Conv2d in/out_channels, kernel_size, stride, padding, dilation, groups, bias;\n"
         "Linear in/out_features, bias; LayerNorm normalized_shape, eps, elementwise_affine; BatchNorm2d\n"
         "num_features, eps, momentum, affine; MaxPool2d kernel_size, stride, padding, dilation, ceil_mode;\n"
-        "AdaptiveAvgPool2d output_size; Dropout p; Softmax dim; Flatten start_dim/end_dim; Embedding /\n"
-        "EmbeddingBag num_embeddings, embedding_dim, mode ...) are written as **kwargs of the call_module node**.\n"
-        "Parameters are not arguments: the slots `weight`, `bias`, `running_mean` and `running_var` point at\n"
-        "the module-parameter sentinel (`ox_op_is_module_param`) and name the tensor\n"
-        "`<module path>.<slot>` (`OxOpArgs.module_path` is the node's target). A constructor flag that removes\n"
-        "parameters (`bias=False`, `affine=False`, `elementwise_affine=False`) makes those slots `None`.\n"
-        "Dropout and BatchNorm2d modules are in eval mode unless the bridge writes `training=True`.\n\n",
+        "AdaptiveAvgPool2d output_size; AvgPool2d kernel_size, stride, padding, ceil_mode, count_include_pad,\n"
+        "divisor_override; Dropout p; Softmax dim; Flatten start_dim/end_dim; Embedding / EmbeddingBag\n"
+        "num_embeddings, embedding_dim, mode; MultiheadAttention embed_dim, num_heads, dropout, bias,\n"
+        "add_bias_kv, add_zero_attn, kdim, vdim, batch_first, training ...) are written as **kwargs of the\n"
+        "call_module node**.\n"
+        "Parameters are not arguments: the slots `weight`, `bias`, `running_mean` and `running_var` (and\n"
+        "attention's `in_proj_weight`, `in_proj_bias`, `out_proj_weight`, `out_proj_bias`) point at the\n"
+        "module-parameter sentinel (`ox_op_is_module_param`) and name the tensor `<module path>.<slot>`\n"
+        "(`out_proj_weight` is `<module path>.out_proj.weight`; `OxOpArgs.module_path` is the node's target).\n"
+        "A parameter a module does not have (`bias=False`, `affine=False`, `elementwise_affine=False`) makes\n"
+        "its bias slots `None`. Dropout and BatchNorm2d modules are in eval mode unless the bridge writes\n"
+        "`training=True`; MultiheadAttention runs in eval mode only (`training=True` is refused).\n\n",
         out);
   fputs("## Outputs\n\n"
         "Most spellings produce one tensor. Multi-output spellings produce a tuple read through\n"
         "`operator.getitem`: split/chunk/unbind/grouped_mm (length from the arguments),\n"
         "`aten.native_layer_norm` (3), `aten._embedding_bag` (4), `aten.max_pool2d_with_indices` (2),\n"
-        "`aten._native_batch_norm_legit_no_training` (3). `torch.split` with a list of sections\n"
-        "normalizes to `split_with_sizes` (check `OxOpArgs.op`).\n\n",
+        "`aten._native_batch_norm_legit_no_training` (3), `torch.nn.MultiheadAttention` (2: the output and\n"
+        "the attention weights, or None). `torch.split` with a list of sections normalizes to\n"
+        "`split_with_sizes` (check `OxOpArgs.op`).\n\n",
         out);
   fputs("## Ops\n\n| op | flags | spellings |\n|---|---|---|\n", out);
   for (int id = 1; id < OX_OPID_COUNT; id++) {

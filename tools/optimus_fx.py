@@ -213,6 +213,28 @@ def grouped_mm(inputs, weights, biases=None):
     return tuple(outs)
 
 
+def _stochastic_depth(input, p, mode, training=True):
+    from torchvision.ops import stochastic_depth  # only models that use it need torchvision
+    return stochastic_depth(input, p, mode, training)
+
+
+def multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_bias,
+                         out_proj_weight, out_proj_bias, need_weights=True,
+                         average_attn_weights=True, batch_first=False):
+    """The engine's canonical attention op: nn.MultiheadAttention.forward in eval mode without
+    masks, given the module's parameters; (output, weights or None)."""
+    batched = query.dim() == 3
+    if batch_first and batched:
+        query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+    out, weights = F.multi_head_attention_forward(
+        query, key, value, query.shape[-1], num_heads, in_proj_weight, in_proj_bias, None, None,
+        False, 0.0, out_proj_weight, out_proj_bias, training=False, need_weights=need_weights,
+        average_attn_weights=average_attn_weights)
+    if batch_first and batched:
+        out = out.transpose(1, 0)
+    return out, weights
+
+
 # Canonical op name (engine/ops/ox_ops.def) -> torch callable taking the canonical slots
 # (positional in slot order, or by slot name). The engine may emit these bare names.
 OPTIMUS_OPS = {
@@ -278,6 +300,11 @@ OPTIMUS_OPS = {
     "batch_norm": F.batch_norm,
     "max_pool2d": F.max_pool2d,
     "adaptive_avg_pool2d": F.adaptive_avg_pool2d,
+    "avg_pool2d": F.avg_pool2d,
+    "multi_head_attention": multi_head_attention,
+    "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid,
+    "stochastic_depth": _stochastic_depth,
     "to": _to,
     "size": _size,
 }
@@ -687,10 +714,20 @@ MODULE_HPARAMS = [
     (nn.BatchNorm2d, ("num_features", "eps", "momentum", "affine", "track_running_stats",
                       "training")),
     (nn.AdaptiveAvgPool2d, ("output_size",)),
+    (nn.AvgPool2d, ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                    "divisor_override")),
+    (nn.Hardswish, ("inplace",)),
+    (nn.Hardsigmoid, ("inplace",)),
+    # "bias": the module has in_proj_bias; "add_bias_kv": it has bias_k; "training" refused by
+    # the engine (its attention runs in eval mode only)
+    (nn.MultiheadAttention, ("embed_dim", "num_heads", "dropout", "bias", "add_bias_kv",
+                             "add_zero_attn", "kdim", "vdim", "batch_first", "training")),
 ]
 
 
 def _hparam(m, name):
+    if isinstance(m, nn.MultiheadAttention) and name in ("bias", "add_bias_kv"):
+        return (m.in_proj_bias if name == "bias" else m.bias_k) is not None
     if name == "bias":  # the constructor flag, not the parameter
         return m.bias is not None
     return getattr(m, name)

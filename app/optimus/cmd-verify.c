@@ -68,8 +68,13 @@ int ox_cli_cmd_verify(int argc, char **argv) {
       ox_buf_printf(&b, "{\"status\": \"%s\", \"outputs\": [", rep.pass ? "passed" : "failed");
       for (uint32_t i = 0; i < rep.n_outputs; i++) {
         const OxVerifyOutput *q = &rep.outputs[i];
-        ox_buf_printf(&b, "%s{\"index\": %u, \"pass\": %s, \"max_abs\": %.9g, \"max_rel\": %.9g, \"tol\": %.9g}",
+        ox_buf_printf(&b, "%s{\"index\": %u, \"pass\": %s, \"max_abs\": %.9g, \"max_rel\": %.9g, \"tol\": %.9g",
                       i ? ", " : "", i, q->pass ? "true" : "false", q->max_abs, q->max_rel, q->tol.atol * q->scale);
+        if (q->note[0]) {
+          ox_buf_puts(&b, ", \"note\": ");
+          ox_cli_json_str(&b, q->note);
+        }
+        ox_buf_putc(&b, '}');
       }
       ox_buf_puts(&b, "]}");
     }
@@ -89,8 +94,11 @@ int ox_cli_cmd_verify(int argc, char **argv) {
                       q->pass ? "ok  " : "FAIL", q->max_abs, q->max_rel, q->tol.atol * q->scale, q->tol.atol, q->scale,
                       q->note[0] ? "  " : "", q->note);
       }
-      ox_buf_printf(&b, "numeric: %s (%u output%s against the recorded values)\n", rep.pass ? "ok" : "MISMATCH",
-                    rep.n_outputs, rep.n_outputs == 1 ? "" : "s");
+      uint32_t weak = 0;
+      for (uint32_t i = 0; i < rep.n_outputs; i++) weak += rep.outputs[i].pass && !strncmp(rep.outputs[i].note, "weak:", 5);
+      ox_buf_printf(&b, "numeric: %s (%u output%s against the recorded values%s", rep.pass ? "ok" : "MISMATCH",
+                    rep.n_outputs, rep.n_outputs == 1 ? "" : "s", weak ? "; " : ")\n");
+      if (weak) ox_buf_printf(&b, "%u of them all zeros: a weak check)\n", weak);
     }
   }
   if (vr != 1 && (vr != 0 || !rep.pass)) status = EXIT_BAD;

@@ -307,7 +307,10 @@ static int module_param(OxInterp *in, const OxNode *n, const OxOpArgs *a, uint32
   const OxOpInfo *info = ox_op_info(a->op);
   const char *sname = info && slot < info->n_slots ? info->slot_names[slot] : "weight";
   char path[512];
-  snprintf(path, sizeof path, "%s.%s", a->module_path ? a->module_path : n->target, sname);
+  /* attention's out_proj_weight / out_proj_bias are its submodule's out_proj.weight / .bias */
+  bool sub = !strncmp(sname, "out_proj_", 9);
+  snprintf(path, sizeof path, "%s.%s%s", a->module_path ? a->module_path : n->target, sub ? "out_proj." : "",
+           sub ? sname + 9 : sname);
   Param *p = find_param(in, path);
   if (p) {
     *out = ox_rt_ref(p->v);
@@ -316,7 +319,8 @@ static int module_param(OxInterp *in, const OxNode *n, const OxOpArgs *a, uint32
   /* A module without bias, an affine-free norm, or a norm without running stats simply
    * has no such parameter; the kernel decides whether None is acceptable. Projections and
    * lookups cannot run without their weight. */
-  bool optional = strcmp(sname, "bias") == 0 || strcmp(sname, "running_mean") == 0 ||
+  size_t sl = strlen(sname);
+  bool optional = (sl >= 4 && strcmp(sname + sl - 4, "bias") == 0) || strcmp(sname, "running_mean") == 0 ||
                   strcmp(sname, "running_var") == 0 ||
                   (strcmp(sname, "weight") == 0 && (a->op == OX_OPID_LAYER_NORM || a->op == OX_OPID_BATCH_NORM));
   if (optional) {
@@ -668,6 +672,26 @@ uint64_t ox_interp_node_flops(const OxGraph *g, const OxNode *n) {
       if (cin > 0 && grp > 0 && kh > 0 && kw > 0) kd = cin / grp * kh * kw;
     }
     break;
+  }
+  case OX_OPID_AVG_POOL2D: {
+    const OxValue *ks = a.slot[1];
+    if (ks->kind == OX_V_INT) kd = ks->u.i * ks->u.i;
+    else if ((ks->kind == OX_V_LIST || ks->kind == OX_V_TUPLE) && ks->n >= 1 && ks->u.items[0].kind == OX_V_INT &&
+             ks->u.items[ks->n - 1].kind == OX_V_INT)
+      kd = ks->u.items[0].u.i * ks->u.items[ks->n - 1].u.i;
+    return kd > 0 ? sat_mul((uint64_t)kd, out) : out;
+  }
+  case OX_OPID_MULTI_HEAD_ATTENTION: { /* in-projections (3 of them), q k^T and p v per head, out-projection */
+    const OxTensorMeta *qm = slot_meta(g, a.slot[0]), *km = slot_meta(g, a.slot[1]);
+    int64_t e = last_dim(qm, 1);
+    uint64_t q = tm_numel(qm), k = tm_numel(km);
+    if (!q || !k || e <= 0 || km->rank < 2) return out;
+    bool bf = a.slot[10]->kind == OX_V_BOOL && a.slot[10]->u.b;
+    OxDim nb = km->rank == 3 ? km->shape[bf ? 0 : 1] : (OxDim){1, NULL};
+    if (nb.sym || nb.v <= 0) return out;
+    uint64_t tq = q / (uint64_t)e, tk = k / (uint64_t)e, klen = tk / (uint64_t)nb.v;
+    uint64_t proj = sat_mul(2 * (uint64_t)e, sat_mul((uint64_t)e, sat_add(sat_mul(2, tq), sat_mul(2, tk))));
+    return sat_add(proj, sat_mul(4, sat_mul(tq, sat_mul((uint64_t)e, klen))));
   }
   case OX_OPID_LAYER_NORM:
   case OX_OPID_NATIVE_LAYER_NORM:

@@ -537,7 +537,8 @@ static OxTensor *ewise(K *k, int n, const Opnd *ops, OxDType out_dt, FnD fd, FnI
 
 /* ------------------------------------------------------------------ unary pointwise */
 
-enum { U_TANH, U_SIGMOID, U_RELU, U_GELU, U_GELU_TANH, U_SILU, U_NEG, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_COPY };
+enum { U_TANH, U_SIGMOID, U_RELU, U_GELU, U_GELU_TANH, U_SILU, U_NEG, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_COPY,
+       U_HARDSWISH, U_HARDSIGMOID };
 
 static double unary_d(const double *x, const void *c) {
   double v = x[0];
@@ -556,6 +557,11 @@ static double unary_d(const double *x, const void *c) {
   case U_LOG: return log(v);
   case U_SQRT: return sqrt(v);
   case U_RSQRT: return 1.0 / sqrt(v);
+  case U_HARDSWISH: /* x * relu6(x + 3) / 6, NaN passing through as in torch */
+  case U_HARDSIGMOID: {
+    double r6 = isnan(v) ? v : v + 3.0 < 0.0 ? 0.0 : v + 3.0 > 6.0 ? 6.0 : v + 3.0;
+    return *(const int *)c == U_HARDSWISH ? v * r6 / 6.0 : r6 / 6.0;
+  }
   default: return v;
   }
 }
@@ -602,6 +608,22 @@ static int k_log(K *k, V *const *s, V **out) { return unary(k, s, U_LOG, out); }
 static int k_sqrt(K *k, V *const *s, V **out) { return unary(k, s, U_SQRT, out); }
 static int k_rsqrt(K *k, V *const *s, V **out) { return unary(k, s, U_RSQRT, out); }
 static int k_copy(K *k, V *const *s, V **out) { return unary(k, s, U_COPY, out); }
+static int k_hardswish(K *k, V *const *s, V **out) { return unary(k, s, U_HARDSWISH, out); }
+static int k_hardsigmoid(K *k, V *const *s, V **out) { return unary(k, s, U_HARDSIGMOID, out); }
+
+/* torchvision.ops.stochastic_depth(input, p, mode, training=True): drops whole rows or the whole
+ * batch at random while training; an identity otherwise (and for p = 0). */
+static int k_stochastic_depth(K *k, V *const *s, V **out) {
+  double p;
+  bool training = true;
+  if (!get_num(k, s[1], "p", &p)) return -1;
+  if (p < 0.0 || p > 1.0) return kfail(k, "drop probability has to be between 0 and 1, but got %g", p);
+  if (s[2]->kind != OX_RT_STR || (strcmp(s[2]->s, "row") != 0 && strcmp(s[2]->s, "batch") != 0))
+    return kfail(k, "mode has to be either 'batch' or 'row'");
+  if (!is_none(s[3]) && !get_bool(k, s[3], "training", &training)) return -1;
+  if (training && p != 0.0) return kfail(k, "random op (training=True, p=%g): cannot be reproduced", p);
+  return unary(k, s, U_COPY, out);
+}
 
 static int k_gelu(K *k, V *const *s, V **out) {
   int op = U_GELU;
@@ -2693,6 +2715,191 @@ static int k_max_pool2d(K *k, V *const *s, V **out) {
   return 0;
 }
 
+/* avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+ *            divisor_override=None): each window's sum over the input it covers, divided by
+ * divisor_override, else by the window's size clipped to the padded input (count_include_pad) or
+ * by the number of input elements it covers, as ATen does. */
+static int k_avg_pool2d(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input");
+  if (!x) return -1;
+  if (x->rank != 3 && x->rank != 4) return kfail(k, "expected 3-D or 4-D input, got %d-D", x->rank);
+  if (!need_float(k, x, "input")) return -1;
+  int64_t ks[2], st[2], pd[2], divisor = 0;
+  bool ceil_mode = false, include_pad = true;
+  if (!get_pair(k, s[1], "kernel_size", 1, ks)) return -1;
+  if (is_none(s[2]) || (is_seq(s[2]) && s[2]->n == 0)) {
+    st[0] = ks[0], st[1] = ks[1];
+  } else if (!get_pair(k, s[2], "stride", 1, st)) {
+    return -1;
+  }
+  if (!get_pair(k, s[3], "padding", 0, pd)) return -1;
+  if (!is_none(s[4]) && !get_bool(k, s[4], "ceil_mode", &ceil_mode)) return -1;
+  if (!is_none(s[5]) && !get_bool(k, s[5], "count_include_pad", &include_pad)) return -1;
+  if (!is_none(s[6])) {
+    if (!get_int(k, s[6], "divisor_override", &divisor)) return -1;
+    if (divisor == 0) return kfail(k, "divisor must be not zero");
+  }
+  if (ks[0] <= 0 || ks[1] <= 0 || st[0] <= 0 || st[1] <= 0) return kfail(k, "kernel_size and stride must be positive");
+  if (pd[0] < 0 || pd[1] < 0 || pd[0] > ks[0] / 2 || pd[1] > ks[1] / 2)
+    return kfail(k, "pad should be at most half of kernel size");
+  int lead = x->rank - 2;
+  int64_t H = x->shape[lead], W = x->shape[lead + 1], planes = ox_shape_numel(lead, x->shape), osz[2];
+  for (int i = 0; i < 2; i++) {
+    int64_t in = i ? W : H;
+    int64_t num = in + 2 * pd[i] - ks[i] + (ceil_mode ? st[i] - 1 : 0);
+    if (num < 0) return kfail(k, "output size is too small");
+    int64_t o = num / st[i] + 1;
+    if (ceil_mode && (o - 1) * st[i] >= in + pd[i]) o--;
+    osz[i] = o;
+  }
+  int64_t sh[4];
+  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)lead);
+  sh[lead] = osz[0];
+  sh[lead + 1] = osz[1];
+  OxTensor *o = knew(k, x->dtype, x->rank, sh);
+  if (!o) return -1;
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t oh = 0; oh < osz[0]; oh++)
+      for (int64_t ow = 0; ow < osz[1]; ow++) {
+        int64_t h0 = oh * st[0] - pd[0], w0 = ow * st[1] - pd[1];
+        int64_t h1 = h0 + ks[0] < H + pd[0] ? h0 + ks[0] : H + pd[0];
+        int64_t w1 = w0 + ks[1] < W + pd[1] ? w0 + ks[1] : W + pd[1];
+        int64_t padded = (h1 - h0) * (w1 - w0);
+        h0 = h0 < 0 ? 0 : h0, w0 = w0 < 0 ? 0 : w0;
+        h1 = h1 > H ? H : h1, w1 = w1 > W ? W : w1;
+        double sum = 0.0;
+        for (int64_t ih = h0; ih < h1; ih++)
+          for (int64_t iw = w0; iw < w1; iw++) sum += opmath(x->dtype, ox_tensor_get(x, (p * H + ih) * W + iw));
+        int64_t div = divisor ? divisor : include_pad ? padded : (h1 - h0) * (w1 - w0);
+        ox_tensor_set(o, (p * osz[0] + oh) * osz[1] + ow, div ? sum / (double)div : NAN);
+      }
+  return ret_tensor(o, out);
+}
+
+/* multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_bias,
+ *                      out_proj_weight, out_proj_bias, need_weights, average_attn_weights,
+ *                      batch_first): nn.MultiheadAttention.forward in eval mode without masks, with
+ * one packed in-projection [3E, E]. query [L, N, E] ([N, L, E] batch_first, [L, E] unbatched),
+ * key and value [S, N, E] alike. Per batch n and head h: softmax(q k^T / sqrt(E / heads)) v, the
+ * heads side by side through out_proj. Returns (out shaped as query, weights [N, L, S] averaged
+ * over the heads, [N, heads, L, S] when not averaged, or None when need_weights=False). */
+static int k_multi_head_attention(K *k, V *const *s, V **out) {
+  const OxTensor *q = get_tensor(k, s[0], "query"), *kt = q ? get_tensor(k, s[1], "key") : NULL;
+  const OxTensor *vt = kt ? get_tensor(k, s[2], "value") : NULL;
+  const OxTensor *wi = vt ? get_tensor(k, s[4], "in_proj_weight") : NULL;
+  const OxTensor *wo = wi ? get_tensor(k, s[6], "out_proj_weight") : NULL;
+  if (!wo) return -1;
+  const OxTensor *bi = NULL, *bo = NULL;
+  if (!is_none(s[5]) && !(bi = get_tensor(k, s[5], "in_proj_bias"))) return -1;
+  if (!is_none(s[7]) && !(bo = get_tensor(k, s[7], "out_proj_bias"))) return -1;
+  int64_t heads;
+  bool need_w = true, avg_w = true, bf = false;
+  if (!get_int(k, s[3], "num_heads", &heads)) return -1;
+  if (!is_none(s[8]) && !get_bool(k, s[8], "need_weights", &need_w)) return -1;
+  if (!is_none(s[9]) && !get_bool(k, s[9], "average_attn_weights", &avg_w)) return -1;
+  if (!is_none(s[10]) && !get_bool(k, s[10], "batch_first", &bf)) return -1;
+  if (!need_float(k, q, "query") || !same_dtype(k, q, kt) || !same_dtype(k, q, vt) || !same_dtype(k, q, wi) ||
+      !same_dtype(k, q, wo) || (bi && !same_dtype(k, q, bi)) || (bo && !same_dtype(k, q, bo)))
+    return -1;
+  char sq[128], sk[128];
+  shape_str(q->rank, q->shape, sq, sizeof sq);
+  shape_str(kt->rank, kt->shape, sk, sizeof sk);
+  if (q->rank != 2 && q->rank != 3) return kfail(k, "query %s: expected 2-D (unbatched) or 3-D", sq);
+  if (kt->rank != q->rank || vt->rank != q->rank) return kfail(k, "query %s, key %s: ranks differ", sq, sk);
+  bool batched = q->rank == 3;
+  int64_t E = q->shape[q->rank - 1];
+  int64_t N = batched ? q->shape[bf ? 0 : 1] : 1, L = batched ? q->shape[bf ? 1 : 0] : q->shape[0];
+  int64_t S = batched ? kt->shape[bf ? 1 : 0] : kt->shape[0];
+  if ((batched && kt->shape[bf ? 0 : 1] != N) || kt->shape[kt->rank - 1] != E)
+    return kfail(k, "query %s and key %s: batch or embedding sizes differ", sq, sk);
+  for (int i = 0; i < vt->rank; i++)
+    if (vt->shape[i] != kt->shape[i]) return kfail(k, "key %s and value: shapes differ", sk);
+  if (heads <= 0 || E % heads) return kfail(k, "embed_dim %lld is not divisible by num_heads %lld", (long long)E, (long long)heads);
+  if (wi->rank != 2 || wi->shape[0] != 3 * E || wi->shape[1] != E)
+    return kfail(k, "in_proj_weight must be [%lld, %lld] (kdim and vdim equal to embed_dim)", (long long)(3 * E), (long long)E);
+  if (wo->rank != 2 || wo->shape[0] != E || wo->shape[1] != E) return kfail(k, "out_proj_weight must be [%lld, %lld]", (long long)E, (long long)E);
+  if ((bi && bi->numel != 3 * E) || (bo && bo->numel != E)) return kfail(k, "in_proj_bias must have %lld and out_proj_bias %lld elements", (long long)(3 * E), (long long)E);
+  int64_t lim = k->max_elems > 0 ? k->max_elems : OX_KERNEL_DEFAULT_MAX_ELEMS;
+  if (L * S > lim / (heads * N > 0 ? heads * N : 1))
+    return kfail(k, "attention of %lld x %lld per head exceeds the budget of %lld elements", (long long)L, (long long)S, (long long)lim);
+  int64_t hd = E / heads, wsh[4];
+  int wrank = 0;
+  if (batched) wsh[wrank++] = N;
+  if (!avg_w) wsh[wrank++] = heads;
+  wsh[wrank++] = L;
+  wsh[wrank++] = S;
+  OxTensor *o = knew(k, q->dtype, q->rank, q->shape), *wts = need_w ? knew(k, q->dtype, wrank, wsh) : NULL;
+  double *X = to_doubles(k, q), *KX = to_doubles(k, kt), *VX = to_doubles(k, vt), *WI = to_doubles(k, wi);
+  double *WO = to_doubles(k, wo), *Q = malloc(nz(L * N * E) * sizeof *Q), *KP = malloc(nz(S * N * E) * sizeof *KP);
+  double *VP = malloc(nz(S * N * E) * sizeof *VP), *A = malloc(nz(L * N * E) * sizeof *A), *P = malloc(nz(S) * sizeof *P);
+  double *C = malloc(nz(L * N * E) * sizeof *C);
+  int rc = 0;
+  if (!o || (need_w && !wts) || !X || !KX || !VX || !WI || !WO || !Q || !KP || !VP || !A || !P || !C) {
+    rc = o && (!need_w || wts) ? kfail(k, "out of memory") : -1;
+    goto done;
+  }
+  for (int64_t i = 0; i < q->numel; i++) X[i] = opmath(q->dtype, X[i]);
+  for (int64_t i = 0; i < kt->numel; i++) KX[i] = opmath(q->dtype, KX[i]);
+  for (int64_t i = 0; i < vt->numel; i++) VX[i] = opmath(q->dtype, VX[i]);
+  for (int64_t i = 0; i < wi->numel; i++) WI[i] = opmath(q->dtype, WI[i]);
+  for (int64_t i = 0; i < wo->numel; i++) WO[i] = opmath(q->dtype, WO[i]);
+  /* the projections, row by row in each tensor's own layout (a row is one token) */
+  gemm(X, WI, Q, L * N, E, E, true);
+  gemm(KX, WI + E * E, KP, S * N, E, E, true);
+  gemm(VX, WI + 2 * E * E, VP, S * N, E, E, true);
+  if (bi) {
+    for (int64_t r = 0; r < L * N; r++)
+      for (int64_t j = 0; j < E; j++) Q[r * E + j] += opmath(q->dtype, ox_tensor_get(bi, j));
+    for (int64_t r = 0; r < S * N; r++)
+      for (int64_t j = 0; j < E; j++) {
+        KP[r * E + j] += opmath(q->dtype, ox_tensor_get(bi, E + j));
+        VP[r * E + j] += opmath(q->dtype, ox_tensor_get(bi, 2 * E + j));
+      }
+  }
+  double scale = 1.0 / sqrt((double)hd);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t l = 0; l < L; l++) {
+        int64_t rq = bf ? n * L + l : l * N + n;
+        const double *qr = Q + rq * E + h * hd;
+        double mx = -INFINITY, sum = 0.0;
+        for (int64_t j = 0; j < S; j++) {
+          const double *kr = KP + (bf ? n * S + j : j * N + n) * E + h * hd;
+          double acc = 0.0;
+          for (int64_t d = 0; d < hd; d++) acc += qr[d] * scale * kr[d];
+          P[j] = acc;
+          if (acc > mx || isnan(acc)) mx = acc;
+        }
+        for (int64_t j = 0; j < S; j++) sum += (P[j] = exp(P[j] - mx));
+        double *ar = A + rq * E + h * hd;
+        for (int64_t d = 0; d < hd; d++) ar[d] = 0.0;
+        for (int64_t j = 0; j < S; j++) {
+          P[j] /= sum;
+          const double *vr = VP + (bf ? n * S + j : j * N + n) * E + h * hd;
+          for (int64_t d = 0; d < hd; d++) ar[d] += P[j] * vr[d];
+          if (!wts) continue;
+          int64_t wi_ = avg_w ? (n * L + l) * S + j : ((n * heads + h) * L + l) * S + j;
+          ox_tensor_set(wts, wi_, (avg_w ? ox_tensor_get(wts, wi_) : 0.0) + (avg_w ? P[j] / (double)heads : P[j]));
+        }
+      }
+  gemm(A, WO, C, L * N, E, E, true);
+  for (int64_t r = 0; r < L * N; r++)
+    for (int64_t j = 0; j < E; j++)
+      ox_tensor_set(o, r * E + j, C[r * E + j] + (bo ? opmath(q->dtype, ox_tensor_get(bo, j)) : 0.0));
+done:
+  free(X), free(KX), free(VX), free(WI), free(WO), free(Q), free(KP), free(VP), free(A), free(P), free(C);
+  if (rc != 0) {
+    if (o) ox_tensor_free(o);
+    if (wts) ox_tensor_free(wts);
+    return -1;
+  }
+  V *res = ox_rt_seq(OX_RT_TUPLE, 2);
+  res->u.items[0] = ox_rt_tensor(o);
+  res->u.items[1] = wts ? ox_rt_tensor(wts) : ox_rt_none();
+  *out = res;
+  return 0;
+}
+
 /* adaptive_avg_pool2d(input, output_size) */
 static int k_adaptive_avg_pool2d(K *k, V *const *s, V **out) {
   const OxTensor *x = get_tensor(k, s[0], "input");
@@ -2844,6 +3051,11 @@ static const struct {
   {"batch_norm", k_batch_norm},
   {"max_pool2d", k_max_pool2d},
   {"adaptive_avg_pool2d", k_adaptive_avg_pool2d},
+  {"avg_pool2d", k_avg_pool2d},
+  {"multi_head_attention", k_multi_head_attention},
+  {"hardswish", k_hardswish},
+  {"hardsigmoid", k_hardsigmoid},
+  {"stochastic_depth", k_stochastic_depth},
   {"to", k_to},
   {"size", k_size},
 };

@@ -150,6 +150,18 @@ static const Src src_table[] = {
   UNARY("log", LOG),
   UNARY("sqrt", SQRT),
   UNARY("rsqrt", RSQRT),
+  F("torch.nn.functional.hardswish", HARDSWISH, "self:input, inplace=False"),
+  F("torch._C._nn.hardswish", HARDSWISH, "self"),
+  A("aten.hardswish.default", HARDSWISH, "self"),
+  MOD("torch.nn.Hardswish", HARDSWISH, "self:input, *, inplace=False"),
+  F("torch.nn.functional.hardsigmoid", HARDSIGMOID, "self:input, inplace=False"),
+  F("torch._C._nn.hardsigmoid", HARDSIGMOID, "self"),
+  A("aten.hardsigmoid.default", HARDSIGMOID, "self"),
+  MOD("torch.nn.Hardsigmoid", HARDSIGMOID, "self:input, *, inplace=False"),
+  FN("torchvision.ops.stochastic_depth.stochastic_depth", STOCHASTIC_DEPTH, "input, p, mode, training=True",
+     "identity unless training=True and p > 0"),
+  FN("torchvision.ops.stochastic_depth", STOCHASTIC_DEPTH, "input, p, mode, training=True",
+     "identity unless training=True and p > 0"),
   /* ---------------------------------------------------------------- binary pointwise */
   F("torch.add", ADD, "self:input, other, *, alpha=1"),
   F("operator.add", ADD, "self:a, other:b"),
@@ -354,6 +366,23 @@ static const Src src_table[] = {
   A("aten.adaptive_avg_pool2d.default", ADAPTIVE_AVG_POOL2D, "input:self, output_size"),
   A("aten._adaptive_avg_pool2d.default", ADAPTIVE_AVG_POOL2D, "input:self, output_size"),
   MOD("torch.nn.AdaptiveAvgPool2d", ADAPTIVE_AVG_POOL2D, "input, *, output_size"),
+  F("torch.nn.functional.avg_pool2d", AVG_POOL2D,
+    "input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None"),
+  F("torch._C._nn.avg_pool2d", AVG_POOL2D,
+    "input:self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None"),
+  F("torch.avg_pool2d", AVG_POOL2D,
+    "input:self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None"),
+  A("aten.avg_pool2d.default", AVG_POOL2D,
+    "input:self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None"),
+  MOD("torch.nn.AvgPool2d", AVG_POOL2D,
+      "input, *, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None"),
+  /* ---------------------------------------------------------------- attention */
+  {"torch.nn.MultiheadAttention", OX_LEVEL_MODULE, OX_OPID_MULTI_HEAD_ATTENTION,
+   "query, key, value, -key_padding_mask=None, need_weights=True, -attn_mask=None, average_attn_weights=True, *, "
+   "~embed_dim=None, num_heads, ~dropout=0.0, ~bias=True, -add_bias_kv=False, -add_zero_attn=False, ~kdim=None, "
+   "~vdim=None, batch_first=False, -training=False",
+   "eval mode, no masks; parameters in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias "
+   "(kdim and vdim equal to embed_dim)", H_NONE, 2, OX_DT_UNKNOWN},
   /* ---------------------------------------------------------------- dtype conversion, size */
   {"to", OX_LEVEL_METHOD, OX_OPID_TO, "self, *args, dtype=None, ~device=None, ~non_blocking=False, ~copy=False, ~memory_format=None",
    "dtype and device in any order; a device only is an identity; to(other_tensor) unsupported", H_TO_METHOD, 0, OX_DT_UNKNOWN},
@@ -379,7 +408,7 @@ static const Src src_table[] = {
 /* ------------------------------------------------------------------ parsed schemas */
 
 enum { P_SLOT = 0, P_NEUTRAL, P_IGNORED };
-#define MAX_PARAMS 20
+#define MAX_PARAMS 24
 
 typedef struct Param {
   const char *name;   /* printed name */
@@ -818,6 +847,14 @@ int ox_spelling_outputs(const OxSpelling *s) {
   return T.src[s - T.sp]->outputs;
 }
 
+bool ox_op_slot_is_module_param(const char *slot_name) {
+  static const char *const names[] = {"weight",          "bias",         "running_mean",    "running_var",
+                                      "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(slot_name, names[i])) return true;
+  return false;
+}
+
 static const OxValue module_param_v = {.kind = OX_V_RAW, .s = "<module parameter>"};
 const OxValue *ox_op_module_param(void) { return &module_param_v; }
 bool ox_op_is_module_param(const OxValue *v) { return v == &module_param_v; }
@@ -1161,8 +1198,7 @@ int ox_op_normalize(const OxGraph *g, const OxNode *n, OxOpArgs *out, char *err,
   for (uint32_t s = 0; s < info->n_slots; s++) {
     if (out->slot[s]) continue;
     const char *nm = info->slot_names[s];
-    if (is_module && (!strcmp(nm, "weight") || !strcmp(nm, "bias") || !strcmp(nm, "running_mean") ||
-                      !strcmp(nm, "running_var"))) {
+    if (is_module && ox_op_slot_is_module_param(nm)) {
       out->slot[s] = &module_param_v;
       continue;
     }

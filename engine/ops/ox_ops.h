@@ -41,7 +41,7 @@ typedef enum OxOpLevel {
   OX_LEVEL_MODULE     /* call_module whose module type is known: torch.nn.Linear */
 } OxOpLevel;
 
-#define OX_MAX_SLOTS 8
+#define OX_MAX_SLOTS 12
 
 typedef struct OxOpInfo {
   OxOpId id;
@@ -105,6 +105,11 @@ uint32_t ox_op_index_check(OxGraph *g);
  * (module type for call_module) has, or NULL; and the call kind a spelling belongs to. */
 const OxSpelling *ox_spelling_find(OxOp kind, const char *target);
 OxOp ox_spelling_kind(const OxSpelling *s);
+
+/* Whether a canonical slot of a call_module spelling is filled from the module's parameters
+ * (weight, bias, running_mean, running_var; attention's in_proj_weight ... out_proj_bias, whose
+ * parameter is out_proj.bias: ox_op_module_param_path). */
+bool ox_op_slot_is_module_param(const char *slot_name);
 
 /* Normalized arguments: slot[i] points into the node's args/kwargs or at the default. */
 typedef struct OxOpArgs {

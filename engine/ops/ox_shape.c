@@ -512,7 +512,8 @@ static int rule_unary_float(Ctx *c, OxMeta *out) {
   if (rc) return rc;
   OxDType dt = t->dtype;
   if (category(dt) == 0 || category(dt) == 1) {
-    if (c->a.op == OX_OPID_GELU || c->a.op == OX_OPID_SILU)
+    if (c->a.op == OX_OPID_GELU || c->a.op == OX_OPID_SILU || c->a.op == OX_OPID_HARDSWISH ||
+        c->a.op == OX_OPID_HARDSIGMOID)
       return say(c, -1, "needs a floating-point input, got %s", ox_dtype_abbr(dt));
     dt = OX_DT_F32; /* int -> default float, as torch's unary float ops do */
   }
@@ -1985,6 +1986,92 @@ static int rule_max_pool(Ctx *c, OxMeta *out) {
   return 0;
 }
 
+/* avg_pool2d: (H + 2p - k) / s + 1 per spatial dim (ceil_mode rounds up, the last window
+ * starting inside the input or its left padding) */
+static int rule_avg_pool(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *x;
+  int rc;
+  if ((rc = arg_tensor(c, 0, &x))) return rc;
+  char b[96];
+  if (x->rank != 3 && x->rank != 4) return say(c, -1, "input must be 3-D or 4-D, got %s", tfmt(x, b, sizeof b));
+  if (category(x->dtype) != 2) return say(c, -1, "needs a floating-point input, got %s", ox_dtype_abbr(x->dtype));
+  int64_t k[2], s[2], p[2];
+  const OxValue *sv = c->a.slot[2];
+  if ((rc = spatial(c, c->a.slot[1], "kernel_size", 2, k))) return rc;
+  if (sv->kind == OX_V_NONE || ((sv->kind == OX_V_LIST || sv->kind == OX_V_TUPLE) && sv->n == 0)) {
+    s[0] = k[0];
+    s[1] = k[1];
+  } else if ((rc = spatial(c, sv, "stride", 2, s))) {
+    return rc;
+  }
+  if ((rc = spatial(c, c->a.slot[3], "padding", 2, p))) return rc;
+  bool ceil_mode = c->a.slot[4]->kind == OX_V_BOOL && c->a.slot[4]->u.b;
+  OxTensorMeta *t = copy_shape(c, x, x->dtype);
+  for (int i = 0; i < 2; i++) {
+    OxDim in = x->shape[x->rank - 2 + i];
+    if (in.sym) return sym_fail(c, in);
+    if (k[i] <= 0 || s[i] <= 0) return say(c, -1, "kernel_size and stride must be positive");
+    if (p[i] < 0 || p[i] > k[i] / 2) return say(c, -1, "padding %lld should be at most half of kernel size %lld", (long long)p[i], (long long)k[i]);
+    int64_t num; /* in + 2p - k: p <= k/2 keeps 2p - k at most 0 */
+    if (!add_ok(in.v, 2 * p[i] - k[i], &num)) return say(c, -1, "kernel or padding sizes overflow");
+    if (num < 0) return say(c, -1, "output size is too small for input %s", tfmt(x, b, sizeof b));
+    int64_t o = (ceil_mode ? ceil_div(num, s[i]) : num / s[i]) + 1, last;
+    if (ceil_mode && (!mul_ok(o - 1, s[i], &last) || last >= in.v + p[i])) o--;
+    t->shape[x->rank - 2 + i] = cdim(o);
+  }
+  set_tensor(out, t);
+  return 0;
+}
+
+/* multi_head_attention: (output shaped as query, weights [N, L, S] or [N, heads, L, S] (no N
+ * unbatched) or None); query [L, N, E] ([N, L, E] batch_first), key and value [S, N, E] alike;
+ * the module form reads embed_dim and num_heads from its kwargs */
+static int rule_mha(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *q, *k, *v;
+  int rc;
+  if ((rc = arg_tensor(c, 0, &q)) || (rc = arg_tensor(c, 1, &k)) || (rc = arg_tensor(c, 2, &v))) return rc;
+  char b[96], b2[96];
+  if (q->rank != 2 && q->rank != 3) return say(c, -1, "query must be 2-D (unbatched) or 3-D, got %s", tfmt(q, b, sizeof b));
+  if (k->rank != q->rank || v->rank != q->rank)
+    return say(c, -1, "query %s and key %s: ranks differ", tfmt(q, b, sizeof b), tfmt(k, b2, sizeof b2));
+  if (category(q->dtype) != 2) return say(c, -1, "needs a floating-point query, got %s", ox_dtype_abbr(q->dtype));
+  if (k->dtype != q->dtype || v->dtype != q->dtype) return say(c, -1, "query, key and value dtypes differ");
+  int64_t heads;
+  if ((rc = slot_int(c, 3, &heads))) return rc;
+  const OxDim e = q->shape[q->rank - 1];
+  if (e.sym) return sym_fail(c, e);
+  if (heads <= 0 || e.v % heads) return say(c, -1, "embed_dim %lld is not divisible by num_heads %lld", (long long)e.v, (long long)heads);
+  int64_t ed;
+  if (c->a.module_path && !module_int(c, "embed_dim", &ed) && ed != e.v)
+    return say(c, -1, "query %s: last dim is not embed_dim %lld", tfmt(q, b, sizeof b), (long long)ed);
+  bool bf = c->a.slot[10]->kind == OX_V_BOOL && c->a.slot[10]->u.b;
+  bool batched = q->rank == 3;
+  int bd = bf ? 0 : 1, sd = bf ? 1 : 0;
+  for (int i = 0; i < k->rank; i++) {
+    OxDim a = k->shape[i], d = v->shape[i];
+    if (!a.sym && !d.sym && a.v != d.v) return say(c, -1, "key %s and value %s: shapes differ", tfmt(k, b, sizeof b), tfmt(v, b2, sizeof b2));
+  }
+  OxDim kb = batched ? k->shape[bd] : cdim(1), qb = batched ? q->shape[bd] : cdim(1), ke = k->shape[k->rank - 1];
+  if ((!kb.sym && !qb.sym && kb.v != qb.v) || (!ke.sym && ke.v != e.v))
+    return say(c, -1, "query %s and key %s: batch or embedding sizes differ", tfmt(q, b, sizeof b), tfmt(k, b2, sizeof b2));
+  bool need_w = !(c->a.slot[8]->kind == OX_V_BOOL && !c->a.slot[8]->u.b);
+  bool avg = !(c->a.slot[9]->kind == OX_V_BOOL && !c->a.slot[9]->u.b);
+  set_tuple(c, out, 2);
+  out->t[0] = *copy_shape(c, q, q->dtype);
+  if (!need_w) { /* None: nothing known about it */
+    out->t[1].dtype = OX_DT_UNKNOWN;
+    out->t[1].rank = -1;
+    return 0;
+  }
+  int r = (batched ? 1 : 0) + (avg ? 0 : 1) + 2, j = 0;
+  OxTensorMeta *w = tuple_at(c, out, 1, q->dtype, r, q);
+  if (batched) w->shape[j++] = qb;
+  if (!avg) w->shape[j++] = cdim(heads);
+  w->shape[j++] = batched ? q->shape[sd] : q->shape[0];
+  w->shape[j++] = batched ? k->shape[sd] : k->shape[0];
+  return 0;
+}
+
 static int rule_adaptive_avg_pool(Ctx *c, OxMeta *out) {
   const OxTensorMeta *x;
   int rc;
@@ -2110,6 +2197,13 @@ static const Rule rules[OX_OPID_COUNT] = {
   [OX_OPID_MAX_POOL2D] = {rule_max_pool, "(H + 2p - d(k - 1) - 1) / s + 1 (ceil_mode rounds up); stride defaults to kernel; "
                                          "with_indices: (out, i64 indices)"},
   [OX_OPID_ADAPTIVE_AVG_POOL2D] = {rule_adaptive_avg_pool, "last two dims become output_size (None keeps a dim)"},
+  [OX_OPID_AVG_POOL2D] = {rule_avg_pool, "(H + 2p - k) / s + 1 (ceil_mode rounds up); stride defaults to kernel; "
+                                         "floating-point input"},
+  [OX_OPID_MULTI_HEAD_ATTENTION] = {rule_mha, "(query's shape, weights [N, L, S] averaged or [N, heads, L, S]; None "
+                                              "with need_weights=False); embed_dim divisible by num_heads"},
+  [OX_OPID_HARDSWISH] = {rule_unary_float, "same shape and dtype; floating-point input required"},
+  [OX_OPID_HARDSIGMOID] = {rule_unary_float, "same shape and dtype; floating-point input required"},
+  [OX_OPID_STOCHASTIC_DEPTH] = {rule_unary_same, "same shape and dtype"},
   [OX_OPID_TO] = {rule_to, "same shape; dtype slot (None keeps the dtype)"},
   [OX_OPID_SIZE] = {rule_size, "size(dim): SymInt for a symbolic dim, else an int; size(): torch.Size"},
 };

@@ -289,6 +289,38 @@ class SmallCNN(nn.Module):
         return self.fc(self.flat(self.gap(h))), torch.flatten(side, 1)
 
 
+class Vision(nn.Module):
+    """What torchvision's classifiers add: nn.MultiheadAttention (batch_first or not, self- and
+    cross-attention, with and without its weights, averaged or per head, unbatched, without
+    biases), avg_pool2d (module and functional: padding, ceil_mode, count_include_pad,
+    divisor_override), hardswish / hardsigmoid (module and functional) and torchvision's
+    stochastic_depth in eval (vit_b_16, mobilenet_v3, efficientnet, convnext, inception_v3)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.cross = nn.MultiheadAttention(8, 4)
+        self.nobias = nn.MultiheadAttention(8, 1, bias=False, batch_first=True)
+        self.pool = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+        self.hs = nn.Hardswish()
+        self.hsig = nn.Hardsigmoid()
+        from torchvision.ops import StochasticDepth  # traced as a call of the wrapped function
+        self.sd_row, self.sd_batch = StochasticDepth(0.2, "row"), StochasticDepth(0.5, "batch")
+
+    def forward(self, x, img):
+        # x (2, 5, 8) batch first; img (2, 3, 7, 7)
+        a, _ = self.attn(x, x, x, need_weights=False)
+        b, w = self.cross(x.transpose(0, 1), a.transpose(0, 1), a.transpose(0, 1))
+        c, wh = self.nobias(x, a, b.transpose(0, 1), average_attn_weights=False)
+        d, wu = self.attn(x[0], x[1], x[1])                     # unbatched: (L, E)
+        p = self.pool(img)
+        p2 = F.avg_pool2d(img, 2) + F.avg_pool2d(img, (3, 2), stride=(2, 1), padding=1)[:, :, :3, 2:5]
+        p3 = F.avg_pool2d(img, 3, 2, 1, True, True, 5)
+        h = self.hs(p) * self.hsig(p) + F.hardswish(p) - F.hardsigmoid(p)
+        s = self.sd_row(h) + self.sd_batch(h)
+        return c + a, w, wh, d, wu, s, p2, p3
+
+
 class Dtypes(nn.Module):
     """f64, bf16, f16, i32 and bool tensors through ops the CPU supports for them."""
 
@@ -441,11 +473,16 @@ MODELS = {
     "dropout_eval": (_simple(DropoutEval, lambda g: [_randn(g, 3, 8)]), None),
     "cnn": (_simple(SmallCNN, lambda g: [_randn(g, 2, 3, 16, 16)]), None),
     "dtypes": (_simple(Dtypes, _inputs_dtypes), None),
+    "vision": (_simple(Vision, lambda g: [_randn(g, 2, 5, 8), _randn(g, 2, 3, 7, 7)]), None),
     "grouped_mm": (_build_grouped, None),
     "aten_post_grad": (lambda seed: _aten_module(seed), None),
     "aten_embedding": (lambda seed: _aten_embedding_module(seed), None),
     "resnet18": (_build_resnet, "sin"),
 }
+
+# Packages besides torch whose functions a fixture's graph calls: loading it back needs them
+# allowed (tools/optimus_fx.py load(allow_namespaces=...)).
+NAMESPACES = {"vision": ("torchvision",)}
 
 SEED = 0
 

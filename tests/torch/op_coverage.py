@@ -14,7 +14,9 @@ _MODULES = {"Linear": "linear", "LayerNorm": "layer_norm", "ReLU": "relu", "GELU
             "Tanh": "tanh", "Sigmoid": "sigmoid", "SiLU": "silu", "Dropout": "dropout",
             "Softmax": "softmax", "Flatten": "flatten", "Embedding": "embedding",
             "EmbeddingBag": "embedding_bag", "Conv2d": "conv2d", "BatchNorm2d": "batch_norm",
-            "MaxPool2d": "max_pool2d", "AdaptiveAvgPool2d": "adaptive_avg_pool2d"}
+            "MaxPool2d": "max_pool2d", "AdaptiveAvgPool2d": "adaptive_avg_pool2d",
+            "AvgPool2d": "avg_pool2d", "Hardswish": "hardswish", "Hardsigmoid": "hardsigmoid",
+            "MultiheadAttention": "multi_head_attention"}
 _ALIASES = {"truediv": "div", "floordiv": "div", "concat": "cat", "unsafe_view": "view",
             "matmul": "matmul"}
 

@@ -108,6 +108,7 @@ class Run:
         self.export_proc = self.optimize_proc = self.compare_proc = None
         self.summary = self.trace = None
         self.diffs = []
+        self.verified = None  # what `optimus verify` said, for the table
 
     def _timed(self, stage, args):
         t = time.monotonic()
@@ -260,10 +261,39 @@ def _compare(self, name):
     self.assertTrue(r.diffs and all(ok for _, _, ok in r.diffs), tail(p))
 
 
+def _verify(self, name):
+    """`optimus verify` (the engine's own interpreter against what PyTorch recorded) on the
+    export and on the optimized graph; an op without a kernel is a SKIP naming it."""
+    r = get_run(name)
+    r.optimize()
+    for label, path in (("model.json", r.model), ("opt.json", r.opt)):
+        t = time.monotonic()
+        p = run([cli(), "verify", path, "--json"])
+        r.seconds["verify"] = r.seconds.get("verify", 0.0) + time.monotonic() - t
+        try:
+            numeric = json.loads(p.stdout)["numeric"]
+        except (ValueError, KeyError):
+            self.fail("%s: optimus verify %s exited %d without a report:\n%s" % (
+                name, label, p.returncode, tail(p)))
+        if numeric["status"] == "error" and "no kernel for" in numeric["reason"]:
+            r.verified = "not run: " + numeric["reason"].split(": ", 1)[-1]
+            self.skipTest("%s: the interpreter cannot run it: %s" % (label, numeric["reason"]))
+        r.verified = "**failed**"
+        self.assertEqual(numeric["status"], "passed", "%s: optimus verify %s:\n%s" % (
+            name, label, p.stdout[:2000]))
+        self.assertEqual(p.returncode, 0, tail(p))
+        weak = [o for o in numeric["outputs"] if o.get("note", "").startswith("weak:")]
+        r.verified = "ok (%.3g)" % max(o["max_abs"] for o in numeric["outputs"])
+        if weak:
+            r.verified = "weak (all zeros)"
+            self.skipTest("%s: %d of %d outputs are all zeros (a weak check)" % (
+                label, len(weak), len(numeric["outputs"])))
+
+
 def _add_tests():
     for m in rm.MODELS:
         for kind, fn in (("export", _export), ("optimize", _optimize), ("checks", _checks),
-                         ("compare", _compare)):
+                         ("compare", _compare), ("verify", _verify)):
             def test(self, fn=fn, name=m.name):
                 fn(self, name)
             test.__doc__ = "models/%s/%s" % (m.name, kind)
@@ -291,20 +321,21 @@ def _add_tests():
 def table_lines():
     """The per-model table, as in docs/benchmarks.md."""
     out = ["| model | family | input | nodes before -> after | applied steps per pass | "
-           "checks failed | outputs equal (max abs) | seconds (export + optimize + compare) |",
-           "|---|---|---|---|---|---|---|---|"]
+           "checks failed | outputs equal (max abs) | `optimus verify` (max abs) | "
+           "seconds (export + optimize + compare + verify) |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for m in rm.MODELS:
         name = m.name + (" (%s)" % m.note if m.note else "")
         shape = "x".join(str(d) for d in m.shape)
         if m.name in rm.UNTRACEABLE:
-            out.append("| %s | %s | %s | skipped: %s | | | | |" % (
+            out.append("| %s | %s | %s | skipped: %s | | | | | |" % (
                 name, m.family, shape, rm.UNTRACEABLE[m.name]))
             continue
         r = _runs.get(m.name)
         if r is None:
             continue  # filtered out
         if r.summary is None:
-            out.append("| %s | %s | %s | **failed**: see the TAP output | | | | |" % (
+            out.append("| %s | %s | %s | **failed**: see the TAP output | | | | | |" % (
                 name, m.family, shape))
             continue
         per_pass = ", ".join("%s %d" % kv for kv in sorted(r.applied_per_pass().items())) or "0"
@@ -319,10 +350,11 @@ def table_lines():
         else:
             equal = "**no** (%s)" % (", ".join("%.3g" % a for a, _, _ in r.diffs) or "error")
         secs = sum(r.seconds.values())
-        out.append("| %s | %s | %s | %d -> %d | %s | %s | %s | %.1f (%s) |" % (
+        out.append("| %s | %s | %s | %d -> %d | %s | %s | %s | %s | %.1f (%s) |" % (
             name, m.family, shape, r.summary["nodes_before"], r.summary["nodes_after"],
-            per_pass, failed, equal, secs,
-            " + ".join("%.1f" % r.seconds.get(k, 0.0) for k in ("export", "optimize", "compare"))))
+            per_pass, failed, equal, r.verified or "not run", secs,
+            " + ".join("%.1f" % r.seconds.get(k, 0.0)
+                       for k in ("export", "optimize", "compare", "verify"))))
     return out
 
 
