@@ -529,6 +529,15 @@ static void test_vision_ops(void) {
   ox_graph_node(G, a2)->module_type = ox_graph_intern(G, "torch.nn.MultiheadAttention");
   run_fails("node attn: no value for parameter attn.in_proj_weight");
   end();
+  /* Swin's dropouts are F.dropout's default training=True even in eval: only p = 0 runs */
+  begin();
+  OxNodeId g4 = arange("g4", 4, SH(1, 2, 2, 2));
+  cf("torchvision.models.swin_transformer.shifted_window_attention",
+     vT(6, vN(g4), vN(g4), vN(g4), vN(g4), vL(2, vI(2), vI(2)), vI(1)),
+     kw(2, "shift_size", vL(2, vI(0), vI(0)), "dropout", vF(0.1)));
+  run_fails("node shifted_window_attention: shifted_window_attention: random op (dropout 0.1, attention_dropout 0, "
+            "applied even in eval): cannot be reproduced");
+  end();
 }
 
 /* ------------------------------------------------------------------ reductions */

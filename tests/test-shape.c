@@ -471,6 +471,19 @@ static void test_conv_pool(void) {
   expect(g, fn(g, "torch.nn.functional.hardsigmoid", tup(g, 1, N(u)), NoKw()), "f32[3, 32, 32]");
   expect(g, fn(g, "torchvision.ops.stochastic_depth.stochastic_depth", tup(g, 4, N(u), Fl(0.2), ox_graph_value_str(g, OX_V_STR, "row"), B(false)), NoKw()),
          "f32[3, 32, 32]");
+  /* torchvision's Swin functions */
+  OxNodeId grid = ph(g, "grid", "f32[2, 5, 7, 8]"), tab = ph(g, "tab", "f32[25, 2]"), rix = ph(g, "rix", "i64[81]");
+  OxNodeId rpb = fn(g, "torchvision.models.swin_transformer._get_relative_position_bias",
+                    tup(g, 3, N(tab), N(rix), list(g, 2, I(3), I(3))), NoKw());
+  expect(g, rpb, "f32[1, 2, 9, 9]");
+  expect(g, fn(g, "torchvision.models.swin_transformer.shifted_window_attention",
+               tup(g, 6, N(grid), N(ph(g, "qw", "f32[24, 8]")), N(ph(g, "pw", "f32[8, 8]")), N(rpb), list(g, 2, I(3), I(3)), I(2)),
+               kw(g, 1, "shift_size", list(g, 2, I(1), I(2)))),
+         "f32[2, 5, 7, 8]");
+  expect_fail(g, fn(g, "torchvision.models.swin_transformer.shifted_window_attention",
+                    tup(g, 7, N(grid), N(rpb), N(rpb), N(rpb), list(g, 2, I(3), I(3)), I(3), list(g, 2, I(0), I(0))), NoKw()),
+              -1, "shifted_window_attention: 8 channels are not divisible by num_heads 3");
+  expect(g, fn(g, "torchvision.models.swin_transformer._patch_merging_pad", tup(g, 1, N(grid)), NoKw()), "f32[2, 3, 4, 32]");
   /* nn.MultiheadAttention: (out, weights averaged [N, L, S] / per head [N, H, L, S] / None) */
   OxNodeId qb = ph(g, "qb", "f32[2, 5, 8]"), kb = ph(g, "kb", "f32[2, 7, 8]"), qs = ph(g, "qs", "f32[5, 2, 8]");
   expect(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(qb), N(kb), N(kb)),

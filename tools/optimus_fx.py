@@ -218,6 +218,15 @@ def _stochastic_depth(input, p, mode, training=True):
     return stochastic_depth(input, p, mode, training)
 
 
+def _swin(name):
+    """torchvision's Swin functions, imported when first called (only Swin models need them)."""
+    def call(*args, **kwargs):
+        from torchvision.models import swin_transformer
+        return getattr(swin_transformer, name)(*args, **kwargs)
+    call.__name__ = name.lstrip("_")
+    return call
+
+
 def multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_bias,
                          out_proj_weight, out_proj_bias, need_weights=True,
                          average_attn_weights=True, batch_first=False):
@@ -305,6 +314,9 @@ OPTIMUS_OPS = {
     "hardswish": F.hardswish,
     "hardsigmoid": F.hardsigmoid,
     "stochastic_depth": _stochastic_depth,
+    "shifted_window_attention": _swin("shifted_window_attention"),
+    "relative_position_bias": _swin("_get_relative_position_bias"),
+    "patch_merging_pad": _swin("_patch_merging_pad"),
     "to": _to,
     "size": _size,
 }

@@ -2900,6 +2900,176 @@ done:
   return 0;
 }
 
+/* torchvision.models.swin_transformer._get_relative_position_bias(table, index, window_size):
+ * out[0, h, i, j] = table[index[i * N + j], h] for the N = w0 * w1 tokens of a window */
+static int k_relative_position_bias(K *k, V *const *s, V **out) {
+  const OxTensor *tab = get_tensor(k, s[0], "relative_position_bias_table");
+  const OxTensor *ix = tab ? get_tensor(k, s[1], "relative_position_index") : NULL;
+  int64_t ws[2];
+  if (!ix || !get_pair(k, s[2], "window_size", 1, ws)) return -1;
+  if (tab->rank != 2) return kfail(k, "relative_position_bias_table must be 2-D [entries, heads], got %d-D", tab->rank);
+  if (is_float_dt(ix->dtype) || ix->dtype == OX_DT_BOOL) return kfail(k, "relative_position_index must hold integers");
+  if (ws[0] <= 0 || ws[1] <= 0) return kfail(k, "window_size must be positive");
+  int64_t n = ws[0] * ws[1], heads = tab->shape[1], rows = tab->shape[0];
+  if (ix->numel != n * n)
+    return kfail(k, "relative_position_index has %lld entries, a %lldx%lld window needs %lld", (long long)ix->numel,
+                 (long long)ws[0], (long long)ws[1], (long long)(n * n));
+  OxTensor *o = knew(k, tab->dtype, 4, (const int64_t[]){1, heads, n, n});
+  if (!o) return -1;
+  for (int64_t t = 0; t < n * n; t++) {
+    int64_t r = ox_tensor_get_i64(ix, t);
+    if (r < 0 || r >= rows) {
+      ox_tensor_free(o);
+      return kfail(k, "index %lld is out of bounds for a table of %lld entries", (long long)r, (long long)rows);
+    }
+    for (int64_t h = 0; h < heads; h++) ox_tensor_set(o, h * n * n + t, ox_tensor_get(tab, r * heads + h));
+  }
+  return ret_tensor(o, out);
+}
+
+/* torchvision.models.swin_transformer._patch_merging_pad(x): x [..., H, W, C] padded with zeros to
+ * even H and W, then its 2x2 neighbourhoods side by side: [..., H/2, W/2, 4C] with the channels of
+ * (2i, 2j), (2i+1, 2j), (2i, 2j+1), (2i+1, 2j+1) in that order */
+static int k_patch_merging_pad(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "x");
+  if (!x) return -1;
+  if (x->rank < 3) return kfail(k, "expected [..., H, W, C], got %d-D", x->rank);
+  int r = x->rank;
+  int64_t H = x->shape[r - 3], W = x->shape[r - 2], C = x->shape[r - 1];
+  int64_t sh[MAXR];
+  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)r);
+  sh[r - 3] = (H + 1) / 2, sh[r - 2] = (W + 1) / 2, sh[r - 1] = 4 * C;
+  OxTensor *o = knew(k, x->dtype, r, sh);
+  if (!o) return -1;
+  int64_t lead = ox_shape_numel(r - 3, x->shape);
+  bool ip = is_int_store(x->dtype);
+  static const int dh[4] = {0, 1, 0, 1}, dw[4] = {0, 0, 1, 1};
+  for (int64_t b = 0; b < lead; b++)
+    for (int64_t i = 0; i < sh[r - 3]; i++)
+      for (int64_t j = 0; j < sh[r - 2]; j++)
+        for (int q = 0; q < 4; q++) {
+          int64_t h = 2 * i + dh[q], w = 2 * j + dw[q];
+          if (h >= H || w >= W) continue; /* the zero padding */
+          int64_t src = ((b * H + h) * W + w) * C, dst = ((b * sh[r - 3] + i) * sh[r - 2] + j) * 4 * C + q * C;
+          for (int64_t c = 0; c < C; c++) {
+            if (ip) ox_tensor_set_i64(o, dst + c, ox_tensor_get_i64(x, src + c));
+            else ox_tensor_set(o, dst + c, ox_tensor_get(x, src + c));
+          }
+        }
+  return ret_tensor(o, out);
+}
+
+/* torchvision.models.swin_transformer.shifted_window_attention (Swin V1): input [B, H, W, C]
+ * padded with zeros to whole windows, rolled by -shift (no shift along a dim the window covers),
+ * cut into windows of N tokens; per window and head softmax(q k^T / sqrt(C / heads) + bias +
+ * mask) v, where the mask (-100) keeps tokens of different regions of the rolled grid apart;
+ * the heads through proj; rolled back and cropped. Its dropouts are F.dropout's default
+ * training=True (even in eval), so only p = 0 is reproducible. */
+static int k_shifted_window_attention(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input"), *wq = x ? get_tensor(k, s[1], "qkv_weight") : NULL;
+  const OxTensor *wp = wq ? get_tensor(k, s[2], "proj_weight") : NULL;
+  const OxTensor *rpb = wp ? get_tensor(k, s[3], "relative_position_bias") : NULL;
+  if (!rpb) return -1;
+  const OxTensor *bq = NULL, *bp = NULL;
+  if (!is_none(s[9]) && !(bq = get_tensor(k, s[9], "qkv_bias"))) return -1;
+  if (!is_none(s[10]) && !(bp = get_tensor(k, s[10], "proj_bias"))) return -1;
+  int64_t ws[2], sh[2], heads;
+  double pa = 0.0, pd = 0.0;
+  if (!get_pair(k, s[4], "window_size", 1, ws) || !get_int(k, s[5], "num_heads", &heads) ||
+      !get_pair(k, s[6], "shift_size", 0, sh))
+    return -1;
+  if ((!is_none(s[7]) && !get_num(k, s[7], "attention_dropout", &pa)) || (!is_none(s[8]) && !get_num(k, s[8], "dropout", &pd)))
+    return -1;
+  if (pa != 0.0 || pd != 0.0)
+    return kfail(k, "random op (dropout %g, attention_dropout %g, applied even in eval): cannot be reproduced", pd, pa);
+  if (!need_float(k, x, "input") || !same_dtype(k, x, wq) || !same_dtype(k, x, wp) || !same_dtype(k, x, rpb) ||
+      (bq && !same_dtype(k, x, bq)) || (bp && !same_dtype(k, x, bp)))
+    return -1;
+  if (x->rank != 4) return kfail(k, "input must be [B, H, W, C], got %d-D", x->rank);
+  int64_t B = x->shape[0], H = x->shape[1], W = x->shape[2], C = x->shape[3];
+  if (ws[0] <= 0 || ws[1] <= 0 || sh[0] < 0 || sh[1] < 0) return kfail(k, "window_size must be positive and shift_size not negative");
+  if (heads <= 0 || C % heads) return kfail(k, "%lld channels are not divisible by num_heads %lld", (long long)C, (long long)heads);
+  int64_t N = ws[0] * ws[1];
+  if (wq->rank != 2 || wq->shape[0] != 3 * C || wq->shape[1] != C) return kfail(k, "qkv_weight must be [%lld, %lld]", (long long)(3 * C), (long long)C);
+  if (wp->rank != 2 || wp->shape[0] != C || wp->shape[1] != C) return kfail(k, "proj_weight must be [%lld, %lld]", (long long)C, (long long)C);
+  if ((bq && bq->numel != 3 * C) || (bp && bp->numel != C)) return kfail(k, "qkv_bias must have %lld and proj_bias %lld elements", (long long)(3 * C), (long long)C);
+  if (rpb->numel != heads * N * N)
+    return kfail(k, "relative_position_bias has %lld elements, [1, %lld, %lld, %lld] expected", (long long)rpb->numel,
+                 (long long)heads, (long long)N, (long long)N);
+  int64_t pH = H + (ws[0] - H % ws[0]) % ws[0], pW = W + (ws[1] - W % ws[1]) % ws[1];
+  int64_t s0 = ws[0] >= pH ? 0 : sh[0] % pH, s1 = ws[1] >= pW ? 0 : sh[1] % pW;
+  bool shifted = s0 + s1 > 0;
+  int64_t hd = C / heads;
+  OxTensor *o = knew(k, x->dtype, 4, x->shape);
+  double *X = to_doubles(k, x), *WQ = to_doubles(k, wq), *WP = to_doubles(k, wp), *T = malloc(nz(N * C) * sizeof *T);
+  double *QKV = malloc(nz(N * 3 * C) * sizeof *QKV), *A = malloc(nz(N * C) * sizeof *A), *Y = malloc(nz(N * C) * sizeof *Y);
+  double *P = malloc(nz(N) * sizeof *P);
+  int64_t *lab = malloc(nz(N) * sizeof *lab), *pos = malloc(nz(N) * 2 * sizeof *pos);
+  int rc = 0;
+  if (!o || !X || !WQ || !WP || !T || !QKV || !A || !Y || !P || !lab || !pos) {
+    rc = o ? kfail(k, "out of memory") : -1;
+    goto done;
+  }
+  for (int64_t i = 0; i < x->numel; i++) X[i] = opmath(x->dtype, X[i]);
+  for (int64_t i = 0; i < wq->numel; i++) WQ[i] = opmath(x->dtype, WQ[i]);
+  for (int64_t i = 0; i < wp->numel; i++) WP[i] = opmath(x->dtype, WP[i]);
+  double scale = 1.0 / sqrt((double)hd);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t wh = 0; wh < pH / ws[0]; wh++)
+      for (int64_t ww = 0; ww < pW / ws[1]; ww++) {
+        /* the window's tokens: position (ph, pw) of the rolled grid holds x[(ph + s0) % pH, (pw + s1) % pW] */
+        for (int64_t t = 0; t < N; t++) {
+          int64_t ph = wh * ws[0] + t / ws[1], pw = ww * ws[1] + t % ws[1];
+          int64_t h = (ph + s0) % pH, w = (pw + s1) % pW;
+          pos[2 * t] = h, pos[2 * t + 1] = w;
+          /* the mask's regions of the rolled grid: [0, pH - ws), [pH - ws, pH - s), [pH - s, pH) */
+          int rh = ph < pH - ws[0] ? 0 : ph < pH - s0 ? 1 : 2, rw = pw < pW - ws[1] ? 0 : pw < pW - s1 ? 1 : 2;
+          lab[t] = rh * 3 + rw;
+          for (int64_t c = 0; c < C; c++) T[t * C + c] = h < H && w < W ? X[((b * H + h) * W + w) * C + c] : 0.0;
+        }
+        gemm(T, WQ, QKV, N, C, 3 * C, true);
+        if (bq)
+          for (int64_t t = 0; t < N; t++)
+            for (int64_t j = 0; j < 3 * C; j++) QKV[t * 3 * C + j] += opmath(x->dtype, ox_tensor_get(bq, j));
+        for (int64_t hh = 0; hh < heads; hh++)
+          for (int64_t t = 0; t < N; t++) {
+            const double *q = QKV + t * 3 * C + hh * hd;
+            double mx = -INFINITY, sum = 0.0;
+            for (int64_t u = 0; u < N; u++) {
+              const double *kk = QKV + u * 3 * C + C + hh * hd;
+              double acc = 0.0;
+              for (int64_t d = 0; d < hd; d++) acc += q[d] * scale * kk[d];
+              acc += opmath(x->dtype, ox_tensor_get(rpb, (hh * N + t) * N + u));
+              if (shifted && lab[t] != lab[u]) acc += -100.0;
+              P[u] = acc;
+              if (acc > mx || isnan(acc)) mx = acc;
+            }
+            for (int64_t u = 0; u < N; u++) sum += (P[u] = exp(P[u] - mx));
+            double *a = A + t * C + hh * hd;
+            for (int64_t d = 0; d < hd; d++) a[d] = 0.0;
+            for (int64_t u = 0; u < N; u++) {
+              const double *v = QKV + u * 3 * C + 2 * C + hh * hd;
+              for (int64_t d = 0; d < hd; d++) a[d] += P[u] / sum * v[d];
+            }
+          }
+        gemm(A, WP, Y, N, C, C, true);
+        /* rolled back: the token goes where it came from; the padding is cropped */
+        for (int64_t t = 0; t < N; t++) {
+          int64_t h = pos[2 * t], w = pos[2 * t + 1];
+          if (h >= H || w >= W) continue;
+          for (int64_t c = 0; c < C; c++)
+            ox_tensor_set(o, ((b * H + h) * W + w) * C + c, Y[t * C + c] + (bp ? opmath(x->dtype, ox_tensor_get(bp, c)) : 0.0));
+        }
+      }
+done:
+  free(X), free(WQ), free(WP), free(T), free(QKV), free(A), free(Y), free(P), free(lab), free(pos);
+  if (rc != 0) {
+    if (o) ox_tensor_free(o);
+    return -1;
+  }
+  return ret_tensor(o, out);
+}
+
 /* adaptive_avg_pool2d(input, output_size) */
 static int k_adaptive_avg_pool2d(K *k, V *const *s, V **out) {
   const OxTensor *x = get_tensor(k, s[0], "input");
@@ -3056,6 +3226,9 @@ static const struct {
   {"hardswish", k_hardswish},
   {"hardsigmoid", k_hardsigmoid},
   {"stochastic_depth", k_stochastic_depth},
+  {"shifted_window_attention", k_shifted_window_attention},
+  {"relative_position_bias", k_relative_position_bias},
+  {"patch_merging_pad", k_patch_merging_pad},
   {"to", k_to},
   {"size", k_size},
 };

@@ -383,6 +383,13 @@ static const Src src_table[] = {
    "~vdim=None, batch_first=False, -training=False",
    "eval mode, no masks; parameters in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias "
    "(kdim and vdim equal to embed_dim)", H_NONE, 2, OX_DT_UNKNOWN},
+  FN("torchvision.models.swin_transformer.shifted_window_attention", SHIFTED_WINDOW_ATTENTION,
+     "input, qkv_weight, proj_weight, relative_position_bias, window_size, num_heads, shift_size, attention_dropout=0.0, "
+     "dropout=0.0, qkv_bias=None, proj_bias=None, -logit_scale=None",
+     "torchvision's Swin V1 window attention; its dropouts run even in eval, so only p = 0 is reproducible"),
+  F("torchvision.models.swin_transformer._get_relative_position_bias", RELATIVE_POSITION_BIAS,
+    "relative_position_bias_table, relative_position_index, window_size"),
+  F("torchvision.models.swin_transformer._patch_merging_pad", PATCH_MERGING_PAD, "x"),
   /* ---------------------------------------------------------------- dtype conversion, size */
   {"to", OX_LEVEL_METHOD, OX_OPID_TO, "self, *args, dtype=None, ~device=None, ~non_blocking=False, ~copy=False, ~memory_format=None",
    "dtype and device in any order; a device only is an identity; to(other_tensor) unsupported", H_TO_METHOD, 0, OX_DT_UNKNOWN},

@@ -41,7 +41,7 @@ typedef enum OxOpLevel {
   OX_LEVEL_MODULE     /* call_module whose module type is known: torch.nn.Linear */
 } OxOpLevel;
 
-#define OX_MAX_SLOTS 12
+#define OX_MAX_SLOTS 16
 
 typedef struct OxOpInfo {
   OxOpId id;

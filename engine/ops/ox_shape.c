@@ -2072,6 +2072,65 @@ static int rule_mha(Ctx *c, OxMeta *out) {
   return 0;
 }
 
+/* shifted_window_attention: [B, H, W, C] unchanged; C divisible by num_heads */
+static int rule_swin_attention(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *x;
+  int rc;
+  if ((rc = arg_tensor(c, 0, &x))) return rc;
+  char b[96];
+  if (x->rank != 4) return say(c, -1, "input must be [B, H, W, C], got %s", tfmt(x, b, sizeof b));
+  if (category(x->dtype) != 2) return say(c, -1, "needs a floating-point input, got %s", ox_dtype_abbr(x->dtype));
+  int64_t heads;
+  if ((rc = slot_int(c, 5, &heads))) return rc;
+  OxDim ch = x->shape[3];
+  if (ch.sym) return sym_fail(c, ch);
+  if (heads <= 0 || ch.v % heads) return say(c, -1, "%lld channels are not divisible by num_heads %lld", (long long)ch.v, (long long)heads);
+  set_tensor(out, copy_shape(c, x, x->dtype));
+  return 0;
+}
+
+/* relative_position_bias: table [entries, heads] -> [1, heads, N, N], N = window_size[0] * [1] */
+static int rule_rel_pos_bias(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *t;
+  int rc;
+  if ((rc = arg_tensor(c, 0, &t))) return rc;
+  char b[96];
+  if (t->rank != 2) return say(c, -1, "relative_position_bias_table must be 2-D, got %s", tfmt(t, b, sizeof b));
+  int64_t ws[2];
+  if ((rc = spatial(c, c->a.slot[2], "window_size", 2, ws))) return rc;
+  if (ws[0] <= 0 || ws[1] <= 0) return say(c, -1, "window_size must be positive");
+  int64_t n;
+  if (!mul_ok(ws[0], ws[1], &n)) return say(c, -1, "window_size overflows");
+  OxTensorMeta *o = salloc(c, sizeof *o);
+  memset(o, 0, sizeof *o);
+  o->dtype = t->dtype;
+  o->rank = 4;
+  o->device = t->device;
+  o->shape = salloc(c, 4 * sizeof(OxDim));
+  o->shape[0] = cdim(1), o->shape[1] = t->shape[1], o->shape[2] = cdim(n), o->shape[3] = cdim(n);
+  set_tensor(out, o);
+  return 0;
+}
+
+/* patch_merging_pad: [..., H, W, C] -> [..., ceil(H / 2), ceil(W / 2), 4C] */
+static int rule_patch_merging_pad(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *x;
+  int rc;
+  if ((rc = arg_tensor(c, 0, &x))) return rc;
+  char b[96];
+  if (x->rank < 3) return say(c, -1, "x must be [..., H, W, C], got %s", tfmt(x, b, sizeof b));
+  OxTensorMeta *t = copy_shape(c, x, x->dtype);
+  for (int i = x->rank - 3; i < x->rank; i++) {
+    OxDim d = x->shape[i];
+    if (d.sym) return sym_fail(c, d);
+    int64_t v;
+    if (i == x->rank - 1 ? !mul_ok(d.v, 4, &v) : !add_ok(d.v, 1, &v)) return say(c, -1, "sizes overflow");
+    t->shape[i] = cdim(i == x->rank - 1 ? v : v / 2);
+  }
+  set_tensor(out, t);
+  return 0;
+}
+
 static int rule_adaptive_avg_pool(Ctx *c, OxMeta *out) {
   const OxTensorMeta *x;
   int rc;
@@ -2201,6 +2260,9 @@ static const Rule rules[OX_OPID_COUNT] = {
                                          "floating-point input"},
   [OX_OPID_MULTI_HEAD_ATTENTION] = {rule_mha, "(query's shape, weights [N, L, S] averaged or [N, heads, L, S]; None "
                                               "with need_weights=False); embed_dim divisible by num_heads"},
+  [OX_OPID_SHIFTED_WINDOW_ATTENTION] = {rule_swin_attention, "input's shape [B, H, W, C]; C divisible by num_heads"},
+  [OX_OPID_RELATIVE_POSITION_BIAS] = {rule_rel_pos_bias, "[1, heads, N, N] from a table [entries, heads], N = window tokens"},
+  [OX_OPID_PATCH_MERGING_PAD] = {rule_patch_merging_pad, "[..., H, W, C] -> [..., ceil(H / 2), ceil(W / 2), 4C]"},
   [OX_OPID_HARDSWISH] = {rule_unary_float, "same shape and dtype; floating-point input required"},
   [OX_OPID_HARDSIGMOID] = {rule_unary_float, "same shape and dtype; floating-point input required"},
   [OX_OPID_STOCHASTIC_DEPTH] = {rule_unary_same, "same shape and dtype"},

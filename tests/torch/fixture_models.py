@@ -294,7 +294,9 @@ class Vision(nn.Module):
     cross-attention, with and without its weights, averaged or per head, unbatched, without
     biases), avg_pool2d (module and functional: padding, ceil_mode, count_include_pad,
     divisor_override), hardswish / hardsigmoid (module and functional) and torchvision's
-    stochastic_depth in eval (vit_b_16, mobilenet_v3, efficientnet, convnext, inception_v3)."""
+    stochastic_depth in eval, Swin's shifted window attention (padding, roll, masks; a window
+    covering the map) and patch merging (vit_b_16, mobilenet_v3, efficientnet, convnext,
+    inception_v3, swin_t)."""
 
     def __init__(self):
         super().__init__()
@@ -306,9 +308,17 @@ class Vision(nn.Module):
         self.hsig = nn.Hardsigmoid()
         from torchvision.ops import StochasticDepth  # traced as a call of the wrapped function
         self.sd_row, self.sd_batch = StochasticDepth(0.2, "row"), StochasticDepth(0.5, "batch")
+        from torchvision.models.swin_transformer import PatchMerging, ShiftedWindowAttention
+        # windows of 3x3 over a 5x7 map: padded to 6x9, rolled by (1, 2), regions masked apart;
+        # and a window that covers the padded map (no shift along it)
+        self.swin = ShiftedWindowAttention(8, [3, 3], [1, 2], 2)
+        self.swin_wide = ShiftedWindowAttention(8, [6, 3], [1, 1], 4, qkv_bias=False, proj_bias=False)
+        self.merge = PatchMerging(8)  # odd H and W: the zero padding
+        with torch.no_grad():  # a bias table that matters next to the scores
+            self.swin.relative_position_bias_table.normal_(0.0, 1.0)
 
-    def forward(self, x, img):
-        # x (2, 5, 8) batch first; img (2, 3, 7, 7)
+    def forward(self, x, img, grid):
+        # x (2, 5, 8) batch first; img (2, 3, 7, 7); grid (2, 5, 7, 8) channels last
         a, _ = self.attn(x, x, x, need_weights=False)
         b, w = self.cross(x.transpose(0, 1), a.transpose(0, 1), a.transpose(0, 1))
         c, wh = self.nobias(x, a, b.transpose(0, 1), average_attn_weights=False)
@@ -318,7 +328,8 @@ class Vision(nn.Module):
         p3 = F.avg_pool2d(img, 3, 2, 1, True, True, 5)
         h = self.hs(p) * self.hsig(p) + F.hardswish(p) - F.hardsigmoid(p)
         s = self.sd_row(h) + self.sd_batch(h)
-        return c + a, w, wh, d, wu, s, p2, p3
+        sw = self.swin(grid) + self.swin_wide(grid)
+        return c + a, w, wh, d, wu, s, p2, p3, sw, self.merge(grid)
 
 
 class Dtypes(nn.Module):
@@ -473,7 +484,7 @@ MODELS = {
     "dropout_eval": (_simple(DropoutEval, lambda g: [_randn(g, 3, 8)]), None),
     "cnn": (_simple(SmallCNN, lambda g: [_randn(g, 2, 3, 16, 16)]), None),
     "dtypes": (_simple(Dtypes, _inputs_dtypes), None),
-    "vision": (_simple(Vision, lambda g: [_randn(g, 2, 5, 8), _randn(g, 2, 3, 7, 7)]), None),
+    "vision": (_simple(Vision, lambda g: [_randn(g, 2, 5, 8), _randn(g, 2, 3, 7, 7), _randn(g, 2, 5, 7, 8)]), None),
     "grouped_mm": (_build_grouped, None),
     "aten_post_grad": (lambda seed: _aten_module(seed), None),
     "aten_embedding": (lambda seed: _aten_embedding_module(seed), None),

@@ -18,7 +18,7 @@ _MODULES = {"Linear": "linear", "LayerNorm": "layer_norm", "ReLU": "relu", "GELU
             "AvgPool2d": "avg_pool2d", "Hardswish": "hardswish", "Hardsigmoid": "hardsigmoid",
             "MultiheadAttention": "multi_head_attention"}
 _ALIASES = {"truediv": "div", "floordiv": "div", "concat": "cat", "unsafe_view": "view",
-            "matmul": "matmul"}
+            "matmul": "matmul", "get_relative_position_bias": "relative_position_bias"}
 
 
 def def_ops(source_root=None):
