@@ -162,6 +162,69 @@ static void test_unknown(void) {
   ox_doc_free(doc);
 }
 
+/* Python checks and size arithmetic a traced model keeps (vit_b_16: torch._assert(h == 224, ...),
+ * h // 16 * (w // 16)) launch nothing: the whole graph's cost is the relu's, known. */
+static const char python_fx[] =
+    "graph():\n"
+    "    %x : Tensor \"f32[4, 8][8, 1]cpu\" = placeholder[target=x]\n"
+    "    %size : [num_users=1] = call_method[target=size](args = (%x, 1), kwargs = {})\n"
+    "    %floordiv : [num_users=2] = call_function[target=operator.floordiv](args = (%size, 2), kwargs = {})\n"
+    "    %mul : [num_users=1] = call_function[target=operator.mul](args = (%floordiv, %floordiv), kwargs = {})\n"
+    "    %eq : [num_users=1] = call_function[target=operator.eq](args = (%mul, 16), kwargs = {})\n"
+    "    %_assert : [num_users=0] = call_function[target=torch._assert](args = (%eq, \"Wrong width\"), kwargs = {})\n"
+    "    %relu : [num_users=1] = call_function[target=torch.relu](args = (%x,), kwargs = {})\n"
+    "    return (relu,)\n";
+
+static void test_python_checks(void) {
+  OxDoc *doc = load_fx(python_fx);
+  OxGraph *g = doc->graphs[0];
+  OxCost all = ox_cost_graph(g);
+  g_assert_cmpuint(all.unknown, ==, 0);
+  g_assert_cmpuint(all.launches, ==, 1);
+  g_assert_cmpuint(all.bytes, ==, 2 * 4 * 8 * 4);
+  OxCost c = cost_of(g, "_assert");
+  g_assert_cmpuint(c.launches + c.bytes + c.flops + c.unknown, ==, 0);
+  c = cost_of(g, "mul");
+  g_assert_cmpuint(c.launches + c.bytes + c.flops + c.unknown, ==, 0);
+  ox_doc_free(doc);
+}
+
+/* The vision fixture (recorded from torch): attention and Swin's window attention, by hand. */
+static void test_attention(void) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (!root) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test): no fixture");
+    return;
+  }
+  g_autofree char *path = g_build_filename(root, "tests", "data", "fixtures", "vision.json", NULL);
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_buffer(text, len, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  ox_diags_clear(&d);
+  OxGraph *g = doc->graphs[0];
+  ox_shape_infer_graph(g, NULL, NULL);
+  /* attn: x [2, 5, 8] batch first, 2 heads, need_weights=False (its weights output is None):
+   * projections 2 * 8 * 8 * (2 * 10 + 2 * 10) + scores and mix 4 * 10 tokens * 8 * 5 keys;
+   * bytes: x once, the output, in_proj 3 * 64 + 24 and out_proj 64 + 8 floats */
+  OxCost c = cost_of(g, "attn");
+  g_assert_cmpuint(c.unknown, ==, 0);
+  g_assert_cmpuint(c.launches, ==, 1);
+  g_assert_cmpuint(c.flops, ==, 5120 + 1600);
+  g_assert_cmpuint(c.bytes, ==, 320 + 320 + (4 * 64 + 32) * 4);
+  /* 3x3 windows over grid [2, 5, 7, 8] padded to 6x9: 108 tokens; qkv and proj 8 * 108 * 64,
+   * scores and mix 4 * 108 * 9 * 8 */
+  c = cost_of(g, "shifted_window_attention");
+  g_assert_cmpuint(c.unknown, ==, 0);
+  g_assert_cmpuint(c.flops, ==, 55296 + 31104);
+  OxCost all = ox_cost_graph(g);
+  g_assert_cmpuint(all.unknown, ==, 0);
+  ox_doc_free(doc);
+}
+
 /* Five linear towers (x: f32[8, 80] split into 16-wide pieces, linear 16 -> 16): batch_linear
  * fuses them into one step. */
 static const char towers_fx[] =
@@ -451,6 +514,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/cost/chain", test_chain);
   g_test_add_func("/cost/views", test_views);
   g_test_add_func("/cost/unknown", test_unknown);
+  g_test_add_func("/cost/python-checks", test_python_checks);
+  g_test_add_func("/cost/attention", test_attention);
   g_test_add_func("/cost/batch-step", test_batch_step);
   g_test_add_func("/cost/guard", test_guard);
   g_test_add_func("/cost/json", test_json);

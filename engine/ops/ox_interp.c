@@ -693,6 +693,21 @@ uint64_t ox_interp_node_flops(const OxGraph *g, const OxNode *n) {
     uint64_t proj = sat_mul(2 * (uint64_t)e, sat_mul((uint64_t)e, sat_add(sat_mul(2, tq), sat_mul(2, tk))));
     return sat_add(proj, sat_mul(4, sat_mul(tq, sat_mul((uint64_t)e, klen))));
   }
+  case OX_OPID_SHIFTED_WINDOW_ATTENTION: { /* qkv and proj over the padded map, q k^T and p v per window */
+    const OxTensorMeta *x = slot_meta(g, a.slot[0]);
+    const OxValue *ws = a.slot[4];
+    if (!x || x->rank != 4 || (ws->kind != OX_V_LIST && ws->kind != OX_V_TUPLE) || ws->n != 2 ||
+        ws->u.items[0].kind != OX_V_INT || ws->u.items[1].kind != OX_V_INT)
+      return out;
+    for (int i = 0; i < 4; i++)
+      if (x->shape[i].sym) return out;
+    int64_t w0 = ws->u.items[0].u.i, w1 = ws->u.items[1].u.i, c = x->shape[3].v;
+    if (w0 <= 0 || w1 <= 0 || c <= 0) return out;
+    int64_t ph = x->shape[1].v + (w0 - x->shape[1].v % w0) % w0, pw = x->shape[2].v + (w1 - x->shape[2].v % w1) % w1;
+    uint64_t tokens = sat_mul((uint64_t)x->shape[0].v, sat_mul((uint64_t)ph, (uint64_t)pw));
+    uint64_t proj = sat_mul(sat_mul(8, tokens), sat_mul((uint64_t)c, (uint64_t)c));           /* 3C + C outputs */
+    return sat_add(proj, sat_mul(sat_mul(4, tokens), sat_mul((uint64_t)(w0 * w1), (uint64_t)c))); /* N keys each */
+  }
   case OX_OPID_LAYER_NORM:
   case OX_OPID_NATIVE_LAYER_NORM:
   case OX_OPID_BATCH_NORM:

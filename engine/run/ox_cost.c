@@ -259,6 +259,10 @@ static int64_t last_dim(const OxTensorMeta *t) {
 
 /* FLOPs of a compute node; false when a size it needs is unknown. */
 static bool node_flops(const OxGraph *g, const OxNode *n, const OxOpArgs *a, uint64_t *out) {
+  if (a->op == OX_OPID_MULTI_HEAD_ATTENTION) { /* from its inputs: the weights may be None */
+    *out = ox_interp_node_flops(g, n);
+    return *out > 0;
+  }
   uint64_t numel;
   if (!meta_numel(&n->meta, &numel)) return false;
   int64_t k = -1;
@@ -296,7 +300,9 @@ static bool node_flops(const OxGraph *g, const OxNode *n, const OxOpArgs *a, uin
     return true;
   }
   case OX_OPID_EINSUM:
-  case OX_OPID_CONV2D: *out = ox_interp_node_flops(g, n); return true; /* the interpreter's estimate */
+  case OX_OPID_CONV2D:
+  case OX_OPID_AVG_POOL2D:
+  case OX_OPID_SHIFTED_WINDOW_ATTENTION: *out = ox_interp_node_flops(g, n); return true; /* the interpreter's estimate */
   case OX_OPID_EMBEDDING:
   case OX_OPID_EMBEDDING_BAG:
   case OX_OPID_MAX_POOL2D:
@@ -319,6 +325,14 @@ static bool module_param_bytes(const OxGraph *g, const OxNode *n, const OxOpArgs
     if (k < 0 || m < 0 || !es) return false;
     if (ox_op_is_module_param(a->slot[1])) *out = sat_add(*out, sat_mul((uint64_t)(k * m), es));
     if (a->slot[2] && ox_op_is_module_param(a->slot[2])) *out = sat_add(*out, sat_mul((uint64_t)m, es));
+  } else if (a->op == OX_OPID_MULTI_HEAD_ATTENTION) { /* in_proj [3E, E], out_proj [E, E], their biases */
+    const OxTensorMeta *q = slot_tm(g, a->slot[0]);
+    int64_t e = last_dim(q);
+    if (e < 0 || !q) return false;
+    uint64_t w = sat_mul(4 * (uint64_t)e, (uint64_t)e);
+    for (int s = 5; s <= 7; s += 2)
+      if (a->slot[s] && ox_op_is_module_param(a->slot[s])) w = sat_add(w, s == 5 ? 3 * (uint64_t)e : (uint64_t)e);
+    *out = sat_mul(w, ox_dtype_size(q->dtype));
   } else if (a->op == OX_OPID_CONV2D && ox_op_is_module_param(a->slot[1])) {
     int64_t cin = -1, kh = -1, kw = -1, grp = 1;
     for (uint32_t i = 0; n->kwargs.kind == OX_V_DICT && i < n->kwargs.n; i++) {
@@ -341,6 +355,33 @@ static bool module_param_bytes(const OxGraph *g, const OxNode *n, const OxOpArgs
   return true;
 }
 
+typedef struct ScalarWalk {
+  const OxGraph *g;
+  int depth;
+  bool all;
+} ScalarWalk;
+
+static bool python_scalar_op(const OxGraph *g, const OxNode *n, int depth);
+
+static void scalar_input_cb(OxNodeId id, void *data) {
+  ScalarWalk *w = data;
+  const OxNode *x = ox_graph_node(w->g, id);
+  if (!w->all) return;
+  if (!x || (x->meta.kind != OX_META_SCALAR && x->meta.kind != OX_META_SYMINT && !python_scalar_op(w->g, x, w->depth + 1)))
+    w->all = false;
+}
+
+/* Python arithmetic or a comparison (operator.*) whose node inputs are all Python numbers or
+ * SymInts, or such arithmetic themselves (h // 16 * (w // 16), a == 224, up to 8 deep): it
+ * makes a number and launches no kernel, whatever meta it has. */
+static bool python_scalar_op(const OxGraph *g, const OxNode *n, int depth) {
+  if (depth > 8 || n->op != OX_OP_CALL_FUNCTION || !n->target || strncmp(n->target, "operator.", 9) != 0) return false;
+  ScalarWalk w = {g, depth, true};
+  ox_value_foreach_node(&n->args, scalar_input_cb, &w);
+  ox_value_foreach_node(&n->kwargs, scalar_input_cb, &w);
+  return w.all;
+}
+
 void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
   OxNode tmp;
   const OxNode *n = readable(ox_graph_node(g, id), &tmp);
@@ -351,6 +392,8 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
    * (a whole graph's cost is mostly such nodes) */
   bool free_view = info && (info->flags & OX_OPF_VIEW) && op != OX_OPID_RESHAPE && op != OX_OPID_FLATTEN;
   if (free_view || op == OX_OPID_SIZE || op == OX_OPID_DETACH) return;
+  /* Python arithmetic on sizes (vit: h // 16 * (w // 16)) makes an int, not a tensor: no kernel */
+  if (n->meta.kind == OX_META_SCALAR || n->meta.kind == OX_META_SYMINT || python_scalar_op(g, n, 0)) return;
   if (op == OX_OPID_CAT || op == OX_OPID_STACK || op == OX_OPID_CLONE) {
     add_copy(g, n, acc);
     return;
@@ -365,6 +408,8 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
     /* Python arithmetic on sizes costs no kernel; an unknown call making a tensor is taken as
      * one launch whose work is unknown */
     if (n->meta.kind == OX_META_SYMINT || n->meta.kind == OX_META_SCALAR) return;
+    /* a traced Python check (torch._assert(h == 224, "...")) launches nothing */
+    if (n->op == OX_OP_CALL_FUNCTION && n->target && !strcmp(n->target, "torch._assert")) return;
     uint64_t in, out;
     if (n->meta.kind == OX_META_TENSOR || n->meta.kind == OX_META_TUPLE) {
       acc->launches = sat_add(acc->launches, 1);
@@ -398,7 +443,12 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
   }
   acc->launches = sat_add(acc->launches, launches);
   uint64_t in, out, par = 0;
-  if (input_bytes(g, n, &in) && meta_bytes(&n->meta, &out) &&
+  OxMeta outm = n->meta;
+  /* attention's weights output is None (nothing known) with need_weights=False: the output only */
+  if (op == OX_OPID_MULTI_HEAD_ATTENTION && outm.kind == OX_META_TUPLE && outm.n == 2 && outm.t[1].rank < 0 &&
+      outm.t[1].dtype == OX_DT_UNKNOWN)
+    outm.n = 1;
+  if (input_bytes(g, n, &in) && meta_bytes(&outm, &out) &&
       (n->op != OX_OP_CALL_MODULE || module_param_bytes(g, n, &a, &par)))
     acc->bytes = sat_add(acc->bytes, sat_add(sat_add(in, out), par));
   else
