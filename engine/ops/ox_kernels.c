@@ -864,17 +864,37 @@ static int k_where(K *k, V *const *s, V **out) {
 
 /* C[M,N] (+)= A[M,K] @ B; B is [K,N], or [N,K] when bt. Accumulates in double. */
 static void gemm(const double *A, const double *B, double *C, int64_t M, int64_t Kd, int64_t N, bool bt) {
-  for (int64_t i = 0; i < M; i++) {
-    double *c = C + i * N;
-    for (int64_t j = 0; j < N; j++) c[j] = 0.0;
-    if (bt) {
+  if (bt) {
+    /* C = A B^T as dot products of rows, four rows of A at a time: each row of B is read once per
+     * four rows instead of once per row (B is often larger than the cache: vit's in_proj is 14 MB
+     * of doubles), and the four sums are independent. Every dot product still adds its terms in
+     * order p = 0, 1, ..., so the result is the same as one row at a time. */
+    int64_t i = 0;
+    for (; i + 4 <= M; i += 4) {
+      const double *a0 = A + i * Kd, *a1 = a0 + Kd, *a2 = a1 + Kd, *a3 = a2 + Kd;
+      for (int64_t j = 0; j < N; j++) {
+        const double *b = B + j * Kd;
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (int64_t p = 0; p < Kd; p++) {
+          double bp = b[p];
+          s0 += a0[p] * bp, s1 += a1[p] * bp, s2 += a2[p] * bp, s3 += a3[p] * bp;
+        }
+        C[i * N + j] = s0, C[(i + 1) * N + j] = s1, C[(i + 2) * N + j] = s2, C[(i + 3) * N + j] = s3;
+      }
+    }
+    for (; i < M; i++)
       for (int64_t j = 0; j < N; j++) {
         double acc = 0.0;
         const double *a = A + i * Kd, *b = B + j * Kd;
         for (int64_t p = 0; p < Kd; p++) acc += a[p] * b[p];
-        c[j] = acc;
+        C[i * N + j] = acc;
       }
-    } else {
+    return;
+  }
+  for (int64_t i = 0; i < M; i++) {
+    double *c = C + i * N;
+    for (int64_t j = 0; j < N; j++) c[j] = 0.0;
+    {
       for (int64_t p = 0; p < Kd; p++) {
         double a = A[i * Kd + p];
         const double *b = B + p * N;
