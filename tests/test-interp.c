@@ -1072,7 +1072,7 @@ static void test_record(void) {
     {"{\"inputs\": {\"x\": {\"dtype\": \"c64\", \"shape\": [1], \"data\": [1]}}}",
      "record: inputs.x: unsupported dtype 'c64' (f32, f64, f16, bf16, i64, i32, b8)"},
     {"{\"params\": {\"p\": {\"dtype\": \"f32\", \"shape\": [1000000, 1000000], \"fill\": {\"kind\": \"sin\", \"scale\": 1, \"freq\": 1, \"phase\": 0}}}}",
-     "record: params.p: 1000000000000 elements exceed the limit of 67108864"},
+     "record: params.p: 1000000000000 elements exceed the limit of 268435456"},
     {"{\"outputs\": [{\"dtype\": \"f32\", \"shape\": [1]}]}", "record: outputs[0]: needs exactly one of \"data\", \"b64\" and \"fill\""},
     {"{\"outputs\": [{\"dtype\": \"f32\", \"shape\": [1], \"data\": [1], \"b64\": \"AACAPw==\"}]}",
      "record: outputs[0]: needs exactly one of \"data\", \"b64\" and \"fill\""},

@@ -471,6 +471,12 @@ static void test_conv_pool(void) {
   expect(g, fn(g, "torch.nn.functional.hardsigmoid", tup(g, 1, N(u)), NoKw()), "f32[3, 32, 32]");
   expect(g, fn(g, "torchvision.ops.stochastic_depth.stochastic_depth", tup(g, 4, N(u), Fl(0.2), ox_graph_value_str(g, OX_V_STR, "row"), B(false)), NoKw()),
          "f32[3, 32, 32]");
+  /* torch.swapaxes / Tensor.swapdims are transposes; nn.Identity is its input */
+  expect(g, fn(g, "torch.swapaxes", tup(g, 3, N(u), I(0), I(2)), NoKw()), "f32[32, 32, 3]");
+  expect(g, meth(g, "swapdims", tup(g, 3, N(y), I(1), I(-1)), NoKw()), "f32[2, 112, 112, 64]");
+  expect(g, mod(g, "ident", "torch.nn.Identity", tup(g, 1, N(u)), NoKw()), "f32[3, 32, 32]");
+  expect(g, mod(g, "relu6", "torch.nn.ReLU6", tup(g, 1, N(u)), kw(g, 1, "inplace", B(false))), "f32[3, 32, 32]");
+  expect(g, fn(g, "torch.nn.functional.hardtanh", tup(g, 3, N(u), Fl(-2.0), Fl(2.0)), NoKw()), "f32[3, 32, 32]");
   /* torchvision's Swin functions */
   OxNodeId grid = ph(g, "grid", "f32[2, 5, 7, 8]"), tab = ph(g, "tab", "f32[25, 2]"), rix = ph(g, "rix", "i64[81]");
   OxNodeId rpb = fn(g, "torchvision.models.swin_transformer._get_relative_position_bias",

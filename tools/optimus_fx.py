@@ -213,6 +213,10 @@ def grouped_mm(inputs, weights, biases=None):
     return tuple(outs)
 
 
+def _identity(input):
+    return input
+
+
 def _stochastic_depth(input, p, mode, training=True):
     from torchvision.ops import stochastic_depth  # only models that use it need torchvision
     return stochastic_depth(input, p, mode, training)
@@ -314,6 +318,7 @@ OPTIMUS_OPS = {
     "hardswish": F.hardswish,
     "hardsigmoid": F.hardsigmoid,
     "stochastic_depth": _stochastic_depth,
+    "identity": _identity,
     "shifted_window_attention": _swin("shifted_window_attention"),
     "relative_position_bias": _swin("_get_relative_position_bias"),
     "patch_merging_pad": _swin("_patch_merging_pad"),
@@ -729,6 +734,8 @@ MODULE_HPARAMS = [
     (nn.AvgPool2d, ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                     "divisor_override")),
     (nn.Hardswish, ("inplace",)),
+    (nn.ReLU6, ("inplace",)),  # a Hardtanh of fixed bounds: before Hardtanh
+    (nn.Hardtanh, ("min_val", "max_val", "inplace")),
     (nn.Hardsigmoid, ("inplace",)),
     # "bias": the module has in_proj_bias; "add_bias_kv": it has bias_k; "training" refused by
     # the engine (its attention runs in eval mode only)

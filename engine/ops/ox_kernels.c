@@ -608,6 +608,7 @@ static int k_log(K *k, V *const *s, V **out) { return unary(k, s, U_LOG, out); }
 static int k_sqrt(K *k, V *const *s, V **out) { return unary(k, s, U_SQRT, out); }
 static int k_rsqrt(K *k, V *const *s, V **out) { return unary(k, s, U_RSQRT, out); }
 static int k_copy(K *k, V *const *s, V **out) { return unary(k, s, U_COPY, out); }
+static int k_identity(K *k, V *const *s, V **out) { return unary(k, s, U_COPY, out); }
 static int k_hardswish(K *k, V *const *s, V **out) { return unary(k, s, U_HARDSWISH, out); }
 static int k_hardsigmoid(K *k, V *const *s, V **out) { return unary(k, s, U_HARDSIGMOID, out); }
 
@@ -2979,7 +2980,8 @@ static int k_patch_merging_pad(K *k, V *const *s, V **out) {
   return ret_tensor(o, out);
 }
 
-/* torchvision.models.swin_transformer.shifted_window_attention (Swin V1): input [B, H, W, C]
+/* torchvision.models.swin_transformer.shifted_window_attention (Swin V1, and V2 with logit_scale:
+ * cosine attention, keys without bias): input [B, H, W, C]
  * padded with zeros to whole windows, rolled by -shift (no shift along a dim the window covers),
  * cut into windows of N tokens; per window and head softmax(q k^T / sqrt(C / heads) + bias +
  * mask) v, where the mask (-100) keeps tokens of different regions of the rolled grid apart;
@@ -2990,9 +2992,10 @@ static int k_shifted_window_attention(K *k, V *const *s, V **out) {
   const OxTensor *wp = wq ? get_tensor(k, s[2], "proj_weight") : NULL;
   const OxTensor *rpb = wp ? get_tensor(k, s[3], "relative_position_bias") : NULL;
   if (!rpb) return -1;
-  const OxTensor *bq = NULL, *bp = NULL;
+  const OxTensor *bq = NULL, *bp = NULL, *ls = NULL;
   if (!is_none(s[9]) && !(bq = get_tensor(k, s[9], "qkv_bias"))) return -1;
   if (!is_none(s[10]) && !(bp = get_tensor(k, s[10], "proj_bias"))) return -1;
+  if (!is_none(s[11]) && !(ls = get_tensor(k, s[11], "logit_scale"))) return -1;
   int64_t ws[2], sh[2], heads;
   double pa = 0.0, pd = 0.0;
   if (!get_pair(k, s[4], "window_size", 1, ws) || !get_int(k, s[5], "num_heads", &heads) ||
@@ -3013,6 +3016,7 @@ static int k_shifted_window_attention(K *k, V *const *s, V **out) {
   if (wq->rank != 2 || wq->shape[0] != 3 * C || wq->shape[1] != C) return kfail(k, "qkv_weight must be [%lld, %lld]", (long long)(3 * C), (long long)C);
   if (wp->rank != 2 || wp->shape[0] != C || wp->shape[1] != C) return kfail(k, "proj_weight must be [%lld, %lld]", (long long)C, (long long)C);
   if ((bq && bq->numel != 3 * C) || (bp && bp->numel != C)) return kfail(k, "qkv_bias must have %lld and proj_bias %lld elements", (long long)(3 * C), (long long)C);
+  if (ls && ls->numel != heads) return kfail(k, "logit_scale has %lld elements, one per head (%lld) expected", (long long)ls->numel, (long long)heads);
   if (rpb->numel != heads * N * N)
     return kfail(k, "relative_position_bias has %lld elements, [1, %lld, %lld, %lld] expected", (long long)rpb->numel,
                  (long long)heads, (long long)N, (long long)N);
@@ -3048,17 +3052,39 @@ static int k_shifted_window_attention(K *k, V *const *s, V **out) {
           for (int64_t c = 0; c < C; c++) T[t * C + c] = h < H && w < W ? X[((b * H + h) * W + w) * C + c] : 0.0;
         }
         gemm(T, WQ, QKV, N, C, 3 * C, true);
-        if (bq)
+        if (bq) /* V2 (logit_scale) leaves the keys without bias */
           for (int64_t t = 0; t < N; t++)
-            for (int64_t j = 0; j < 3 * C; j++) QKV[t * 3 * C + j] += opmath(x->dtype, ox_tensor_get(bq, j));
+            for (int64_t j = 0; j < 3 * C; j++)
+              if (!ls || j < C || j >= 2 * C) QKV[t * 3 * C + j] += opmath(x->dtype, ox_tensor_get(bq, j));
+        if (ls) /* V2: cosine attention, q and k of each head normalized to unit length (F.normalize) */
+          for (int64_t t = 0; t < N; t++)
+            for (int64_t hh = 0; hh < heads; hh++)
+              for (int part = 0; part < 2; part++) {
+                double *v = QKV + t * 3 * C + part * C + hh * hd, nrm = 0.0;
+                for (int64_t d = 0; d < hd; d++) nrm += v[d] * v[d];
+                nrm = sqrt(nrm);
+                if (nrm < 1e-12) nrm = 1e-12;
+                for (int64_t d = 0; d < hd; d++) v[d] /= nrm;
+              }
         for (int64_t hh = 0; hh < heads; hh++)
           for (int64_t t = 0; t < N; t++) {
             const double *q = QKV + t * 3 * C + hh * hd;
             double mx = -INFINITY, sum = 0.0;
+            /* V2: exp(min(logit_scale, log 100)) per head instead of 1 / sqrt(head dim) */
+            double sc = scale;
+            if (ls) {
+              double l = opmath(x->dtype, ox_tensor_get(ls, hh));
+              sc = exp(l < log(100.0) ? l : log(100.0));
+            }
             for (int64_t u = 0; u < N; u++) {
               const double *kk = QKV + u * 3 * C + C + hh * hd;
               double acc = 0.0;
-              for (int64_t d = 0; d < hd; d++) acc += q[d] * scale * kk[d];
+              if (ls) {
+                for (int64_t d = 0; d < hd; d++) acc += q[d] * kk[d];
+                acc *= sc;
+              } else {
+                for (int64_t d = 0; d < hd; d++) acc += q[d] * scale * kk[d];
+              }
               acc += opmath(x->dtype, ox_tensor_get(rpb, (hh * N + t) * N + u));
               if (shifted && lab[t] != lab[u]) acc += -100.0;
               P[u] = acc;
@@ -3246,6 +3272,7 @@ static const struct {
   {"hardswish", k_hardswish},
   {"hardsigmoid", k_hardsigmoid},
   {"stochastic_depth", k_stochastic_depth},
+  {"identity", k_identity},
   {"shifted_window_attention", k_shifted_window_attention},
   {"relative_position_bias", k_relative_position_bias},
   {"patch_merging_pad", k_patch_merging_pad},

@@ -2263,6 +2263,7 @@ static const Rule rules[OX_OPID_COUNT] = {
   [OX_OPID_SHIFTED_WINDOW_ATTENTION] = {rule_swin_attention, "input's shape [B, H, W, C]; C divisible by num_heads"},
   [OX_OPID_RELATIVE_POSITION_BIAS] = {rule_rel_pos_bias, "[1, heads, N, N] from a table [entries, heads], N = window tokens"},
   [OX_OPID_PATCH_MERGING_PAD] = {rule_patch_merging_pad, "[..., H, W, C] -> [..., ceil(H / 2), ceil(W / 2), 4C]"},
+  [OX_OPID_IDENTITY] = {rule_unary_same, "same shape and dtype"},
   [OX_OPID_HARDSWISH] = {rule_unary_float, "same shape and dtype; floating-point input required"},
   [OX_OPID_HARDSIGMOID] = {rule_unary_float, "same shape and dtype; floating-point input required"},
   [OX_OPID_STOCHASTIC_DEPTH] = {rule_unary_same, "same shape and dtype"},

@@ -80,8 +80,10 @@ OxTensor *ox_record_tensor_new(const OxRecordTensor *e);
 OxTensor *ox_record_input_new(const OxRecord *r, const char *name);
 OxTensor *ox_record_param_new(const OxRecord *r, const char *path);
 
-/* Largest tensor a record may hold (elements); bigger ones are refused when reading. */
-#define OX_RECORD_MAX_ELEMS (64ll << 20)
+/* Largest tensor a record may hold (elements); bigger ones are refused when reading. 256M: VGG's
+ * first classifier weight has 102.8M (25088 x 4096); a "fill" recipe costs nothing until used, and
+ * data are bounded by the input's size cap (OPTIMUS_MAX_INPUT_MB). */
+#define OX_RECORD_MAX_ELEMS (256ll << 20)
 
 /* Where a tensor goes in a record. */
 typedef enum OxRecordSection { OX_RECORD_INPUTS, OX_RECORD_PARAMS, OX_RECORD_OUTPUTS } OxRecordSection;

@@ -294,7 +294,7 @@ class Vision(nn.Module):
     cross-attention, with and without its weights, averaged or per head, unbatched, without
     biases), avg_pool2d (module and functional: padding, ceil_mode, count_include_pad,
     divisor_override), hardswish / hardsigmoid (module and functional) and torchvision's
-    stochastic_depth in eval, Swin's shifted window attention (padding, roll, masks; a window
+    stochastic_depth in eval, nn.Identity, relu6 / hardtanh (clamps), Swin's shifted window attention (padding, roll, masks; a window
     covering the map) and patch merging (vit_b_16, mobilenet_v3, efficientnet, convnext,
     inception_v3, swin_t)."""
 
@@ -306,14 +306,21 @@ class Vision(nn.Module):
         self.pool = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
         self.hs = nn.Hardswish()
         self.hsig = nn.Hardsigmoid()
+        self.ident = nn.Identity()
+        self.relu6, self.htanh = nn.ReLU6(), nn.Hardtanh(-2.0, 2.0)
         from torchvision.ops import StochasticDepth  # traced as a call of the wrapped function
         self.sd_row, self.sd_batch = StochasticDepth(0.2, "row"), StochasticDepth(0.5, "batch")
-        from torchvision.models.swin_transformer import PatchMerging, ShiftedWindowAttention
+        from torchvision.models.swin_transformer import (PatchMerging, ShiftedWindowAttention,
+                                                         ShiftedWindowAttentionV2)
         # windows of 3x3 over a 5x7 map: padded to 6x9, rolled by (1, 2), regions masked apart;
         # and a window that covers the padded map (no shift along it)
         self.swin = ShiftedWindowAttention(8, [3, 3], [1, 2], 2)
         self.swin_wide = ShiftedWindowAttention(8, [6, 3], [1, 1], 4, qkv_bias=False, proj_bias=False)
         self.merge = PatchMerging(8)  # odd H and W: the zero padding
+        self.swin_v2 = ShiftedWindowAttentionV2(8, [3, 3], [1, 1], 2)  # cosine attention
+        with torch.no_grad():  # scales of their own per head, one of them over the clamp
+            self.swin_v2.logit_scale.copy_(torch.tensor([0.5, 5.0]).view(2, 1, 1))
+            self.swin_v2.qkv.bias.normal_(0.0, 1.0)  # its key part is ignored: V2 zeroes it
         with torch.no_grad():  # a bias table that matters next to the scores
             self.swin.relative_position_bias_table.normal_(0.0, 1.0)
 
@@ -326,9 +333,10 @@ class Vision(nn.Module):
         p = self.pool(img)
         p2 = F.avg_pool2d(img, 2) + F.avg_pool2d(img, (3, 2), stride=(2, 1), padding=1)[:, :, :3, 2:5]
         p3 = F.avg_pool2d(img, 3, 2, 1, True, True, 5)
-        h = self.hs(p) * self.hsig(p) + F.hardswish(p) - F.hardsigmoid(p)
+        h = self.hs(p) * self.hsig(self.ident(p)) + F.hardswish(p) - F.hardsigmoid(p)
+        h = h + self.relu6(p * 8.0) + F.relu6(p * 8.0 - 1.0) - self.htanh(p * 3.0) + F.hardtanh(p, -0.5, 0.25)
         s = self.sd_row(h) + self.sd_batch(h)
-        sw = self.swin(grid) + self.swin_wide(grid)
+        sw = self.swin(grid) + self.swin_wide(grid) + self.swin_v2(grid.swapaxes(1, 2)).swapdims(1, 2)
         return c + a, w, wh, d, wu, s, p2, p3, sw, self.merge(grid)
 
 
