@@ -61,6 +61,14 @@ def swin_t():
     return tvm.swin_t(weights=None)
 
 
+def swin_v2_t():
+    return tvm.swin_v2_t(weights=None)
+
+
+def mobilenet_v2():
+    return tvm.mobilenet_v2(weights=None)
+
+
 def regnet_y_400mf():
     return tvm.regnet_y_400mf(weights=None)
 
@@ -87,6 +95,8 @@ MODELS = [
     Model("vit_b_16_small", "transformer", S32,
           "smaller VisionTransformer: image 32, patch 16, 2 layers, 2 heads, hidden 64, mlp 128"),
     Model("swin_t", "windowed attention", S32, ""),
+    Model("swin_v2_t", "cosine windowed attention", S32, ""),
+    Model("mobilenet_v2", "inverted residual, relu6", S32, ""),
     Model("regnet_y_400mf", "regnet (module paths with '-')", S32, ""),
     Model("resnext50_32x4d", "grouped residual", S32, ""),
     Model("squeezenet1_1", "squeeze (fire)", S32, ""),
