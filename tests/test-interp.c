@@ -975,6 +975,14 @@ static void test_refusals(void) {
   run_fails("node expand: expand: result of 10000 elements exceeds the budget of 1000 elements");
   end();
 
+  /* einsum's result is held to the budget like every kernel's (an outer product here) */
+  begin();
+  x = arange("x", 1, SH(40));
+  ox_interp_set_max_elems(IN, 1000);
+  cf("torch.functional.einsum", vT(2, vS("i,j->ij"), vL(2, vN(x), vN(x))), vNone());
+  run_fails("node einsum: einsum: result of 1600 elements exceeds the budget of 1000 elements");
+  end();
+
   begin();
   x = input("x", F32, 1, SH(2), DA(1, 2));
   OxNodeId y = input("y", F32, 1, SH(3), DA(1, 2, 3));

@@ -1677,50 +1677,82 @@ static int k_einsum(K *k, V *const *s, V **out) {
     }
   int64_t oshape[OX_EINSUM_MAX_RANK];
   for (int i = 0; i < e.out_rank; i++) oshape[i] = size[(unsigned char)e.out[i]];
-  OxTensor *o = ox_tensor_new(ts[0]->dtype, e.out_rank, oshape);
+  OxTensor *o = knew(k, ts[0]->dtype, e.out_rank, oshape);
+  double *D[OX_EINSUM_MAX_OPS] = {NULL};
+  int rc = 0;
   if (!o) {
-    free(ts);
-    return kfail(k, "cannot allocate the result");
+    rc = -1;
+    goto done;
   }
+  for (int t = 0; t < n; t++)
+    if (!(D[t] = to_doubles(k, ts[t]))) {
+      rc = kfail(k, "out of memory");
+      goto done;
+    }
   int64_t inner = 1;
   for (int i = e.out_rank; i < nl; i++) inner *= size[(unsigned char)letters[i]];
-  /* strides of each operand per letter (0 when the operand lacks it) */
-  int64_t stride[OX_EINSUM_MAX_OPS][128];
-  memset(stride, 0, sizeof stride);
-  for (int i = 0; i < n; i++) {
-    int64_t st = 1;
-    for (int d = e.rank[i] - 1; d >= 0; d--) {
-      stride[i][(unsigned char)e.sub[i][d]] = st;
-      st *= ts[i]->shape[d];
+  /* each operand's stride per letter, in the order of letters[] (0 when it lacks the letter) */
+  int64_t st[OX_EINSUM_MAX_OPS][128], sz[128];
+  memset(st, 0, sizeof st);
+  for (int i = 0; i < nl; i++) sz[i] = size[(unsigned char)letters[i]];
+  for (int t = 0; t < n; t++) {
+    int64_t m = 1;
+    for (int d = e.rank[t] - 1; d >= 0; d--) {
+      for (int i = 0; i < nl; i++)
+        if (letters[i] == e.sub[t][d]) st[t][i] = m;
+      m *= ts[t]->shape[d];
     }
   }
-  int64_t idx[128];
+  /* Output elements in order, each the sum over the summed letters in row-major order (the
+   * order of the terms is the reference's: one product per index, added left to right); both
+   * index spaces are walked as odometers that move each operand's offset by its stride. */
+  int64_t idx[128] = {0}, base[OX_EINSUM_MAX_OPS] = {0}, off[OX_EINSUM_MAX_OPS];
   for (int64_t of = 0; of < o->numel; of++) {
-    int64_t rem = of;
-    for (int i = e.out_rank - 1; i >= 0; i--) {
-      int64_t sz = size[(unsigned char)letters[i]];
-      idx[i] = sz ? rem % sz : 0;
-      rem = sz ? rem / sz : 0;
-    }
     double acc = 0;
-    for (int64_t in = 0; in < inner; in++) {
-      int64_t r2 = in;
-      for (int i = nl - 1; i >= e.out_rank; i--) {
-        int64_t sz = size[(unsigned char)letters[i]];
-        idx[i] = r2 % sz;
-        r2 /= sz;
+    for (int t = 0; t < n; t++) off[t] = base[t];
+    if (n == 2 && nl > e.out_rank) {
+      /* two operands (attention's q k^T, p v): the last summed letter as a plain loop */
+      int last = nl - 1;
+      int64_t s0 = st[0][last], s1 = st[1][last], len = sz[last];
+      const double *d0 = D[0], *d1 = D[1];
+      for (int64_t in = 0; in < inner; in += len) {
+        const double *a = d0 + off[0], *b = d1 + off[1];
+        for (int64_t j = 0; j < len; j++) acc += a[j * s0] * b[j * s1]; /* = (1 * a) * b, as below */
+        for (int i = last - 1; i >= e.out_rank; i--) {
+          for (int t = 0; t < 2; t++) off[t] += st[t][i];
+          if (++idx[i] < sz[i]) break;
+          for (int t = 0; t < 2; t++) off[t] -= st[t][i] * sz[i];
+          idx[i] = 0;
+        }
       }
-      double prod = 1;
-      for (int t = 0; t < n; t++) {
-        int64_t off = 0;
-        for (int i = 0; i < nl; i++) off += idx[i] * stride[t][(unsigned char)letters[i]];
-        prod *= ox_tensor_get(ts[t], off);
+    } else {
+      for (int64_t in = 0; in < inner; in++) {
+        double prod = 1;
+        for (int t = 0; t < n; t++) prod *= D[t][off[t]];
+        acc += prod;
+        for (int i = nl - 1; i >= e.out_rank; i--) {
+          for (int t = 0; t < n; t++) off[t] += st[t][i];
+          if (++idx[i] < sz[i]) break;
+          for (int t = 0; t < n; t++) off[t] -= st[t][i] * sz[i];
+          idx[i] = 0;
+        }
       }
-      acc += prod;
     }
     ox_tensor_set(o, of, acc);
+    for (int i = e.out_rank - 1; i >= 0; i--) {
+      for (int t = 0; t < n; t++) base[t] += st[t][i];
+      if (++idx[i] < sz[i]) break;
+      for (int t = 0; t < n; t++) base[t] -= st[t][i] * sz[i];
+      idx[i] = 0;
+    }
   }
+done:
+  for (int t = 0; t < n; t++) free(D[t]);
   free(ts);
+  if (rc != 0) {
+    if (o) ox_tensor_free(o);
+    return -1;
+  }
   return ret_tensor(o, out);
 }
 
