@@ -2686,6 +2686,29 @@ static int k_conv2d(K *k, V *const *s, V **out) {
   return ret_tensor(o, out);
 }
 
+/* A 2-D pooling window's output sizes over x's last two dims, (in + 2p - d(k - 1) - 1) / s + 1,
+ * rounded up with ceil_mode unless the last window would start in the right padding; sh gets
+ * x's shape with them. */
+static bool pool_out_shape(K *k, const OxTensor *x, const int64_t ks[2], const int64_t st[2], const int64_t pd[2],
+                           const int64_t dl[2], bool ceil_mode, int64_t osz[2], int64_t sh[4]) {
+  int lead = x->rank - 2;
+  for (int i = 0; i < 2; i++) {
+    int64_t in = x->shape[lead + i];
+    int64_t num = in + 2 * pd[i] - dl[i] * (ks[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
+    if (num < 0) {
+      kfail(k, "output size is too small");
+      return false;
+    }
+    int64_t o = num / st[i] + 1;
+    if (ceil_mode && (o - 1) * st[i] >= in + pd[i]) o--;
+    osz[i] = o;
+  }
+  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)lead);
+  sh[lead] = osz[0];
+  sh[lead + 1] = osz[1];
+  return true;
+}
+
 /* max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False) */
 static int k_max_pool2d(K *k, V *const *s, V **out) {
   const OxTensor *x = get_tensor(k, s[0], "input");
@@ -2709,19 +2732,8 @@ static int k_max_pool2d(K *k, V *const *s, V **out) {
   int lead = x->rank - 2;
   int64_t H = x->shape[lead], W = x->shape[lead + 1];
   int64_t planes = ox_shape_numel(lead, x->shape);
-  int64_t osz[2];
-  for (int i = 0; i < 2; i++) {
-    int64_t in = i ? W : H;
-    int64_t num = in + 2 * pd[i] - dl[i] * (ks[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
-    if (num < 0) return kfail(k, "output size is too small");
-    int64_t o = num / st[i] + 1;
-    if (ceil_mode && (o - 1) * st[i] >= in + pd[i]) o--;
-    osz[i] = o;
-  }
-  int64_t sh[4];
-  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)lead);
-  sh[lead] = osz[0];
-  sh[lead + 1] = osz[1];
+  int64_t osz[2], sh[4];
+  if (!pool_out_shape(k, x, ks, st, pd, dl, ceil_mode, osz, sh)) return -1;
   OxTensor *o = knew(k, x->dtype, x->rank, sh);
   if (!o) return -1;
   /* aten.max_pool2d_with_indices also returns the flat h * W + w index of each max */
@@ -2796,19 +2808,8 @@ static int k_avg_pool2d(K *k, V *const *s, V **out) {
   if (pd[0] < 0 || pd[1] < 0 || pd[0] > ks[0] / 2 || pd[1] > ks[1] / 2)
     return kfail(k, "pad should be at most half of kernel size");
   int lead = x->rank - 2;
-  int64_t H = x->shape[lead], W = x->shape[lead + 1], planes = ox_shape_numel(lead, x->shape), osz[2];
-  for (int i = 0; i < 2; i++) {
-    int64_t in = i ? W : H;
-    int64_t num = in + 2 * pd[i] - ks[i] + (ceil_mode ? st[i] - 1 : 0);
-    if (num < 0) return kfail(k, "output size is too small");
-    int64_t o = num / st[i] + 1;
-    if (ceil_mode && (o - 1) * st[i] >= in + pd[i]) o--;
-    osz[i] = o;
-  }
-  int64_t sh[4];
-  memcpy(sh, x->shape, sizeof(int64_t) * (size_t)lead);
-  sh[lead] = osz[0];
-  sh[lead + 1] = osz[1];
+  int64_t H = x->shape[lead], W = x->shape[lead + 1], planes = ox_shape_numel(lead, x->shape), osz[2], sh[4];
+  if (!pool_out_shape(k, x, ks, st, pd, (const int64_t[]){1, 1}, ceil_mode, osz, sh)) return -1;
   OxTensor *o = knew(k, x->dtype, x->rank, sh);
   if (!o) return -1;
   for (int64_t p = 0; p < planes; p++)

@@ -1941,13 +1941,14 @@ static int rule_conv(Ctx *c, OxMeta *out) {
   return 0;
 }
 
-static int rule_max_pool(Ctx *c, OxMeta *out) {
-  const OxTensorMeta *x;
-  int rc;
-  if ((rc = arg_tensor(c, 0, &x))) return rc;
+/* Output sizes of a 2-D pooling window over x's last two dims: (H + 2p - d(k - 1) - 1) / s + 1,
+ * rounded up with ceil_mode unless the last window would start in the right padding; slots 1-3
+ * are kernel_size, stride (None or [] = the kernel) and padding, dil_slot the dilation (-1: 1). */
+static int pool_shape(Ctx *c, const OxTensorMeta *x, int dil_slot, int ceil_slot, OxTensorMeta **res) {
   char b[96];
+  int rc;
   if (x->rank != 3 && x->rank != 4) return say(c, -1, "input must be 3-D or 4-D, got %s", tfmt(x, b, sizeof b));
-  int64_t k[2], s[2], p[2], d[2];
+  int64_t k[2], s[2], p[2], d[2] = {1, 1};
   const OxValue *sv = c->a.slot[2];
   if ((rc = spatial(c, c->a.slot[1], "kernel_size", 2, k))) return rc;
   if (sv->kind == OX_V_NONE || ((sv->kind == OX_V_LIST || sv->kind == OX_V_TUPLE) && sv->n == 0)) {
@@ -1956,8 +1957,9 @@ static int rule_max_pool(Ctx *c, OxMeta *out) {
   } else if ((rc = spatial(c, sv, "stride", 2, s))) {
     return rc;
   }
-  if ((rc = spatial(c, c->a.slot[3], "padding", 2, p)) || (rc = spatial(c, c->a.slot[4], "dilation", 2, d))) return rc;
-  bool ceil_mode = c->a.slot[5]->kind == OX_V_BOOL && c->a.slot[5]->u.b;
+  if ((rc = spatial(c, c->a.slot[3], "padding", 2, p)) || (dil_slot >= 0 && (rc = spatial(c, c->a.slot[dil_slot], "dilation", 2, d))))
+    return rc;
+  bool ceil_mode = c->a.slot[ceil_slot]->kind == OX_V_BOOL && c->a.slot[ceil_slot]->u.b;
   OxTensorMeta *t = copy_shape(c, x, x->dtype);
   for (int i = 0; i < 2; i++) {
     OxDim in = x->shape[x->rank - 2 + i];
@@ -1975,6 +1977,15 @@ static int rule_max_pool(Ctx *c, OxMeta *out) {
     if (ceil_mode && (!mul_ok(o - 1, s[i], &last) || last >= in.v + p[i])) o--;
     t->shape[x->rank - 2 + i] = cdim(o);
   }
+  *res = t;
+  return 0;
+}
+
+static int rule_max_pool(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *x;
+  OxTensorMeta *t;
+  int rc;
+  if ((rc = arg_tensor(c, 0, &x)) || (rc = pool_shape(c, x, 4, 5, &t))) return rc;
   if (ox_spelling_outputs(c->a.spelling) == 2) {
     set_tuple(c, out, 2);
     out->t[0] = *t;
@@ -1986,39 +1997,15 @@ static int rule_max_pool(Ctx *c, OxMeta *out) {
   return 0;
 }
 
-/* avg_pool2d: (H + 2p - k) / s + 1 per spatial dim (ceil_mode rounds up, the last window
- * starting inside the input or its left padding) */
+/* avg_pool2d: as max_pool2d without dilation; a floating-point input */
 static int rule_avg_pool(Ctx *c, OxMeta *out) {
   const OxTensorMeta *x;
+  OxTensorMeta *t;
   int rc;
   if ((rc = arg_tensor(c, 0, &x))) return rc;
-  char b[96];
-  if (x->rank != 3 && x->rank != 4) return say(c, -1, "input must be 3-D or 4-D, got %s", tfmt(x, b, sizeof b));
-  if (category(x->dtype) != 2) return say(c, -1, "needs a floating-point input, got %s", ox_dtype_abbr(x->dtype));
-  int64_t k[2], s[2], p[2];
-  const OxValue *sv = c->a.slot[2];
-  if ((rc = spatial(c, c->a.slot[1], "kernel_size", 2, k))) return rc;
-  if (sv->kind == OX_V_NONE || ((sv->kind == OX_V_LIST || sv->kind == OX_V_TUPLE) && sv->n == 0)) {
-    s[0] = k[0];
-    s[1] = k[1];
-  } else if ((rc = spatial(c, sv, "stride", 2, s))) {
-    return rc;
-  }
-  if ((rc = spatial(c, c->a.slot[3], "padding", 2, p))) return rc;
-  bool ceil_mode = c->a.slot[4]->kind == OX_V_BOOL && c->a.slot[4]->u.b;
-  OxTensorMeta *t = copy_shape(c, x, x->dtype);
-  for (int i = 0; i < 2; i++) {
-    OxDim in = x->shape[x->rank - 2 + i];
-    if (in.sym) return sym_fail(c, in);
-    if (k[i] <= 0 || s[i] <= 0) return say(c, -1, "kernel_size and stride must be positive");
-    if (p[i] < 0 || p[i] > k[i] / 2) return say(c, -1, "padding %lld should be at most half of kernel size %lld", (long long)p[i], (long long)k[i]);
-    int64_t num; /* in + 2p - k: p <= k/2 keeps 2p - k at most 0 */
-    if (!add_ok(in.v, 2 * p[i] - k[i], &num)) return say(c, -1, "kernel or padding sizes overflow");
-    if (num < 0) return say(c, -1, "output size is too small for input %s", tfmt(x, b, sizeof b));
-    int64_t o = (ceil_mode ? ceil_div(num, s[i]) : num / s[i]) + 1, last;
-    if (ceil_mode && (!mul_ok(o - 1, s[i], &last) || last >= in.v + p[i])) o--;
-    t->shape[x->rank - 2 + i] = cdim(o);
-  }
+  if (category(x->dtype) != 2 && (x->rank == 3 || x->rank == 4))
+    return say(c, -1, "needs a floating-point input, got %s", ox_dtype_abbr(x->dtype));
+  if ((rc = pool_shape(c, x, -1, 4, &t))) return rc;
   set_tensor(out, t);
   return 0;
 }
