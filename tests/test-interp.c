@@ -506,6 +506,11 @@ static void test_vision_ops(void) {
   ox_interp_set_param(IN, "attn.in_proj_weight", mk(F32, 2, SH(6, 2), DA(1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1)));
   ox_interp_set_param(IN, "attn.out_proj.weight", mk(F32, 2, SH(2, 2), DA(1, 0, 0, 1)));
   ox_interp_set_param(IN, "attn.out_proj.bias", mk(F32, 1, SH(2), DA(10, 20)));
+  /* interpolate: a 2x2 map to 3x3, bilinear with half-pixel centres (align_corners=False): source
+   * coordinates 0 (clamped), 2/3·1.5-0.5 = 0.5, 1.5 (clamped at the edge); nearest by a factor */
+  OxNodeId m2 = input("m2", F32, 4, SH(1, 1, 2, 2), DA(0, 1, 2, 3));
+  OxNodeId bl = cf("torch.nn.functional.interpolate", vT(1, vN(m2)), kw(2, "size", vL(2, vI(3), vI(3)), "mode", vS("bilinear")));
+  OxNodeId nn2 = cf("torch.nn.functional.interpolate", vT(1, vN(m2)), kw(1, "scale_factor", vF(2.0)));
   OxNodeId out = item(attn, 0), w = item(attn, 1);
   run_ok();
   expect(hs, F32, 1, SH(5), DA(0, -1.0 / 3, 0, 2.0 / 3, 4), F32TOL);
@@ -518,6 +523,8 @@ static void test_vision_ops(void) {
   double p = 1.0 / (1.0 + exp(-1.0 / sqrt(2.0)));
   expect(out, F32, 2, SH(2, 2), DA(10 + p, 20 + 1 - p, 10 + 1 - p, 20 + p), F32TOL);
   expect(w, F32, 2, SH(2, 2), DA(p, 1 - p, 1 - p, p), F32TOL);
+  expect(bl, F32, 4, SH(1, 1, 3, 3), DA(0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3), F32TOL);
+  expect(nn2, F32, 4, SH(1, 1, 4, 4), DA(0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3), 0);
   /* without its in-projection the module cannot run; a training stochastic_depth is random */
   cf("torchvision.ops.stochastic_depth.stochastic_depth", vT(4, vN(x), vF(0.2), vS("row"), vB(true)), vNone());
   run_fails("node stochastic_depth_1: stochastic_depth: random op (training=True, p=0.2): cannot be reproduced");

@@ -471,6 +471,23 @@ static void test_conv_pool(void) {
   expect(g, fn(g, "torch.nn.functional.hardsigmoid", tup(g, 1, N(u)), NoKw()), "f32[3, 32, 32]");
   expect(g, fn(g, "torchvision.ops.stochastic_depth.stochastic_depth", tup(g, 4, N(u), Fl(0.2), ox_graph_value_str(g, OX_V_STR, "row"), B(false)), NoKw()),
          "f32[3, 32, 32]");
+  /* interpolate: to a size (ints, or the input's own x.shape[-2:] entries) or by a factor */
+  expect(g, fn(g, "torch.nn.functional.interpolate", tup(g, 1, N(y)),
+               kw(g, 2, "size", tup(g, 2, I(7), I(9)), "mode", ox_graph_value_str(g, OX_V_STR, "bilinear"))),
+         "f32[2, 64, 7, 9]");
+  expect(g, fn(g, "torch.nn.functional.interpolate", tup(g, 1, N(y)), kw(g, 1, "scale_factor", Fl(0.5))), "f32[2, 64, 56, 56]");
+  expect(g, mod(g, "up", "torch.nn.Upsample", tup(g, 1, N(u)), kw(g, 1, "size", I(5))), "f32[3, 32, 5]");
+  OxNodeId ga = fn(g, "builtins.getattr", tup(g, 2, N(y), ox_graph_value_str(g, OX_V_STR, "shape")), NoKw());
+  OxNodeId hw = fn(g, "operator.getitem", tup(g, 2, N(ga), slice(g, I(-2), None(), None())), NoKw());
+  expect(g, hw, "scalar");
+  expect(g, fn(g, "torch.nn.functional.interpolate", tup(g, 1, N(ph(g, "small", "f32[2, 64, 7, 7]"))),
+               kw(g, 2, "size", N(hw), "mode", ox_graph_value_str(g, OX_V_STR, "bilinear"))),
+         "f32[2, 64, 112, 112]");
+  expect_fail(g, fn(g, "torch.nn.functional.interpolate", tup(g, 1, N(u)),
+                    kw(g, 2, "size", I(5), "mode", ox_graph_value_str(g, OX_V_STR, "bilinear"))),
+              -1, "interpolate: bilinear needs a 4-D input, got f32[3, 32, 32]");
+  expect_fail(g, fn(g, "torch.nn.functional.interpolate", tup(g, 1, N(y)), NoKw()), -1,
+              "interpolate: either size or scale_factor should be defined");
   /* torch.swapaxes / Tensor.swapdims are transposes; nn.Identity is its input */
   expect(g, fn(g, "torch.swapaxes", tup(g, 3, N(u), I(0), I(2)), NoKw()), "f32[32, 32, 3]");
   expect(g, meth(g, "swapdims", tup(g, 3, N(y), I(1), I(-1)), NoKw()), "f32[2, 112, 112, 64]");

@@ -319,6 +319,7 @@ OPTIMUS_OPS = {
     "hardsigmoid": F.hardsigmoid,
     "stochastic_depth": _stochastic_depth,
     "identity": _identity,
+    "interpolate": F.interpolate,
     "shifted_window_attention": _swin("shifted_window_attention"),
     "relative_position_bias": _swin("_get_relative_position_bias"),
     "patch_merging_pad": _swin("_patch_merging_pad"),
@@ -735,6 +736,7 @@ MODULE_HPARAMS = [
                     "divisor_override")),
     (nn.Hardswish, ("inplace",)),
     (nn.ReLU6, ("inplace",)),  # a Hardtanh of fixed bounds: before Hardtanh
+    (nn.Upsample, ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor")),
     (nn.Hardtanh, ("min_val", "max_val", "inplace")),
     (nn.Hardsigmoid, ("inplace",)),
     # "bias": the module has in_proj_bias; "add_bias_kv": it has bias_k; "training" refused by

@@ -2780,6 +2780,101 @@ static int k_max_pool2d(K *k, V *const *s, V **out) {
   return 0;
 }
 
+/* interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None,
+ * recompute_scale_factor=None) over the last 1 ('nearest') or 2 dims, as ATen computes it: an
+ * output index maps to the source coordinate dst * in / out ('nearest': floored), or for
+ * 'bilinear' (dst + 0.5) * in / out - 0.5 clamped at 0 (align_corners=True: dst * (in - 1) /
+ * (out - 1)), blended between its two neighbours; a scale_factor given without
+ * recompute_scale_factor uses 1 / scale_factor as that ratio, as torch does. */
+static int k_interpolate(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input");
+  if (!x) return -1;
+  if (s[3]->kind != OX_RT_STR) return kfail(k, "mode: expected a string");
+  bool bilinear = !strcmp(s[3]->s, "bilinear"), nearest = !strcmp(s[3]->s, "nearest");
+  if (!bilinear && !nearest) return kfail(k, "mode '%s' is not supported (nearest, bilinear)", s[3]->s);
+  int sp = x->rank - 2; /* spatial dims */
+  if (sp < 1 || sp > 2 || (bilinear && sp != 2))
+    return kfail(k, "%s needs a %s input, got %d-D", s[3]->s, bilinear ? "4-D" : "3-D or 4-D", x->rank);
+  if (!need_float(k, x, "input")) return -1;
+  bool align = false, recompute = false;
+  if (!is_none(s[4]) && !get_bool(k, s[4], "align_corners", &align)) return -1;
+  if (nearest && !is_none(s[4])) return kfail(k, "align_corners only goes with the bilinear mode");
+  if (!is_none(s[5]) && !get_bool(k, s[5], "recompute_scale_factor", &recompute)) return -1;
+  int64_t osz[2];
+  double sf[2] = {0, 0}; /* the scale factors torch passes to its kernel (0: none) */
+  if (!is_none(s[1])) {
+    if (!is_none(s[2])) return kfail(k, "only one of size or scale_factor should be defined");
+    int64_t v[MAXR];
+    int nv = get_ints(k, s[1], "size", v, MAXR);
+    if (nv < 0) return -1;
+    if (nv != 1 && nv != sp) return kfail(k, "size has %d entries for %d spatial dims", nv, sp);
+    for (int i = 0; i < sp; i++) osz[i] = v[nv == 1 ? 0 : i];
+  } else if (!is_none(s[2])) {
+    double f[2];
+    if (is_seq(s[2])) {
+      if ((int)s[2]->n != sp) return kfail(k, "scale_factor has %u entries for %d spatial dims", s[2]->n, sp);
+      for (int i = 0; i < sp; i++)
+        if (!get_num(k, s[2]->u.items[i], "scale_factor", &f[i])) return -1;
+    } else {
+      if (!get_num(k, s[2], "scale_factor", &f[0])) return -1;
+      f[1] = f[0];
+    }
+    for (int i = 0; i < sp; i++) {
+      if (!(f[i] > 0.0)) return kfail(k, "scale_factor must be positive");
+      osz[i] = (int64_t)floor((double)x->shape[2 + i] * f[i]);
+      if (!recompute) sf[i] = f[i];
+    }
+  } else {
+    return kfail(k, "either size or scale_factor should be defined");
+  }
+  for (int i = 0; i < sp; i++)
+    if (osz[i] <= 0 || x->shape[2 + i] <= 0) return kfail(k, "input and output sizes should be greater than 0");
+  int64_t sh[4] = {x->shape[0], x->shape[1], osz[0], sp == 2 ? osz[1] : 0};
+  OxTensor *o = knew(k, x->dtype, x->rank, sh);
+  if (!o) return -1;
+  int64_t planes = x->shape[0] * x->shape[1], H = x->shape[2], W = sp == 2 ? x->shape[3] : 1;
+  int64_t OH = osz[0], OW = sp == 2 ? osz[1] : 1, in_sz[2] = {H, W}, out_sz[2] = {OH, OW};
+  /* per spatial dim: the ratio in / out that maps an output index to a source coordinate */
+  double ratio[2];
+  for (int i = 0; i < 2; i++) {
+    if (bilinear && align) ratio[i] = out_sz[i] > 1 ? (double)(in_sz[i] - 1) / (double)(out_sz[i] - 1) : 0.0;
+    else ratio[i] = i < sp && sf[i] > 0.0 ? 1.0 / sf[i] : (double)in_sz[i] / (double)out_sz[i];
+  }
+  /* ATen computes the ratio and the coordinates in float for float tensors (opmath: float) */
+  bool f32 = x->dtype != OX_DT_F64;
+  for (int i = 0; i < 2; i++)
+    if (f32) ratio[i] = (float)ratio[i];
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        double v;
+        if (nearest) {
+          double fh = f32 ? (float)((float)oh * (float)ratio[0]) : oh * ratio[0];
+          double fw = f32 ? (float)((float)ow * (float)ratio[1]) : ow * ratio[1];
+          int64_t ih = (int64_t)floor(fh), iw = (int64_t)floor(fw);
+          ih = ih < H - 1 ? ih : H - 1, iw = iw < W - 1 ? iw : W - 1;
+          v = ox_tensor_get(x, (p * H + ih) * W + iw);
+        } else {
+          double src[2];
+          int64_t d[2] = {oh, ow};
+          for (int i = 0; i < 2; i++) {
+            double r = align ? d[i] * ratio[i] : (d[i] + 0.5) * ratio[i] - 0.5;
+            if (f32) r = align ? (float)((float)d[i] * (float)ratio[i]) : (float)((float)((float)d[i] + 0.5f) * (float)ratio[i] - 0.5f);
+            src[i] = !align && r < 0.0 ? 0.0 : r;
+          }
+          int64_t h0 = (int64_t)src[0], w0 = (int64_t)src[1];
+          int64_t h1 = h0 + (h0 < H - 1), w1 = w0 + (w0 < W - 1);
+          double lh = src[0] - (double)h0, lw = src[1] - (double)w0;
+          if (f32) lh = (float)lh, lw = (float)lw;
+          double a = ox_tensor_get(x, (p * H + h0) * W + w0), b = ox_tensor_get(x, (p * H + h0) * W + w1);
+          double c = ox_tensor_get(x, (p * H + h1) * W + w0), e = ox_tensor_get(x, (p * H + h1) * W + w1);
+          v = (1.0 - lh) * ((1.0 - lw) * a + lw * b) + lh * ((1.0 - lw) * c + lw * e);
+        }
+        ox_tensor_set(o, (p * OH + oh) * OW + ow, v);
+      }
+  return ret_tensor(o, out);
+}
+
 /* avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
  *            divisor_override=None): each window's sum over the input it covers, divided by
  * divisor_override, else by the window's size clipped to the padded input (count_include_pad) or
@@ -3306,6 +3401,7 @@ static const struct {
   {"hardsigmoid", k_hardsigmoid},
   {"stochastic_depth", k_stochastic_depth},
   {"identity", k_identity},
+  {"interpolate", k_interpolate},
   {"shifted_window_attention", k_shifted_window_attention},
   {"relative_position_bias", k_relative_position_bias},
   {"patch_merging_pad", k_patch_merging_pad},

@@ -15,6 +15,7 @@
  */
 #include <assert.h>
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1383,6 +1384,11 @@ static int rule_getitem(Ctx *c, OxMeta *out) {
     {
       const OxTensorMeta *x = node_tensor(ox_graph_node(c->g, whole));
       if (!x) return say(c, 1, "input of %s has no known shape", src->name);
+      if (iv->kind == OX_V_SLICE) { /* x.shape[-2:]: a torch.Size, a Python value */
+        memset(out, 0, sizeof *out);
+        out->kind = OX_META_SCALAR;
+        return 0;
+      }
       int64_t k;
       int d = 0, rc;
       if ((rc = val_int(c, iv, "index", &k)) || (rc = wrap_dim(c, k, x->rank, &d))) return rc;
@@ -1997,6 +2003,71 @@ static int rule_max_pool(Ctx *c, OxMeta *out) {
   return 0;
 }
 
+/* The dims a node holds when it is a slice of a tensor's whole size (x.shape[-2:],
+ * x.size()[2:4]): true with them in d[*n] (at most max), false when it is not one. */
+static bool size_slice_dims(Ctx *c, const OxValue *v, OxDim *d, int *n, int max) {
+  if (v->kind != OX_V_NODE) return false;
+  const OxNode *g = ox_graph_node(c->g, v->u.node);
+  if (!g || g->op != OX_OP_CALL_FUNCTION || strcmp(g->target, "operator.getitem") != 0 || g->args.n != 2 ||
+      g->args.u.items[0].kind != OX_V_NODE || g->args.u.items[1].kind != OX_V_SLICE || g->args.u.items[1].n != 3)
+    return false;
+  OxNodeId whole = whole_size_of(c->g, ox_graph_node(c->g, g->args.u.items[0].u.node));
+  const OxTensorMeta *x = whole ? node_tensor(ox_graph_node(c->g, whole)) : NULL;
+  if (!x) return false;
+  const OxValue *sl = g->args.u.items[1].u.items;
+  int64_t r = x->rank, lo = 0, hi = r, step = 1;
+  for (int i = 0; i < 3; i++)
+    if (sl[i].kind != OX_V_NONE && sl[i].kind != OX_V_INT) return false;
+  if (sl[2].kind == OX_V_INT) step = sl[2].u.i;
+  if (step != 1) return false;
+  if (sl[0].kind == OX_V_INT) lo = sl[0].u.i < 0 ? sl[0].u.i + r : sl[0].u.i;
+  if (sl[1].kind == OX_V_INT) hi = sl[1].u.i < 0 ? sl[1].u.i + r : sl[1].u.i;
+  lo = lo < 0 ? 0 : lo > r ? r : lo;
+  hi = hi < lo ? lo : hi > r ? r : hi;
+  if (hi - lo > max) return false;
+  *n = (int)(hi - lo);
+  for (int64_t i = lo; i < hi; i++) d[i - lo] = x->shape[i];
+  return true;
+}
+
+/* interpolate: the last 1 ('nearest') or 2 dims become size, or floor(in * scale_factor) */
+static int rule_interpolate(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *x;
+  int rc;
+  if ((rc = arg_tensor(c, 0, &x))) return rc;
+  char b[96];
+  const OxValue *mode = c->a.slot[3];
+  if (mode->kind != OX_V_STR) return say(c, -1, "mode must be a string");
+  bool bilinear = !strcmp(mode->s, "bilinear");
+  if (!bilinear && strcmp(mode->s, "nearest") != 0) return say(c, 1, "mode '%s' has no shape rule", mode->s);
+  int sp = x->rank - 2;
+  if (sp < 1 || sp > 2 || (bilinear && sp != 2))
+    return say(c, -1, "%s needs a %s input, got %s", mode->s, bilinear ? "4-D" : "3-D or 4-D", tfmt(x, b, sizeof b));
+  if (category(x->dtype) != 2) return say(c, -1, "needs a floating-point input, got %s", ox_dtype_abbr(x->dtype));
+  const OxValue *size = c->a.slot[1], *sf = c->a.slot[2];
+  OxTensorMeta *t = copy_shape(c, x, x->dtype);
+  if (size->kind != OX_V_NONE) {
+    OxDim d[4];
+    int n = 0;
+    if (!size_slice_dims(c, size, d, &n, 4) && (rc = val_dims(c, size, "size", d, &n, 4))) return rc;
+    if (n != 1 && n != sp) return say(c, -1, "size has %d entries for %d spatial dims", n, sp);
+    for (int i = 0; i < sp; i++) t->shape[2 + i] = d[n == 1 ? 0 : i];
+  } else if (sf->kind != OX_V_NONE) {
+    for (int i = 0; i < sp; i++) {
+      const OxValue *f = sf->kind == OX_V_LIST || sf->kind == OX_V_TUPLE ? (i < (int)sf->n ? &sf->u.items[i] : NULL) : sf;
+      double v = !f ? -1 : f->kind == OX_V_FLOAT ? f->u.f : f->kind == OX_V_INT ? (double)f->u.i : -1;
+      if (!(v > 0)) return say(c, -1, "scale_factor must be a positive number per spatial dim");
+      OxDim in = x->shape[2 + i];
+      if (in.sym) return sym_fail(c, in);
+      t->shape[2 + i] = cdim((int64_t)floor((double)in.v * v));
+    }
+  } else {
+    return say(c, -1, "either size or scale_factor should be defined");
+  }
+  set_tensor(out, t);
+  return 0;
+}
+
 /* avg_pool2d: as max_pool2d without dilation; a floating-point input */
 static int rule_avg_pool(Ctx *c, OxMeta *out) {
   const OxTensorMeta *x;
@@ -2243,6 +2314,7 @@ static const Rule rules[OX_OPID_COUNT] = {
   [OX_OPID_MAX_POOL2D] = {rule_max_pool, "(H + 2p - d(k - 1) - 1) / s + 1 (ceil_mode rounds up); stride defaults to kernel; "
                                          "with_indices: (out, i64 indices)"},
   [OX_OPID_ADAPTIVE_AVG_POOL2D] = {rule_adaptive_avg_pool, "last two dims become output_size (None keeps a dim)"},
+  [OX_OPID_INTERPOLATE] = {rule_interpolate, "last 1 (nearest) or 2 dims become size or floor(in * scale_factor)"},
   [OX_OPID_AVG_POOL2D] = {rule_avg_pool, "(H + 2p - k) / s + 1 (ceil_mode rounds up); stride defaults to kernel; "
                                          "floating-point input"},
   [OX_OPID_MULTI_HEAD_ATTENTION] = {rule_mha, "(query's shape, weights [N, L, S] averaged or [N, heads, L, S]; None "

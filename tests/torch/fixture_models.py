@@ -294,7 +294,9 @@ class Vision(nn.Module):
     cross-attention, with and without its weights, averaged or per head, unbatched, without
     biases), avg_pool2d (module and functional: padding, ceil_mode, count_include_pad,
     divisor_override), hardswish / hardsigmoid (module and functional) and torchvision's
-    stochastic_depth in eval, nn.Identity, relu6 / hardtanh (clamps), Swin's shifted window attention (padding, roll, masks; a window
+    stochastic_depth in eval, nn.Identity, relu6 / hardtanh (clamps), interpolate / nn.Upsample
+    (nearest 1-D and 2-D, bilinear with and without align_corners, to a size or by a factor) and a
+    dict among the outputs (segmentation models return one), Swin's shifted window attention (padding, roll, masks; a window
     covering the map) and patch merging (vit_b_16, mobilenet_v3, efficientnet, convnext,
     inception_v3, swin_t)."""
 
@@ -308,6 +310,7 @@ class Vision(nn.Module):
         self.hsig = nn.Hardsigmoid()
         self.ident = nn.Identity()
         self.relu6, self.htanh = nn.ReLU6(), nn.Hardtanh(-2.0, 2.0)
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
         from torchvision.ops import StochasticDepth  # traced as a call of the wrapped function
         self.sd_row, self.sd_batch = StochasticDepth(0.2, "row"), StochasticDepth(0.5, "batch")
         from torchvision.models.swin_transformer import (PatchMerging, ShiftedWindowAttention,
@@ -337,7 +340,12 @@ class Vision(nn.Module):
         h = h + self.relu6(p * 8.0) + F.relu6(p * 8.0 - 1.0) - self.htanh(p * 3.0) + F.hardtanh(p, -0.5, 0.25)
         s = self.sd_row(h) + self.sd_batch(h)
         sw = self.swin(grid) + self.swin_wide(grid) + self.swin_v2(grid.swapaxes(1, 2)).swapdims(1, 2)
-        return c + a, w, wh, d, wu, s, p2, p3, sw, self.merge(grid)
+        # segmentation heads' resizing: to the input's size (x.shape[-2:]), by a factor, up and down
+        up = F.interpolate(p, size=img.shape[-2:], mode="bilinear", align_corners=False)
+        up = up + F.interpolate(img, scale_factor=1.5, mode="nearest")[:, :, :7, :7]
+        up = up + self.up(p)[:, :, :7, :7] + F.interpolate(img, size=(5, 3), mode="bilinear")[:, :, :1, :1]
+        near1d = F.interpolate(x, size=11, mode="nearest")
+        return c + a, w, wh, d, wu, s, p2, p3, sw, self.merge(grid), {"up": up, "near": near1d}
 
 
 class Dtypes(nn.Module):

@@ -16,7 +16,8 @@ _MODULES = {"Linear": "linear", "LayerNorm": "layer_norm", "ReLU": "relu", "GELU
             "EmbeddingBag": "embedding_bag", "Conv2d": "conv2d", "BatchNorm2d": "batch_norm",
             "MaxPool2d": "max_pool2d", "AdaptiveAvgPool2d": "adaptive_avg_pool2d",
             "AvgPool2d": "avg_pool2d", "Hardswish": "hardswish", "Hardsigmoid": "hardsigmoid",
-            "MultiheadAttention": "multi_head_attention", "Identity": "identity", "ReLU6": "clamp", "Hardtanh": "clamp"}
+            "MultiheadAttention": "multi_head_attention", "Identity": "identity", "ReLU6": "clamp", "Hardtanh": "clamp",
+            "Upsample": "interpolate"}
 _ALIASES = {"truediv": "div", "floordiv": "div", "concat": "cat", "unsafe_view": "view",
             "matmul": "matmul", "get_relative_position_bias": "relative_position_bias"}
 

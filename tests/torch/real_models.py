@@ -69,6 +69,11 @@ def mobilenet_v2():
     return tvm.mobilenet_v2(weights=None)
 
 
+def lraspp_mobilenet_v3_large():
+    from torchvision.models.segmentation import lraspp_mobilenet_v3_large as build
+    return build(weights=None, weights_backbone=None)
+
+
 def regnet_y_400mf():
     return tvm.regnet_y_400mf(weights=None)
 
@@ -97,6 +102,7 @@ MODELS = [
     Model("swin_t", "windowed attention", S32, ""),
     Model("swin_v2_t", "cosine windowed attention", S32, ""),
     Model("mobilenet_v2", "inverted residual, relu6", S32, ""),
+    Model("lraspp_mobilenet_v3_large", "segmentation: bilinear resizing, a dict output", S32, ""),
     Model("regnet_y_400mf", "regnet (module paths with '-')", S32, ""),
     Model("resnext50_32x4d", "grouped residual", S32, ""),
     Model("squeezenet1_1", "squeeze (fire)", S32, ""),
