@@ -278,24 +278,16 @@ static int resolve(OxInterp *in, const OxNode *n, const OxValue *v, OxRtValue **
     *out = ox_rt_ref(x);
     return 0;
   }
-  case OX_V_LIST:
-  case OX_V_TUPLE:
-  case OX_V_SLICE: {
-    OxRtKind k = v->kind == OX_V_LIST ? OX_RT_LIST : v->kind == OX_V_TUPLE ? OX_RT_TUPLE : OX_RT_SLICE;
-    OxRtValue *s = ox_rt_seq(k, v->n);
-    for (uint32_t i = 0; i < v->n; i++)
-      if (resolve(in, n, &v->u.items[i], &s->u.items[i], e) != 0) {
-        ox_rt_unref(s);
-        return -1;
-      }
-    *out = s;
-    return 0;
-  }
-  case OX_V_DICT: {
+  case OX_V_DICT:
     /* a graph's output may be a dict (torchvision's segmentation models return {"out": ...}):
      * its values in order, as the bridge flattens them into the record; elsewhere unsupported */
     if (n->op != OX_OP_OUTPUT) return efail(e, n, "dict arguments are not supported");
-    OxRtValue *s = ox_rt_seq(OX_RT_TUPLE, v->n);
+    /* fall through */
+  case OX_V_LIST:
+  case OX_V_TUPLE:
+  case OX_V_SLICE: {
+    OxRtKind k = v->kind == OX_V_LIST ? OX_RT_LIST : v->kind == OX_V_SLICE ? OX_RT_SLICE : OX_RT_TUPLE;
+    OxRtValue *s = ox_rt_seq(k, v->n);
     for (uint32_t i = 0; i < v->n; i++)
       if (resolve(in, n, &v->u.items[i], &s->u.items[i], e) != 0) {
         ox_rt_unref(s);

@@ -2925,6 +2925,16 @@ static int k_avg_pool2d(K *k, V *const *s, V **out) {
   return ret_tensor(o, out);
 }
 
+/* Attention's softmax over one row of scores, in place: exp(p - max) / sum (NaN-propagating max,
+ * as k_softmax). */
+static void softmax_row(double *p, int64_t n) {
+  double mx = -INFINITY, sum = 0.0;
+  for (int64_t j = 0; j < n; j++)
+    if (p[j] > mx || isnan(p[j])) mx = p[j];
+  for (int64_t j = 0; j < n; j++) sum += (p[j] = exp(p[j] - mx));
+  for (int64_t j = 0; j < n; j++) p[j] /= sum;
+}
+
 /* multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_bias,
  *                      out_proj_weight, out_proj_bias, need_weights, average_attn_weights,
  *                      batch_first): nn.MultiheadAttention.forward in eval mode without masks, with
@@ -3011,19 +3021,16 @@ static int k_multi_head_attention(K *k, V *const *s, V **out) {
       for (int64_t l = 0; l < L; l++) {
         int64_t rq = bf ? n * L + l : l * N + n;
         const double *qr = Q + rq * E + h * hd;
-        double mx = -INFINITY, sum = 0.0;
         for (int64_t j = 0; j < S; j++) {
           const double *kr = KP + (bf ? n * S + j : j * N + n) * E + h * hd;
           double acc = 0.0;
           for (int64_t d = 0; d < hd; d++) acc += qr[d] * scale * kr[d];
           P[j] = acc;
-          if (acc > mx || isnan(acc)) mx = acc;
         }
-        for (int64_t j = 0; j < S; j++) sum += (P[j] = exp(P[j] - mx));
+        softmax_row(P, S);
         double *ar = A + rq * E + h * hd;
         for (int64_t d = 0; d < hd; d++) ar[d] = 0.0;
         for (int64_t j = 0; j < S; j++) {
-          P[j] /= sum;
           const double *vr = VP + (bf ? n * S + j : j * N + n) * E + h * hd;
           for (int64_t d = 0; d < hd; d++) ar[d] += P[j] * vr[d];
           if (!wts) continue;
@@ -3197,7 +3204,6 @@ static int k_shifted_window_attention(K *k, V *const *s, V **out) {
         for (int64_t hh = 0; hh < heads; hh++)
           for (int64_t t = 0; t < N; t++) {
             const double *q = QKV + t * 3 * C + hh * hd;
-            double mx = -INFINITY, sum = 0.0;
             /* V2: exp(min(logit_scale, log 100)) per head instead of 1 / sqrt(head dim) */
             double sc = scale;
             if (ls) {
@@ -3216,14 +3222,13 @@ static int k_shifted_window_attention(K *k, V *const *s, V **out) {
               acc += opmath(x->dtype, ox_tensor_get(rpb, (hh * N + t) * N + u));
               if (shifted && lab[t] != lab[u]) acc += -100.0;
               P[u] = acc;
-              if (acc > mx || isnan(acc)) mx = acc;
             }
-            for (int64_t u = 0; u < N; u++) sum += (P[u] = exp(P[u] - mx));
+            softmax_row(P, N);
             double *a = A + t * C + hh * hd;
             for (int64_t d = 0; d < hd; d++) a[d] = 0.0;
             for (int64_t u = 0; u < N; u++) {
               const double *v = QKV + u * 3 * C + 2 * C + hh * hd;
-              for (int64_t d = 0; d < hd; d++) a[d] += P[u] / sum * v[d];
+              for (int64_t d = 0; d < hd; d++) a[d] += P[u] * v[d];
             }
           }
         gemm(A, WP, Y, N, C, C, true);
