@@ -405,9 +405,8 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
   bool pointwise = info && (info->flags & OX_OPF_POINTWISE) && op != OX_OPID_TO && op != OX_OPID_CONTIGUOUS;
   if (op != OX_OPID_NONE && !pointwise && ox_op_normalize(g, n, &a, err, sizeof err) != 0) op = OX_OPID_NONE;
   if (op == OX_OPID_NONE) {
-    /* Python arithmetic on sizes costs no kernel; an unknown call making a tensor is taken as
-     * one launch whose work is unknown */
-    if (n->meta.kind == OX_META_SYMINT || n->meta.kind == OX_META_SCALAR) return;
+    /* an unknown call making a tensor is taken as one launch whose work is unknown (Python
+     * arithmetic on sizes returned above) */
     /* a traced Python check (torch._assert(h == 224, "...")) launches nothing */
     if (n->op == OX_OP_CALL_FUNCTION && n->target && !strcmp(n->target, "torch._assert")) return;
     uint64_t in, out;
