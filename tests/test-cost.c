@@ -190,23 +190,29 @@ static void test_python_checks(void) {
 }
 
 /* The vision fixture (recorded from torch): attention and Swin's window attention, by hand. */
-static void test_attention(void) {
+/* A fixture recorded from torch (tests/data/fixtures/NAME.json) with its shapes inferred; NULL
+ * (the test skipped) outside meson test. */
+static OxDoc *load_fixture(const char *name) {
   const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
   if (!root) {
     g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test): no fixture");
-    return;
+    return NULL;
   }
-  g_autofree char *path = g_build_filename(root, "tests", "data", "fixtures", "vision.json", NULL);
-  g_autofree char *text = NULL;
-  gsize len = 0;
-  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  g_autofree char *file = g_strdup_printf("%s.json", name);
+  g_autofree char *path = g_build_filename(root, "tests", "data", "fixtures", file, NULL);
   OxDiagList d;
   ox_diags_init(&d, path);
   OxDoc *doc = NULL;
-  g_assert_cmpint(ox_load_buffer(text, len, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  g_assert_cmpint(ox_load_file(path, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
   ox_diags_clear(&d);
+  ox_shape_infer_graph(doc->graphs[0], NULL, NULL);
+  return doc;
+}
+
+static void test_attention(void) {
+  OxDoc *doc = load_fixture("vision");
+  if (!doc) return;
   OxGraph *g = doc->graphs[0];
-  ox_shape_infer_graph(g, NULL, NULL);
   /* attn: x [2, 5, 8] batch first, 2 heads, need_weights=False (its weights output is None):
    * projections 2 * 8 * 8 * (2 * 10 + 2 * 10) + scores and mix 4 * 10 tokens * 8 * 5 keys;
    * bytes: x once, the output, in_proj 3 * 64 + 24 and out_proj 64 + 8 floats */
@@ -220,6 +226,49 @@ static void test_attention(void) {
   c = cost_of(g, "shifted_window_attention");
   g_assert_cmpuint(c.unknown, ==, 0);
   g_assert_cmpuint(c.flops, ==, 55296 + 31104);
+  OxCost all = ox_cost_graph(g);
+  g_assert_cmpuint(all.unknown, ==, 0);
+  ox_doc_free(doc);
+}
+
+/* The sequence fixture (recorded from torch): encoders and recurrent modules, by hand (f32). */
+static void test_sequence(void) {
+  OxDoc *doc = load_fixture("sequence");
+  if (!doc) return;
+  OxGraph *g = doc->graphs[0];
+  /* enc: seq [5, 3, 8] (15 tokens, 5 long), 2 layers of 2 heads, feed-forward 16: per layer the
+   * attention 8 * 8^2 * 15 + 4 * 15 * 8 * 5 and the feed-forward 4 * 15 * 8 * 16; one fused launch
+   * per layer; parameters per layer 4 * 64 + 32 + 2 * 8 * 16 + 16 + 8 + 32 floats */
+  OxCost c = cost_of(g, "enc");
+  g_assert_cmpuint(c.unknown, ==, 0);
+  g_assert_cmpuint(c.launches, ==, 2);
+  g_assert_cmpuint(c.flops, ==, 2 * (7680 + 2400 + 7680));
+  g_assert_cmpuint(c.bytes, ==, 480 + 480 + 2 * 600 * 4);
+  /* enc_pre: the same sizes with 12-wide feed-forward and a final norm (2 * 8 floats more) */
+  c = cost_of(g, "enc_pre");
+  g_assert_cmpuint(c.flops, ==, 2 * (7680 + 2400 + 4 * 15 * 8 * 12));
+  g_assert_cmpuint(c.bytes, ==, 480 + 480 + (2 * (288 + 2 * 8 * 12 + 12 + 8 + 32) + 16) * 4);
+  /* layer: unbatched [5, 8], one head, feed-forward 8 */
+  c = cost_of(g, "layer");
+  g_assert_cmpuint(c.flops, ==, 8 * 64 * 5 + 4 * 5 * 8 * 5 + 4 * 5 * 8 * 8);
+  /* gru: [3, 5, 8] batch first, hidden 6, 2 layers, both directions (3 gates):
+   * 2 * 2 * 15 * 18 * (8 + 6) + 2 * 2 * 15 * 18 * (12 + 6); weights 2 * (18 * 14 + 36) +
+   * 2 * (18 * 18 + 36) floats; out [3, 5, 12] and h_n [4, 3, 6] */
+  c = cost_of(g, "gru");
+  g_assert_cmpuint(c.unknown, ==, 0);
+  g_assert_cmpuint(c.launches, ==, 1);
+  g_assert_cmpuint(c.flops, ==, 15120 + 19440);
+  g_assert_cmpuint(c.bytes, ==, 480 + (180 + 72) * 4 + 1296 * 4);
+  /* lstm: [5, 3, 8], hidden 5, 2 layers (4 gates), given h0 and c0 [2, 3, 5]: its result (out
+   * [5, 3, 5], h_n and c_n [2, 3, 5]) has no meta and is sized from the settings */
+  c = cost_of(g, "lstm");
+  g_assert_cmpuint(c.unknown, ==, 0);
+  g_assert_cmpuint(c.flops, ==, 2 * 15 * 20 * 13 + 2 * 15 * 20 * 10);
+  g_assert_cmpuint(c.bytes, ==, (120 + 30 + 30) * 4 + (75 + 60) * 4 + (20 * 13 + 40 + 20 * 10 + 40) * 4);
+  /* rnn: relu, no biases, both directions, hidden 4: 2 * 2 * 15 * 4 * 12; weights 2 * 4 * 12 */
+  c = cost_of(g, "rnn");
+  g_assert_cmpuint(c.flops, ==, 2880);
+  g_assert_cmpuint(c.bytes, ==, 480 + (120 + 24) * 4 + 96 * 4);
   OxCost all = ox_cost_graph(g);
   g_assert_cmpuint(all.unknown, ==, 0);
   ox_doc_free(doc);
@@ -516,6 +565,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cost/unknown", test_unknown);
   g_test_add_func("/cost/python-checks", test_python_checks);
   g_test_add_func("/cost/attention", test_attention);
+  g_test_add_func("/cost/sequence", test_sequence);
   g_test_add_func("/cost/batch-step", test_batch_step);
   g_test_add_func("/cost/guard", test_guard);
   g_test_add_func("/cost/json", test_json);

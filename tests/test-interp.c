@@ -104,7 +104,7 @@ static OxNodeId item(OxNodeId src, int64_t i) { return cf("operator.getitem", vT
 static OxTensor *mk(OxDType dt, int rank, const int64_t *shape, const double *data) {
   OxTensor *t = ox_tensor_new(dt, rank, shape);
   g_assert_nonnull(t);
-  for (int64_t i = 0; i < t->numel; i++) ox_tensor_set(t, i, data[i]);
+  for (int64_t i = 0; data && i < t->numel; i++) ox_tensor_set(t, i, data[i]); /* NULL: zeros */
   return t;
 }
 
@@ -544,6 +544,84 @@ static void test_vision_ops(void) {
      kw(2, "shift_size", vL(2, vI(0), vI(0)), "dropout", vF(0.1)));
   run_fails("node shifted_window_attention: shifted_window_attention: random op (dropout 0.1, attention_dropout 0, "
             "applied even in eval): cannot be reproduced");
+  end();
+}
+
+/* ------------------------------------------------------------------ sequence modules */
+
+static OxNodeId module(const char *name, const char *type, OxValue args, OxValue kwargs) {
+  OxNodeId id = ox_graph_add_node(G, OX_OP_CALL_MODULE, name, name, args, kwargs);
+  ox_graph_node(G, id)->module_type = ox_graph_intern(G, type);
+  return id;
+}
+
+static double sigm(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+/* A GRU cell worked by hand (input_size 1, hidden 1, two steps, no biases); an RNN's relu; and
+ * the refusals: masks, training, a custom activation, missing or extra parameters, proj_size. */
+static void test_sequence_ops(void) {
+  begin();
+  OxNodeId x = input("x", F32, 3, SH(2, 1, 1), DA(1, 2));
+  OxNodeId gru = module("gru", "torch.nn.GRU", vT(1, vN(x)), kw(3, "input_size", vI(1), "hidden_size", vI(1), "bias", vB(false)));
+  /* gates r, z, n: w_ih = (1, 0, 1), w_hh = (0, 1, 1) */
+  ox_interp_set_param(IN, "gru.weight_ih_l0", mk(F32, 2, SH(3, 1), DA(1, 0, 1)));
+  ox_interp_set_param(IN, "gru.weight_hh_l0", mk(F32, 2, SH(3, 1), DA(0, 1, 1)));
+  OxNodeId rnn = module("rnn", "torch.nn.RNN", vT(1, vN(x)),
+                        kw(3, "hidden_size", vI(1), "bias", vB(false), "nonlinearity", vS("relu")));
+  ox_interp_set_param(IN, "rnn.weight_ih_l0", mk(F32, 2, SH(1, 1), DA(-1)));
+  ox_interp_set_param(IN, "rnn.weight_hh_l0", mk(F32, 2, SH(1, 1), DA(2)));
+  OxNodeId out = item(gru, 0), hn = item(gru, 1), rout = item(rnn, 0);
+  run_ok();
+  /* t0 (h = 0): r = s(1), z = s(0), n = tanh(1), h1 = (1 - z) n; t1 (x = 2): r = s(2),
+   * z = s(h1), n = tanh(2 + r h1), h2 = (1 - z) n + z h1 */
+  double h1 = 0.5 * tanh(1.0), r2 = sigm(2.0), z2 = sigm(h1), h2 = (1 - z2) * tanh(2.0 + r2 * h1) + z2 * h1;
+  expect(out, F32, 3, SH(2, 1, 1), DA(h1, h2), F32TOL);
+  expect(hn, F32, 3, SH(1, 1, 1), DA(h2), F32TOL);
+  /* relu(-x + 2h): relu(-1) = 0, then relu(-2 + 0) = 0 */
+  expect(rout, F32, 3, SH(2, 1, 1), DA(0, 0), 0);
+  end();
+  struct {
+    const char *type;
+    const char *k1; /* one more setting, NULL: none; its value: */
+    char vt;        /* 'b' true, 'i' iv, 's' sv */
+    int64_t iv;
+    const char *sv;
+    const char *params;
+    const char *msg;
+  } bad[] = {
+      {"torch.nn.GRU", "training", 'b', 0, NULL, "", "torch.nn.GRU: training=True is not supported"},
+      {"torch.nn.GRU", NULL, 0, 0, NULL, "", "gru: no value for parameter weight_ih_l0 (record the model's parameters: export --record)"},
+      {"torch.nn.GRU", NULL, 0, 0, NULL, "l1", "gru: num_layers is 1 but the module has weight_ih_l1"},
+      {"torch.nn.GRU", NULL, 0, 0, NULL, "rev", "gru: bidirectional is False but the module has weight_ih_l0_reverse"},
+      {"torch.nn.LSTM", "proj_size", 'i', 2, NULL, "", "torch.nn.LSTM: proj_size=2 is not supported"},
+      {"torch.nn.TransformerEncoderLayer", "activation", 's', 0, "torch.nn.functional.silu", "",
+       "transformer_encoder_layer: activation torch.nn.functional.silu is not supported (relu or gelu)"},
+      {"torch.nn.TransformerEncoderLayer", NULL, 0, 0, NULL, "",
+       "transformer_encoder_layer: no value for parameter linear1.weight (record the model's parameters: export --record)"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    begin();
+    OxNodeId s = input("s", F32, 3, SH(2, 1, 4), DA(1, 2, 3, 4, 5, 6, 7, 8));
+    bool enc = strstr(bad[i].type, "Transformer") != NULL;
+    const char *k0 = enc ? "nhead" : "hidden_size";
+    OxValue v0 = vI(enc ? 2 : 3);
+    OxValue v1 = bad[i].vt == 'b' ? vB(true) : bad[i].vt == 'i' ? vI(bad[i].iv) : bad[i].vt == 's' ? vS(bad[i].sv) : vNone();
+    module("m", bad[i].type, vT(1, vN(s)), bad[i].k1 ? kw(2, k0, v0, bad[i].k1, v1) : kw(1, k0, v0));
+    if (!strcmp(bad[i].params, "l1") || !strcmp(bad[i].params, "rev")) {
+      ox_interp_set_param(IN, "m.weight_ih_l0", mk(F32, 2, SH(9, 4), NULL));
+      ox_interp_set_param(IN, !strcmp(bad[i].params, "l1") ? "m.weight_ih_l1" : "m.weight_ih_l0_reverse",
+                          mk(F32, 2, SH(9, 3), NULL));
+    }
+    g_autofree char *want = g_strdup_printf("node m: %s", bad[i].msg);
+    run_fails(want);
+    end();
+  }
+  /* a mask is not computed: refused by name */
+  begin();
+  OxNodeId s = input("s", F32, 3, SH(2, 1, 4), DA(1, 2, 3, 4, 5, 6, 7, 8));
+  OxNodeId mask = input("mask", F32, 2, SH(2, 2), DA(0, 0, 0, 0));
+  module("m", "torch.nn.TransformerEncoder", vT(2, vN(s), vN(mask)), kw(2, "num_layers", vI(1), "nhead", vI(2)));
+  run_fails("node m: torch.nn.TransformerEncoder: mask=%mask is not supported");
   end();
 }
 
@@ -1215,6 +1293,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/interp/where", test_where);
   g_test_add_func("/engine/interp/dropout", test_dropout);
   g_test_add_func("/engine/interp/vision-ops", test_vision_ops);
+  g_test_add_func("/engine/interp/sequence-ops", test_sequence_ops);
   g_test_add_func("/engine/interp/reductions", test_reductions);
   g_test_add_func("/engine/interp/split-cat", test_split_cat);
   g_test_add_func("/engine/interp/getitem", test_getitem);

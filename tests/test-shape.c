@@ -528,6 +528,30 @@ static void test_conv_pool(void) {
   expect_fail(g, mod(g, "attn", "torch.nn.MultiheadAttention", tup(g, 3, N(qb), N(qb), N(qb)),
                      kw(g, 3, "embed_dim", I(8), "num_heads", I(2), "training", B(true))),
               -1, "torch.nn.MultiheadAttention: training=True is not supported");
+  /* sequence modules: encoders keep their source's shape; recurrent ones give (output, h_n) */
+  expect(g, mod(g, "enc", "torch.nn.TransformerEncoder", tup(g, 1, N(qs)), kw(g, 3, "num_layers", I(2), "nhead", I(2), "d_model", I(8))),
+         "f32[5, 2, 8]");
+  expect(g, mod(g, "layer", "torch.nn.TransformerEncoderLayer", tup(g, 1, N(ph(g, "u8", "f32[4, 8]"))), kw(g, 1, "nhead", I(4))),
+         "f32[4, 8]");
+  expect_fail(g, mod(g, "enc", "torch.nn.TransformerEncoder", tup(g, 1, N(qs)), kw(g, 2, "num_layers", I(2), "nhead", I(3))),
+              -1, "transformer_encoder: d_model 8 is not divisible by nhead 3");
+  expect_fail(g, mod(g, "enc", "torch.nn.TransformerEncoder", tup(g, 1, N(qs)), kw(g, 3, "num_layers", I(2), "nhead", I(2), "d_model", I(16))),
+              -1, "transformer_encoder: src f32[5, 2, 8]: last dim is not d_model 16");
+  expect_fail(g, mod(g, "layer", "torch.nn.TransformerEncoderLayer", tup(g, 1, N(ph(g, "r4", "f32[2, 3, 4, 8]"))), kw(g, 1, "nhead", I(2))),
+              -1, "transformer_encoder_layer: src must be 2-D (unbatched) or 3-D, got f32[2, 3, 4, 8]");
+  expect(g, mod(g, "gru", "torch.nn.GRU", tup(g, 1, N(qb)),
+                kw(g, 5, "input_size", I(8), "hidden_size", I(6), "num_layers", I(2), "batch_first", B(true), "bidirectional", B(true))),
+         "(f32[2, 5, 12], f32[4, 2, 6])");
+  expect(g, mod(g, "rnn", "torch.nn.RNN", tup(g, 1, N(ph(g, "un", "f32[7, 8]"))), kw(g, 1, "hidden_size", I(3))),
+         "(f32[7, 3], f32[1, 3])");
+  OxNodeId lstm = mod(g, "lstm", "torch.nn.LSTM", tup(g, 1, N(qs)), kw(g, 2, "hidden_size", I(5), "num_layers", I(3)));
+  expect(g, lstm, "(f32[5, 2, 5], ?[?])");
+  expect(g, fn(g, "operator.getitem", tup(g, 2, N(lstm), I(1)), NoKw()), "(f32[3, 2, 5], f32[3, 2, 5])");
+  expect_fail(g, mod(g, "gru", "torch.nn.GRU", tup(g, 1, N(qs)), kw(g, 2, "input_size", I(4), "hidden_size", I(6))),
+              -1, "gru: input f32[5, 2, 8]: last dim is not input_size 4");
+  expect_fail(g, mod(g, "gru", "torch.nn.GRU", tup(g, 1, N(qs)), kw(g, 1, "hidden_size", I(0))),
+              -1, "gru: hidden_size 0 and num_layers 1 must be positive");
+  expect_fail(g, mod(g, "gru", "torch.nn.GRU", tup(g, 1, N(qs)), NoKw()), -1, "torch.nn.GRU: missing argument hidden_size");
   ox_graph_free(g);
 }
 

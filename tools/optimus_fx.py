@@ -248,6 +248,63 @@ def multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_b
     return out, weights
 
 
+def _params_dict(params):
+    """A sequence module's `params` slot: (relative name, tensor) pairs, or a dict."""
+    return dict(params.items() if isinstance(params, dict) else params)
+
+
+def _encoder_layer_module(d_model, nhead, ff, activation, layer_norm_eps, batch_first, norm_first):
+    act = {"relu": F.relu, "gelu": F.gelu}.get(activation)
+    if act is None:
+        raise ValueError("activation %r is not supported (relu or gelu)" % (activation,))
+    return nn.TransformerEncoderLayer(d_model, nhead, ff, dropout=0.0, activation=act,
+                                      layer_norm_eps=layer_norm_eps, batch_first=batch_first,
+                                      norm_first=norm_first)
+
+
+def transformer_encoder_layer(src, params, nhead, activation="relu", layer_norm_eps=1e-5,
+                              batch_first=False, norm_first=False):
+    """The engine's canonical encoder layer: nn.TransformerEncoderLayer in eval mode without
+    masks, with the given parameters (names as the module's state_dict has them)."""
+    p = _params_dict(params)
+    w1 = p["linear1.weight"]
+    m = _encoder_layer_module(w1.shape[1], nhead, w1.shape[0], activation, layer_norm_eps,
+                              batch_first, norm_first).to(dtype=w1.dtype)
+    m.load_state_dict(p)
+    with torch.no_grad():
+        return m.eval()(src)
+
+
+def transformer_encoder(src, params, num_layers, nhead, activation="relu", layer_norm_eps=1e-5,
+                        batch_first=False, norm_first=False, norm_eps=None):
+    """The engine's canonical encoder: layers.0 ... then the final norm when norm_eps is set."""
+    p = _params_dict(params)
+    w1 = p["layers.0.linear1.weight"]
+    layer = _encoder_layer_module(w1.shape[1], nhead, w1.shape[0], activation, layer_norm_eps,
+                                  batch_first, norm_first)
+    norm = None if norm_eps is None else nn.LayerNorm(w1.shape[1], eps=norm_eps)
+    m = nn.TransformerEncoder(layer, num_layers, norm=norm, enable_nested_tensor=False).to(dtype=w1.dtype)
+    m.load_state_dict(p)
+    with torch.no_grad():
+        return m.eval()(src)
+
+
+def _recurrent(cls):
+    def call(input, params, hidden_size, hx=None, num_layers=1, bias=True, batch_first=False,
+             bidirectional=False, **extra):
+        p = _params_dict(params)
+        w = p["weight_ih_l0"]
+        m = cls(w.shape[1], hidden_size, num_layers=num_layers, bias=bias, batch_first=batch_first,
+                bidirectional=bidirectional, **extra).to(dtype=w.dtype)
+        m.load_state_dict(p)
+        with torch.no_grad():
+            return m.eval()(input, hx)
+    call.__name__ = cls.__name__.lower()
+    call.__doc__ = ("The engine's canonical %s: nn.%s in eval mode with the given parameters."
+                    % (cls.__name__.lower(), cls.__name__))
+    return call
+
+
 # Canonical op name (engine/ops/ox_ops.def) -> torch callable taking the canonical slots
 # (positional in slot order, or by slot name). The engine may emit these bare names.
 OPTIMUS_OPS = {
@@ -322,6 +379,11 @@ OPTIMUS_OPS = {
     "interpolate": F.interpolate,
     "shifted_window_attention": _swin("shifted_window_attention"),
     "relative_position_bias": _swin("_get_relative_position_bias"),
+    "transformer_encoder_layer": transformer_encoder_layer,
+    "transformer_encoder": transformer_encoder,
+    "gru": _recurrent(nn.GRU),
+    "lstm": _recurrent(nn.LSTM),
+    "rnn": _recurrent(nn.RNN),
     "patch_merging_pad": _swin("_patch_merging_pad"),
     "to": _to,
     "size": _size,
@@ -743,10 +805,63 @@ MODULE_HPARAMS = [
     # the engine (its attention runs in eval mode only)
     (nn.MultiheadAttention, ("embed_dim", "num_heads", "dropout", "bias", "add_bias_kv",
                              "add_zero_attn", "kdim", "vdim", "batch_first", "training")),
+    # Sequence modules (docs/interpreter.md): an encoder layer's settings are read off its
+    # submodules ("activation" as "relu", "gelu" or the callable's qualified name, which the
+    # engine refuses); an encoder writes its first layer's (its layers are copies of one) and
+    # "norm_eps", the final norm's eps or None.
+    (nn.TransformerEncoderLayer, ("d_model", "nhead", "dim_feedforward", "dropout", "activation",
+                                  "layer_norm_eps", "batch_first", "norm_first", "training")),
+    (nn.TransformerEncoder, ("num_layers", "d_model", "nhead", "dim_feedforward", "dropout",
+                             "activation", "layer_norm_eps", "batch_first", "norm_first",
+                             "norm_eps", "enable_nested_tensor", "training")),
+    (nn.LSTM, ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+               "bidirectional", "proj_size", "training")),
+    (nn.GRU, ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+              "bidirectional", "training")),
+    (nn.RNN, ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+              "bidirectional", "nonlinearity", "training")),
 ]
 
 
+def _activation_name(a):
+    if a is F.relu or isinstance(a, nn.ReLU):
+        return "relu"
+    if a is F.gelu or (isinstance(a, nn.GELU) and a.approximate == "none"):
+        return "gelu"
+    if isinstance(a, nn.Module):
+        return module_type_name(a)
+    return "%s.%s" % (getattr(a, "__module__", "?"), getattr(a, "__qualname__", repr(a)))
+
+
+def _encoder_layer_hparam(m, name):
+    if name == "d_model":
+        return m.self_attn.embed_dim
+    if name == "nhead":
+        return m.self_attn.num_heads
+    if name == "dim_feedforward":
+        return m.linear1.out_features
+    if name == "dropout":
+        return m.dropout.p
+    if name == "activation":
+        return _activation_name(m.activation)
+    if name == "layer_norm_eps":
+        return m.norm1.eps
+    if name == "batch_first":
+        return m.self_attn.batch_first
+    return getattr(m, name)  # norm_first, training
+
+
 def _hparam(m, name):
+    if isinstance(m, nn.TransformerEncoderLayer):
+        return _encoder_layer_hparam(m, name)
+    if isinstance(m, nn.TransformerEncoder):
+        if name == "norm_eps":
+            return None if m.norm is None else m.norm.eps
+        if name in ("num_layers", "enable_nested_tensor", "training"):
+            return getattr(m, name, None)
+        return _encoder_layer_hparam(m.layers[0], name)
+    if isinstance(m, nn.RNNBase) and name == "bias":
+        return bool(m.bias)  # the constructor flag itself (no "bias" parameter)
     if isinstance(m, nn.MultiheadAttention) and name in ("bias", "add_bias_kv"):
         return (m.in_proj_bias if name == "bias" else m.bias_k) is not None
     if name == "bias":  # the constructor flag, not the parameter

@@ -311,6 +311,24 @@ static int module_param(OxInterp *in, const OxNode *n, const OxOpArgs *a, uint32
   const OxOpInfo *info = ox_op_info(a->op);
   const char *sname = info && slot < info->n_slots ? info->slot_names[slot] : "weight";
   char path[512];
+  if (!strcmp(sname, "params")) {
+    /* a sequence module's parameters (transformer_encoder, gru ...): every registered one under
+     * "<module path>.", as (relative name, tensor) pairs in registration order */
+    int pl = snprintf(path, sizeof path, "%s.", a->module_path ? a->module_path : n->target);
+    if (pl <= 0 || (size_t)pl >= sizeof path) return efail(e, n, "module path too long");
+    uint32_t cnt = 0;
+    for (uint32_t i = 0; i < in->n_params; i++) cnt += !strncmp(in->params[i].path, path, (size_t)pl);
+    OxRtValue *list = ox_rt_seq(OX_RT_LIST, cnt);
+    for (uint32_t i = 0, j = 0; i < in->n_params; i++) {
+      if (strncmp(in->params[i].path, path, (size_t)pl)) continue;
+      OxRtValue *pair = ox_rt_seq(OX_RT_TUPLE, 2);
+      pair->u.items[0] = ox_rt_text(OX_RT_STR, in->params[i].path + pl);
+      pair->u.items[1] = ox_rt_ref(in->params[i].v);
+      list->u.items[j++] = pair;
+    }
+    *out = list;
+    return 0;
+  }
   /* attention's out_proj_weight / out_proj_bias are its submodule's out_proj.weight / .bias */
   bool sub = !strncmp(sname, "out_proj_", 9);
   snprintf(path, sizeof path, "%s.%s%s", a->module_path ? a->module_path : n->target, sub ? "out_proj." : "",
@@ -696,6 +714,41 @@ uint64_t ox_interp_node_flops(const OxGraph *g, const OxNode *n) {
     uint64_t tq = q / (uint64_t)e, tk = k / (uint64_t)e, klen = tk / (uint64_t)nb.v;
     uint64_t proj = sat_mul(2 * (uint64_t)e, sat_mul((uint64_t)e, sat_add(sat_mul(2, tq), sat_mul(2, tk))));
     return sat_add(proj, sat_mul(4, sat_mul(tq, sat_mul((uint64_t)e, klen))));
+  }
+  case OX_OPID_TRANSFORMER_ENCODER_LAYER:
+  case OX_OPID_TRANSFORMER_ENCODER: { /* per layer: attention as above (q, k, v alike) and the
+                                         feed-forward pair 2 T E F twice; 0 (unknown) without
+                                         dim_feedforward or the sizes */
+    const OxTensorMeta *x = slot_meta(g, a.slot[0]);
+    int64_t e = last_dim(x, 1), f = kwarg_int(n, "dim_feedforward", -1, 0), layers = 1;
+    if (a.op == OX_OPID_TRANSFORMER_ENCODER) layers = a.slot[2]->kind == OX_V_INT ? a.slot[2]->u.i : -1;
+    bool bf = a.op == OX_OPID_TRANSFORMER_ENCODER ? a.slot[6]->kind == OX_V_BOOL && a.slot[6]->u.b
+                                                  : a.slot[5]->kind == OX_V_BOOL && a.slot[5]->u.b;
+    uint64_t t = tm_numel(x);
+    if (!t || e <= 0 || f <= 0 || layers <= 0 || !x || x->rank < 2) return 0;
+    OxDim len = x->shape[x->rank == 3 && bf ? 1 : 0];
+    if (len.sym) return 0;
+    t /= (uint64_t)e; /* tokens */
+    uint64_t attn = sat_add(sat_mul(8 * (uint64_t)e, sat_mul((uint64_t)e, t)), sat_mul(4, sat_mul(t, sat_mul((uint64_t)e, (uint64_t)len.v))));
+    uint64_t ff = sat_mul(4, sat_mul(t, sat_mul((uint64_t)e, (uint64_t)f)));
+    return sat_mul((uint64_t)layers, sat_add(attn, ff));
+  }
+  case OX_OPID_GRU:
+  case OX_OPID_LSTM:
+  case OX_OPID_RNN: { /* per layer and direction: 2 T N G H (in + H), G gates (3, 4, 1) */
+    const OxTensorMeta *x = slot_meta(g, a.slot[0]);
+    int64_t in = last_dim(x, 1), h = a.slot[2]->kind == OX_V_INT ? a.slot[2]->u.i : -1;
+    int64_t layers = a.slot[4]->kind == OX_V_INT ? a.slot[4]->u.i : -1;
+    uint64_t d = a.slot[7]->kind == OX_V_BOOL && a.slot[7]->u.b ? 2 : 1, gates = a.op == OX_OPID_GRU ? 3 : a.op == OX_OPID_LSTM ? 4 : 1;
+    uint64_t t = tm_numel(x);
+    if (!t || in <= 0 || h <= 0 || layers <= 0) return 0;
+    t /= (uint64_t)in; /* steps x batch */
+    uint64_t total = 0;
+    for (int64_t l = 0; l < layers; l++) {
+      uint64_t il = l ? d * (uint64_t)h : (uint64_t)in;
+      total = sat_add(total, sat_mul(d, sat_mul(2 * t, sat_mul(gates * (uint64_t)h, il + (uint64_t)h))));
+    }
+    return total;
   }
   case OX_OPID_SHIFTED_WINDOW_ATTENTION: { /* qkv and proj over the padded map, q k^T and p v per window */
     const OxTensorMeta *x = slot_meta(g, a.slot[0]);

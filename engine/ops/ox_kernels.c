@@ -2935,6 +2935,68 @@ static void softmax_row(double *p, int64_t n) {
   for (int64_t j = 0; j < n; j++) p[j] /= sum;
 }
 
+/* Attention on rows of doubles (a row is one token; row r of a [L, N, E] sequence is l * N + n,
+ * n * L + l when bf): X the queries' tokens, KX and VX the keys' and values' [S, N, E] alike; WI
+ * the packed in-projection [3E, E], BI its bias [3E] or NULL, WO / BO the out-projection. Writes
+ * C [L * N, E] (out-projected, its bias added) and, given wts, the weights (averaged over the
+ * heads or per head, as k_multi_head_attention returns them). Operands are rounded to dt's opmath
+ * by the caller. */
+static int attention_rows(K *k, OxDType dt, const double *X, const double *KX, const double *VX, int64_t L, int64_t S,
+                          int64_t N, int64_t E, int64_t heads, bool bf, const double *WI, const double *BI,
+                          const double *WO, const double *BO, double *C, OxTensor *wts, bool avg_w) {
+  int64_t hd = E / heads;
+  double *Q = malloc(nz(L * N * E) * sizeof *Q), *KP = malloc(nz(S * N * E) * sizeof *KP);
+  double *VP = malloc(nz(S * N * E) * sizeof *VP), *A = malloc(nz(L * N * E) * sizeof *A), *P = malloc(nz(S) * sizeof *P);
+  double *WIr = malloc(nz(3 * E * E) * sizeof *WIr), *WOr = malloc(nz(E * E) * sizeof *WOr);
+  if (!Q || !KP || !VP || !A || !P || !WIr || !WOr) {
+    free(Q), free(KP), free(VP), free(A), free(P), free(WIr), free(WOr);
+    return kfail(k, "out of memory");
+  }
+  for (int64_t i = 0; i < 3 * E * E; i++) WIr[i] = opmath(dt, WI[i]);
+  for (int64_t i = 0; i < E * E; i++) WOr[i] = opmath(dt, WO[i]);
+  /* the projections, row by row in each tensor's own layout (a row is one token) */
+  gemm(X, WIr, Q, L * N, E, E, true);
+  gemm(KX, WIr + E * E, KP, S * N, E, E, true);
+  gemm(VX, WIr + 2 * E * E, VP, S * N, E, E, true);
+  if (BI) {
+    for (int64_t r = 0; r < L * N; r++)
+      for (int64_t j = 0; j < E; j++) Q[r * E + j] += opmath(dt, BI[j]);
+    for (int64_t r = 0; r < S * N; r++)
+      for (int64_t j = 0; j < E; j++) {
+        KP[r * E + j] += opmath(dt, BI[E + j]);
+        VP[r * E + j] += opmath(dt, BI[2 * E + j]);
+      }
+  }
+  double scale = 1.0 / sqrt((double)hd);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t l = 0; l < L; l++) {
+        int64_t rq = bf ? n * L + l : l * N + n;
+        const double *qr = Q + rq * E + h * hd;
+        for (int64_t j = 0; j < S; j++) {
+          const double *kr = KP + (bf ? n * S + j : j * N + n) * E + h * hd;
+          double acc = 0.0;
+          for (int64_t d = 0; d < hd; d++) acc += qr[d] * scale * kr[d];
+          P[j] = acc;
+        }
+        softmax_row(P, S);
+        double *ar = A + rq * E + h * hd;
+        for (int64_t d = 0; d < hd; d++) ar[d] = 0.0;
+        for (int64_t j = 0; j < S; j++) {
+          const double *vr = VP + (bf ? n * S + j : j * N + n) * E + h * hd;
+          for (int64_t d = 0; d < hd; d++) ar[d] += P[j] * vr[d];
+          if (!wts) continue;
+          int64_t wi_ = avg_w ? (n * L + l) * S + j : ((n * heads + h) * L + l) * S + j;
+          ox_tensor_set(wts, wi_, (avg_w ? ox_tensor_get(wts, wi_) : 0.0) + (avg_w ? P[j] / (double)heads : P[j]));
+        }
+      }
+  gemm(A, WOr, C, L * N, E, E, true);
+  for (int64_t r = 0; r < L * N; r++)
+    for (int64_t j = 0; j < E; j++) C[r * E + j] = C[r * E + j] + (BO ? opmath(dt, BO[j]) : 0.0);
+  free(Q), free(KP), free(VP), free(A), free(P), free(WIr), free(WOr);
+  return 0;
+}
+
 /* multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_bias,
  *                      out_proj_weight, out_proj_bias, need_weights, average_attn_weights,
  *                      batch_first): nn.MultiheadAttention.forward in eval mode without masks, with
@@ -2981,7 +3043,7 @@ static int k_multi_head_attention(K *k, V *const *s, V **out) {
   int64_t lim = k->max_elems > 0 ? k->max_elems : OX_KERNEL_DEFAULT_MAX_ELEMS;
   if (L * S > lim / (heads * N > 0 ? heads * N : 1))
     return kfail(k, "attention of %lld x %lld per head exceeds the budget of %lld elements", (long long)L, (long long)S, (long long)lim);
-  int64_t hd = E / heads, wsh[4];
+  int64_t wsh[4];
   int wrank = 0;
   if (batched) wsh[wrank++] = N;
   if (!avg_w) wsh[wrank++] = heads;
@@ -2989,61 +3051,20 @@ static int k_multi_head_attention(K *k, V *const *s, V **out) {
   wsh[wrank++] = S;
   OxTensor *o = knew(k, q->dtype, q->rank, q->shape), *wts = need_w ? knew(k, q->dtype, wrank, wsh) : NULL;
   double *X = to_doubles(k, q), *KX = to_doubles(k, kt), *VX = to_doubles(k, vt), *WI = to_doubles(k, wi);
-  double *WO = to_doubles(k, wo), *Q = malloc(nz(L * N * E) * sizeof *Q), *KP = malloc(nz(S * N * E) * sizeof *KP);
-  double *VP = malloc(nz(S * N * E) * sizeof *VP), *A = malloc(nz(L * N * E) * sizeof *A), *P = malloc(nz(S) * sizeof *P);
+  double *WO = to_doubles(k, wo), *BI = bi ? to_doubles(k, bi) : NULL, *BO = bo ? to_doubles(k, bo) : NULL;
   double *C = malloc(nz(L * N * E) * sizeof *C);
   int rc = 0;
-  if (!o || (need_w && !wts) || !X || !KX || !VX || !WI || !WO || !Q || !KP || !VP || !A || !P || !C) {
+  if (!o || (need_w && !wts) || !X || !KX || !VX || !WI || !WO || (bi && !BI) || (bo && !BO) || !C) {
     rc = o && (!need_w || wts) ? kfail(k, "out of memory") : -1;
     goto done;
   }
   for (int64_t i = 0; i < q->numel; i++) X[i] = opmath(q->dtype, X[i]);
   for (int64_t i = 0; i < kt->numel; i++) KX[i] = opmath(q->dtype, KX[i]);
   for (int64_t i = 0; i < vt->numel; i++) VX[i] = opmath(q->dtype, VX[i]);
-  for (int64_t i = 0; i < wi->numel; i++) WI[i] = opmath(q->dtype, WI[i]);
-  for (int64_t i = 0; i < wo->numel; i++) WO[i] = opmath(q->dtype, WO[i]);
-  /* the projections, row by row in each tensor's own layout (a row is one token) */
-  gemm(X, WI, Q, L * N, E, E, true);
-  gemm(KX, WI + E * E, KP, S * N, E, E, true);
-  gemm(VX, WI + 2 * E * E, VP, S * N, E, E, true);
-  if (bi) {
-    for (int64_t r = 0; r < L * N; r++)
-      for (int64_t j = 0; j < E; j++) Q[r * E + j] += opmath(q->dtype, ox_tensor_get(bi, j));
-    for (int64_t r = 0; r < S * N; r++)
-      for (int64_t j = 0; j < E; j++) {
-        KP[r * E + j] += opmath(q->dtype, ox_tensor_get(bi, E + j));
-        VP[r * E + j] += opmath(q->dtype, ox_tensor_get(bi, 2 * E + j));
-      }
-  }
-  double scale = 1.0 / sqrt((double)hd);
-  for (int64_t n = 0; n < N; n++)
-    for (int64_t h = 0; h < heads; h++)
-      for (int64_t l = 0; l < L; l++) {
-        int64_t rq = bf ? n * L + l : l * N + n;
-        const double *qr = Q + rq * E + h * hd;
-        for (int64_t j = 0; j < S; j++) {
-          const double *kr = KP + (bf ? n * S + j : j * N + n) * E + h * hd;
-          double acc = 0.0;
-          for (int64_t d = 0; d < hd; d++) acc += qr[d] * scale * kr[d];
-          P[j] = acc;
-        }
-        softmax_row(P, S);
-        double *ar = A + rq * E + h * hd;
-        for (int64_t d = 0; d < hd; d++) ar[d] = 0.0;
-        for (int64_t j = 0; j < S; j++) {
-          const double *vr = VP + (bf ? n * S + j : j * N + n) * E + h * hd;
-          for (int64_t d = 0; d < hd; d++) ar[d] += P[j] * vr[d];
-          if (!wts) continue;
-          int64_t wi_ = avg_w ? (n * L + l) * S + j : ((n * heads + h) * L + l) * S + j;
-          ox_tensor_set(wts, wi_, (avg_w ? ox_tensor_get(wts, wi_) : 0.0) + (avg_w ? P[j] / (double)heads : P[j]));
-        }
-      }
-  gemm(A, WO, C, L * N, E, E, true);
-  for (int64_t r = 0; r < L * N; r++)
-    for (int64_t j = 0; j < E; j++)
-      ox_tensor_set(o, r * E + j, C[r * E + j] + (bo ? opmath(q->dtype, ox_tensor_get(bo, j)) : 0.0));
+  rc = attention_rows(k, q->dtype, X, KX, VX, L, S, N, E, heads, bf, WI, BI, WO, BO, C, wts, avg_w);
+  for (int64_t i = 0; rc == 0 && i < L * N * E; i++) ox_tensor_set(o, i, C[i]);
 done:
-  free(X), free(KX), free(VX), free(WI), free(WO), free(Q), free(KP), free(VP), free(A), free(P), free(C);
+  free(X), free(KX), free(VX), free(WI), free(WO), free(BI), free(BO), free(C);
   if (rc != 0) {
     if (o) ox_tensor_free(o);
     if (wts) ox_tensor_free(wts);
@@ -3055,6 +3076,475 @@ done:
   *out = res;
   return 0;
 }
+
+/* ------------------------------------------------------------------ sequence modules
+ *
+ * nn.TransformerEncoder(Layer) and nn.GRU / nn.LSTM / nn.RNN, computed from the module's
+ * parameters (the `params` slot: (relative name, tensor) pairs). Each step rounds its result to
+ * the input's opmath precision, as torch's separate ops do (linear, attention, norm, residual
+ * add; a recurrent cell's new state). */
+
+/* The parameter `prefix``name` of a sequence module's params list, or NULL (with an error when
+ * required). */
+static const OxTensor *seq_param(K *k, const V *params, const char *prefix, const char *name, bool required) {
+  size_t pl = strlen(prefix);
+  for (uint32_t i = 0; params && i < params->n; i++) {
+    const V *p = params->u.items[i];
+    if (!p || p->kind != OX_RT_TUPLE || p->n != 2 || !p->u.items[0] || p->u.items[0]->kind != OX_RT_STR) continue;
+    const char *nm = p->u.items[0]->s;
+    if (strncmp(nm, prefix, pl) || strcmp(nm + pl, name)) continue;
+    if (p->u.items[1]->kind != OX_RT_TENSOR) {
+      kfail(k, "parameter %s%s is not a tensor", prefix, name);
+      return NULL;
+    }
+    return p->u.items[1]->u.t;
+  }
+  if (required) kfail(k, "no value for parameter %s%s (record the model's parameters: export --record)", prefix, name);
+  return NULL;
+}
+
+/* A parameter as doubles, checked to be a floating tensor of dtype dt with numel elements (and
+ * rows x cols when rows > 0); NULL with an error otherwise or when missing and required. *ok is
+ * false on an error (a missing optional one leaves it true). */
+static double *seq_doubles(K *k, const V *params, const char *prefix, const char *name, OxDType dt, int64_t rows,
+                           int64_t cols, bool required, bool *ok) {
+  const OxTensor *t = seq_param(k, params, prefix, name, required);
+  if (!t) {
+    if (required) *ok = false;
+    return NULL;
+  }
+  int64_t want = rows > 0 ? rows * cols : cols;
+  if (t->dtype != dt || (rows > 0 ? (t->rank != 2 || t->shape[0] != rows || t->shape[1] != cols) : t->numel != cols)) {
+    char b[128];
+    shape_str(t->rank, t->shape, b, sizeof b);
+    if (rows > 0)
+      kfail(k, "parameter %s%s is %s %s, expected %s [%lld, %lld]", prefix, name, ox_dtype_abbr(t->dtype), b,
+            ox_dtype_abbr(dt), (long long)rows, (long long)cols);
+    else
+      kfail(k, "parameter %s%s is %s %s, expected %s with %lld elements", prefix, name, ox_dtype_abbr(t->dtype), b,
+            ox_dtype_abbr(dt), (long long)want);
+    *ok = false;
+    return NULL;
+  }
+  double *d = to_doubles(k, t);
+  if (!d) {
+    *ok = false;
+    return NULL;
+  }
+  for (int64_t i = 0; i < t->numel; i++) d[i] = opmath(dt, d[i]);
+  return d;
+}
+
+static void round_rows(OxDType dt, double *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) x[i] = opmath(dt, x[i]);
+}
+
+/* y[r, :] = x[r, :] @ w[out, in].T + b, rounded */
+static void linear_rows(OxDType dt, const double *x, const double *w, const double *b, double *y, int64_t rows,
+                        int64_t in, int64_t outf) {
+  gemm(x, w, y, rows, in, outf, true);
+  for (int64_t r = 0; b && r < rows; r++)
+    for (int64_t j = 0; j < outf; j++) y[r * outf + j] += b[j];
+  round_rows(dt, y, rows * outf);
+}
+
+/* layer norm of each row of x (E wide) into y, with optional gamma / beta, rounded */
+static void norm_rows(OxDType dt, const double *x, double *y, int64_t rows, int64_t E, const double *g, const double *b,
+                      double eps) {
+  for (int64_t r = 0; r < rows; r++) {
+    const double *xr = x + r * E;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < E; j++) mean += xr[j];
+    mean /= (double)E;
+    for (int64_t j = 0; j < E; j++) var += (xr[j] - mean) * (xr[j] - mean);
+    var /= (double)E;
+    double rstd = 1.0 / sqrt(var + eps);
+    for (int64_t j = 0; j < E; j++) {
+      double v = (xr[j] - mean) * rstd;
+      if (g) v *= g[j];
+      if (b) v += b[j];
+      y[r * E + j] = opmath(dt, v);
+    }
+  }
+}
+
+typedef struct EncCfg {
+  int64_t heads;
+  int act; /* U_RELU or U_GELU */
+  double eps;
+  bool bf, norm_first;
+} EncCfg;
+
+/* The settings an encoder layer takes (slots nhead, activation, layer_norm_eps, batch_first,
+ * norm_first at s[i0 ...]). */
+static bool enc_cfg(K *k, V *const *s, int i0, EncCfg *c) {
+  c->act = U_RELU, c->eps = 1e-5, c->bf = false, c->norm_first = false;
+  if (!get_int(k, s[i0], "nhead", &c->heads)) return false;
+  if (!is_none(s[i0 + 1])) {
+    const V *a = s[i0 + 1];
+    const char *nm = a->kind == OX_RT_STR || a->kind == OX_RT_OPAQUE ? a->s : NULL;
+    if (nm && (!strcmp(nm, "relu") || !strcmp(nm, "torch.nn.functional.relu") || !strcmp(nm, "torch.nn.ReLU")))
+      c->act = U_RELU;
+    else if (nm && (!strcmp(nm, "gelu") || !strcmp(nm, "torch.nn.functional.gelu") || !strcmp(nm, "torch.nn.GELU")))
+      c->act = U_GELU;
+    else {
+      kfail(k, "activation %s is not supported (relu or gelu)", nm ? nm : ox_rt_kind_name(a->kind));
+      return false;
+    }
+  }
+  if (!is_none(s[i0 + 2]) && !get_num(k, s[i0 + 2], "layer_norm_eps", &c->eps)) return false;
+  if (!is_none(s[i0 + 3]) && !get_bool(k, s[i0 + 3], "batch_first", &c->bf)) return false;
+  if (!is_none(s[i0 + 4]) && !get_bool(k, s[i0 + 4], "norm_first", &c->norm_first)) return false;
+  return true;
+}
+
+/* One nn.TransformerEncoderLayer (eval, no masks) over x [T = L * N rows, E], in place:
+ * post-norm x = norm1(x + sa(x)); x = norm2(x + ff(x)); pre-norm x = x + sa(norm1(x));
+ * x = x + ff(norm2(x)); sa is self-attention (need_weights=False), ff linear2(act(linear1)). */
+static int encoder_layer_rows(K *k, const V *params, const char *pre, OxDType dt, double *x, int64_t L, int64_t N,
+                              int64_t E, const EncCfg *c) {
+  const OxTensor *w1t = seq_param(k, params, pre, "linear1.weight", true);
+  if (!w1t) return -1;
+  int64_t F = w1t->rank == 2 ? w1t->shape[0] : -1, T = L * N;
+  if (F <= 0) return kfail(k, "parameter %slinear1.weight must be 2-D [dim_feedforward, %lld]", pre, (long long)E);
+  bool ok = true;
+  char sa[256];
+  snprintf(sa, sizeof sa, "%sself_attn.", pre);
+  double *WI = seq_doubles(k, params, sa, "in_proj_weight", dt, 3 * E, E, true, &ok);
+  double *BI = ok ? seq_doubles(k, params, sa, "in_proj_bias", dt, 0, 3 * E, false, &ok) : NULL;
+  double *WO = ok ? seq_doubles(k, params, sa, "out_proj.weight", dt, E, E, true, &ok) : NULL;
+  double *BO = ok ? seq_doubles(k, params, sa, "out_proj.bias", dt, 0, E, false, &ok) : NULL;
+  double *W1 = ok ? seq_doubles(k, params, pre, "linear1.weight", dt, F, E, true, &ok) : NULL;
+  double *B1 = ok ? seq_doubles(k, params, pre, "linear1.bias", dt, 0, F, false, &ok) : NULL;
+  double *W2 = ok ? seq_doubles(k, params, pre, "linear2.weight", dt, E, F, true, &ok) : NULL;
+  double *B2 = ok ? seq_doubles(k, params, pre, "linear2.bias", dt, 0, E, false, &ok) : NULL;
+  double *G1 = ok ? seq_doubles(k, params, pre, "norm1.weight", dt, 0, E, false, &ok) : NULL;
+  double *N1 = ok ? seq_doubles(k, params, pre, "norm1.bias", dt, 0, E, false, &ok) : NULL;
+  double *G2 = ok ? seq_doubles(k, params, pre, "norm2.weight", dt, 0, E, false, &ok) : NULL;
+  double *N2 = ok ? seq_doubles(k, params, pre, "norm2.bias", dt, 0, E, false, &ok) : NULL;
+  double *Y = malloc(nz(T * E) * sizeof *Y), *Z = malloc(nz(T * E) * sizeof *Z), *H = malloc(nz(T * F) * sizeof *H);
+  int rc = 0;
+  if (!ok) {
+    rc = -1;
+  } else if (!Y || !Z || !H) {
+    rc = kfail(k, "out of memory");
+  } else {
+    for (int part = 0; part < 2 && rc == 0; part++) {
+      const double *g = part ? G2 : G1, *b = part ? N2 : N1;
+      const double *in = x;
+      if (c->norm_first) { /* the block reads norm(x) */
+        norm_rows(dt, x, Z, T, E, g, b, c->eps);
+        in = Z;
+      }
+      if (part == 0) {
+        rc = attention_rows(k, dt, in, in, in, L, L, N, E, c->heads, c->bf, WI, BI, WO, BO, Y, NULL, false);
+        round_rows(dt, Y, T * E);
+      } else {
+        linear_rows(dt, in, W1, B1, H, T, E, F);
+        for (int64_t i = 0; i < T * F; i++) H[i] = opmath(dt, unary_d(&H[i], &c->act));
+        linear_rows(dt, H, W2, B2, Y, T, F, E);
+      }
+      for (int64_t i = 0; i < T * E; i++) Y[i] = opmath(dt, x[i] + Y[i]); /* the residual */
+      if (c->norm_first)
+        memcpy(x, Y, (size_t)(T * E) * sizeof *x);
+      else
+        norm_rows(dt, Y, x, T, E, g, b, c->eps);
+    }
+  }
+  free(WI), free(BI), free(WO), free(BO), free(W1), free(B1), free(W2), free(B2);
+  free(G1), free(N1), free(G2), free(N2), free(Y), free(Z), free(H);
+  return rc;
+}
+
+/* The source of an encoder: [L, N, E] ([N, L, E] batch_first) or [L, E] unbatched; as doubles. */
+static double *enc_source(K *k, const OxTensor *x, const EncCfg *c, int64_t *L, int64_t *N, int64_t *E) {
+  char b[128];
+  shape_str(x->rank, x->shape, b, sizeof b);
+  if (!need_float(k, x, "src")) return NULL;
+  if (x->rank != 2 && x->rank != 3) {
+    kfail(k, "src %s: expected 2-D (unbatched) or 3-D", b);
+    return NULL;
+  }
+  *E = x->shape[x->rank - 1];
+  *N = x->rank == 3 ? x->shape[c->bf ? 0 : 1] : 1;
+  *L = x->rank == 3 ? x->shape[c->bf ? 1 : 0] : x->shape[0];
+  if (c->heads <= 0 || *E % c->heads) {
+    kfail(k, "d_model %lld is not divisible by nhead %lld", (long long)*E, (long long)c->heads);
+    return NULL;
+  }
+  int64_t lim = k->max_elems > 0 ? k->max_elems : OX_KERNEL_DEFAULT_MAX_ELEMS;
+  if (*L > 0 && *L > lim / *L) {
+    kfail(k, "attention of %lld x %lld exceeds the budget of %lld elements", (long long)*L, (long long)*L, (long long)lim);
+    return NULL;
+  }
+  double *d = to_doubles(k, x);
+  if (d) round_rows(x->dtype, d, x->numel);
+  return d;
+}
+
+static int enc_result(K *k, const OxTensor *x, double *d, V **out) {
+  OxTensor *o = knew(k, x->dtype, x->rank, x->shape);
+  if (o)
+    for (int64_t i = 0; i < x->numel; i++) ox_tensor_set(o, i, d[i]);
+  free(d);
+  return ret_tensor(o, out);
+}
+
+/* transformer_encoder_layer(src, params, nhead, activation, layer_norm_eps, batch_first, norm_first) */
+static int k_transformer_encoder_layer(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "src");
+  EncCfg c;
+  int64_t L, N, E;
+  if (!x) return -1;
+  if (!is_seq(s[1])) return kfail(k, "params: expected the module's parameters");
+  if (!enc_cfg(k, s, 2, &c)) return -1;
+  double *d = enc_source(k, x, &c, &L, &N, &E);
+  if (!d) return -1;
+  if (encoder_layer_rows(k, s[1], "", x->dtype, d, L, N, E, &c) != 0) {
+    free(d);
+    return -1;
+  }
+  return enc_result(k, x, d, out);
+}
+
+/* transformer_encoder(src, params, num_layers, nhead, activation, layer_norm_eps, batch_first,
+ * norm_first, norm_eps): layers.0 ... layers.{num_layers-1}, then norm (when norm_eps is set) */
+static int k_transformer_encoder(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "src");
+  EncCfg c;
+  int64_t L, N, E, layers;
+  double neps = 0;
+  bool final_norm = !is_none(s[8]);
+  if (!x) return -1;
+  if (!is_seq(s[1])) return kfail(k, "params: expected the module's parameters");
+  if (!get_int(k, s[2], "num_layers", &layers) || !enc_cfg(k, s, 3, &c)) return -1;
+  if (final_norm && !get_num(k, s[8], "norm_eps", &neps)) return -1;
+  if (layers < 1 || layers > 1000) return kfail(k, "num_layers %lld is out of range", (long long)layers);
+  char pre[64];
+  snprintf(pre, sizeof pre, "layers.%lld.", (long long)layers);
+  if (seq_param(k, s[1], pre, "linear1.weight", false))
+    return kfail(k, "num_layers is %lld but the module has %slinear1.weight", (long long)layers, pre);
+  if (!final_norm && seq_param(k, s[1], "", "norm.weight", false))
+    return kfail(k, "the module has a final norm (norm.weight) but norm_eps is None");
+  double *d = enc_source(k, x, &c, &L, &N, &E);
+  if (!d) return -1;
+  for (int64_t i = 0; i < layers; i++) {
+    snprintf(pre, sizeof pre, "layers.%lld.", (long long)i);
+    if (encoder_layer_rows(k, s[1], pre, x->dtype, d, L, N, E, &c) != 0) {
+      free(d);
+      return -1;
+    }
+  }
+  if (final_norm) {
+    bool ok = true;
+    double *g = seq_doubles(k, s[1], "", "norm.weight", x->dtype, 0, E, false, &ok);
+    double *b = ok ? seq_doubles(k, s[1], "", "norm.bias", x->dtype, 0, E, false, &ok) : NULL;
+    if (ok) norm_rows(x->dtype, d, d, L * N, E, g, b, neps);
+    free(g), free(b);
+    if (!ok) {
+      free(d);
+      return -1;
+    }
+  }
+  return enc_result(k, x, d, out);
+}
+
+enum { RNN_GRU, RNN_LSTM, RNN_TANH_RELU };
+
+/* gru / lstm / rnn(input, params, hidden_size, hx, num_layers, bias, batch_first, bidirectional
+ * [, nonlinearity]): torch's cells (gates r, z, n for the GRU; i, f, g, o for the LSTM), layer
+ * by layer, each direction over the whole sequence (the reverse one from its end); a layer's
+ * input is the previous layer's output, both directions side by side. */
+static int rnn_kernel(K *k, V *const *s, int mode, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "input");
+  if (!x || !need_float(k, x, "input")) return -1;
+  if (!is_seq(s[1])) return kfail(k, "params: expected the module's parameters");
+  int64_t H, layers = 1;
+  bool bias = true, bf = false, bidir = false, relu = false;
+  if (!get_int(k, s[2], "hidden_size", &H)) return -1;
+  if (!is_none(s[4]) && !get_int(k, s[4], "num_layers", &layers)) return -1;
+  if (!is_none(s[5]) && !get_bool(k, s[5], "bias", &bias)) return -1;
+  if (!is_none(s[6]) && !get_bool(k, s[6], "batch_first", &bf)) return -1;
+  if (!is_none(s[7]) && !get_bool(k, s[7], "bidirectional", &bidir)) return -1;
+  if (mode == RNN_TANH_RELU && !is_none(s[8])) {
+    if (s[8]->kind != OX_RT_STR || (strcmp(s[8]->s, "tanh") && strcmp(s[8]->s, "relu")))
+      return kfail(k, "nonlinearity must be 'tanh' or 'relu'");
+    relu = !strcmp(s[8]->s, "relu");
+  }
+  if (H <= 0 || layers < 1 || layers > 1000) return kfail(k, "hidden_size %lld / num_layers %lld out of range", (long long)H, (long long)layers);
+  char b[128], nm[64];
+  shape_str(x->rank, x->shape, b, sizeof b);
+  if (x->rank != 2 && x->rank != 3) return kfail(k, "input %s: expected 2-D (unbatched) or 3-D", b);
+  bool batched = x->rank == 3;
+  int64_t T = x->shape[batched && bf ? 1 : 0], N = batched ? x->shape[bf ? 0 : 1] : 1, In = x->shape[x->rank - 1];
+  int D = bidir ? 2 : 1, G = mode == RNN_GRU ? 3 : mode == RNN_LSTM ? 4 : 1;
+  /* the module's parameters must agree with the settings (a dump with other settings than its
+   * module is refused, not computed differently) */
+  snprintf(nm, sizeof nm, "weight_ih_l%lld", (long long)layers);
+  if (seq_param(k, s[1], "", nm, false)) return kfail(k, "num_layers is %lld but the module has %s", (long long)layers, nm);
+  if (!bidir && seq_param(k, s[1], "", "weight_ih_l0_reverse", false))
+    return kfail(k, "bidirectional is False but the module has weight_ih_l0_reverse");
+  if (!bias && seq_param(k, s[1], "", "bias_ih_l0", false)) return kfail(k, "bias is False but the module has bias_ih_l0");
+  if (seq_param(k, s[1], "", "weight_hr_l0", false)) return kfail(k, "proj_size > 0 is not supported");
+  /* the initial state: hx [D * layers, N, H] ([D * layers, H] unbatched); the LSTM's (h0, c0) */
+  const OxTensor *h0 = NULL, *c0 = NULL;
+  if (!is_none(s[3])) {
+    if (mode == RNN_LSTM) {
+      if (!is_seq(s[3]) || s[3]->n != 2) return kfail(k, "hx: expected a tuple (h_0, c_0)");
+      if (!(h0 = get_tensor(k, s[3]->u.items[0], "h_0")) || !(c0 = get_tensor(k, s[3]->u.items[1], "c_0"))) return -1;
+    } else if (!(h0 = get_tensor(k, s[3], "hx"))) {
+      return -1;
+    }
+    for (int w = 0; w < 2; w++) {
+      const OxTensor *t = w ? c0 : h0;
+      if (!t) continue;
+      int64_t want[3] = {D * layers, N, H}, wr = batched ? 3 : 2;
+      if (!batched) want[1] = H;
+      bool good = t->rank == wr && t->dtype == x->dtype;
+      for (int i = 0; good && i < wr; i++) good = t->shape[i] == want[i];
+      if (!good) {
+        char e[128], g[128];
+        shape_str((int)wr, want, e, sizeof e);
+        shape_str(t->rank, t->shape, g, sizeof g);
+        return kfail(k, "%s is %s %s, expected %s %s", w ? "c_0" : "h_0", ox_dtype_abbr(t->dtype), g, ox_dtype_abbr(x->dtype), e);
+      }
+    }
+  }
+  OxDType dt = x->dtype;
+  int64_t osh[3], hsh[3];
+  int hr = batched ? 3 : 2;
+  if (batched) {
+    osh[0] = bf ? N : T, osh[1] = bf ? T : N, osh[2] = D * H;
+    hsh[0] = D * layers, hsh[1] = N, hsh[2] = H;
+  } else {
+    osh[0] = T, osh[1] = D * H;
+    hsh[0] = D * layers, hsh[1] = H;
+  }
+  OxTensor *o = knew(k, dt, x->rank, osh), *hn = o ? knew(k, dt, hr, hsh) : NULL;
+  OxTensor *cn = hn && mode == RNN_LSTM ? knew(k, dt, hr, hsh) : NULL;
+  /* time-major work arrays: X [T, N, in], Y [T, N, D * H] */
+  int64_t inmax = In > D * H ? In : D * H;
+  double *X = malloc(nz(T * N * inmax) * sizeof *X), *Y = malloc(nz(T * N * D * H) * sizeof *Y);
+  double *XI = malloc(nz(T * N * G * H) * sizeof *XI), *HH = malloc(nz(G * H) * sizeof *HH);
+  double *h = malloc(nz(N * H) * sizeof *h), *cs = malloc(nz(N * H) * sizeof *cs);
+  int rc = 0;
+  if (!o || !hn || (mode == RNN_LSTM && !cn)) {
+    rc = -1;
+    goto done;
+  }
+  if (!X || !Y || !XI || !HH || !h || !cs) {
+    rc = kfail(k, "out of memory");
+    goto done;
+  }
+  for (int64_t t = 0; t < T; t++)
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t i = 0; i < In; i++)
+        X[(t * N + n) * In + i] = opmath(dt, ox_tensor_get(x, batched && bf ? (n * T + t) * In + i : (t * N + n) * In + i));
+  int64_t in = In;
+  for (int64_t l = 0; l < layers && rc == 0; l++) {
+    for (int d = 0; d < D && rc == 0; d++) {
+      const char *sfx = d ? "_reverse" : "";
+      bool ok = true;
+      char wih[48], whh[48], bih[48], bhh[48];
+      snprintf(wih, sizeof wih, "weight_ih_l%lld%s", (long long)l, sfx);
+      snprintf(whh, sizeof whh, "weight_hh_l%lld%s", (long long)l, sfx);
+      snprintf(bih, sizeof bih, "bias_ih_l%lld%s", (long long)l, sfx);
+      snprintf(bhh, sizeof bhh, "bias_hh_l%lld%s", (long long)l, sfx);
+      double *Wi = seq_doubles(k, s[1], "", wih, dt, G * H, in, true, &ok);
+      double *Wh = ok ? seq_doubles(k, s[1], "", whh, dt, G * H, H, true, &ok) : NULL;
+      double *Bi = ok ? seq_doubles(k, s[1], "", bih, dt, 0, G * H, bias, &ok) : NULL;
+      double *Bh = ok ? seq_doubles(k, s[1], "", bhh, dt, 0, G * H, bias, &ok) : NULL;
+      if (!ok) {
+        rc = -1;
+      } else {
+        gemm(X, Wi, XI, T * N, in, G * H, true); /* every step's input part at once */
+        int64_t row = l * D + d;
+        for (int64_t i = 0; i < N * H; i++) {
+          h[i] = h0 ? opmath(dt, ox_tensor_get(h0, row * N * H + i)) : 0.0;
+          cs[i] = c0 ? opmath(dt, ox_tensor_get(c0, row * N * H + i)) : 0.0;
+        }
+        for (int64_t step = 0; step < T; step++) {
+          int64_t t = d ? T - 1 - step : step;
+          for (int64_t n = 0; n < N; n++) {
+            double *hn_ = h + n * H, *cn_ = cs + n * H;
+            const double *xi = XI + (t * N + n) * G * H;
+            gemm(hn_, Wh, HH, 1, H, G * H, true);
+            double nh[4096], *nhp = H <= 4096 ? nh : malloc((size_t)H * sizeof *nhp);
+            if (!nhp) {
+              rc = kfail(k, "out of memory");
+              break;
+            }
+            for (int64_t j = 0; j < H; j++) {
+              double v;
+              if (mode == RNN_GRU) {
+                double bi_r = Bi ? Bi[j] : 0, bi_z = Bi ? Bi[H + j] : 0, bi_n = Bi ? Bi[2 * H + j] : 0;
+                double bh_r = Bh ? Bh[j] : 0, bh_z = Bh ? Bh[H + j] : 0, bh_n = Bh ? Bh[2 * H + j] : 0;
+                double r = 1.0 / (1.0 + exp(-(xi[j] + bi_r + HH[j] + bh_r)));
+                double z = 1.0 / (1.0 + exp(-(xi[H + j] + bi_z + HH[H + j] + bh_z)));
+                double nn_ = tanh(xi[2 * H + j] + bi_n + r * (HH[2 * H + j] + bh_n));
+                v = (1.0 - z) * nn_ + z * hn_[j];
+              } else if (mode == RNN_LSTM) {
+                double g4[4];
+                for (int q = 0; q < 4; q++)
+                  g4[q] = xi[q * H + j] + HH[q * H + j] + (Bi ? Bi[q * H + j] : 0) + (Bh ? Bh[q * H + j] : 0);
+                double ig = 1.0 / (1.0 + exp(-g4[0])), fg = 1.0 / (1.0 + exp(-g4[1]));
+                double gg = tanh(g4[2]), og = 1.0 / (1.0 + exp(-g4[3]));
+                double c = opmath(dt, fg * cn_[j] + ig * gg);
+                cn_[j] = c;
+                v = og * tanh(c);
+              } else {
+                double a = xi[j] + HH[j] + (Bi ? Bi[j] : 0) + (Bh ? Bh[j] : 0);
+                v = relu ? (isnan(a) ? a : a > 0 ? a : 0.0) : tanh(a);
+              }
+              nhp[j] = opmath(dt, v);
+            }
+            memcpy(hn_, nhp, (size_t)H * sizeof *hn_);
+            if (nhp != nh) free(nhp);
+            for (int64_t j = 0; j < H; j++) Y[(t * N + n) * D * H + d * H + j] = hn_[j];
+          }
+          if (rc) break;
+        }
+        for (int64_t i = 0; rc == 0 && i < N * H; i++) {
+          ox_tensor_set(hn, row * N * H + i, h[i]);
+          if (cn) ox_tensor_set(cn, row * N * H + i, cs[i]);
+        }
+      }
+      free(Wi), free(Wh), free(Bi), free(Bh);
+    }
+    if (rc == 0) { /* the next layer reads this one's output */
+      memcpy(X, Y, (size_t)(T * N * D * H) * sizeof *X);
+      in = D * H;
+    }
+  }
+  for (int64_t t = 0; rc == 0 && t < T; t++)
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t j = 0; j < D * H; j++)
+        ox_tensor_set(o, batched && bf ? (n * T + t) * D * H + j : (t * N + n) * D * H + j, Y[(t * N + n) * D * H + j]);
+done:
+  free(X), free(Y), free(XI), free(HH), free(h), free(cs);
+  if (rc != 0) {
+    ox_tensor_free(o);
+    ox_tensor_free(hn);
+    ox_tensor_free(cn);
+    return -1;
+  }
+  V *res = ox_rt_seq(OX_RT_TUPLE, 2);
+  res->u.items[0] = ox_rt_tensor(o);
+  if (mode == RNN_LSTM) {
+    V *hc = ox_rt_seq(OX_RT_TUPLE, 2);
+    hc->u.items[0] = ox_rt_tensor(hn);
+    hc->u.items[1] = ox_rt_tensor(cn);
+    res->u.items[1] = hc;
+  } else {
+    res->u.items[1] = ox_rt_tensor(hn);
+  }
+  *out = res;
+  return 0;
+}
+
+static int k_gru(K *k, V *const *s, V **out) { return rnn_kernel(k, s, RNN_GRU, out); }
+static int k_lstm(K *k, V *const *s, V **out) { return rnn_kernel(k, s, RNN_LSTM, out); }
+static int k_rnn(K *k, V *const *s, V **out) { return rnn_kernel(k, s, RNN_TANH_RELU, out); }
 
 /* torchvision.models.swin_transformer._get_relative_position_bias(table, index, window_size):
  * out[0, h, i, j] = table[index[i * N + j], h] for the N = w0 * w1 tokens of a window */
@@ -3402,6 +3892,11 @@ static const struct {
   {"adaptive_avg_pool2d", k_adaptive_avg_pool2d},
   {"avg_pool2d", k_avg_pool2d},
   {"multi_head_attention", k_multi_head_attention},
+  {"transformer_encoder_layer", k_transformer_encoder_layer},
+  {"transformer_encoder", k_transformer_encoder},
+  {"gru", k_gru},
+  {"lstm", k_lstm},
+  {"rnn", k_rnn},
   {"hardswish", k_hardswish},
   {"hardsigmoid", k_hardsigmoid},
   {"stochastic_depth", k_stochastic_depth},

@@ -403,6 +403,28 @@ static const Src src_table[] = {
      "dropout=0.0, qkv_bias=None, proj_bias=None, logit_scale=None",
      "torchvision's Swin window attention (V2 with logit_scale); its dropouts run even in eval, so only p = 0 "
      "is reproducible"),
+  /* ---------------------------------------------------------------- sequence modules */
+  {"torch.nn.TransformerEncoderLayer", OX_LEVEL_MODULE, OX_OPID_TRANSFORMER_ENCODER_LAYER,
+   "src, -src_mask=None, -src_key_padding_mask=None, ~is_causal=None, *, ~d_model=None, nhead, "
+   "~dim_feedforward=None, ~dropout=0.1, activation='relu', layer_norm_eps=1e-05, batch_first=False, "
+   "norm_first=False, -training=False",
+   "eval mode, no masks; activation relu or gelu; parameters self_attn.in_proj_weight ... norm2.bias",
+   H_NONE, 0, OX_DT_UNKNOWN},
+  {"torch.nn.TransformerEncoder", OX_LEVEL_MODULE, OX_OPID_TRANSFORMER_ENCODER,
+   "src, -mask=None, -src_key_padding_mask=None, ~is_causal=None, *, num_layers, nhead, ~d_model=None, "
+   "~dim_feedforward=None, ~dropout=0.1, activation='relu', layer_norm_eps=1e-05, batch_first=False, "
+   "norm_first=False, norm_eps=None, ~enable_nested_tensor=True, ~mask_check=True, -training=False",
+   "eval mode, no masks; the layers' settings are those of layers.0 (the bridge writes them); "
+   "norm_eps: the final norm's eps, None without one", H_NONE, 0, OX_DT_UNKNOWN},
+#define RNN_MOD(t, o, extra)                                                                            \
+  {t, OX_LEVEL_MODULE, OX_OPID_##o,                                                                    \
+   "input, hx=None, *, ~input_size=None, hidden_size, num_layers=1, bias=True, batch_first=False, "    \
+   "~dropout=0.0, bidirectional=False, -training=False" extra,                                          \
+   "eval mode; a tensor input (no PackedSequence); returns (output, h_n)", H_NONE, 2, OX_DT_UNKNOWN}
+  RNN_MOD("torch.nn.GRU", GRU, ""),
+  RNN_MOD("torch.nn.LSTM", LSTM, ", -proj_size=0"),
+  RNN_MOD("torch.nn.RNN", RNN, ", nonlinearity='tanh'"),
+#undef RNN_MOD
   F("torchvision.models.swin_transformer._get_relative_position_bias", RELATIVE_POSITION_BIAS,
     "relative_position_bias_table, relative_position_index, window_size"),
   F("torchvision.models.swin_transformer._patch_merging_pad", PATCH_MERGING_PAD, "x"),
@@ -872,7 +894,8 @@ int ox_spelling_outputs(const OxSpelling *s) {
 
 bool ox_op_slot_is_module_param(const char *slot_name) {
   static const char *const names[] = {"weight",          "bias",         "running_mean",    "running_var",
-                                      "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias"};
+                                      "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias",
+                                      "params"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcmp(slot_name, names[i])) return true;
   return false;

@@ -108,7 +108,8 @@ OxOp ox_spelling_kind(const OxSpelling *s);
 
 /* Whether a canonical slot of a call_module spelling is filled from the module's parameters
  * (weight, bias, running_mean, running_var; attention's in_proj_weight ... out_proj_bias, whose
- * parameter is out_proj.bias: ox_op_module_param_path). */
+ * parameter is out_proj.bias: ox_op_module_param_path; the sequence modules' `params`, every
+ * parameter under the module's path as (relative name, tensor) pairs). */
 bool ox_op_slot_is_module_param(const char *slot_name);
 
 /* Normalized arguments: slot[i] points into the node's args/kwargs or at the default. */

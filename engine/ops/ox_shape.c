@@ -1352,6 +1352,30 @@ static int tensor_index(Ctx *c, const OxTensorMeta *x, const OxValue *idx, OxMet
   return 0;
 }
 
+/* An LSTM's second output, (h_n, c_n): its meta cannot hold a nested tuple, so getitem(lstm, 1)
+ * reads the LSTM's input and settings: two [D * num_layers, N, H] ([D * num_layers, H] unbatched) */
+static int lstm_state(Ctx *c, const OxNode *lstm, OxMeta *out) {
+  OxOpArgs a;
+  char err[160];
+  if (ox_op_normalize(c->g, lstm, &a, err, sizeof err) != 0) return say(c, -1, "%s: %s", lstm->name, err);
+  const OxValue *xv = a.slot[0];
+  const OxNode *xn = xv && xv->kind == OX_V_NODE ? ox_graph_node(c->g, xv->u.node) : NULL;
+  const OxTensorMeta *x = xn ? node_tensor(xn) : NULL;
+  if (!x || (x->rank != 2 && x->rank != 3)) return say(c, 1, "the input of %s has no known shape", lstm->name);
+  if (a.slot[2]->kind != OX_V_INT || a.slot[4]->kind != OX_V_INT || a.slot[2]->u.i <= 0 || a.slot[4]->u.i <= 0)
+    return say(c, 1, "%s: hidden_size or num_layers unknown", lstm->name);
+  int64_t d = a.slot[7]->kind == OX_V_BOOL && a.slot[7]->u.b ? 2 : 1;
+  bool batched = x->rank == 3, bf = a.slot[6]->kind == OX_V_BOOL && a.slot[6]->u.b;
+  set_tuple(c, out, 2);
+  for (uint32_t i = 0; i < 2; i++) {
+    OxTensorMeta *t = tuple_at(c, out, i, x->dtype, batched ? 3 : 2, x);
+    t->shape[0] = cdim(d * a.slot[4]->u.i);
+    if (batched) t->shape[1] = x->shape[bf ? 0 : 1];
+    t->shape[batched ? 2 : 1] = cdim(a.slot[2]->u.i);
+  }
+  return 0;
+}
+
 static int rule_getitem(Ctx *c, OxMeta *out) {
   const OxValue *sv = c->a.slot[0], *iv = c->a.slot[1];
   char b[96];
@@ -1359,6 +1383,8 @@ static int rule_getitem(Ctx *c, OxMeta *out) {
     return say(c, 1, "indexing a constant %s is not inferred", ox_value_format(c->g, sv, b, sizeof b));
   const OxNode *src = ox_graph_node(c->g, sv->u.node);
   if (!src) return say(c, -1, "indexes a missing node");
+  if (ox_op_of_node(c->g, src, NULL) == OX_OPID_LSTM && iv->kind == OX_V_INT && (iv->u.i == 1 || iv->u.i == -1))
+    return lstm_state(c, src, out);
   if (src->meta.kind == OX_META_TUPLE) {
     int64_t k;
     int rc;
@@ -2130,6 +2156,78 @@ static int rule_mha(Ctx *c, OxMeta *out) {
   return 0;
 }
 
+/* Attention's result: x's shape and dtype, once the size d divides into the heads of slot
+ * heads_slot (what_dim formats d for the message, "%lld channels"). */
+static int split_heads(Ctx *c, const OxTensorMeta *x, OxDim d, int heads_slot, const char *what_dim,
+                       const char *heads_name, OxMeta *out) {
+  int64_t heads;
+  int rc;
+  if ((rc = slot_int(c, heads_slot, &heads))) return rc;
+  if (d.sym) return sym_fail(c, d);
+  if (heads <= 0 || d.v % heads) {
+    char w[64];
+    snprintf(w, sizeof w, what_dim, (long long)d.v);
+    return say(c, -1, "%s %s not divisible by %s %lld", w, strstr(what_dim, "channels") ? "are" : "is", heads_name,
+               (long long)heads);
+  }
+  set_tensor(out, copy_shape(c, x, x->dtype));
+  return 0;
+}
+
+static bool slot_true(const Ctx *c, int s) { return c->a.slot[s] && c->a.slot[s]->kind == OX_V_BOOL && c->a.slot[s]->u.b; }
+
+/* A sequence module's input: 2-D (unbatched) or 3-D, floating point; its feature size checked
+ * against the module's `feature_kwarg` when the bridge wrote it. */
+static int seq_input(Ctx *c, const char *what, const char *feature_kwarg, const OxTensorMeta **x) {
+  int rc;
+  char b[96];
+  if ((rc = arg_tensor(c, 0, x))) return rc;
+  if ((*x)->rank != 2 && (*x)->rank != 3) return say(c, -1, "%s must be 2-D (unbatched) or 3-D, got %s", what, tfmt(*x, b, sizeof b));
+  if (category((*x)->dtype) != 2) return say(c, -1, "needs a floating-point %s, got %s", what, ox_dtype_abbr((*x)->dtype));
+  OxDim f = (*x)->shape[(*x)->rank - 1];
+  int64_t want;
+  if (c->a.module_path && !f.sym && kwarg(ox_graph_node(c->g, c->id), feature_kwarg) && !module_int(c, feature_kwarg, &want) &&
+      want != f.v)
+    return say(c, -1, "%s %s: last dim is not %s %lld", what, tfmt(*x, b, sizeof b), feature_kwarg, (long long)want);
+  return 0;
+}
+
+/* transformer_encoder(_layer): src's shape and dtype; d_model divisible by nhead */
+static int rule_encoder(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *x;
+  int rc;
+  if ((rc = seq_input(c, "src", "d_model", &x))) return rc;
+  return split_heads(c, x, x->shape[x->rank - 1], c->a.op == OX_OPID_TRANSFORMER_ENCODER ? 3 : 2, "d_model %lld",
+                     "nhead", out);
+}
+
+/* gru / lstm / rnn: (output [L, N, D * H] ([N, L, D * H] batch_first; [L, D * H] unbatched),
+ * h_n [D * num_layers, N, H] ([D * num_layers, H])); the LSTM's second item is (h_n, c_n), a
+ * nested tuple this meta cannot hold: unknown here, getitem(lstm, 1) infers it (lstm_state) */
+static int rule_rnn(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *x;
+  int rc;
+  if ((rc = seq_input(c, "input", "input_size", &x))) return rc;
+  int64_t h, layers;
+  if ((rc = slot_int(c, 2, &h)) || (rc = slot_int(c, 4, &layers))) return rc;
+  if (h <= 0 || layers <= 0) return say(c, -1, "hidden_size %lld and num_layers %lld must be positive", (long long)h, (long long)layers);
+  int64_t d = slot_true(c, 7) ? 2 : 1;
+  bool batched = x->rank == 3, bf = slot_true(c, 6);
+  set_tuple(c, out, 2);
+  OxTensorMeta *o = tuple_at(c, out, 0, x->dtype, x->rank, x);
+  for (int i = 0; i < x->rank - 1; i++) o->shape[i] = x->shape[i];
+  o->shape[x->rank - 1] = cdim(d * h);
+  if (c->a.op == OX_OPID_LSTM) {
+    tuple_at(c, out, 1, OX_DT_UNKNOWN, -1, x);
+    return 0;
+  }
+  OxTensorMeta *hn = tuple_at(c, out, 1, x->dtype, batched ? 3 : 2, x);
+  hn->shape[0] = cdim(d * layers);
+  if (batched) hn->shape[1] = x->shape[bf ? 0 : 1];
+  hn->shape[batched ? 2 : 1] = cdim(h);
+  return 0;
+}
+
 /* shifted_window_attention: [B, H, W, C] unchanged; C divisible by num_heads */
 static int rule_swin_attention(Ctx *c, OxMeta *out) {
   const OxTensorMeta *x;
@@ -2138,13 +2236,7 @@ static int rule_swin_attention(Ctx *c, OxMeta *out) {
   char b[96];
   if (x->rank != 4) return say(c, -1, "input must be [B, H, W, C], got %s", tfmt(x, b, sizeof b));
   if (category(x->dtype) != 2) return say(c, -1, "needs a floating-point input, got %s", ox_dtype_abbr(x->dtype));
-  int64_t heads;
-  if ((rc = slot_int(c, 5, &heads))) return rc;
-  OxDim ch = x->shape[3];
-  if (ch.sym) return sym_fail(c, ch);
-  if (heads <= 0 || ch.v % heads) return say(c, -1, "%lld channels are not divisible by num_heads %lld", (long long)ch.v, (long long)heads);
-  set_tensor(out, copy_shape(c, x, x->dtype));
-  return 0;
+  return split_heads(c, x, x->shape[3], 5, "%lld channels", "num_heads", out);
 }
 
 /* relative_position_bias: table [entries, heads] -> [1, heads, N, N], N = window_size[0] * [1] */
@@ -2319,6 +2411,12 @@ static const Rule rules[OX_OPID_COUNT] = {
                                          "floating-point input"},
   [OX_OPID_MULTI_HEAD_ATTENTION] = {rule_mha, "(query's shape, weights [N, L, S] averaged or [N, heads, L, S]; None "
                                               "with need_weights=False); embed_dim divisible by num_heads"},
+  [OX_OPID_TRANSFORMER_ENCODER_LAYER] = {rule_encoder, "src's shape and dtype; d_model divisible by nhead"},
+  [OX_OPID_TRANSFORMER_ENCODER] = {rule_encoder, "src's shape and dtype; d_model divisible by nhead"},
+  [OX_OPID_GRU] = {rule_rnn, "(output [L, N, D * hidden], h_n [D * layers, N, hidden]); batch_first: [N, L, ...]; "
+                             "unbatched: no N; D = 2 when bidirectional"},
+  [OX_OPID_LSTM] = {rule_rnn, "as gru; the second item, (h_n, c_n), is left unknown"},
+  [OX_OPID_RNN] = {rule_rnn, "as gru"},
   [OX_OPID_SHIFTED_WINDOW_ATTENTION] = {rule_swin_attention, "input's shape [B, H, W, C]; C divisible by num_heads"},
   [OX_OPID_RELATIVE_POSITION_BIAS] = {rule_rel_pos_bias, "[1, heads, N, N] from a table [entries, heads], N = window tokens"},
   [OX_OPID_PATCH_MERGING_PAD] = {rule_patch_merging_pad, "[..., H, W, C] -> [..., ceil(H / 2), ceil(W / 2), 4C]"},

@@ -259,7 +259,10 @@ static int64_t last_dim(const OxTensorMeta *t) {
 
 /* FLOPs of a compute node; false when a size it needs is unknown. */
 static bool node_flops(const OxGraph *g, const OxNode *n, const OxOpArgs *a, uint64_t *out) {
-  if (a->op == OX_OPID_MULTI_HEAD_ATTENTION) { /* from its inputs: the weights may be None */
+  if (a->op == OX_OPID_MULTI_HEAD_ATTENTION || a->op == OX_OPID_TRANSFORMER_ENCODER_LAYER ||
+      a->op == OX_OPID_TRANSFORMER_ENCODER || a->op == OX_OPID_GRU || a->op == OX_OPID_LSTM || a->op == OX_OPID_RNN) {
+    /* from their inputs and settings (attention's weights may be None; an LSTM's state is a
+     * nested tuple the meta cannot hold): the interpreter's count, 0 when a size is unknown */
     *out = ox_interp_node_flops(g, n);
     return *out > 0;
   }
@@ -333,6 +336,33 @@ static bool module_param_bytes(const OxGraph *g, const OxNode *n, const OxOpArgs
     for (int s = 5; s <= 7; s += 2)
       if (a->slot[s] && ox_op_is_module_param(a->slot[s])) w = sat_add(w, s == 5 ? 3 * (uint64_t)e : (uint64_t)e);
     *out = sat_mul(w, ox_dtype_size(q->dtype));
+  } else if (a->op == OX_OPID_TRANSFORMER_ENCODER_LAYER || a->op == OX_OPID_TRANSFORMER_ENCODER) {
+    /* per layer: attention 4E^2 + 4E, linear1 / linear2 2EF + F + E, two norms 4E; the final norm 2E */
+    const OxTensorMeta *x = slot_tm(g, a->slot[0]);
+    int64_t e = last_dim(x), f = -1, layers = 1;
+    bool final_norm = a->op == OX_OPID_TRANSFORMER_ENCODER && a->slot[8] && a->slot[8]->kind != OX_V_NONE;
+    for (uint32_t i = 0; n->kwargs.kind == OX_V_DICT && i < n->kwargs.n; i++)
+      if (!strcmp(n->kwargs.keys[i], "dim_feedforward") && n->kwargs.u.items[i].kind == OX_V_INT) f = n->kwargs.u.items[i].u.i;
+    if (a->op == OX_OPID_TRANSFORMER_ENCODER) layers = a->slot[2]->kind == OX_V_INT ? a->slot[2]->u.i : -1;
+    if (e < 0 || f < 0 || layers < 1 || !es) return false;
+    uint64_t E = (uint64_t)e, Fd = (uint64_t)f;
+    uint64_t per = sat_add(sat_add(4 * E * E + 4 * E, 2 * E * Fd + Fd + E), 4 * E);
+    *out = sat_mul(sat_add(sat_mul((uint64_t)layers, per), final_norm ? 2 * E : 0), es);
+  } else if (a->op == OX_OPID_GRU || a->op == OX_OPID_LSTM || a->op == OX_OPID_RNN) {
+    /* per layer and direction: weight_ih [G H, in], weight_hh [G H, H], two biases [G H] */
+    const OxTensorMeta *x = slot_tm(g, a->slot[0]);
+    int64_t in = last_dim(x), h = a->slot[2]->kind == OX_V_INT ? a->slot[2]->u.i : -1;
+    int64_t layers = a->slot[4]->kind == OX_V_INT ? a->slot[4]->u.i : -1;
+    bool bias = !(a->slot[5]->kind == OX_V_BOOL && !a->slot[5]->u.b);
+    uint64_t d = a->slot[7]->kind == OX_V_BOOL && a->slot[7]->u.b ? 2 : 1, gh = (a->op == OX_OPID_GRU ? 3 : a->op == OX_OPID_LSTM ? 4 : 1);
+    if (in < 0 || h <= 0 || layers < 1 || !x) return false;
+    gh *= (uint64_t)h;
+    uint64_t w = 0;
+    for (int64_t l = 0; l < layers; l++) {
+      uint64_t il = l ? d * (uint64_t)h : (uint64_t)in;
+      w = sat_add(w, sat_mul(d, sat_mul(gh, il + (uint64_t)h) + (bias ? 2 * gh : 0)));
+    }
+    *out = sat_mul(w, ox_dtype_size(x->dtype));
   } else if (a->op == OX_OPID_CONV2D && ox_op_is_module_param(a->slot[1])) {
     int64_t cin = -1, kh = -1, kw = -1, grp = 1;
     for (uint32_t i = 0; n->kwargs.kind == OX_V_DICT && i < n->kwargs.n; i++) {
@@ -435,6 +465,8 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
   }
   /* a compute op */
   uint64_t launches = 1;
+  if (op == OX_OPID_TRANSFORMER_ENCODER && a.slot[2] && a.slot[2]->kind == OX_V_INT && a.slot[2]->u.i > 0)
+    launches = (uint64_t)a.slot[2]->u.i; /* eager eval runs each layer as one fused op */
   if (op == OX_OPID_GROUPED_MM) {
     /* eager PyTorch (the bridge) runs one linear per group */
     const OxValue *xs = a.slot[0];
@@ -447,9 +479,27 @@ void ox_cost_add_node(const OxGraph *g, OxNodeId id, OxCost *acc) {
   if (op == OX_OPID_MULTI_HEAD_ATTENTION && outm.kind == OX_META_TUPLE && outm.n == 2 && outm.t[1].rank < 0 &&
       outm.t[1].dtype == OX_DT_UNKNOWN)
     outm.n = 1;
-  if (input_bytes(g, n, &in) && meta_bytes(&outm, &out) &&
+  /* an LSTM's result holds (h_n, c_n), a nested tuple no meta holds (the bridge writes none): its
+   * bytes from the input's shape and the settings, output [T, N, D H] and two [D layers, N, H] */
+  uint64_t lstm_out = 0;
+  if (op == OX_OPID_LSTM) {
+    const OxTensorMeta *x = slot_tm(g, a.slot[0]);
+    int64_t h = a.slot[2]->kind == OX_V_INT ? a.slot[2]->u.i : -1, layers = a.slot[4]->kind == OX_V_INT ? a.slot[4]->u.i : -1;
+    uint64_t d = a.slot[7]->kind == OX_V_BOOL && a.slot[7]->u.b ? 2 : 1, xn;
+    int64_t in_f = last_dim(x);
+    OxDim nb = x && x->rank == 3 ? x->shape[a.slot[6]->kind == OX_V_BOOL && a.slot[6]->u.b ? 0 : 1] : (OxDim){1, NULL};
+    outm.n = 0;
+    if (!x || h <= 0 || layers <= 0 || in_f <= 0 || nb.sym || !tm_numel(x, &xn)) {
+      acc->unknown |= OX_COST_BYTES;
+    } else {
+      uint64_t es = ox_dtype_size(x->dtype), tokens = xn / (uint64_t)in_f;
+      lstm_out = sat_mul(es, sat_add(sat_mul(tokens, d * (uint64_t)h),
+                                     sat_mul(2 * d * (uint64_t)layers, sat_mul((uint64_t)nb.v, (uint64_t)h))));
+    }
+  }
+  if (input_bytes(g, n, &in) && (outm.n == 0 ? (out = 0, true) : meta_bytes(&outm, &out)) &&
       (n->op != OX_OP_CALL_MODULE || module_param_bytes(g, n, &a, &par)))
-    acc->bytes = sat_add(acc->bytes, sat_add(sat_add(in, out), par));
+    acc->bytes = sat_add(acc->bytes, sat_add(sat_add(sat_add(in, out), par), lstm_out));
   else
     acc->unknown |= OX_COST_BYTES;
   uint64_t f;

@@ -272,6 +272,42 @@ def _build_dlrm():
     return m, [_randn(g, 4, 13), torch.randint(0, 20, (4, 18), generator=g)], m
 
 
+class SequentialRec(nn.Module):
+    """A sequential recommender (BST / BERT4Rec style, with DIEN's GRU): item embeddings plus
+    positions through an nn.TransformerEncoder, the same sequence through an nn.GRU, the
+    encoder's tokens split into per-position heads of functional towers (F.linear -> tanh, the
+    batch fusions' food) and everything concatenated for a top linear. The sequence modules are
+    called whole (FX leaves): the engine rewrites around them and its checks and `verify` run
+    them."""
+
+    def __init__(self, items=50, d=8, length=5, heads=2):
+        super().__init__()
+        self.length, self.d = length, d
+        self.emb = nn.Embedding(items, d)
+        self.pos = nn.Parameter(torch.randn(1, length, d) * 0.1)
+        layer = nn.TransformerEncoderLayer(d, heads, 16, dropout=0.1, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(d), enable_nested_tensor=False)
+        self.gru = nn.GRU(d, 6, batch_first=True)
+        self.w = nn.ParameterList([nn.Parameter(torch.randn(4, d) * 0.4) for _ in range(length)])
+        self.b = nn.ParameterList([nn.Parameter(torch.randn(4) * 0.1) for _ in range(length)])
+        self.top_w = nn.Parameter(torch.randn(1, 4 * length + 6) * 0.3)
+
+    def forward(self, ids):
+        x = self.emb(ids) + self.pos
+        h = self.enc(x)
+        _, state = self.gru(x)
+        tokens = torch.unbind(h, dim=1)
+        heads = [torch.tanh(F.linear(tokens[i], self.w[i], self.b[i])) for i in range(self.length)]
+        z = torch.cat(heads + [state[0]], dim=1)
+        return torch.sigmoid(F.linear(z, self.top_w))
+
+
+def _build_sequential_rec():
+    torch.manual_seed(SEED)
+    m = SequentialRec().eval()
+    return m, [torch.randint(0, 50, (4, 5), generator=_gen(8))], m
+
+
 # ----------------------------------------------------------------------------- post-grad
 
 ATEN_TOWERS = 6
@@ -352,6 +388,7 @@ CASES = [
     Case("cat_many", _fn_case(cat_many, (4, 24)), ["split_cat_pass"]),
     Case("reshape_stack", _fn_case(reshape_stack, (4, 12)), ["move_reshape_out_of_split_stack_pass"]),
     Case("dlrm", _build_dlrm, ["batch_linear", "batch_relu"]),
+    Case("sequential_rec", _build_sequential_rec, ["batch_linear", "batch_tanh", "unbind_stack_pass"]),
     Case("aten_towers", _build_aten_towers,
          ["batch_linear_post_grad", "batch_aten_add", "batch_aten_sub", "batch_aten_mul",
           "batch_aten_div", "batch_aten_tanh", "batch_aten_sigmoid", "batch_aten_relu",

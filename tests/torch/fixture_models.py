@@ -481,6 +481,42 @@ def _build_grouped(seed):
     return m, [_randn(g, 4, 8), _randn(g, 3, 5)]
 
 
+class Sequence(nn.Module):
+    """Sequence models' modules, which a traced model calls whole (sequential recommenders:
+    BERT4Rec / SASRec / BST encoders, DIEN's GRU): nn.TransformerEncoder (post-norm relu, and
+    pre-norm gelu with a final norm, batch_first or not), a lone nn.TransformerEncoderLayer on an
+    unbatched sequence, nn.GRU (two layers, bidirectional, batch_first), nn.LSTM (two layers,
+    given (h0, c0)), nn.RNN (relu, without biases) and an unbatched GRU."""
+
+    def __init__(self):
+        super().__init__()
+        post = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1)
+        self.enc = nn.TransformerEncoder(post, 2, enable_nested_tensor=False)
+        pre = nn.TransformerEncoderLayer(8, 4, 12, dropout=0.0, activation="gelu",
+                                         batch_first=True, norm_first=True, layer_norm_eps=1e-3)
+        self.enc_pre = nn.TransformerEncoder(pre, 2, norm=nn.LayerNorm(8, eps=1e-4),
+                                             enable_nested_tensor=False)
+        self.layer = nn.TransformerEncoderLayer(8, 1, 8, dropout=0.0)
+        self.gru = nn.GRU(8, 6, num_layers=2, batch_first=True, bidirectional=True)
+        self.lstm = nn.LSTM(8, 5, num_layers=2)
+        self.rnn = nn.RNN(8, 4, nonlinearity="relu", bias=False, bidirectional=True)
+        self.gru1 = nn.GRU(8, 3)
+        with torch.no_grad():  # norms that matter: away from (1, 0)
+            for n, p in self.named_parameters():
+                if "norm" in n:
+                    p.normal_(0.5 if n.endswith("weight") else 0.0, 0.5)
+
+    def forward(self, seq, h0, c0):
+        a = self.enc(seq)                          # [L, N, E]
+        b = self.enc_pre(seq.transpose(0, 1))      # [N, L, E]
+        c = self.layer(seq[:, 0])                  # unbatched [L, E]
+        g, gh = self.gru(b)
+        o, (h, cc) = self.lstm(a, (h0, c0))
+        r, rh = self.rnn(a)
+        u, uh = self.gru1(seq[:, 1])
+        return a, b, c, g, gh, o, h, cc, r, rh, u, uh
+
+
 def _build_resnet(seed):
     torch.manual_seed(seed)
     return _resnet18().eval(), [_randn(_gen(seed + 1), 1, 3, 32, 32)]
@@ -501,6 +537,8 @@ MODELS = {
     "cnn": (_simple(SmallCNN, lambda g: [_randn(g, 2, 3, 16, 16)]), None),
     "dtypes": (_simple(Dtypes, _inputs_dtypes), None),
     "vision": (_simple(Vision, lambda g: [_randn(g, 2, 5, 8), _randn(g, 2, 3, 7, 7), _randn(g, 2, 5, 7, 8)]), None),
+    "sequence": (_simple(Sequence, lambda g: [_randn(g, 5, 3, 8), _randn(g, 2, 3, 5),
+                                              _randn(g, 2, 3, 5)]), None),
     "grouped_mm": (_build_grouped, None),
     "aten_post_grad": (lambda seed: _aten_module(seed), None),
     "aten_embedding": (lambda seed: _aten_embedding_module(seed), None),

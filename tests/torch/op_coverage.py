@@ -17,7 +17,8 @@ _MODULES = {"Linear": "linear", "LayerNorm": "layer_norm", "ReLU": "relu", "GELU
             "MaxPool2d": "max_pool2d", "AdaptiveAvgPool2d": "adaptive_avg_pool2d",
             "AvgPool2d": "avg_pool2d", "Hardswish": "hardswish", "Hardsigmoid": "hardsigmoid",
             "MultiheadAttention": "multi_head_attention", "Identity": "identity", "ReLU6": "clamp", "Hardtanh": "clamp",
-            "Upsample": "interpolate"}
+            "Upsample": "interpolate", "TransformerEncoderLayer": "transformer_encoder_layer",
+            "TransformerEncoder": "transformer_encoder", "GRU": "gru", "LSTM": "lstm", "RNN": "rnn"}
 _ALIASES = {"truediv": "div", "floordiv": "div", "concat": "cat", "unsafe_view": "view",
             "matmul": "matmul", "get_relative_position_bias": "relative_position_bias"}
 
