@@ -616,12 +616,31 @@ static void test_sequence_ops(void) {
     run_fails(want);
     end();
   }
-  /* a mask is not computed: refused by name */
+  /* masks: identity projections over two one-hot tokens (unbatched); the padding mask hides
+   * token 1 from both queries, so each reads token 0 alone; a float attn_mask adds -1 to the
+   * score of token 0 for query 1 only */
+  begin();
+  OxNodeId q = input("q", F32, 2, SH(2, 2), DA(1, 0, 0, 1));
+  OxNodeId pad = input("pad", OX_DT_BOOL, 1, SH(2), DA(0, 1));
+  OxNodeId bias = input("bias", F32, 2, SH(2, 2), DA(0, 0, -1, 0));
+  OxNodeId a1 = module("attn", "torch.nn.MultiheadAttention", vT(3, vN(q), vN(q), vN(q)),
+                       kw(3, "embed_dim", vI(2), "num_heads", vI(1), "key_padding_mask", vN(pad)));
+  OxNodeId a2 = module("attn", "torch.nn.MultiheadAttention", vT(3, vN(q), vN(q), vN(q)),
+                       kw(3, "embed_dim", vI(2), "num_heads", vI(1), "attn_mask", vN(bias)));
+  ox_interp_set_param(IN, "attn.in_proj_weight", mk(F32, 2, SH(6, 2), DA(1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1)));
+  ox_interp_set_param(IN, "attn.out_proj.weight", mk(F32, 2, SH(2, 2), DA(1, 0, 0, 1)));
+  OxNodeId w1 = item(a1, 1), w2 = item(a2, 1);
+  run_ok();
+  expect(w1, F32, 2, SH(2, 2), DA(1, 0, 1, 0), 0);
+  double p0 = 1.0 / (1.0 + exp(-1.0 / sqrt(2.0))), p1 = 1.0 / (1.0 + exp(1.0 / sqrt(2.0) + 1.0));
+  expect(w2, F32, 2, SH(2, 2), DA(p0, 1 - p0, p1, 1 - p1), F32TOL);
+  end();
+  /* a mask of the wrong shape is refused with the shape it needs */
   begin();
   OxNodeId s = input("s", F32, 3, SH(2, 1, 4), DA(1, 2, 3, 4, 5, 6, 7, 8));
-  OxNodeId mask = input("mask", F32, 2, SH(2, 2), DA(0, 0, 0, 0));
+  OxNodeId mask = input("mask", F32, 2, SH(3, 3), DA(0, 0, 0, 0, 0, 0, 0, 0, 0));
   module("m", "torch.nn.TransformerEncoder", vT(2, vN(s), vN(mask)), kw(2, "num_layers", vI(1), "nhead", vI(2)));
-  run_fails("node m: torch.nn.TransformerEncoder: mask=%mask is not supported");
+  run_fails("node m: transformer_encoder: mask is [3, 3], expected [2, 2] or [2, 2, 2]");
   end();
 }
 

@@ -233,15 +233,17 @@ def _swin(name):
 
 def multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_bias,
                          out_proj_weight, out_proj_bias, need_weights=True,
-                         average_attn_weights=True, batch_first=False):
-    """The engine's canonical attention op: nn.MultiheadAttention.forward in eval mode without
+                         average_attn_weights=True, batch_first=False, key_padding_mask=None,
+                         attn_mask=None):
+    """The engine's canonical attention op: nn.MultiheadAttention.forward in eval mode with its
     masks, given the module's parameters; (output, weights or None)."""
     batched = query.dim() == 3
     if batch_first and batched:
         query, key, value = (x.transpose(1, 0) for x in (query, key, value))
     out, weights = F.multi_head_attention_forward(
         query, key, value, query.shape[-1], num_heads, in_proj_weight, in_proj_bias, None, None,
-        False, 0.0, out_proj_weight, out_proj_bias, training=False, need_weights=need_weights,
+        False, 0.0, out_proj_weight, out_proj_bias, training=False,
+        key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
         average_attn_weights=average_attn_weights)
     if batch_first and batched:
         out = out.transpose(1, 0)
@@ -263,30 +265,33 @@ def _encoder_layer_module(d_model, nhead, ff, activation, layer_norm_eps, batch_
 
 
 def transformer_encoder_layer(src, params, nhead, activation="relu", layer_norm_eps=1e-5,
-                              batch_first=False, norm_first=False):
-    """The engine's canonical encoder layer: nn.TransformerEncoderLayer in eval mode without
-    masks, with the given parameters (names as the module's state_dict has them)."""
+                              batch_first=False, norm_first=False, src_mask=None,
+                              src_key_padding_mask=None):
+    """The engine's canonical encoder layer: nn.TransformerEncoderLayer in eval mode with the
+    given parameters (names as the module's state_dict has them)."""
     p = _params_dict(params)
     w1 = p["linear1.weight"]
     m = _encoder_layer_module(w1.shape[1], nhead, w1.shape[0], activation, layer_norm_eps,
                               batch_first, norm_first).to(dtype=w1.dtype)
     m.load_state_dict(p)
     with torch.no_grad():
-        return m.eval()(src)
+        return m.eval()(src, src_mask=src_mask, src_key_padding_mask=src_key_padding_mask)
 
 
 def transformer_encoder(src, params, num_layers, nhead, activation="relu", layer_norm_eps=1e-5,
-                        batch_first=False, norm_first=False, norm_eps=None):
+                        batch_first=False, norm_first=False, norm_eps=None, mask=None,
+                        src_key_padding_mask=None, enable_nested_tensor=True):
     """The engine's canonical encoder: layers.0 ... then the final norm when norm_eps is set."""
     p = _params_dict(params)
     w1 = p["layers.0.linear1.weight"]
     layer = _encoder_layer_module(w1.shape[1], nhead, w1.shape[0], activation, layer_norm_eps,
                                   batch_first, norm_first)
     norm = None if norm_eps is None else nn.LayerNorm(w1.shape[1], eps=norm_eps)
-    m = nn.TransformerEncoder(layer, num_layers, norm=norm, enable_nested_tensor=False).to(dtype=w1.dtype)
+    m = nn.TransformerEncoder(layer, num_layers, norm=norm,
+                              enable_nested_tensor=enable_nested_tensor).to(dtype=w1.dtype)
     m.load_state_dict(p)
     with torch.no_grad():
-        return m.eval()(src)
+        return m.eval()(src, mask=mask, src_key_padding_mask=src_key_padding_mask)
 
 
 def _recurrent(cls):

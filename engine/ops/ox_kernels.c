@@ -2935,15 +2935,66 @@ static void softmax_row(double *p, int64_t n) {
   for (int64_t j = 0; j < n; j++) p[j] /= sum;
 }
 
+/* The attention masks as one additive mask [N * heads, L, S] (NULL with *ok when there is none):
+ * key_padding_mask [N, S] ([S] unbatched) and attn_mask [L, S] or [N * heads, L, S] ([heads, L,
+ * S] unbatched), each bool (uint8 too: True = not attended, -inf) or floating (added), summed as
+ * torch merges them (a bool padding mask over a float attn_mask sets -inf; two bool masks are
+ * or-ed). A row masked everywhere gives NaN, as torch's softmax does. */
+static double *attn_mask_build(K *k, const V *kpm_v, const V *am_v, const char *kpm_name, const char *am_name, int64_t N,
+                               int64_t heads, int64_t L, int64_t S, bool batched, bool *ok) {
+  *ok = true;
+  const OxTensor *kp = NULL, *am = NULL;
+  if (!is_none(kpm_v) && !(kp = get_tensor(k, kpm_v, kpm_name))) return (*ok = false), NULL;
+  if (!is_none(am_v) && !(am = get_tensor(k, am_v, am_name))) return (*ok = false), NULL;
+  if (!kp && !am) return NULL;
+  char b[128];
+  if (kp && !(batched ? kp->rank == 2 && kp->shape[0] == N && kp->shape[1] == S : kp->rank == 1 && kp->shape[0] == S)) {
+    shape_str(kp->rank, kp->shape, b, sizeof b);
+    if (batched)
+      kfail(k, "%s is %s, expected [%lld, %lld]", kpm_name, b, (long long)N, (long long)S);
+    else
+      kfail(k, "%s is %s, expected [%lld]", kpm_name, b, (long long)S);
+    return (*ok = false), NULL;
+  }
+  bool am3 = am && am->rank == 3;
+  if (am && !((am->rank == 2 && am->shape[0] == L && am->shape[1] == S) ||
+              (am3 && am->shape[0] == N * heads && am->shape[1] == L && am->shape[2] == S))) {
+    shape_str(am->rank, am->shape, b, sizeof b);
+    kfail(k, "%s is %s, expected [%lld, %lld] or [%lld, %lld, %lld]", am_name, b, (long long)L, (long long)S,
+          (long long)(N * heads), (long long)L, (long long)S);
+    return (*ok = false), NULL;
+  }
+  int64_t n_all = N * heads * L * S;
+  double *M = malloc(nz(n_all) * sizeof *M);
+  if (!M) return kfail(k, "out of memory"), (*ok = false), NULL;
+  bool kp_bool = kp && !is_float_dt(kp->dtype), am_bool = am && !is_float_dt(am->dtype);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t l = 0; l < L; l++)
+        for (int64_t j = 0; j < S; j++) {
+          double v = 0.0;
+          if (am) {
+            double a = ox_tensor_get(am, am3 ? ((n * heads + h) * L + l) * S + j : l * S + j);
+            v += am_bool ? (a != 0.0 ? -INFINITY : 0.0) : a;
+          }
+          if (kp) {
+            double a = ox_tensor_get(kp, n * S + j);
+            v += kp_bool ? (a != 0.0 ? -INFINITY : 0.0) : a;
+          }
+          M[((n * heads + h) * L + l) * S + j] = v;
+        }
+  return M;
+}
+
 /* Attention on rows of doubles (a row is one token; row r of a [L, N, E] sequence is l * N + n,
  * n * L + l when bf): X the queries' tokens, KX and VX the keys' and values' [S, N, E] alike; WI
  * the packed in-projection [3E, E], BI its bias [3E] or NULL, WO / BO the out-projection. Writes
  * C [L * N, E] (out-projected, its bias added) and, given wts, the weights (averaged over the
- * heads or per head, as k_multi_head_attention returns them). Operands are rounded to dt's opmath
- * by the caller. */
+ * heads or per head, as k_multi_head_attention returns them). M, when given, is added to the
+ * scores: [N * heads, L, S] (attn_mask_build). Operands are rounded to dt's opmath by the caller. */
 static int attention_rows(K *k, OxDType dt, const double *X, const double *KX, const double *VX, int64_t L, int64_t S,
                           int64_t N, int64_t E, int64_t heads, bool bf, const double *WI, const double *BI,
-                          const double *WO, const double *BO, double *C, OxTensor *wts, bool avg_w) {
+                          const double *WO, const double *BO, const double *M, double *C, OxTensor *wts, bool avg_w) {
   int64_t hd = E / heads;
   double *Q = malloc(nz(L * N * E) * sizeof *Q), *KP = malloc(nz(S * N * E) * sizeof *KP);
   double *VP = malloc(nz(S * N * E) * sizeof *VP), *A = malloc(nz(L * N * E) * sizeof *A), *P = malloc(nz(S) * sizeof *P);
@@ -2977,7 +3028,7 @@ static int attention_rows(K *k, OxDType dt, const double *X, const double *KX, c
           const double *kr = KP + (bf ? n * S + j : j * N + n) * E + h * hd;
           double acc = 0.0;
           for (int64_t d = 0; d < hd; d++) acc += qr[d] * scale * kr[d];
-          P[j] = acc;
+          P[j] = M ? acc + M[((n * heads + h) * L + l) * S + j] : acc;
         }
         softmax_row(P, S);
         double *ar = A + rq * E + h * hd;
@@ -2999,8 +3050,8 @@ static int attention_rows(K *k, OxDType dt, const double *X, const double *KX, c
 
 /* multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_bias,
  *                      out_proj_weight, out_proj_bias, need_weights, average_attn_weights,
- *                      batch_first): nn.MultiheadAttention.forward in eval mode without masks, with
- * one packed in-projection [3E, E]. query [L, N, E] ([N, L, E] batch_first, [L, E] unbatched),
+ *                      batch_first, key_padding_mask, attn_mask): nn.MultiheadAttention.forward in
+ * eval mode, with one packed in-projection [3E, E] and the masks of attn_mask_build. query [L, N, E] ([N, L, E] batch_first, [L, E] unbatched),
  * key and value [S, N, E] alike. Per batch n and head h: softmax(q k^T / sqrt(E / heads)) v, the
  * heads side by side through out_proj. Returns (out shaped as query, weights [N, L, S] averaged
  * over the heads, [N, heads, L, S] when not averaged, or None when need_weights=False). */
@@ -3049,6 +3100,9 @@ static int k_multi_head_attention(K *k, V *const *s, V **out) {
   if (!avg_w) wsh[wrank++] = heads;
   wsh[wrank++] = L;
   wsh[wrank++] = S;
+  bool mask_ok;
+  double *M = attn_mask_build(k, s[11], s[12], "key_padding_mask", "attn_mask", N, heads, L, S, batched, &mask_ok);
+  if (!mask_ok) return -1;
   OxTensor *o = knew(k, q->dtype, q->rank, q->shape), *wts = need_w ? knew(k, q->dtype, wrank, wsh) : NULL;
   double *X = to_doubles(k, q), *KX = to_doubles(k, kt), *VX = to_doubles(k, vt), *WI = to_doubles(k, wi);
   double *WO = to_doubles(k, wo), *BI = bi ? to_doubles(k, bi) : NULL, *BO = bo ? to_doubles(k, bo) : NULL;
@@ -3061,10 +3115,10 @@ static int k_multi_head_attention(K *k, V *const *s, V **out) {
   for (int64_t i = 0; i < q->numel; i++) X[i] = opmath(q->dtype, X[i]);
   for (int64_t i = 0; i < kt->numel; i++) KX[i] = opmath(q->dtype, KX[i]);
   for (int64_t i = 0; i < vt->numel; i++) VX[i] = opmath(q->dtype, VX[i]);
-  rc = attention_rows(k, q->dtype, X, KX, VX, L, S, N, E, heads, bf, WI, BI, WO, BO, C, wts, avg_w);
+  rc = attention_rows(k, q->dtype, X, KX, VX, L, S, N, E, heads, bf, WI, BI, WO, BO, M, C, wts, avg_w);
   for (int64_t i = 0; rc == 0 && i < L * N * E; i++) ox_tensor_set(o, i, C[i]);
 done:
-  free(X), free(KX), free(VX), free(WI), free(WO), free(BI), free(BO), free(C);
+  free(X), free(KX), free(VX), free(WI), free(WO), free(BI), free(BO), free(C), free(M);
   if (rc != 0) {
     if (o) ox_tensor_free(o);
     if (wts) ox_tensor_free(wts);
@@ -3202,7 +3256,7 @@ static bool enc_cfg(K *k, V *const *s, int i0, EncCfg *c) {
  * post-norm x = norm1(x + sa(x)); x = norm2(x + ff(x)); pre-norm x = x + sa(norm1(x));
  * x = x + ff(norm2(x)); sa is self-attention (need_weights=False), ff linear2(act(linear1)). */
 static int encoder_layer_rows(K *k, const V *params, const char *pre, OxDType dt, double *x, int64_t L, int64_t N,
-                              int64_t E, const EncCfg *c) {
+                              int64_t E, const EncCfg *c, const double *M) {
   const OxTensor *w1t = seq_param(k, params, pre, "linear1.weight", true);
   if (!w1t) return -1;
   int64_t F = w1t->rank == 2 ? w1t->shape[0] : -1, T = L * N;
@@ -3237,7 +3291,7 @@ static int encoder_layer_rows(K *k, const V *params, const char *pre, OxDType dt
         in = Z;
       }
       if (part == 0) {
-        rc = attention_rows(k, dt, in, in, in, L, L, N, E, c->heads, c->bf, WI, BI, WO, BO, Y, NULL, false);
+        rc = attention_rows(k, dt, in, in, in, L, L, N, E, c->heads, c->bf, WI, BI, WO, BO, M, Y, NULL, false);
         round_rows(dt, Y, T * E);
       } else {
         linear_rows(dt, in, W1, B1, H, T, E, F);
@@ -3300,10 +3354,13 @@ static int k_transformer_encoder_layer(K *k, V *const *s, V **out) {
   if (!enc_cfg(k, s, 2, &c)) return -1;
   double *d = enc_source(k, x, &c, &L, &N, &E);
   if (!d) return -1;
-  if (encoder_layer_rows(k, s[1], "", x->dtype, d, L, N, E, &c) != 0) {
-    free(d);
+  bool mask_ok;
+  double *M = attn_mask_build(k, s[8], s[7], "src_key_padding_mask", "src_mask", N, c.heads, L, L, x->rank == 3, &mask_ok);
+  if (!mask_ok || encoder_layer_rows(k, s[1], "", x->dtype, d, L, N, E, &c, M) != 0) {
+    free(d), free(M);
     return -1;
   }
+  free(M);
   return enc_result(k, x, d, out);
 }
 
@@ -3326,15 +3383,29 @@ static int k_transformer_encoder(K *k, V *const *s, V **out) {
     return kfail(k, "num_layers is %lld but the module has %slinear1.weight", (long long)layers, pre);
   if (!final_norm && seq_param(k, s[1], "", "norm.weight", false))
     return kfail(k, "the module has a final norm (norm.weight) but norm_eps is None");
+  bool nested_ok = true;
+  if (!is_none(s[11]) && !get_bool(k, s[11], "enable_nested_tensor", &nested_ok)) return -1;
   double *d = enc_source(k, x, &c, &L, &N, &E);
   if (!d) return -1;
+  bool mask_ok;
+  double *M = attn_mask_build(k, s[10], s[9], "src_key_padding_mask", "mask", N, c.heads, L, L, x->rank == 3, &mask_ok);
+  if (!mask_ok) {
+    free(d);
+    return -1;
+  }
   for (int64_t i = 0; i < layers; i++) {
     snprintf(pre, sizeof pre, "layers.%lld.", (long long)i);
-    if (encoder_layer_rows(k, s[1], pre, x->dtype, d, L, N, E, &c) != 0) {
-      free(d);
+    if (encoder_layer_rows(k, s[1], pre, x->dtype, d, L, N, E, &c, M) != 0) {
+      free(d), free(M);
       return -1;
     }
   }
+  free(M);
+  /* torch 1.13 in inference (no_grad, as the bridge records) runs a post-norm batch-first encoder
+   * given only a bool padding mask as a nested tensor: the same values, and 0 at padded positions
+   * (to_padded_tensor(0.)), the final norm included */
+  const OxTensor *kp = is_none(s[10]) ? NULL : s[10]->u.t;
+  bool nested = nested_ok && kp && !is_float_dt(kp->dtype) && is_none(s[9]) && !c.norm_first && c.bf && x->rank == 3;
   if (final_norm) {
     bool ok = true;
     double *g = seq_doubles(k, s[1], "", "norm.weight", x->dtype, 0, E, false, &ok);
@@ -3346,6 +3417,9 @@ static int k_transformer_encoder(K *k, V *const *s, V **out) {
       return -1;
     }
   }
+  for (int64_t n = 0; nested && n < N; n++)
+    for (int64_t l = 0; l < L; l++)
+      if (ox_tensor_get(kp, n * L + l) != 0.0) memset(d + (n * L + l) * E, 0, (size_t)E * sizeof *d);
   return enc_result(k, x, d, out);
 }
 

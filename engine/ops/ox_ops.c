@@ -393,10 +393,10 @@ static const Src src_table[] = {
       "input, *, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None"),
   /* ---------------------------------------------------------------- attention */
   {"torch.nn.MultiheadAttention", OX_LEVEL_MODULE, OX_OPID_MULTI_HEAD_ATTENTION,
-   "query, key, value, -key_padding_mask=None, need_weights=True, -attn_mask=None, average_attn_weights=True, *, "
+   "query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None, average_attn_weights=True, ~is_causal=False, *, "
    "~embed_dim=None, num_heads, ~dropout=0.0, ~bias=True, -add_bias_kv=False, -add_zero_attn=False, ~kdim=None, "
    "~vdim=None, batch_first=False, -training=False",
-   "eval mode, no masks; parameters in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias "
+   "eval mode; masks bool or additive; parameters in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias "
    "(kdim and vdim equal to embed_dim)", H_NONE, 2, OX_DT_UNKNOWN},
   FN("torchvision.models.swin_transformer.shifted_window_attention", SHIFTED_WINDOW_ATTENTION,
      "input, qkv_weight, proj_weight, relative_position_bias, window_size, num_heads, shift_size, attention_dropout=0.0, "
@@ -405,17 +405,18 @@ static const Src src_table[] = {
      "is reproducible"),
   /* ---------------------------------------------------------------- sequence modules */
   {"torch.nn.TransformerEncoderLayer", OX_LEVEL_MODULE, OX_OPID_TRANSFORMER_ENCODER_LAYER,
-   "src, -src_mask=None, -src_key_padding_mask=None, ~is_causal=None, *, ~d_model=None, nhead, "
+   "src, src_mask=None, src_key_padding_mask=None, ~is_causal=None, *, ~d_model=None, nhead, "
    "~dim_feedforward=None, ~dropout=0.1, activation='relu', layer_norm_eps=1e-05, batch_first=False, "
    "norm_first=False, -training=False",
-   "eval mode, no masks; activation relu or gelu; parameters self_attn.in_proj_weight ... norm2.bias",
+   "eval mode; activation relu or gelu; parameters self_attn.in_proj_weight ... norm2.bias",
    H_NONE, 0, OX_DT_UNKNOWN},
   {"torch.nn.TransformerEncoder", OX_LEVEL_MODULE, OX_OPID_TRANSFORMER_ENCODER,
-   "src, -mask=None, -src_key_padding_mask=None, ~is_causal=None, *, num_layers, nhead, ~d_model=None, "
+   "src, mask=None, src_key_padding_mask=None, ~is_causal=None, *, num_layers, nhead, ~d_model=None, "
    "~dim_feedforward=None, ~dropout=0.1, activation='relu', layer_norm_eps=1e-05, batch_first=False, "
-   "norm_first=False, norm_eps=None, ~enable_nested_tensor=True, ~mask_check=True, -training=False",
-   "eval mode, no masks; the layers' settings are those of layers.0 (the bridge writes them); "
-   "norm_eps: the final norm's eps, None without one", H_NONE, 0, OX_DT_UNKNOWN},
+   "norm_first=False, norm_eps=None, enable_nested_tensor=True, ~mask_check=True, -training=False",
+   "eval mode; the layers' settings are those of layers.0 (the bridge writes them); "
+   "norm_eps: the final norm's eps, None without one; torch 1.13's nested-tensor path in inference "
+   "(a bool padding mask, post-norm, batch_first): padded positions 0", H_NONE, 0, OX_DT_UNKNOWN},
 #define RNN_MOD(t, o, extra)                                                                            \
   {t, OX_LEVEL_MODULE, OX_OPID_##o,                                                                    \
    "input, hx=None, *, ~input_size=None, hidden_size, num_layers=1, bias=True, batch_first=False, "    \

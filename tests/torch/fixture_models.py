@@ -486,7 +486,9 @@ class Sequence(nn.Module):
     BERT4Rec / SASRec / BST encoders, DIEN's GRU): nn.TransformerEncoder (post-norm relu, and
     pre-norm gelu with a final norm, batch_first or not), a lone nn.TransformerEncoderLayer on an
     unbatched sequence, nn.GRU (two layers, bidirectional, batch_first), nn.LSTM (two layers,
-    given (h0, c0)), nn.RNN (relu, without biases) and an unbatched GRU."""
+    given (h0, c0)), nn.RNN (relu, without biases), an unbatched GRU, and masks: attention with a
+    bool padding mask and a float attn_mask, an encoder on torch's nested-tensor path, a causal
+    mask."""
 
     def __init__(self):
         super().__init__()
@@ -501,12 +503,20 @@ class Sequence(nn.Module):
         self.lstm = nn.LSTM(8, 5, num_layers=2)
         self.rnn = nn.RNN(8, 4, nonlinearity="relu", bias=False, bidirectional=True)
         self.gru1 = nn.GRU(8, 3)
+        # masks: attention with a bool padding mask and a float attn_mask; a post-norm batch-first
+        # encoder given only a padding mask (torch runs it as a nested tensor in inference: padded
+        # positions come out 0); a causal (bool) mask with a padding mask and no nested tensor
+        self.attn_m = nn.MultiheadAttention(8, 2, batch_first=True)
+        nested = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        self.enc_nested = nn.TransformerEncoder(nested, 2)
+        causal = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu")
+        self.enc_causal = nn.TransformerEncoder(causal, 1, enable_nested_tensor=False)
         with torch.no_grad():  # norms that matter: away from (1, 0)
             for n, p in self.named_parameters():
                 if "norm" in n:
                     p.normal_(0.5 if n.endswith("weight") else 0.0, 0.5)
 
-    def forward(self, seq, h0, c0):
+    def forward(self, seq, h0, c0, pad, causal, bias):
         a = self.enc(seq)                          # [L, N, E]
         b = self.enc_pre(seq.transpose(0, 1))      # [N, L, E]
         c = self.layer(seq[:, 0])                  # unbatched [L, E]
@@ -514,7 +524,18 @@ class Sequence(nn.Module):
         o, (h, cc) = self.lstm(a, (h0, c0))
         r, rh = self.rnn(a)
         u, uh = self.gru1(seq[:, 1])
-        return a, b, c, g, gh, o, h, cc, r, rh, u, uh
+        bf = seq.transpose(0, 1)                   # [N, L, E]
+        m, mw = self.attn_m(bf, bf, bf, key_padding_mask=pad, attn_mask=bias)
+        n = self.enc_nested(bf, src_key_padding_mask=pad)
+        e = self.enc_causal(seq, mask=causal, src_key_padding_mask=pad)
+        return a, b, c, g, gh, o, h, cc, r, rh, u, uh, m, mw, n, e
+
+
+def _inputs_sequence(g):
+    # padding at the end of two of the three sequences (5 long); a causal mask; a float bias
+    pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
+    causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
+    return [_randn(g, 5, 3, 8), _randn(g, 2, 3, 5), _randn(g, 2, 3, 5), pad, causal, _randn(g, 5, 5)]
 
 
 def _build_resnet(seed):
@@ -537,8 +558,7 @@ MODELS = {
     "cnn": (_simple(SmallCNN, lambda g: [_randn(g, 2, 3, 16, 16)]), None),
     "dtypes": (_simple(Dtypes, _inputs_dtypes), None),
     "vision": (_simple(Vision, lambda g: [_randn(g, 2, 5, 8), _randn(g, 2, 3, 7, 7), _randn(g, 2, 5, 7, 8)]), None),
-    "sequence": (_simple(Sequence, lambda g: [_randn(g, 5, 3, 8), _randn(g, 2, 3, 5),
-                                              _randn(g, 2, 3, 5)]), None),
+    "sequence": (_simple(Sequence, _inputs_sequence), None),
     "grouped_mm": (_build_grouped, None),
     "aten_post_grad": (lambda seed: _aten_module(seed), None),
     "aten_embedding": (lambda seed: _aten_embedding_module(seed), None),
