@@ -829,10 +829,68 @@ static void test_python_checks(void) {
   run_fails("node _assert: assertion failed: Wrong image height!");
   end();
 
-  begin(); /* a comparison of tensors is not a Python check: it must not pass silently */
+  begin(); /* a comparison of tensors is not a Python check: it runs the eq kernel (a bool tensor) */
   x = input("x", F32, 1, SH(2), DA(1, 2));
-  cf("operator.eq", vT(2, vN(x), vI(1)), vNone());
+  eq = cf("operator.eq", vT(2, vN(x), vI(1)), vNone());
+  run_ok();
+  expect(eq, OX_DT_BOOL, 1, SH(2), DA(1, 0), 0);
+  end();
+
+  begin(); /* neither a number nor a tensor: refused, never passed */
+  cf("operator.eq", vT(2, vS("a"), vI(1)), vNone());
   run_fails("node eq: no kernel for operator.eq on these operands (only Python numbers)");
+  end();
+}
+
+/* Mask building, by hand: comparisons in the promoted dtype (an int tensor against 1.5; NaN),
+ * ~ and logical_not, & | ^, masked_fill, triu / tril, ones / full / arange. */
+static void test_masks(void) {
+  begin();
+  OxNodeId i = input("i", OX_DT_I64, 1, SH(3), DA(1, 2, 3));
+  OxNodeId f = input("f", F32, 1, SH(3), DA(NAN, 2, -1));
+  OxNodeId lt = cf("torch.lt", vT(2, vN(i), vF(1.5)), vNone());
+  OxNodeId ne = cf("operator.ne", vT(2, vN(f), vN(f)), vNone());
+  OxNodeId ge = cm("ge", vT(2, vN(f), vN(i)), vNone());
+  OxNodeId inv = cf("operator.invert", vT(1, vN(lt)), vNone());
+  OxNodeId ninv = cf("operator.invert", vT(1, vN(i)), vNone());
+  OxNodeId lnot = cf("torch.logical_not", vT(1, vN(f)), vNone());
+  OxNodeId orr = cf("operator.or_", vT(2, vN(lt), vN(ne)), vNone());
+  OxNodeId xr = cf("operator.xor", vT(2, vN(i), vI(3)), vNone());
+  OxNodeId m = input("m", F32, 2, SH(2, 2), DA(1, 2, 3, 4));
+  OxNodeId tri = cf("torch.triu", vT(2, vN(m), vI(1)), vNone());
+  OxNodeId low = cm("tril", vT(1, vN(m)), vNone());
+  OxNodeId ones = cf("torch.ones", vT(2, vI(2), vI(2)), kw(1, "dtype", ox_value_dtype(OX_DT_BOOL)));
+  OxNodeId causal = cf("torch.triu", vT(2, vN(ones), vI(1)), vNone());
+  OxNodeId mf = cm("masked_fill", vT(3, vN(m), vN(causal), vF(-INFINITY)), vNone());
+  OxNodeId full = cf("torch.full", vT(2, vL(1, vI(2)), vI(7)), vNone());
+  OxNodeId ar = cf("torch.arange", vT(1, vI(3)), vNone());
+  OxNodeId arf = cf("torch.arange", vT(3, vF(0.5), vF(2.0), vF(0.75)), vNone());
+  run_ok();
+  expect(lt, OX_DT_BOOL, 1, SH(3), DA(1, 0, 0), 0);
+  expect(ne, OX_DT_BOOL, 1, SH(3), DA(1, 0, 0), 0); /* NaN != NaN */
+  expect(ge, OX_DT_BOOL, 1, SH(3), DA(0, 1, 0), 0);
+  expect(inv, OX_DT_BOOL, 1, SH(3), DA(0, 1, 1), 0);
+  expect(ninv, OX_DT_I64, 1, SH(3), DA(-2, -3, -4), 0);
+  expect(lnot, OX_DT_BOOL, 1, SH(3), DA(0, 0, 0), 0);
+  expect(orr, OX_DT_BOOL, 1, SH(3), DA(1, 0, 0), 0);
+  expect(xr, OX_DT_I64, 1, SH(3), DA(2, 1, 0), 0);
+  expect(tri, F32, 2, SH(2, 2), DA(0, 2, 0, 0), 0);
+  expect(low, F32, 2, SH(2, 2), DA(1, 0, 3, 4), 0);
+  expect(mf, F32, 2, SH(2, 2), DA(1, -INFINITY, 3, 4), 0);
+  expect(ones, OX_DT_BOOL, 2, SH(2, 2), DA(1, 1, 1, 1), 0);
+  expect(full, OX_DT_I64, 1, SH(2), DA(7, 7), 0);
+  expect(ar, OX_DT_I64, 1, SH(3), DA(0, 1, 2), 0);
+  expect(arf, F32, 1, SH(2), DA(0.5, 1.25), 0);
+  end();
+  begin();
+  OxNodeId g = input("g", F32, 1, SH(2), DA(1, 2));
+  cf("operator.and_", vT(2, vN(g), vN(g)), vNone());
+  run_fails("node and_: bitwise_and: not implemented for f32 (floating point)");
+  end();
+  begin();
+  OxNodeId h = input("h", F32, 1, SH(2), DA(1, 2));
+  cm("masked_fill", vT(3, vN(h), vN(h), vF(0)), vNone());
+  run_fails("node masked_fill: masked_fill: mask: expected a bool tensor, got f32");
   end();
 }
 
@@ -1313,6 +1371,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/interp/dropout", test_dropout);
   g_test_add_func("/engine/interp/vision-ops", test_vision_ops);
   g_test_add_func("/engine/interp/sequence-ops", test_sequence_ops);
+  g_test_add_func("/engine/interp/masks", test_masks);
   g_test_add_func("/engine/interp/reductions", test_reductions);
   g_test_add_func("/engine/interp/split-cat", test_split_cat);
   g_test_add_func("/engine/interp/getitem", test_getitem);

@@ -310,6 +310,23 @@ def _recurrent(cls):
     return call
 
 
+def _fill(fn):
+    def call(size, dtype=None):
+        return fn(tuple(size) if isinstance(size, (list, tuple)) else (size,), dtype=dtype)
+    call.__name__ = fn.__name__
+    return call
+
+
+def _full(size, fill_value, dtype=None):
+    return torch.full(tuple(size) if isinstance(size, (list, tuple)) else (size,), fill_value, dtype=dtype)
+
+
+def _arange(start, end=None, step=1, dtype=None):
+    if end is None:
+        return torch.arange(start, dtype=dtype)
+    return torch.arange(start, end, step, dtype=dtype)
+
+
 # Canonical op name (engine/ops/ox_ops.def) -> torch callable taking the canonical slots
 # (positional in slot order, or by slot name). The engine may emit these bare names.
 OPTIMUS_OPS = {
@@ -384,6 +401,24 @@ OPTIMUS_OPS = {
     "interpolate": F.interpolate,
     "shifted_window_attention": _swin("shifted_window_attention"),
     "relative_position_bias": _swin("_get_relative_position_bias"),
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+    "logical_not": torch.logical_not,
+    "bitwise_not": torch.bitwise_not,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+    "masked_fill": torch.masked_fill,
+    "triu": torch.triu,
+    "tril": torch.tril,
+    "ones": _fill(torch.ones),
+    "zeros": _fill(torch.zeros),
+    "full": _full,
+    "arange": _arange,
     "transformer_encoder_layer": transformer_encoder_layer,
     "transformer_encoder": transformer_encoder,
     "gru": _recurrent(nn.GRU),

@@ -414,6 +414,11 @@ static bool run_python_check(OxInterp *in, OxNodeId id, const OxNode *n, Err *e,
       ox_interp_set_value(in, id, ox_rt_none());
     }
   } else if (*rc == 0) {
+    if ((a && a->kind == OX_RT_TENSOR) || (b && b->kind == OX_RT_TENSOR)) {
+      ox_rt_unref(a); /* a tensor comparison (ids == 0): the eq / lt ... kernels */
+      ox_rt_unref(b);
+      return false;
+    }
     if (!rt_number(a, &x) || !rt_number(b, &y)) {
       *rc = efail(e, n, "no kernel for %s on these operands (only Python numbers)", n->target);
     } else {

@@ -861,6 +861,261 @@ static int k_where(K *k, V *const *s, V **out) {
   return ret_tensor(ewise(k, 3, o, dt, bin_d, bin_i, &c), out);
 }
 
+/* ------------------------------------------------------------------ comparisons, masks, constants */
+
+/* The result of an elementwise op over broadcast operands o[0..n) (n <= 3): a new tensor of
+ * dtype dt and the broadcast rank, shape and per-operand strides for bc_advance. */
+static OxTensor *bc_result(K *k, const Opnd *o, int n, OxDType dt, int *rank, int64_t *shape, int64_t (*st)[MAXR]) {
+  if (!bc_shape(k, n, o, rank, shape)) return NULL;
+  OxTensor *r = knew(k, dt, *rank, shape);
+  for (int i = 0; r && i < n; i++)
+    if (o[i].t) bc_strides(o[i].t, *rank, st[i]);
+    else memset(st[i], 0, sizeof st[i]);
+  return r;
+}
+
+enum { C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE };
+
+static bool cmp_d(int op, double a, double b) {
+  switch (op) {
+  case C_EQ: return a == b;
+  case C_NE: return a != b; /* NaN != NaN */
+  case C_LT: return a < b;
+  case C_LE: return a <= b;
+  case C_GT: return a > b;
+  default: return a >= b;
+  }
+}
+
+static bool cmp_i(int op, int64_t a, int64_t b) {
+  switch (op) {
+  case C_EQ: return a == b;
+  case C_NE: return a != b;
+  case C_LT: return a < b;
+  case C_LE: return a <= b;
+  case C_GT: return a > b;
+  default: return a >= b;
+  }
+}
+
+/* eq / ne / lt / le / gt / ge with broadcasting: the operands are compared in their promoted
+ * dtype (exactly for integers and bools), the result is bool; two Python numbers give a bool. */
+static int compare(K *k, V *const *s, int op, V **out) {
+  Opnd o[2];
+  if (!get_opnd(k, s[0], "self", &o[0]) || !get_opnd(k, s[1], "other", &o[1])) return -1;
+  OxDType dt = result_type(o, 2);
+  if (!o[0].t && !o[1].t) {
+    bool ints = o[0].sk != OX_RT_FLOAT && o[1].sk != OX_RT_FLOAT;
+    *out = ox_rt_bool(ints ? cmp_i(op, o[0].i, o[1].i) : cmp_d(op, o[0].d, o[1].d));
+    return 0;
+  }
+  int rank = 0;
+  int64_t shape[MAXR] = {0}, st[3][MAXR], off[3] = {0, 0, 0}, idx[MAXR] = {0};
+  OxTensor *r = bc_result(k, o, 2, OX_DT_BOOL, &rank, shape, st);
+  if (!r) return -1;
+  bool ints = is_int_store(dt);
+  for (int64_t e = 0; e < r->numel; e++) {
+    bool v;
+    if (ints) {
+      int64_t a = o[0].t ? ox_tensor_get_i64(o[0].t, off[0]) : o[0].i, b = o[1].t ? ox_tensor_get_i64(o[1].t, off[1]) : o[1].i;
+      v = cmp_i(op, a, b);
+    } else {
+      double a = opmath(dt, o[0].t ? ox_tensor_get(o[0].t, off[0]) : o[0].d);
+      double b = opmath(dt, o[1].t ? ox_tensor_get(o[1].t, off[1]) : o[1].d);
+      v = cmp_d(op, a, b);
+    }
+    ox_tensor_set_i64(r, e, v);
+    bc_advance(rank, shape, 2, st, idx, off);
+  }
+  return ret_tensor(r, out);
+}
+
+static int k_eq(K *k, V *const *s, V **out) { return compare(k, s, C_EQ, out); }
+static int k_ne(K *k, V *const *s, V **out) { return compare(k, s, C_NE, out); }
+static int k_lt(K *k, V *const *s, V **out) { return compare(k, s, C_LT, out); }
+static int k_le(K *k, V *const *s, V **out) { return compare(k, s, C_LE, out); }
+static int k_gt(K *k, V *const *s, V **out) { return compare(k, s, C_GT, out); }
+static int k_ge(K *k, V *const *s, V **out) { return compare(k, s, C_GE, out); }
+
+/* logical_not: bool, True where x == 0; bitwise_not (~x): logical for bool, ~ for integers,
+ * an error for floats */
+static int not_kernel(K *k, V *const *s, bool logical, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  if (!x) return -1;
+  if (!logical && is_float_dt(x->dtype))
+    return kfail(k, "bitwise_not is not implemented for %s (floating point)", ox_dtype_abbr(x->dtype));
+  bool to_bool = logical || x->dtype == OX_DT_BOOL;
+  OxTensor *o = knew(k, to_bool ? OX_DT_BOOL : x->dtype, x->rank, x->shape);
+  if (!o) return -1;
+  for (int64_t i = 0; i < x->numel; i++) {
+    if (to_bool)
+      ox_tensor_set_i64(o, i, is_float_dt(x->dtype) ? ox_tensor_get(x, i) == 0.0 : ox_tensor_get_i64(x, i) == 0);
+    else
+      ox_tensor_set_i64(o, i, ~ox_tensor_get_i64(x, i));
+  }
+  return ret_tensor(o, out);
+}
+
+static int k_logical_not(K *k, V *const *s, V **out) { return not_kernel(k, s, true, out); }
+static int k_bitwise_not(K *k, V *const *s, V **out) { return not_kernel(k, s, false, out); }
+
+/* bitwise_and / or / xor: bools logically, integers bitwise, broadcast; the promoted dtype */
+static int bits_kernel(K *k, V *const *s, int op, V **out) {
+  Opnd o[2];
+  if (!get_opnd(k, s[0], "self", &o[0]) || !get_opnd(k, s[1], "other", &o[1])) return -1;
+  OxDType dt = result_type(o, 2);
+  if (!is_int_store(dt) || (!o[0].t && o[0].sk == OX_RT_FLOAT) || (!o[1].t && o[1].sk == OX_RT_FLOAT))
+    return kfail(k, "not implemented for %s (floating point)", ox_dtype_abbr(dt));
+  if (!o[0].t && !o[1].t) {
+    int64_t a = o[0].i, b = o[1].i, r = op == 0 ? a & b : op == 1 ? a | b : a ^ b;
+    *out = o[0].sk == OX_RT_BOOL && o[1].sk == OX_RT_BOOL ? ox_rt_bool(r != 0) : ox_rt_int(r);
+    return 0;
+  }
+  int rank = 0;
+  int64_t shape[MAXR] = {0}, st[3][MAXR], off[3] = {0, 0, 0}, idx[MAXR] = {0};
+  OxTensor *r = bc_result(k, o, 2, dt, &rank, shape, st);
+  if (!r) return -1;
+  for (int64_t e = 0; e < r->numel; e++) {
+    int64_t a = o[0].t ? ox_tensor_get_i64(o[0].t, off[0]) : o[0].i, b = o[1].t ? ox_tensor_get_i64(o[1].t, off[1]) : o[1].i;
+    int64_t v = op == 0 ? a & b : op == 1 ? a | b : a ^ b;
+    ox_tensor_set_i64(r, e, dt == OX_DT_BOOL ? v != 0 : v);
+    bc_advance(rank, shape, 2, st, idx, off);
+  }
+  return ret_tensor(r, out);
+}
+
+static int k_bitwise_and(K *k, V *const *s, V **out) { return bits_kernel(k, s, 0, out); }
+static int k_bitwise_or(K *k, V *const *s, V **out) { return bits_kernel(k, s, 1, out); }
+static int k_bitwise_xor(K *k, V *const *s, V **out) { return bits_kernel(k, s, 2, out); }
+
+/* masked_fill(self, mask, value): value where the bool mask (broadcast to self's shape) is set,
+ * in self's dtype; value a number or a 0-dim tensor */
+static int k_masked_fill(K *k, V *const *s, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self"), *m = x ? get_tensor(k, s[1], "mask") : NULL;
+  if (!m) return -1;
+  if (m->dtype != OX_DT_BOOL) return kfail(k, "mask: expected a bool tensor, got %s", ox_dtype_abbr(m->dtype));
+  Opnd v;
+  if (!get_opnd(k, s[2], "value", &v)) return -1;
+  if (v.t && v.t->rank != 0) return kfail(k, "value: only a 0-dimensional tensor is supported, got %d dims", v.t->rank);
+  if (!v.t && v.sk == OX_RT_FLOAT && !is_float_dt(x->dtype))
+    return kfail(k, "value cannot be converted to type %s without overflow", ox_dtype_abbr(x->dtype));
+  Opnd ops[2] = {{.t = x}, {.t = m}};
+  int rank = 0;
+  int64_t shape[MAXR] = {0}, st[3][MAXR], off[3] = {0, 0, 0}, idx[MAXR] = {0};
+  if (!bc_shape(k, 2, ops, &rank, shape)) return -1;
+  if (rank != x->rank || ox_shape_numel(rank, shape) != x->numel) {
+    char a[128], b[128];
+    shape_str(m->rank, m->shape, a, sizeof a);
+    shape_str(x->rank, x->shape, b, sizeof b);
+    return kfail(k, "mask %s must broadcast to self's shape %s", a, b);
+  }
+  OxTensor *o = knew(k, x->dtype, x->rank, x->shape);
+  if (!o) return -1;
+  copy_elems(o, 0, x, 0, x->numel);
+  bc_strides(m, rank, st[1]);
+  memset(st[0], 0, sizeof st[0]);
+  bool ip = is_int_store(x->dtype);
+  int64_t vi = v.t ? ox_tensor_get_i64(v.t, 0) : v.i;
+  double vd = v.t ? ox_tensor_get(v.t, 0) : v.d;
+  for (int64_t e = 0; e < o->numel; e++) {
+    if (ox_tensor_get_i64(m, off[1])) {
+      if (ip) ox_tensor_set_i64(o, e, vi);
+      else ox_tensor_set(o, e, vd);
+    }
+    bc_advance(rank, shape, 2, st, idx, off);
+  }
+  return ret_tensor(o, out);
+}
+
+/* triu / tril(self, diagonal): the last two dims' upper (j - i >= diagonal) or lower
+ * (j - i <= diagonal) triangle kept, the rest 0 */
+static int tri_kernel(K *k, V *const *s, bool upper, V **out) {
+  const OxTensor *x = get_tensor(k, s[0], "self");
+  int64_t dg = 0;
+  if (!x || (!is_none(s[1]) && !get_int(k, s[1], "diagonal", &dg))) return -1;
+  if (x->rank < 2) return kfail(k, "input tensor must have at least 2 dimensions");
+  OxTensor *o = knew(k, x->dtype, x->rank, x->shape);
+  if (!o) return -1;
+  copy_elems(o, 0, x, 0, x->numel);
+  int64_t R = x->shape[x->rank - 2], C = x->shape[x->rank - 1], mats = R * C != 0 ? x->numel / (R * C) : 0;
+  bool ip = is_int_store(x->dtype);
+  for (int64_t b = 0; b < mats; b++)
+    for (int64_t i = 0; i < R; i++)
+      for (int64_t j = 0; j < C; j++) {
+        if (!(upper ? j - i < dg : j - i > dg)) continue;
+        if (ip) ox_tensor_set_i64(o, (b * R + i) * C + j, 0);
+        else ox_tensor_set(o, (b * R + i) * C + j, 0.0);
+      }
+  return ret_tensor(o, out);
+}
+
+static int k_triu(K *k, V *const *s, V **out) { return tri_kernel(k, s, true, out); }
+static int k_tril(K *k, V *const *s, V **out) { return tri_kernel(k, s, false, out); }
+
+/* ones / zeros / full(size, [fill_value,] dtype): dtype None is float32 (full: bool, int64 or
+ * float32 after fill_value's Python type) */
+static int fill_kernel(K *k, V *const *s, int which, V **out) {
+  int64_t sh[MAXR];
+  int r = get_ints(k, s[0], "size", sh, MAXR);
+  if (r < 0) return -1;
+  for (int i = 0; i < r; i++)
+    if (sh[i] < 0) return kfail(k, "negative dimension %lld", (long long)sh[i]);
+  Opnd v = {0};
+  v.sk = OX_RT_FLOAT, v.d = which == 1, v.i = which == 1;
+  if (which == 2 && !get_opnd(k, s[1], "fill_value", &v)) return -1;
+  if (v.t && v.t->rank != 0) return kfail(k, "fill_value: expected a number or a 0-dim tensor");
+  OxDType dt;
+  if (!get_dtype_opt(k, s[which == 2 ? 2 : 1], "dtype", &dt)) return -1;
+  if (dt == OX_DT_UNKNOWN)
+    dt = v.t ? v.t->dtype : v.sk == OX_RT_BOOL ? OX_DT_BOOL : v.sk == OX_RT_INT ? OX_DT_I64 : OX_DT_F32;
+  OxTensor *o = knew(k, dt, r, sh);
+  if (!o) return -1;
+  bool ip = is_int_store(dt);
+  int64_t vi = v.t ? ox_tensor_get_i64(v.t, 0) : v.i;
+  double vd = v.t ? ox_tensor_get(v.t, 0) : v.d;
+  for (int64_t i = 0; i < o->numel && (vi || vd != 0.0); i++) {
+    if (ip) ox_tensor_set_i64(o, i, dt == OX_DT_BOOL ? (vd != 0.0 || vi != 0) : vi);
+    else ox_tensor_set(o, i, vd);
+  }
+  return ret_tensor(o, out);
+}
+
+static int k_zeros(K *k, V *const *s, V **out) { return fill_kernel(k, s, 0, out); }
+static int k_ones(K *k, V *const *s, V **out) { return fill_kernel(k, s, 1, out); }
+static int k_full(K *k, V *const *s, V **out) { return fill_kernel(k, s, 2, out); }
+
+/* arange(start, end, step, dtype): [start, end) by step (arange(n): start is the end); int64 when
+ * every bound is an int, else float32; ceil((end - start) / step) elements */
+static int k_arange(K *k, V *const *s, V **out) {
+  Opnd b[3];
+  if (!get_opnd(k, s[0], "start", &b[0])) return -1;
+  if (is_none(s[1])) {
+    b[1] = b[0];
+    b[0] = (Opnd){.sk = OX_RT_INT, .d = 0, .i = 0};
+  } else if (!get_opnd(k, s[1], "end", &b[1])) {
+    return -1;
+  }
+  if (is_none(s[2])) b[2] = (Opnd){.sk = OX_RT_INT, .d = 1, .i = 1};
+  else if (!get_opnd(k, s[2], "step", &b[2])) return -1;
+  for (int i = 0; i < 3; i++)
+    if (b[i].t) return kfail(k, "tensor bounds are not supported (Python numbers only)");
+  OxDType dt;
+  if (!get_dtype_opt(k, s[3], "dtype", &dt)) return -1;
+  bool ints = b[0].sk != OX_RT_FLOAT && b[1].sk != OX_RT_FLOAT && b[2].sk != OX_RT_FLOAT;
+  if (dt == OX_DT_UNKNOWN) dt = ints ? OX_DT_I64 : OX_DT_F32;
+  if (b[2].d == 0.0) return kfail(k, "step must be nonzero");
+  double n = ceil((b[1].d - b[0].d) / b[2].d);
+  if (!(n >= 0.0)) return kfail(k, "upper bound and larger bound inconsistent with step sign");
+  int64_t cnt = (int64_t)n;
+  OxTensor *o = knew(k, dt, 1, &cnt);
+  if (!o) return -1;
+  for (int64_t i = 0; i < cnt; i++) {
+    if (ints && is_int_store(dt)) ox_tensor_set_i64(o, i, b[0].i + i * b[2].i);
+    else ox_tensor_set(o, i, b[0].d + (double)i * b[2].d);
+  }
+  return ret_tensor(o, out);
+}
+
 /* ------------------------------------------------------------------ linear algebra */
 
 /* C[M,N] (+)= A[M,K] @ B; B is [K,N], or [N,K] when bt. Accumulates in double. */
@@ -3966,6 +4221,24 @@ static const struct {
   {"adaptive_avg_pool2d", k_adaptive_avg_pool2d},
   {"avg_pool2d", k_avg_pool2d},
   {"multi_head_attention", k_multi_head_attention},
+  {"eq", k_eq},
+  {"ne", k_ne},
+  {"lt", k_lt},
+  {"le", k_le},
+  {"gt", k_gt},
+  {"ge", k_ge},
+  {"logical_not", k_logical_not},
+  {"bitwise_not", k_bitwise_not},
+  {"bitwise_and", k_bitwise_and},
+  {"bitwise_or", k_bitwise_or},
+  {"bitwise_xor", k_bitwise_xor},
+  {"masked_fill", k_masked_fill},
+  {"triu", k_triu},
+  {"tril", k_tril},
+  {"ones", k_ones},
+  {"zeros", k_zeros},
+  {"full", k_full},
+  {"arange", k_arange},
   {"transformer_encoder_layer", k_transformer_encoder_layer},
   {"transformer_encoder", k_transformer_encoder},
   {"gru", k_gru},

@@ -167,6 +167,44 @@ static const Src src_table[] = {
      "identity unless training=True and p > 0"),
   FN("torchvision.ops.stochastic_depth", STOCHASTIC_DEPTH, "input, p, mode, training=True",
      "identity unless training=True and p > 0"),
+  /* ---------------------------------------------------------------- comparisons, masks */
+#define CMP(n, O, py)                                                                                   \
+  F("torch." n, O, "self:input, other"), F("operator." py, O, "self:a, other:b"), M(n, O, "self, other"), \
+      M("__" py "__", O, "self, other"), A("aten." n ".Tensor", O, "self, other"),                       \
+      A("aten." n ".Scalar", O, "self, other")
+  CMP("eq", EQ, "eq"),
+  CMP("ne", NE, "ne"),
+  CMP("lt", LT, "lt"),
+  CMP("le", LE, "le"),
+  CMP("gt", GT, "gt"),
+  CMP("ge", GE, "ge"),
+#undef CMP
+  F("torch.logical_not", LOGICAL_NOT, "self:input"),
+  M("logical_not", LOGICAL_NOT, "self"),
+  A("aten.logical_not.default", LOGICAL_NOT, "self"),
+  F("torch.bitwise_not", BITWISE_NOT, "self:input"),
+  F("operator.invert", BITWISE_NOT, "self:a"),
+  M("bitwise_not", BITWISE_NOT, "self"),
+  M("__invert__", BITWISE_NOT, "self"),
+  A("aten.bitwise_not.default", BITWISE_NOT, "self"),
+#define BITS(n, O, py)                                                                                  \
+  F("torch.bitwise_" n, O, "self:input, other"), F("operator." py, O, "self:a, other:b"),                \
+      M("bitwise_" n, O, "self, other"), M("__" n "__", O, "self, other"),                               \
+      A("aten.bitwise_" n ".Tensor", O, "self, other"), A("aten.bitwise_" n ".Scalar", O, "self, other")
+  BITS("and", BITWISE_AND, "and_"),
+  BITS("or", BITWISE_OR, "or_"),
+  BITS("xor", BITWISE_XOR, "xor"),
+#undef BITS
+  F("torch.masked_fill", MASKED_FILL, "self:input, mask, value"),
+  M("masked_fill", MASKED_FILL, "self, mask, value"),
+  A("aten.masked_fill.Scalar", MASKED_FILL, "self, mask, value"),
+  A("aten.masked_fill.Tensor", MASKED_FILL, "self, mask, value"),
+  F("torch.triu", TRIU, "self:input, diagonal=0"),
+  M("triu", TRIU, "self, diagonal=0"),
+  A("aten.triu.default", TRIU, "self, diagonal=0"),
+  F("torch.tril", TRIL, "self:input, diagonal=0"),
+  M("tril", TRIL, "self, diagonal=0"),
+  A("aten.tril.default", TRIL, "self, diagonal=0"),
   /* ---------------------------------------------------------------- binary pointwise */
   F("torch.add", ADD, "self:input, other, *, alpha=1"),
   F("operator.add", ADD, "self:a, other:b"),
@@ -429,6 +467,17 @@ static const Src src_table[] = {
   F("torchvision.models.swin_transformer._get_relative_position_bias", RELATIVE_POSITION_BIAS,
     "relative_position_bias_table, relative_position_index, window_size"),
   F("torchvision.models.swin_transformer._patch_merging_pad", PATCH_MERGING_PAD, "x"),
+  /* ---------------------------------------------------------------- constants */
+  F("torch.ones", ONES, "*size, dtype=None, ~layout=None, ~device=None, ~pin_memory=False, ~requires_grad=False"),
+  F("torch.zeros", ZEROS, "*size, dtype=None, ~layout=None, ~device=None, ~pin_memory=False, ~requires_grad=False"),
+  F("torch.full", FULL, "size, fill_value, *, dtype=None, ~layout=None, ~device=None, ~pin_memory=False, ~requires_grad=False"),
+  F("torch.arange", ARANGE, "start, end=None, step=1, *, dtype=None, ~layout=None, ~device=None, ~pin_memory=False, ~requires_grad=False"),
+  A("aten.ones.default", ONES, "size, *, dtype=None, ~layout=None, ~device=None, ~pin_memory=None"),
+  A("aten.zeros.default", ZEROS, "size, *, dtype=None, ~layout=None, ~device=None, ~pin_memory=None"),
+  A("aten.full.default", FULL, "size, fill_value, *, dtype=None, ~layout=None, ~device=None, ~pin_memory=None"),
+  A("aten.arange.default", ARANGE, "start:end, *, dtype=None, ~layout=None, ~device=None, ~pin_memory=None"),
+  A("aten.arange.start", ARANGE, "start, end, *, dtype=None, ~layout=None, ~device=None, ~pin_memory=None"),
+  A("aten.arange.start_step", ARANGE, "start, end, step=1, *, dtype=None, ~layout=None, ~device=None, ~pin_memory=None"),
   /* ---------------------------------------------------------------- dtype conversion, size */
   {"to", OX_LEVEL_METHOD, OX_OPID_TO, "self, *args, dtype=None, ~device=None, ~non_blocking=False, ~copy=False, ~memory_format=None",
    "dtype and device in any order; a device only is an identity; to(other_tensor) unsupported", H_TO_METHOD, 0, OX_DT_UNKNOWN},

@@ -574,6 +574,9 @@ static int rule_binary(Ctx *c, OxMeta *out) {
   }
   if (op == OX_OPID_DIV && c->a.slot[2]->kind == OX_V_NONE && (category(dt) == 0 || category(dt) == 1))
     dt = OX_DT_F32; /* true division of integers gives the default float dtype */
+  if (op >= OX_OPID_EQ && op <= OX_OPID_GE) dt = OX_DT_BOOL; /* comparisons */
+  if ((op == OX_OPID_BITWISE_AND || op == OX_OPID_BITWISE_OR || op == OX_OPID_BITWISE_XOR) && category(dt) == 2)
+    return say(c, -1, "not implemented for %s (floating point)", ox_dtype_abbr(dt));
   set_tensor(out, from_dims(c, dt, shape, rank, first));
   return 0;
 }
@@ -600,6 +603,92 @@ static int rule_where(Ctx *c, OxMeta *out) {
   dt = promo_result(&p);
   first = ts[1] ? ts[1] : ts[2] ? ts[2] : cond;
   set_tensor(out, from_dims(c, dt, shape, rank, first));
+  return 0;
+}
+
+/* logical_not: same shape, bool; bitwise_not: same shape and dtype, not for floats */
+static int rule_not(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *t;
+  int rc = arg_tensor(c, 0, &t);
+  if (rc) return rc;
+  bool logical = c->a.op == OX_OPID_LOGICAL_NOT;
+  if (!logical && category(t->dtype) == 2) return say(c, -1, "not implemented for %s (floating point)", ox_dtype_abbr(t->dtype));
+  set_tensor(out, copy_shape(c, t, logical ? OX_DT_BOOL : t->dtype));
+  return 0;
+}
+
+/* masked_fill: self's shape and dtype; a bool mask that broadcasts to it */
+static int rule_masked_fill(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *t, *m;
+  int rc;
+  if ((rc = arg_tensor(c, 0, &t)) || (rc = arg_tensor(c, 1, &m))) return rc;
+  if (m->dtype != OX_DT_BOOL && m->dtype != OX_DT_UNKNOWN) return say(c, -1, "mask must be bool, got %s", ox_dtype_abbr(m->dtype));
+  const OxTensorMeta *ts[2] = {t, m};
+  OxDim shape[MAXR];
+  int rank = 0;
+  if ((rc = broadcast_n(c, ts, 2, shape, &rank))) return rc;
+  char b[96], b2[96];
+  if (rank != t->rank) return say(c, -1, "mask %s does not broadcast to self %s", tfmt(m, b, sizeof b), tfmt(t, b2, sizeof b2));
+  set_tensor(out, copy_shape(c, t, t->dtype));
+  return 0;
+}
+
+/* triu / tril: same shape and dtype, at least 2-D */
+static int rule_tri(Ctx *c, OxMeta *out) {
+  const OxTensorMeta *t;
+  int rc = arg_tensor(c, 0, &t);
+  if (rc) return rc;
+  if (t->rank < 2) return say(c, -1, "input tensor must have at least 2 dimensions");
+  set_tensor(out, copy_shape(c, t, t->dtype));
+  return 0;
+}
+
+/* ones / zeros / full: the size given; dtype given, or float32 (full: after fill_value) */
+static int rule_fill(Ctx *c, OxMeta *out) {
+  OxDim d[MAXR];
+  int n = 0, rc;
+  if ((rc = val_dims(c, c->a.slot[0], "size", d, &n, MAXR))) return rc;
+  bool full = c->a.op == OX_OPID_FULL;
+  const OxValue *dv = c->a.slot[full ? 2 : 1];
+  OxDType dt = OX_DT_F32;
+  if (dv->kind == OX_V_DTYPE) {
+    dt = dv->u.dtype;
+  } else if (dv->kind != OX_V_NONE) {
+    char b[96];
+    return say(c, -1, "dtype must be a torch dtype, got %s", ox_value_format(c->g, dv, b, sizeof b));
+  } else if (full) {
+    const OxValue *f = c->a.slot[1];
+    if (f->kind == OX_V_BOOL) dt = OX_DT_BOOL;
+    else if (f->kind == OX_V_INT) dt = OX_DT_I64;
+    else if (f->kind != OX_V_FLOAT) return say(c, 1, "fill_value is not a Python number: its dtype is not inferred");
+  }
+  for (int i = 0; i < n; i++)
+    if (!d[i].sym && d[i].v < 0) return say(c, -1, "negative dimension %lld", (long long)d[i].v);
+  set_tensor(out, from_dims(c, dt, d, n, NULL));
+  return 0;
+}
+
+/* arange: [ceil((end - start) / step)], int64 for int bounds, else float32 (or the dtype given) */
+static int rule_arange(Ctx *c, OxMeta *out) {
+  const OxValue *v[3] = {c->a.slot[0], c->a.slot[1], c->a.slot[2]};
+  double x[3] = {0, 0, 1};
+  bool ints = true;
+  int from = v[1]->kind == OX_V_NONE ? 1 : 0; /* arange(n): the single bound is the end */
+  for (int i = 0; i < 3; i++) {
+    const OxValue *a = i == 0 ? (from ? NULL : v[0]) : i == 1 ? (from ? v[0] : v[1]) : v[2];
+    if (!a) continue;
+    if (a->kind == OX_V_INT) x[i] = (double)a->u.i;
+    else if (a->kind == OX_V_FLOAT) x[i] = a->u.f, ints = false;
+    else if (a->kind == OX_V_NODE || a->kind == OX_V_SYM) return say(c, 1, "a bound is not a constant: the length is not inferred");
+    else return say(c, -1, "bounds must be numbers");
+  }
+  if (x[2] == 0.0) return say(c, -1, "step must be nonzero");
+  double n = ceil((x[1] - x[0]) / x[2]);
+  if (!(n >= 0.0)) return say(c, -1, "upper bound and larger bound inconsistent with step sign");
+  const OxValue *dv = c->a.slot[3];
+  OxDType dt = dv->kind == OX_V_DTYPE ? dv->u.dtype : ints ? OX_DT_I64 : OX_DT_F32;
+  OxDim d = cdim((int64_t)n);
+  set_tensor(out, from_dims(c, dt, &d, 1, NULL));
   return 0;
 }
 
@@ -2371,6 +2460,24 @@ static const Rule rules[OX_OPID_COUNT] = {
   [OX_OPID_MUL] = {rule_binary, "broadcast; type promotion"},
   [OX_OPID_DIV] = {rule_binary, "broadcast; type promotion; int / int gives f32 unless rounding_mode is set"},
   [OX_OPID_POW] = {rule_binary, "broadcast; type promotion of self and exponent"},
+  [OX_OPID_EQ] = {rule_binary, "broadcast of self and other; bool"},
+  [OX_OPID_NE] = {rule_binary, "broadcast of self and other; bool"},
+  [OX_OPID_LT] = {rule_binary, "broadcast of self and other; bool"},
+  [OX_OPID_LE] = {rule_binary, "broadcast of self and other; bool"},
+  [OX_OPID_GT] = {rule_binary, "broadcast of self and other; bool"},
+  [OX_OPID_GE] = {rule_binary, "broadcast of self and other; bool"},
+  [OX_OPID_LOGICAL_NOT] = {rule_not, "same shape; bool"},
+  [OX_OPID_BITWISE_NOT] = {rule_not, "same shape and dtype; floating point is an error"},
+  [OX_OPID_BITWISE_AND] = {rule_binary, "broadcast; promoted dtype (bool or integer); floating point is an error"},
+  [OX_OPID_BITWISE_OR] = {rule_binary, "broadcast; promoted dtype (bool or integer); floating point is an error"},
+  [OX_OPID_BITWISE_XOR] = {rule_binary, "broadcast; promoted dtype (bool or integer); floating point is an error"},
+  [OX_OPID_MASKED_FILL] = {rule_masked_fill, "self's shape and dtype; a bool mask broadcasting to it"},
+  [OX_OPID_TRIU] = {rule_tri, "same shape and dtype; at least 2-D"},
+  [OX_OPID_TRIL] = {rule_tri, "same shape and dtype; at least 2-D"},
+  [OX_OPID_ONES] = {rule_fill, "size; dtype given or float32"},
+  [OX_OPID_ZEROS] = {rule_fill, "size; dtype given or float32"},
+  [OX_OPID_FULL] = {rule_fill, "size; dtype given, else bool / int64 / float32 after fill_value"},
+  [OX_OPID_ARANGE] = {rule_arange, "[ceil((end - start) / step)]; int64 for int bounds, else float32"},
   [OX_OPID_WHERE] = {rule_where, "broadcast of condition (bool), self, other; dtype promoted from self and other"},
   [OX_OPID_SUM] = {rule_reduce, "reduces dim (None or [] = all), keepdim keeps 1s; bool/int give i64 unless dtype"},
   [OX_OPID_MEAN] = {rule_reduce, "reduces dim (None or [] = all), keepdim keeps 1s; int input needs dtype"},

@@ -435,6 +435,24 @@ def _aten_embedding_module(seed):
     return make_fx(_aten_embedding_fn)(*inputs), inputs
 
 
+def _aten_masks_fn(x, ids):
+    # what make_fx keeps of mask building (symbolic_trace folds constant factories into tensors)
+    n = ids.shape[1]
+    causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    pos = torch.arange(n) + torch.arange(1, 2 * n + 1, 2) + torch.arange(0.5, 2.0, 0.75).sum().long()
+    scores = x.masked_fill(causal, float("-inf")).softmax(-1)
+    pad = (ids == 0) | (pos.unsqueeze(0) > 3)
+    return (scores, torch.full((2, n), 7) + torch.zeros(2, n, dtype=torch.long), pad,
+            torch.tril(x, -1) > torch.ones(n, n) * 0.25, pos)
+
+
+def _aten_masks_module(seed):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    g = _gen(seed)
+    inputs = [torch.randn(4, 4, generator=g), torch.tensor([[1, 0, 2, 0]])]
+    return make_fx(_aten_masks_fn)(*inputs), inputs
+
+
 def _resnet18():
     import torchvision
     return torchvision.models.resnet18(weights=None)
@@ -531,6 +549,41 @@ class Sequence(nn.Module):
         return a, b, c, g, gh, o, h, cc, r, rh, u, uh, m, mw, n, e
 
 
+class Masks(nn.Module):
+    """How models build their attention masks in the graph: a padding mask from ids == 0, its
+    negation (~ and logical_not), a causal mask torch.triu(torch.ones(L, L, dtype=bool), 1) of the
+    configured length, positions torch.arange(L), scores.masked_fill(mask, -inf) into a softmax,
+    comparisons of tensors and numbers with promotion (int against float), torch.full / zeros,
+    tril, & | ^ of masks and ints, bitwise_not of ints; the masks feed nn.MultiheadAttention and nn.TransformerEncoder."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8, padding_idx=0)
+        self.pos = nn.Embedding(6, 8)
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, 1)
+
+    def forward(self, ids, x):
+        L = 5  # a model's configured length (torch.arange / ones of a traced size do not trace)
+        pad = ids == 0                              # [N, L] bool
+        keep = ~pad
+        pos = torch.arange(L)
+        h = self.emb(ids) + self.pos(pos)
+        causal = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)
+        a, _ = self.attn(h, h, h, key_padding_mask=pad, need_weights=False)
+        e = self.enc(h, mask=causal, src_key_padding_mask=pad)
+        scores = torch.matmul(h, h.transpose(1, 2))
+        masked = torch.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
+        cmp = torch.stack([x < 0.5, x <= ids[:, :1].float(), x > -0.25, x >= 0, x != 0.0,
+                           torch.logical_not(x > 0)]).to(torch.float32)
+        low = torch.tril(x.unsqueeze(1) * torch.ones(L, L), diagonal=-1)
+        filled = torch.full((2, L), 1.5) + torch.zeros(2, L)
+        inv = torch.bitwise_not(ids)
+        both = (keep & (x > 0)) | (pad ^ (x < -0.5))
+        return a, e, masked, cmp, low, filled, inv, keep, both, torch.bitwise_xor(ids, 5) & 6
+
+
 def _inputs_sequence(g):
     # padding at the end of two of the three sequences (5 long); a causal mask; a float bias
     pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
@@ -559,6 +612,9 @@ MODELS = {
     "dtypes": (_simple(Dtypes, _inputs_dtypes), None),
     "vision": (_simple(Vision, lambda g: [_randn(g, 2, 5, 8), _randn(g, 2, 3, 7, 7), _randn(g, 2, 5, 7, 8)]), None),
     "sequence": (_simple(Sequence, _inputs_sequence), None),
+    "masks": (_simple(Masks, lambda g: [torch.tensor([[3, 1, 4, 0, 0], [2, 7, 1, 8, 2], [5, 0, 0, 0, 0]]),
+                                        _randn(g, 3, 5)]), None),
+    "aten_masks": (lambda seed: _aten_masks_module(seed), None),
     "grouped_mm": (_build_grouped, None),
     "aten_post_grad": (lambda seed: _aten_module(seed), None),
     "aten_embedding": (lambda seed: _aten_embedding_module(seed), None),

@@ -19,7 +19,8 @@ _MODULES = {"Linear": "linear", "LayerNorm": "layer_norm", "ReLU": "relu", "GELU
             "MultiheadAttention": "multi_head_attention", "Identity": "identity", "ReLU6": "clamp", "Hardtanh": "clamp",
             "Upsample": "interpolate", "TransformerEncoderLayer": "transformer_encoder_layer",
             "TransformerEncoder": "transformer_encoder", "GRU": "gru", "LSTM": "lstm", "RNN": "rnn"}
-_ALIASES = {"truediv": "div", "floordiv": "div", "concat": "cat", "unsafe_view": "view",
+_ALIASES = {"truediv": "div", "floordiv": "div", "concat": "cat", "unsafe_view": "view", "invert": "bitwise_not", "and_": "bitwise_and",
+            "or_": "bitwise_or", "xor": "bitwise_xor",
             "matmul": "matmul", "get_relative_position_bias": "relative_position_bias"}
 
 
