@@ -292,7 +292,11 @@ static bool get_opnd(K *k, const V *v, const char *what, Opnd *o) {
   if (v && ox_rt_is_scalar(v)) {
     o->sk = v->kind;
     o->d = ox_rt_scalar(v);
-    o->i = v->kind == OX_RT_INT ? v->u.i : (v->kind == OX_RT_BOOL ? v->u.b : (int64_t)v->u.f);
+    /* a float's integer view is only read where the float is integral; -inf and NaN must not be
+     * converted (undefined behaviour) */
+    o->i = v->kind == OX_RT_INT ? v->u.i
+         : v->kind == OX_RT_BOOL ? v->u.b
+         : (isfinite(v->u.f) && fabs(v->u.f) < 9.2e18 ? (int64_t)v->u.f : 0);
     return true;
   }
   kfail(k, "%s: expected a tensor or a number, got %s", what, v ? ox_rt_kind_name(v->kind) : "nothing");
