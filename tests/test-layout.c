@@ -498,6 +498,20 @@ static void test_fold_params(void) {
   fold = g_new0(uint32_t, g->n_nodes + 1);
   ox_view_fold_params(g, fold, NULL);
   g_assert_cmpuint(fold[mm], ==, 0);
+  /* a mask computed from the model's input (ids == 0 into an encoder) is drawn, with its edges:
+   * the input stays, so its mask is no parameter */
+  OxNodeId ids = ox_graph_add_node(g, OX_OP_PLACEHOLDER, "ids", "ids", ox_value_none(), ox_value_none());
+  OxNodeId eq = call(g, "torch.eq", &ids, 1);
+  OxNodeId emb_in[2] = {ids, ws[2]};
+  OxNodeId emb = call(g, "torch.nn.functional.embedding", emb_in, 2);
+  OxNodeId enc_in[2] = {emb, eq};
+  OxNodeId enc = call(g, "torch.bmm", enc_in, 2);
+  (void)enc;
+  g_free(fold);
+  fold = g_new0(uint32_t, g->n_nodes + 1);
+  ox_view_fold_params(g, fold, NULL);
+  g_assert_cmpuint(fold[ids], ==, 0);
+  g_assert_cmpuint(fold[eq], ==, 0);
   g_free(fold);
   ox_graph_free(g);
 }

@@ -171,6 +171,21 @@ uint32_t ox_view_fold_params(const OxGraph *g, uint32_t *fold, uint16_t *n_param
     fold[x] = like[u] ? fold[u] : u;
     folded++;
   }
+  /* A node computed from a drawn node (a padding mask ids == 0 of the model's input ids) is no
+   * parameter: folding it would hide that its consumer depends on the drawn one. Unfolded in
+   * program order, so a chain (ids -> eq -> logical_not) is drawn whole. */
+  for (uint32_t i = 0; i < n; i++) {
+    OxNodeId x = order[i];
+    const OxNode *nd = &g->nodes[x];
+    if (!fold[x] || nd->op == OX_OP_PLACEHOLDER || nd->op == OX_OP_GET_ATTR) continue;
+    uint32_t k = ox_graph_inputs_r(g, x, ins, 256);
+    for (uint32_t j = 0; j < k; j++)
+      if (!fold[ins[j]] && !g->nodes[ins[j]].erased) {
+        fold[x] = 0;
+        folded--;
+        break;
+      }
+  }
   if (n_params)
     for (uint32_t i = 0; i < n; i++) {
       OxNodeId x = order[i];

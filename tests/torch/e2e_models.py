@@ -274,7 +274,8 @@ def _build_dlrm():
 
 class SequentialRec(nn.Module):
     """A sequential recommender (BST / BERT4Rec style, with DIEN's GRU): item embeddings plus
-    positions through an nn.TransformerEncoder, the same sequence through an nn.GRU, the
+    positions through an nn.TransformerEncoder that masks the padding (ids == 0) out of its
+    attention, the same sequence through an nn.GRU, the
     encoder's tokens split into per-position heads of functional towers (F.linear -> tanh, the
     batch fusions' food) and everything concatenated for a top linear. The sequence modules are
     called whole (FX leaves): the engine rewrites around them and its checks and `verify` run
@@ -293,8 +294,9 @@ class SequentialRec(nn.Module):
         self.top_w = nn.Parameter(torch.randn(1, 4 * length + 6) * 0.3)
 
     def forward(self, ids):
+        pad = ids == 0  # item 0 pads short histories: masked out of attention
         x = self.emb(ids) + self.pos
-        h = self.enc(x)
+        h = self.enc(x, src_key_padding_mask=pad)
         _, state = self.gru(x)
         tokens = torch.unbind(h, dim=1)
         heads = [torch.tanh(F.linear(tokens[i], self.w[i], self.b[i])) for i in range(self.length)]
@@ -305,7 +307,10 @@ class SequentialRec(nn.Module):
 def _build_sequential_rec():
     torch.manual_seed(SEED)
     m = SequentialRec().eval()
-    return m, [torch.randint(0, 50, (4, 5), generator=_gen(8))], m
+    ids = torch.randint(1, 50, (4, 5), generator=_gen(8))
+    ids[1, 3:] = 0  # two histories shorter than 5
+    ids[3, 4:] = 0
+    return m, [ids], m
 
 
 # ----------------------------------------------------------------------------- post-grad
