@@ -68,7 +68,7 @@ cmd_run() {
 }
 
 FUZZ_TARGETS=(tests/fuzz/fuzz-fx-text tests/fuzz/fuzz-fx-readable tests/fuzz/fuzz-json
-              tests/fuzz/fuzz-rules tests/fuzz/fuzz-trace tests/fuzz/fuzz-optimize)
+              tests/fuzz/fuzz-rules tests/fuzz/fuzz-trace tests/fuzz/fuzz-optimize tests/fuzz/fuzz-verify)
 
 cmd_test() {
   install_deps

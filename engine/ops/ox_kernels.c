@@ -3704,13 +3704,22 @@ static int rnn_kernel(K *k, V *const *s, int mode, V **out) {
       return kfail(k, "nonlinearity must be 'tanh' or 'relu'");
     relu = !strcmp(s[8]->s, "relu");
   }
-  if (H <= 0 || layers < 1 || layers > 1000) return kfail(k, "hidden_size %lld / num_layers %lld out of range", (long long)H, (long long)layers);
+  if (H <= 0 || H > ((int64_t)1 << 32) || layers < 1 || layers > 1000)
+    return kfail(k, "hidden_size %lld / num_layers %lld out of range", (long long)H, (long long)layers);
   char b[128], nm[64];
   shape_str(x->rank, x->shape, b, sizeof b);
   if (x->rank != 2 && x->rank != 3) return kfail(k, "input %s: expected 2-D (unbatched) or 3-D", b);
   bool batched = x->rank == 3;
   int64_t T = x->shape[batched && bf ? 1 : 0], N = batched ? x->shape[bf ? 0 : 1] : 1, In = x->shape[x->rank - 1];
   int D = bidir ? 2 : 1, G = mode == RNN_GRU ? 3 : mode == RNN_LSTM ? 4 : 1;
+  /* the first weight fixes the sizes before anything is allocated from them */
+  const OxTensor *w0 = seq_param(k, s[1], "", "weight_ih_l0", true);
+  if (!w0) return -1;
+  if (w0->rank != 2 || w0->shape[0] != G * H || w0->shape[1] != In) {
+    shape_str(w0->rank, w0->shape, b, sizeof b);
+    return kfail(k, "weight_ih_l0 is %s, expected [%lld, %lld] (hidden_size %lld, input size %lld)", b,
+                 (long long)(G * H), (long long)In, (long long)H, (long long)In);
+  }
   /* the module's parameters must agree with the settings (a dump with other settings than its
    * module is refused, not computed differently) */
   snprintf(nm, sizeof nm, "weight_ih_l%lld", (long long)layers);

@@ -19,11 +19,12 @@ for s in "$@"; do
 done
 log="$work/$name.log"
 # -timeout: one input may take at most 20 s (a hang is a finding); -rss_limit_mb: 2 GiB;
-# -max_len: 64 KiB keeps a short run fast (larger seeds are read truncated)
+# -max_len: 64 KiB keeps a short run fast (larger seeds are read truncated); FUZZ_MAX_LEN sets
+# another (fuzz-verify: 128 KiB, for its recorded fixtures)
 # -seed: fixed (FUZZ_SEED, default 1) so that a CI run explores the same inputs on every machine
 # and a finding reproduces on the next run; FUZZ_SEED=0 lets libFuzzer pick one (exploration).
 # shellcheck disable=SC2086
-"$exe" -seed="${FUZZ_SEED:-1}" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+"$exe" -seed="${FUZZ_SEED:-1}" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/$name-" "$work/corpus-$name" $seeds >"$log" 2>&1
 rc=$?
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
