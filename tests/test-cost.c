@@ -269,6 +269,14 @@ static void test_sequence(void) {
   c = cost_of(g, "rnn");
   g_assert_cmpuint(c.flops, ==, 2880);
   g_assert_cmpuint(c.bytes, ==, 480 + (120 + 24) * 4 + 96 * 4);
+  /* cross: query [5, 3, 8], key [5, 3, 6] (kdim), value [5, 3, 4] (vdim), 2 heads: projections
+   * 2 * 8 * (2 * 8 * 15 + 6 * 15 + 4 * 15), scores and mix 4 * 15 * 8 * 5; bytes: the three
+   * inputs and the bool padding mask [3, 5], the output and the weights [3, 5, 5], q/k/v/out
+   * weights 8 * (8 + 6 + 4 + 8) and biases 24 + 8 floats */
+  c = cost_of(g, "cross");
+  g_assert_cmpuint(c.unknown, ==, 0);
+  g_assert_cmpuint(c.flops, ==, 6240 + 2400);
+  g_assert_cmpuint(c.bytes, ==, 480 + 360 + 240 + 15 + 480 + 300 + (208 + 32) * 4);
   OxCost all = ox_cost_graph(g);
   g_assert_cmpuint(all.unknown, ==, 0);
   ox_doc_free(doc);

@@ -534,7 +534,9 @@ static void test_vision_ops(void) {
   OxNodeId a2 = ox_graph_add_node(G, OX_OP_CALL_MODULE, "attn", "attn", vT(3, vN(q2), vN(q2), vN(q2)),
                                   kw(2, "embed_dim", vI(2), "num_heads", vI(1)));
   ox_graph_node(G, a2)->module_type = ox_graph_intern(G, "torch.nn.MultiheadAttention");
-  run_fails("node attn: no value for parameter attn.in_proj_weight");
+  ox_interp_set_param(IN, "attn.out_proj.weight", mk(F32, 2, SH(2, 2), DA(1, 0, 0, 1)));
+  run_fails("node attn: multi_head_attention: no value for parameter in_proj_weight, nor q_proj_weight, k_proj_weight, "
+            "v_proj_weight (record the model's parameters: export --record)");
   end();
   /* Swin's dropouts are F.dropout's default training=True even in eval: only p = 0 runs */
   begin();

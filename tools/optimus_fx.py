@@ -234,16 +234,20 @@ def _swin(name):
 def multi_head_attention(query, key, value, num_heads, in_proj_weight, in_proj_bias,
                          out_proj_weight, out_proj_bias, need_weights=True,
                          average_attn_weights=True, batch_first=False, key_padding_mask=None,
-                         attn_mask=None):
+                         attn_mask=None, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None):
     """The engine's canonical attention op: nn.MultiheadAttention.forward in eval mode with its
-    masks, given the module's parameters; (output, weights or None)."""
+    masks, given the module's parameters (in_proj_weight, or q/k/v_proj_weight when kdim / vdim
+    differ from embed_dim); (output, weights or None)."""
     batched = query.dim() == 3
     if batch_first and batched:
         query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+    separate = in_proj_weight is None
     out, weights = F.multi_head_attention_forward(
         query, key, value, query.shape[-1], num_heads, in_proj_weight, in_proj_bias, None, None,
         False, 0.0, out_proj_weight, out_proj_bias, training=False,
         key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+        use_separate_proj_weight=separate, q_proj_weight=q_proj_weight,
+        k_proj_weight=k_proj_weight, v_proj_weight=v_proj_weight,
         average_attn_weights=average_attn_weights)
     if batch_first and batched:
         out = out.transpose(1, 0)

@@ -342,7 +342,10 @@ static int module_param(OxInterp *in, const OxNode *n, const OxOpArgs *a, uint32
    * has no such parameter; the kernel decides whether None is acceptable. Projections and
    * lookups cannot run without their weight. */
   size_t sl = strlen(sname);
+  /* attention has either in_proj_weight or the three q/k/v ones (its kernel says which is missing) */
   bool optional = (sl >= 4 && strcmp(sname + sl - 4, "bias") == 0) || strcmp(sname, "running_mean") == 0 ||
+                  (a->op == OX_OPID_MULTI_HEAD_ATTENTION && sl >= 11 && !strcmp(sname + sl - 11, "proj_weight") &&
+                   strcmp(sname, "out_proj_weight") != 0) ||
                   strcmp(sname, "running_var") == 0 ||
                   (strcmp(sname, "weight") == 0 && (a->op == OX_OPID_LAYER_NORM || a->op == OX_OPID_BATCH_NORM));
   if (optional) {
@@ -708,17 +711,18 @@ uint64_t ox_interp_node_flops(const OxGraph *g, const OxNode *n) {
       kd = ks->u.items[0].u.i * ks->u.items[ks->n - 1].u.i;
     return kd > 0 ? sat_mul((uint64_t)kd, out) : out;
   }
-  case OX_OPID_MULTI_HEAD_ATTENTION: { /* in-projections (3 of them), q k^T and p v per head, out-projection */
-    const OxTensorMeta *qm = slot_meta(g, a.slot[0]), *km = slot_meta(g, a.slot[1]);
-    int64_t e = last_dim(qm, 1);
+  case OX_OPID_MULTI_HEAD_ATTENTION: { /* in-projections (q: E -> E, k: kdim -> E, v: vdim -> E),
+                                          q k^T and p v per head, out-projection */
+    const OxTensorMeta *qm = slot_meta(g, a.slot[0]), *km = slot_meta(g, a.slot[1]), *vm = slot_meta(g, a.slot[2]);
+    int64_t e = last_dim(qm, 1), kd = last_dim(km, 1), vd = last_dim(vm, 1);
     uint64_t q = tm_numel(qm), k = tm_numel(km);
-    if (!q || !k || e <= 0 || km->rank < 2) return out;
+    if (!q || !k || e <= 0 || kd <= 0 || vd <= 0 || km->rank < 2) return out;
     bool bf = a.slot[10]->kind == OX_V_BOOL && a.slot[10]->u.b;
     OxDim nb = km->rank == 3 ? km->shape[bf ? 0 : 1] : (OxDim){1, NULL};
     if (nb.sym || nb.v <= 0) return out;
-    uint64_t tq = q / (uint64_t)e, tk = k / (uint64_t)e, klen = tk / (uint64_t)nb.v;
-    uint64_t proj = sat_mul(2 * (uint64_t)e, sat_mul((uint64_t)e, sat_add(sat_mul(2, tq), sat_mul(2, tk))));
-    return sat_add(proj, sat_mul(4, sat_mul(tq, sat_mul((uint64_t)e, klen))));
+    uint64_t tq = q / (uint64_t)e, tk = k / (uint64_t)kd, klen = tk / (uint64_t)nb.v, E = (uint64_t)e;
+    uint64_t proj = sat_mul(2 * E, sat_add(sat_add(sat_mul(2 * E, tq), sat_mul((uint64_t)kd, tk)), sat_mul((uint64_t)vd, tk)));
+    return sat_add(proj, sat_mul(4, sat_mul(tq, sat_mul(E, klen))));
   }
   case OX_OPID_TRANSFORMER_ENCODER_LAYER:
   case OX_OPID_TRANSFORMER_ENCODER: { /* per layer: attention as above (q, k, v alike) and the

@@ -3245,29 +3245,39 @@ static double *attn_mask_build(K *k, const V *kpm_v, const V *am_v, const char *
   return M;
 }
 
+/* Attention's in-projections: q [E, E], k [E, ek], v [E, ev] (the packed [3E, E] in_proj_weight's
+ * thirds when ek = ev = E). */
+typedef struct AttnProj {
+  const double *q, *k, *v;
+  int64_t ek, ev;
+} AttnProj;
+
 /* Attention on rows of doubles (a row is one token; row r of a [L, N, E] sequence is l * N + n,
- * n * L + l when bf): X the queries' tokens, KX and VX the keys' and values' [S, N, E] alike; WI
- * the packed in-projection [3E, E], BI its bias [3E] or NULL, WO / BO the out-projection. Writes
+ * n * L + l when bf): X the queries' tokens, KX and VX the keys' and values' [S, N, ek] and
+ * [S, N, ev] alike; W the in-projections, BI their bias [3E] or NULL, WO / BO the out-projection. Writes
  * C [L * N, E] (out-projected, its bias added) and, given wts, the weights (averaged over the
  * heads or per head, as k_multi_head_attention returns them). M, when given, is added to the
  * scores: [N * heads, L, S] (attn_mask_build). Operands are rounded to dt's opmath by the caller. */
 static int attention_rows(K *k, OxDType dt, const double *X, const double *KX, const double *VX, int64_t L, int64_t S,
-                          int64_t N, int64_t E, int64_t heads, bool bf, const double *WI, const double *BI,
+                          int64_t N, int64_t E, int64_t heads, bool bf, const AttnProj *W, const double *BI,
                           const double *WO, const double *BO, const double *M, double *C, OxTensor *wts, bool avg_w) {
-  int64_t hd = E / heads;
+  int64_t hd = E / heads, Ek = W->ek, Ev = W->ev;
   double *Q = malloc(nz(L * N * E) * sizeof *Q), *KP = malloc(nz(S * N * E) * sizeof *KP);
   double *VP = malloc(nz(S * N * E) * sizeof *VP), *A = malloc(nz(L * N * E) * sizeof *A), *P = malloc(nz(S) * sizeof *P);
-  double *WIr = malloc(nz(3 * E * E) * sizeof *WIr), *WOr = malloc(nz(E * E) * sizeof *WOr);
-  if (!Q || !KP || !VP || !A || !P || !WIr || !WOr) {
-    free(Q), free(KP), free(VP), free(A), free(P), free(WIr), free(WOr);
+  double *WQ = malloc(nz(E * E) * sizeof *WQ), *WK = malloc(nz(E * Ek) * sizeof *WK), *WV = malloc(nz(E * Ev) * sizeof *WV);
+  double *WOr = malloc(nz(E * E) * sizeof *WOr);
+  if (!Q || !KP || !VP || !A || !P || !WQ || !WK || !WV || !WOr) {
+    free(Q), free(KP), free(VP), free(A), free(P), free(WQ), free(WK), free(WV), free(WOr);
     return kfail(k, "out of memory");
   }
-  for (int64_t i = 0; i < 3 * E * E; i++) WIr[i] = opmath(dt, WI[i]);
+  for (int64_t i = 0; i < E * E; i++) WQ[i] = opmath(dt, W->q[i]);
+  for (int64_t i = 0; i < E * Ek; i++) WK[i] = opmath(dt, W->k[i]);
+  for (int64_t i = 0; i < E * Ev; i++) WV[i] = opmath(dt, W->v[i]);
   for (int64_t i = 0; i < E * E; i++) WOr[i] = opmath(dt, WO[i]);
   /* the projections, row by row in each tensor's own layout (a row is one token) */
-  gemm(X, WIr, Q, L * N, E, E, true);
-  gemm(KX, WIr + E * E, KP, S * N, E, E, true);
-  gemm(VX, WIr + 2 * E * E, VP, S * N, E, E, true);
+  gemm(X, WQ, Q, L * N, E, E, true);
+  gemm(KX, WK, KP, S * N, Ek, E, true);
+  gemm(VX, WV, VP, S * N, Ev, E, true);
   if (BI) {
     for (int64_t r = 0; r < L * N; r++)
       for (int64_t j = 0; j < E; j++) Q[r * E + j] += opmath(dt, BI[j]);
@@ -3303,7 +3313,7 @@ static int attention_rows(K *k, OxDType dt, const double *X, const double *KX, c
   gemm(A, WOr, C, L * N, E, E, true);
   for (int64_t r = 0; r < L * N; r++)
     for (int64_t j = 0; j < E; j++) C[r * E + j] = C[r * E + j] + (BO ? opmath(dt, BO[j]) : 0.0);
-  free(Q), free(KP), free(VP), free(A), free(P), free(WIr), free(WOr);
+  free(Q), free(KP), free(VP), free(A), free(P), free(WQ), free(WK), free(WV), free(WOr);
   return 0;
 }
 
@@ -3317,8 +3327,22 @@ static int attention_rows(K *k, OxDType dt, const double *X, const double *KX, c
 static int k_multi_head_attention(K *k, V *const *s, V **out) {
   const OxTensor *q = get_tensor(k, s[0], "query"), *kt = q ? get_tensor(k, s[1], "key") : NULL;
   const OxTensor *vt = kt ? get_tensor(k, s[2], "value") : NULL;
-  const OxTensor *wi = vt ? get_tensor(k, s[4], "in_proj_weight") : NULL;
-  const OxTensor *wo = wi ? get_tensor(k, s[6], "out_proj_weight") : NULL;
+  if (!vt) return -1;
+  /* one packed in_proj_weight, or (kdim / vdim unlike embed_dim) q_proj_weight, k_proj_weight,
+   * v_proj_weight */
+  bool sep = is_none(s[4]) && !is_none(s[13]);
+  const OxTensor *wi = NULL, *wq = NULL, *wk = NULL, *wv = NULL;
+  if (sep) {
+    if (!(wq = get_tensor(k, s[13], "q_proj_weight")) || !(wk = get_tensor(k, s[14], "k_proj_weight")) ||
+        !(wv = get_tensor(k, s[15], "v_proj_weight")))
+      return -1;
+  } else if (is_none(s[4])) {
+    return kfail(k, "no value for parameter in_proj_weight, nor q_proj_weight, k_proj_weight, v_proj_weight (record "
+                    "the model's parameters: export --record)");
+  } else if (!(wi = get_tensor(k, s[4], "in_proj_weight"))) {
+    return -1;
+  }
+  const OxTensor *wo = get_tensor(k, s[6], "out_proj_weight");
   if (!wo) return -1;
   const OxTensor *bi = NULL, *bo = NULL;
   if (!is_none(s[5]) && !(bi = get_tensor(k, s[5], "in_proj_bias"))) return -1;
@@ -3329,8 +3353,9 @@ static int k_multi_head_attention(K *k, V *const *s, V **out) {
   if (!is_none(s[8]) && !get_bool(k, s[8], "need_weights", &need_w)) return -1;
   if (!is_none(s[9]) && !get_bool(k, s[9], "average_attn_weights", &avg_w)) return -1;
   if (!is_none(s[10]) && !get_bool(k, s[10], "batch_first", &bf)) return -1;
-  if (!need_float(k, q, "query") || !same_dtype(k, q, kt) || !same_dtype(k, q, vt) || !same_dtype(k, q, wi) ||
-      !same_dtype(k, q, wo) || (bi && !same_dtype(k, q, bi)) || (bo && !same_dtype(k, q, bo)))
+  if (!need_float(k, q, "query") || !same_dtype(k, q, kt) || !same_dtype(k, q, vt) || (wi && !same_dtype(k, q, wi)) ||
+      (sep && (!same_dtype(k, q, wq) || !same_dtype(k, q, wk) || !same_dtype(k, q, wv))) || !same_dtype(k, q, wo) ||
+      (bi && !same_dtype(k, q, bi)) || (bo && !same_dtype(k, q, bo)))
     return -1;
   char sq[128], sk[128];
   shape_str(q->rank, q->shape, sq, sizeof sq);
@@ -3341,13 +3366,20 @@ static int k_multi_head_attention(K *k, V *const *s, V **out) {
   int64_t E = q->shape[q->rank - 1];
   int64_t N = batched ? q->shape[bf ? 0 : 1] : 1, L = batched ? q->shape[bf ? 1 : 0] : q->shape[0];
   int64_t S = batched ? kt->shape[bf ? 1 : 0] : kt->shape[0];
-  if ((batched && kt->shape[bf ? 0 : 1] != N) || kt->shape[kt->rank - 1] != E)
+  int64_t Ek = kt->shape[kt->rank - 1], Ev = vt->shape[vt->rank - 1];
+  if ((batched && kt->shape[bf ? 0 : 1] != N) || (!sep && Ek != E))
     return kfail(k, "query %s and key %s: batch or embedding sizes differ", sq, sk);
-  for (int i = 0; i < vt->rank; i++)
+  for (int i = 0; i < vt->rank - 1; i++)
     if (vt->shape[i] != kt->shape[i]) return kfail(k, "key %s and value: shapes differ", sk);
+  if (!sep && Ev != E) return kfail(k, "key %s and value: shapes differ", sk);
   if (heads <= 0 || E % heads) return kfail(k, "embed_dim %lld is not divisible by num_heads %lld", (long long)E, (long long)heads);
-  if (wi->rank != 2 || wi->shape[0] != 3 * E || wi->shape[1] != E)
+  if (wi && (wi->rank != 2 || wi->shape[0] != 3 * E || wi->shape[1] != E))
     return kfail(k, "in_proj_weight must be [%lld, %lld] (kdim and vdim equal to embed_dim)", (long long)(3 * E), (long long)E);
+  const OxTensor *pw[3] = {wq, wk, wv};
+  const int64_t pin[3] = {E, Ek, Ev};
+  for (int i = 0; sep && i < 3; i++)
+    if (pw[i]->rank != 2 || pw[i]->shape[0] != E || pw[i]->shape[1] != pin[i])
+      return kfail(k, "%s_proj_weight must be [%lld, %lld]", i == 0 ? "q" : i == 1 ? "k" : "v", (long long)E, (long long)pin[i]);
   if (wo->rank != 2 || wo->shape[0] != E || wo->shape[1] != E) return kfail(k, "out_proj_weight must be [%lld, %lld]", (long long)E, (long long)E);
   if ((bi && bi->numel != 3 * E) || (bo && bo->numel != E)) return kfail(k, "in_proj_bias must have %lld and out_proj_bias %lld elements", (long long)(3 * E), (long long)E);
   int64_t lim = k->max_elems > 0 ? k->max_elems : OX_KERNEL_DEFAULT_MAX_ELEMS;
@@ -3363,21 +3395,25 @@ static int k_multi_head_attention(K *k, V *const *s, V **out) {
   double *M = attn_mask_build(k, s[11], s[12], "key_padding_mask", "attn_mask", N, heads, L, S, batched, &mask_ok);
   if (!mask_ok) return -1;
   OxTensor *o = knew(k, q->dtype, q->rank, q->shape), *wts = need_w ? knew(k, q->dtype, wrank, wsh) : NULL;
-  double *X = to_doubles(k, q), *KX = to_doubles(k, kt), *VX = to_doubles(k, vt), *WI = to_doubles(k, wi);
+  double *X = to_doubles(k, q), *KX = to_doubles(k, kt), *VX = to_doubles(k, vt);
+  double *WI = wi ? to_doubles(k, wi) : NULL, *WQ = sep ? to_doubles(k, wq) : NULL, *WK = sep ? to_doubles(k, wk) : NULL;
+  double *WV = sep ? to_doubles(k, wv) : NULL;
   double *WO = to_doubles(k, wo), *BI = bi ? to_doubles(k, bi) : NULL, *BO = bo ? to_doubles(k, bo) : NULL;
   double *C = malloc(nz(L * N * E) * sizeof *C);
   int rc = 0;
-  if (!o || (need_w && !wts) || !X || !KX || !VX || !WI || !WO || (bi && !BI) || (bo && !BO) || !C) {
+  if (!o || (need_w && !wts) || !X || !KX || !VX || (wi && !WI) || (sep && (!WQ || !WK || !WV)) || !WO || (bi && !BI) ||
+      (bo && !BO) || !C) {
     rc = o && (!need_w || wts) ? kfail(k, "out of memory") : -1;
     goto done;
   }
   for (int64_t i = 0; i < q->numel; i++) X[i] = opmath(q->dtype, X[i]);
   for (int64_t i = 0; i < kt->numel; i++) KX[i] = opmath(q->dtype, KX[i]);
   for (int64_t i = 0; i < vt->numel; i++) VX[i] = opmath(q->dtype, VX[i]);
-  rc = attention_rows(k, q->dtype, X, KX, VX, L, S, N, E, heads, bf, WI, BI, WO, BO, M, C, wts, avg_w);
+  AttnProj W = sep ? (AttnProj){WQ, WK, WV, Ek, Ev} : (AttnProj){WI, WI + E * E, WI + 2 * E * E, E, E};
+  rc = attention_rows(k, q->dtype, X, KX, VX, L, S, N, E, heads, bf, &W, BI, WO, BO, M, C, wts, avg_w);
   for (int64_t i = 0; rc == 0 && i < L * N * E; i++) ox_tensor_set(o, i, C[i]);
 done:
-  free(X), free(KX), free(VX), free(WI), free(WO), free(BI), free(BO), free(C), free(M);
+  free(X), free(KX), free(VX), free(WI), free(WQ), free(WK), free(WV), free(WO), free(BI), free(BO), free(C), free(M);
   if (rc != 0) {
     if (o) ox_tensor_free(o);
     if (wts) ox_tensor_free(wts);
@@ -3550,7 +3586,8 @@ static int encoder_layer_rows(K *k, const V *params, const char *pre, OxDType dt
         in = Z;
       }
       if (part == 0) {
-        rc = attention_rows(k, dt, in, in, in, L, L, N, E, c->heads, c->bf, WI, BI, WO, BO, M, Y, NULL, false);
+        AttnProj W = {WI, WI + E * E, WI + 2 * E * E, E, E};
+        rc = attention_rows(k, dt, in, in, in, L, L, N, E, c->heads, c->bf, &W, BI, WO, BO, M, Y, NULL, false);
         round_rows(dt, Y, T * E);
       } else {
         linear_rows(dt, in, W1, B1, H, T, E, F);

@@ -434,8 +434,8 @@ static const Src src_table[] = {
    "query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None, average_attn_weights=True, ~is_causal=False, *, "
    "~embed_dim=None, num_heads, ~dropout=0.0, ~bias=True, -add_bias_kv=False, -add_zero_attn=False, ~kdim=None, "
    "~vdim=None, batch_first=False, -training=False",
-   "eval mode; masks bool or additive; parameters in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias "
-   "(kdim and vdim equal to embed_dim)", H_NONE, 2, OX_DT_UNKNOWN},
+   "eval mode; masks bool or additive; parameters in_proj_weight (kdim and vdim equal to embed_dim) or "
+   "q_proj_weight, k_proj_weight, v_proj_weight; in_proj_bias, out_proj.weight, out_proj.bias", H_NONE, 2, OX_DT_UNKNOWN},
   FN("torchvision.models.swin_transformer.shifted_window_attention", SHIFTED_WINDOW_ATTENTION,
      "input, qkv_weight, proj_weight, relative_position_bias, window_size, num_heads, shift_size, attention_dropout=0.0, "
      "dropout=0.0, qkv_bias=None, proj_bias=None, logit_scale=None",
@@ -945,7 +945,7 @@ int ox_spelling_outputs(const OxSpelling *s) {
 bool ox_op_slot_is_module_param(const char *slot_name) {
   static const char *const names[] = {"weight",          "bias",         "running_mean",    "running_var",
                                       "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias",
-                                      "params"};
+                                      "params", "q_proj_weight", "k_proj_weight", "v_proj_weight"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcmp(slot_name, names[i])) return true;
   return false;

@@ -2220,12 +2220,19 @@ static int rule_mha(Ctx *c, OxMeta *out) {
   bool bf = c->a.slot[10]->kind == OX_V_BOOL && c->a.slot[10]->u.b;
   bool batched = q->rank == 3;
   int bd = bf ? 0 : 1, sd = bf ? 1 : 0;
+  /* the module's kdim / vdim (separate q/k/v projections) when the bridge wrote them, else embed_dim */
+  int64_t kd = e.v, vd = e.v;
+  const OxNode *self = ox_graph_node(c->g, c->id);
+  if (c->a.module_path && kwarg(self, "kdim") && kwarg(self, "kdim")->kind == OX_V_INT) kd = kwarg(self, "kdim")->u.i;
+  if (c->a.module_path && kwarg(self, "vdim") && kwarg(self, "vdim")->kind == OX_V_INT) vd = kwarg(self, "vdim")->u.i;
   for (int i = 0; i < k->rank; i++) {
     OxDim a = k->shape[i], d = v->shape[i];
-    if (!a.sym && !d.sym && a.v != d.v) return say(c, -1, "key %s and value %s: shapes differ", tfmt(k, b, sizeof b), tfmt(v, b2, sizeof b2));
+    bool last = i == k->rank - 1;
+    if (!a.sym && !d.sym && (last ? a.v != kd || d.v != vd : a.v != d.v))
+      return say(c, -1, "key %s and value %s: shapes differ", tfmt(k, b, sizeof b), tfmt(v, b2, sizeof b2));
   }
-  OxDim kb = batched ? k->shape[bd] : cdim(1), qb = batched ? q->shape[bd] : cdim(1), ke = k->shape[k->rank - 1];
-  if ((!kb.sym && !qb.sym && kb.v != qb.v) || (!ke.sym && ke.v != e.v))
+  OxDim kb = batched ? k->shape[bd] : cdim(1), qb = batched ? q->shape[bd] : cdim(1);
+  if (!kb.sym && !qb.sym && kb.v != qb.v)
     return say(c, -1, "query %s and key %s: batch or embedding sizes differ", tfmt(q, b, sizeof b), tfmt(k, b2, sizeof b2));
   bool need_w = !(c->a.slot[8]->kind == OX_V_BOOL && !c->a.slot[8]->u.b);
   bool avg = !(c->a.slot[9]->kind == OX_V_BOOL && !c->a.slot[9]->u.b);

@@ -328,11 +328,12 @@ static bool module_param_bytes(const OxGraph *g, const OxNode *n, const OxOpArgs
     if (k < 0 || m < 0 || !es) return false;
     if (ox_op_is_module_param(a->slot[1])) *out = sat_add(*out, sat_mul((uint64_t)(k * m), es));
     if (a->slot[2] && ox_op_is_module_param(a->slot[2])) *out = sat_add(*out, sat_mul((uint64_t)m, es));
-  } else if (a->op == OX_OPID_MULTI_HEAD_ATTENTION) { /* in_proj [3E, E], out_proj [E, E], their biases */
+  } else if (a->op == OX_OPID_MULTI_HEAD_ATTENTION) { /* in_proj [3E, E] (or q [E, E], k [E, kdim],
+                                                          v [E, vdim]), out_proj [E, E], their biases */
     const OxTensorMeta *q = slot_tm(g, a->slot[0]);
-    int64_t e = last_dim(q);
-    if (e < 0 || !q) return false;
-    uint64_t w = sat_mul(4 * (uint64_t)e, (uint64_t)e);
+    int64_t e = last_dim(q), kd = last_dim(slot_tm(g, a->slot[1])), vd = last_dim(slot_tm(g, a->slot[2]));
+    if (e < 0 || kd < 0 || vd < 0 || !q) return false;
+    uint64_t w = sat_mul((uint64_t)e, 2 * (uint64_t)e + (uint64_t)kd + (uint64_t)vd);
     for (int s = 5; s <= 7; s += 2)
       if (a->slot[s] && ox_op_is_module_param(a->slot[s])) w = sat_add(w, s == 5 ? 3 * (uint64_t)e : (uint64_t)e);
     *out = sat_mul(w, ox_dtype_size(q->dtype));

@@ -506,7 +506,7 @@ class Sequence(nn.Module):
     unbatched sequence, nn.GRU (two layers, bidirectional, batch_first), nn.LSTM (two layers,
     given (h0, c0)), nn.RNN (relu, without biases), an unbatched GRU, and masks: attention with a
     bool padding mask and a float attn_mask, an encoder on torch's nested-tensor path, a causal
-    mask."""
+    mask; attention with kdim / vdim unlike embed_dim (separate q, k, v projections)."""
 
     def __init__(self):
         super().__init__()
@@ -525,6 +525,8 @@ class Sequence(nn.Module):
         # encoder given only a padding mask (torch runs it as a nested tensor in inference: padded
         # positions come out 0); a causal (bool) mask with a padding mask and no nested tensor
         self.attn_m = nn.MultiheadAttention(8, 2, batch_first=True)
+        # target attention over features of other widths (kdim 6, vdim 4: q/k/v_proj_weight)
+        self.cross = nn.MultiheadAttention(8, 2, kdim=6, vdim=4)
         nested = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
         self.enc_nested = nn.TransformerEncoder(nested, 2)
         causal = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu")
@@ -546,7 +548,8 @@ class Sequence(nn.Module):
         m, mw = self.attn_m(bf, bf, bf, key_padding_mask=pad, attn_mask=bias)
         n = self.enc_nested(bf, src_key_padding_mask=pad)
         e = self.enc_causal(seq, mask=causal, src_key_padding_mask=pad)
-        return a, b, c, g, gh, o, h, cc, r, rh, u, uh, m, mw, n, e
+        x, xw = self.cross(seq, seq[..., :6] * 2.0, seq[..., 2:6], key_padding_mask=pad)
+        return a, b, c, g, gh, o, h, cc, r, rh, u, uh, m, mw, n, e, x, xw
 
 
 class Masks(nn.Module):
