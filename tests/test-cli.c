@@ -1561,6 +1561,35 @@ static void test_cli_verify(void) {
   g_assert_true(g_str_has_prefix(json_object_get_string(jget(o0, "note")), "weak:"));
   json_object_put(o);
   run_clear(&r);
+  /* an output that is NaN everywhere agrees with NaN: a weak check too (a log of negatives here;
+     a causal mask over left padding in a real model); a partly NaN one gets a plain note */
+  static const char nan_doc[] =
+      "{\"format\": \"optimus-fx\", \"version\": 1, \"graphs\": [{\"name\": \"graph\", \"nodes\": ["
+      "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", \"args\": [], \"kwargs\": {}},"
+      "{\"name\": \"log\", \"op\": \"call_function\", \"target\": \"torch.log\", \"args\": [{\"node\": \"x\"}], \"kwargs\": {}},"
+      "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [{\"node\": \"log\"}], \"kwargs\": {}}]}],"
+      "\"record\": {\"inputs\": {\"x\": {\"dtype\": \"f32\", \"shape\": [2], \"data\": [-1.0, -2.0]}},"
+      "\"outputs\": [{\"dtype\": \"f32\", \"shape\": [2], \"data\": [\"nan\", \"nan\"]}]}}";
+  char *np_ = write_tmp(dir, "nan.json", nan_doc);
+  run_cli(&r, "verify", np_);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "weak: every recorded value is NaN or infinite"));
+  g_assert_nonnull(strstr(r.out, "numeric: ok (1 output against the recorded values; 1 of them all NaN: a weak check)"));
+  run_clear(&r);
+  char **np2 = g_strsplit(nan_doc, "[-1.0, -2.0]}},\"outputs\": [{\"dtype\": \"f32\", \"shape\": [2], \"data\": [\"nan\", \"nan\"]", 2);
+  g_assert_nonnull(np2[1]);
+  char *half_doc = g_strjoin("[-1.0, 1.0]}},\"outputs\": [{\"dtype\": \"f32\", \"shape\": [2], \"data\": [\"nan\", 0.0]", np2[0],
+                             np2[1], NULL);
+  g_strfreev(np2);
+  char *hp = write_tmp(dir, "halfnan.json", half_doc);
+  run_cli(&r, "verify", hp);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "note: 1 of 2 recorded values are NaN or infinite"));
+  g_assert_null(strstr(r.out, "weak"));
+  run_clear(&r);
+  g_free(half_doc);
+  g_free(hp);
+  g_free(np_);
   /* the same graph with a nonzero output carries no such note */
   char **parts = g_strsplit(zeros_doc, "-0.25]}},\"outputs\": [{\"dtype\": \"f32\", \"shape\": [3], \"data\": [0.0, 0.0, 0.0]", 2);
   g_assert_nonnull(parts[1]);

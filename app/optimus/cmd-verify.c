@@ -94,11 +94,19 @@ int ox_cli_cmd_verify(int argc, char **argv) {
                       q->pass ? "ok  " : "FAIL", q->max_abs, q->max_rel, q->tol.atol * q->scale, q->tol.atol, q->scale,
                       q->note[0] ? "  " : "", q->note);
       }
-      uint32_t weak = 0;
-      for (uint32_t i = 0; i < rep.n_outputs; i++) weak += rep.outputs[i].pass && !strncmp(rep.outputs[i].note, "weak:", 5);
+      uint32_t zeros = 0, nans = 0;
+      for (uint32_t i = 0; i < rep.n_outputs; i++) {
+        const char *note = rep.outputs[i].note;
+        if (!rep.outputs[i].pass || strncmp(note, "weak:", 5) != 0) continue;
+        if (strstr(note, "value is 0")) zeros++;
+        else nans++;
+      }
       ox_buf_printf(&b, "numeric: %s (%u output%s against the recorded values%s", rep.pass ? "ok" : "MISMATCH",
-                    rep.n_outputs, rep.n_outputs == 1 ? "" : "s", weak ? "; " : ")\n");
-      if (weak) ox_buf_printf(&b, "%u of them all zeros: a weak check)\n", weak);
+                    rep.n_outputs, rep.n_outputs == 1 ? "" : "s", zeros || nans ? "; " : ")\n");
+      if (zeros && nans)
+        ox_buf_printf(&b, "%u of them all zeros and %u all NaN: weak checks)\n", zeros, nans);
+      else if (zeros || nans)
+        ox_buf_printf(&b, "%u of them all %s: a weak check)\n", zeros + nans, zeros ? "zeros" : "NaN");
     }
   }
   if (vr != 1 && (vr != 0 || !rep.pass)) status = EXIT_BAD;

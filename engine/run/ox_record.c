@@ -873,11 +873,22 @@ static void compare_one(const OxRtValue *got, const OxTensor *want, OxVerifyOutp
   /* An output that is 0 everywhere agrees with anything that also ends in zeros (a zero-initialized
    * last layer, as torchvision's VisionTransformer head without weights): say so rather than let
    * it pass as evidence about what comes before. */
-  int64_t nz = 0;
-  for (int64_t i = 0; i < want->numel && !nz; i++) nz = ox_tensor_get(want, i) != 0.0;
-  if (!nz && want->numel > 0)
+  int64_t nz = 0, nonfinite = 0;
+  for (int64_t i = 0; i < want->numel; i++) {
+    double v = ox_tensor_get(want, i);
+    if (!isfinite(v)) nonfinite++;
+    else nz += v != 0.0;
+  }
+  if (want->numel > 0 && nonfinite == want->numel)
+    /* NaN agrees with NaN: torch computed no number here, and neither did we */
+    snprintf(o->note, sizeof o->note, "weak: every recorded value is NaN or infinite (torch computed no number: a "
+                                      "query with every key masked? a log of 0?), so this agreement says little");
+  else if (want->numel > 0 && !nz && !nonfinite)
     snprintf(o->note, sizeof o->note, "weak: every recorded value is 0 (a zero-initialized last layer?), "
                                       "so this says little about the nodes before it");
+  else if (nonfinite)
+    snprintf(o->note, sizeof o->note, "note: %lld of %lld recorded values are NaN or infinite", (long long)nonfinite,
+             (long long)want->numel);
 }
 
 int ox_verify_record(const OxDoc *doc, uint32_t graph_index, OxVerifyReport *rep, char *err, size_t errcap) {

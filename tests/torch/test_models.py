@@ -285,8 +285,8 @@ def _verify(self, name):
         weak = [o for o in numeric["outputs"] if o.get("note", "").startswith("weak:")]
         r.verified = "ok (%.3g)" % max(o["max_abs"] for o in numeric["outputs"])
         if weak:
-            r.verified = "weak (all zeros)"
-            self.skipTest("%s: %d of %d outputs are all zeros (a weak check)" % (
+            r.verified = "weak (all zeros or NaN)"
+            self.skipTest("%s: %d of %d outputs are all zeros or all NaN (a weak check)" % (
                 label, len(weak), len(numeric["outputs"])))
 
 
