@@ -552,6 +552,12 @@ static void test_conv_pool(void) {
   expect_fail(g, mod(g, "gru", "torch.nn.GRU", tup(g, 1, N(qs)), kw(g, 1, "hidden_size", I(0))),
               -1, "gru: hidden_size 0 and num_layers 1 must be positive");
   expect_fail(g, mod(g, "gru", "torch.nn.GRU", tup(g, 1, N(qs)), NoKw()), -1, "torch.nn.GRU: missing argument hidden_size");
+  /* mask ops: bitwise ones take bools or integers, as torch does */
+  expect(g, fn(g, "operator.eq", tup(g, 2, N(qs), I(0)), NoKw()), "b8[5, 2, 8]");
+  expect_fail(g, fn(g, "operator.invert", tup(g, 1, N(qs)), NoKw()), -1,
+              "bitwise_not: takes bools or integers, not f32 (torch refuses floating point too)");
+  expect_fail(g, fn(g, "operator.or_", tup(g, 2, N(qs), N(qs)), NoKw()), -1,
+              "bitwise_or: takes bools or integers, not f32 (torch refuses floating point too)");
   ox_graph_free(g);
 }
 

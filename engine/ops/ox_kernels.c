@@ -947,7 +947,7 @@ static int not_kernel(K *k, V *const *s, bool logical, V **out) {
   const OxTensor *x = get_tensor(k, s[0], "self");
   if (!x) return -1;
   if (!logical && is_float_dt(x->dtype))
-    return kfail(k, "bitwise_not is not implemented for %s (floating point)", ox_dtype_abbr(x->dtype));
+    return kfail(k, "takes bools or integers, not %s (torch refuses floating point too)", ox_dtype_abbr(x->dtype));
   bool to_bool = logical || x->dtype == OX_DT_BOOL;
   OxTensor *o = knew(k, to_bool ? OX_DT_BOOL : x->dtype, x->rank, x->shape);
   if (!o) return -1;
@@ -969,7 +969,7 @@ static int bits_kernel(K *k, V *const *s, int op, V **out) {
   if (!get_opnd(k, s[0], "self", &o[0]) || !get_opnd(k, s[1], "other", &o[1])) return -1;
   OxDType dt = result_type(o, 2);
   if (!is_int_store(dt) || (!o[0].t && o[0].sk == OX_RT_FLOAT) || (!o[1].t && o[1].sk == OX_RT_FLOAT))
-    return kfail(k, "not implemented for %s (floating point)", ox_dtype_abbr(dt));
+    return kfail(k, "takes bools or integers, not %s (torch refuses floating point too)", ox_dtype_abbr(dt));
   if (!o[0].t && !o[1].t) {
     int64_t a = o[0].i, b = o[1].i, r = op == 0 ? a & b : op == 1 ? a | b : a ^ b;
     *out = o[0].sk == OX_RT_BOOL && o[1].sk == OX_RT_BOOL ? ox_rt_bool(r != 0) : ox_rt_int(r);

@@ -576,7 +576,7 @@ static int rule_binary(Ctx *c, OxMeta *out) {
     dt = OX_DT_F32; /* true division of integers gives the default float dtype */
   if (op >= OX_OPID_EQ && op <= OX_OPID_GE) dt = OX_DT_BOOL; /* comparisons */
   if ((op == OX_OPID_BITWISE_AND || op == OX_OPID_BITWISE_OR || op == OX_OPID_BITWISE_XOR) && category(dt) == 2)
-    return say(c, -1, "not implemented for %s (floating point)", ox_dtype_abbr(dt));
+    return say(c, -1, "takes bools or integers, not %s (torch refuses floating point too)", ox_dtype_abbr(dt));
   set_tensor(out, from_dims(c, dt, shape, rank, first));
   return 0;
 }
@@ -612,7 +612,7 @@ static int rule_not(Ctx *c, OxMeta *out) {
   int rc = arg_tensor(c, 0, &t);
   if (rc) return rc;
   bool logical = c->a.op == OX_OPID_LOGICAL_NOT;
-  if (!logical && category(t->dtype) == 2) return say(c, -1, "not implemented for %s (floating point)", ox_dtype_abbr(t->dtype));
+  if (!logical && category(t->dtype) == 2) return say(c, -1, "takes bools or integers, not %s (torch refuses floating point too)", ox_dtype_abbr(t->dtype));
   set_tensor(out, copy_shape(c, t, logical ? OX_DT_BOOL : t->dtype));
   return 0;
 }
