@@ -1528,6 +1528,99 @@ static void test_read_cap(void) {
   g_rmdir(dir);
 }
 
+/* Big inputs are mapped, not copied (ox_map_file): the same bytes and the terminating NUL as a
+ * read, released by ox_text_free; a size of whole pages, a small file and a refused size take
+ * the read path; nothing is mapped unless ox_map_inputs is set. A truncation after mapping is
+ * shown to raise SIGBUS in a child (the CLI's handler turns it into a message: /cli/sigbus). */
+static void on_test_sigbus(int sig) {
+  (void)sig;
+  _exit(42);
+}
+
+static void test_map_file(void) {
+  char err[256];
+  size_t len = 0;
+  long page = sysconf(_SC_PAGESIZE);
+  g_autofree char *dir = g_dir_make_tmp("oxtest-XXXXXX", NULL);
+  g_autofree char *big = g_build_filename(dir, "big.json", NULL);
+  g_autofree char *even = g_build_filename(dir, "even.json", NULL);
+  g_autofree char *small = g_build_filename(dir, "small.json", NULL);
+  size_t n = ((size_t)16 << 20) + 123;
+  char *data = g_malloc(n);
+  for (size_t i = 0; i < n; i++) data[i] = (char)('a' + i % 26);
+  g_assert_true(g_file_set_contents(big, data, (gssize)n, NULL));
+  g_assert_true(g_file_set_contents(even, data, (gssize)((size_t)16 << 20), NULL));
+  g_assert_true(g_file_set_contents(small, data, 1000, NULL));
+  bool was = ox_map_inputs;
+  ox_map_inputs = false;
+  char *t = ox_map_file(big, &len, 0, err, sizeof err);
+  g_assert_nonnull(t);
+  g_assert_false(ox_text_is_mapped(t)); /* off: read */
+  g_assert_cmpuint(len, ==, n);
+  ox_text_free(t);
+  ox_map_inputs = true;
+  t = ox_map_file(big, &len, 0, err, sizeof err);
+  g_assert_nonnull(t);
+  g_assert_true(ox_text_is_mapped(t));
+  g_assert_cmpuint(len, ==, n);
+  g_assert_true(memcmp(t, data, n) == 0);
+  g_assert_cmpint(t[n], ==, 0);
+  char names[512];
+  ox_mapped_describe(names, sizeof names);
+  g_assert_cmpstr(names, ==, big);
+  t[0] = 'Z'; /* copy-on-write: the file keeps its byte */
+  ox_text_free(t);
+  g_assert_true(ox_text_is_mapped(t) == false);
+  gchar *back = NULL;
+  gsize blen = 0;
+  g_assert_true(g_file_get_contents(big, &back, &blen, NULL));
+  g_assert_cmpint(back[0], ==, 'a');
+  g_free(back);
+  ox_mapped_describe(names, sizeof names);
+  g_assert_cmpstr(names, ==, "");
+  if (page > 0 && ((size_t)16 << 20) % (size_t)page == 0) { /* whole pages: no room for the NUL */
+    t = ox_map_file(even, &len, 0, err, sizeof err);
+    g_assert_nonnull(t);
+    g_assert_false(ox_text_is_mapped(t));
+    g_assert_cmpuint(len, ==, (size_t)16 << 20);
+    g_assert_cmpint(t[len], ==, 0);
+    ox_text_free(t);
+  }
+  t = ox_map_file(small, &len, 0, err, sizeof err);
+  g_assert_nonnull(t);
+  g_assert_false(ox_text_is_mapped(t));
+  g_assert_cmpuint(len, ==, 1000);
+  ox_text_free(t);
+  g_assert_null(ox_map_file(big, &len, (size_t)16 << 20, err, sizeof err)); /* over the cap: refused */
+  g_assert_nonnull(strstr(err, "input larger than"));
+  g_assert_null(ox_map_file(dir, &len, 0, err, sizeof err));
+  g_assert_null(ox_map_file("/nonexistent/x.json", &len, 0, err, sizeof err));
+  g_assert_nonnull(strstr(err, "cannot open /nonexistent/x.json"));
+  /* another program truncating the file while it is mapped: the lost pages raise SIGBUS */
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct sigaction sa; /* its own handler: under ASan the default action is ASan's report */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_test_sigbus;
+    sigaction(SIGBUS, &sa, NULL);
+    char *m = ox_map_file(big, &len, 0, err, sizeof err);
+    if (!m || !ox_text_is_mapped(m) || truncate(big, 0) != 0) _exit(3);
+    volatile char c = m[n - 1];
+    (void)c;
+    _exit(4);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 42);
+  ox_map_inputs = was;
+  g_free(data);
+  g_unlink(big);
+  g_unlink(even);
+  g_unlink(small);
+  g_rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/graph/build-users", test_build_and_users);
@@ -1557,6 +1650,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/util/atomic-write-kill", test_atomic_write_kill);
   g_test_add_func("/engine/util/atomic-stream", test_atomic_stream);
   g_test_add_func("/engine/util/read-cap", test_read_cap);
+  g_test_add_func("/engine/util/map-file", test_map_file);
   g_test_add_func("/engine/util/diags", test_diags);
   g_test_add_func("/engine/util/arena", test_arena);
   g_test_add_func("/engine/graph/keyslots", test_keyslots);

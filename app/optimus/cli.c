@@ -572,7 +572,7 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
 OxTrace *ox_cli_read_trace(const CliOpts *o, const char *path) {
   char err[1024];
   size_t len;
-  char *text = ox_read_file(path, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
+  char *text = ox_map_file(path, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
   if (!text) {
     fprintf(stderr, "optimus %s: %s\n", o->cmd, err);
     return NULL;
@@ -583,7 +583,7 @@ OxTrace *ox_cli_read_trace(const CliOpts *o, const char *path) {
   if (ox_trace_read_json(text, len, path, &t, &td) != 0) t = NULL;
   ox_diags_print(&td, stderr);
   ox_diags_clear(&td);
-  free(text);
+  ox_text_free(text);
   return t;
 }
 

@@ -60,7 +60,7 @@ int ox_cli_cmd_explain(int argc, char **argv) {
     if (o.trace) {
       char err[1024];
       size_t len;
-      char *text = ox_read_file(o.trace, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
+      char *text = ox_map_file(o.trace, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
       OxDiagList td;
       ox_diags_init(&td, o.trace);
       if (!text) {
@@ -91,7 +91,7 @@ int ox_cli_cmd_explain(int argc, char **argv) {
         ox_diags_print(&td, stderr);
         if (td.n_errors) status = EXIT_BAD;
       }
-      free(text);
+      ox_text_free(text);
       ox_diags_clear(&td);
     } else {
       OxOptimizeResult res;

@@ -33,7 +33,7 @@ int ox_cli_cmd_replay(int argc, char **argv) {
   if (status == EXIT_OK) {
     char err[1024];
     size_t len;
-    char *text = ox_read_file(o.file2, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
+    char *text = ox_map_file(o.file2, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
     OxDiagList td;
     ox_diags_init(&td, o.file2);
     OxTrace *t = NULL;
@@ -55,7 +55,7 @@ int ox_cli_cmd_replay(int argc, char **argv) {
                 t->n_graph_steps);
       status = ox_cli_write_graph_out(&o, doc, o.graph ? o.graph : 1);
     }
-    free(text);
+    ox_text_free(text);
     ox_trace_free(t);
     ox_diags_clear(&td);
   }

@@ -7,10 +7,13 @@
  * Diagnostics go to stderr as FILE:LINE:COL: error|warning: message (+ snippet line);
  * results go to stdout. docs/cli.md is the user documentation.
  */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "ir/ox_buf.h"
 #include "ir/ox_mem.h"
 #include "cli.h"
 
@@ -53,8 +56,38 @@ static bool command_is(const char *cmd, const char *name) {
 
 /* ------------------------------------------------------------------ main */
 
+/* Big inputs are mapped (ox_map_file); if another program truncates one during the run, the
+ * next read of a lost page raises SIGBUS: say what happened instead of dying silently. Outputs
+ * are written to a temp file renamed at the end, so nothing half-written is left. */
+static void on_sigbus(int sig) {
+  (void)sig;
+  static char msg[1200];
+  static const char head[] = "optimus: an input file shrank while it was being read (another program truncated it): ",
+                    none[] = "optimus: bus error (SIGBUS) with no input file mapped",
+                    tail[] = "; stopped, nothing written\n";
+  size_t n = sizeof head - 1;
+  memcpy(msg, head, n);
+  size_t named = ox_mapped_describe(msg + n, sizeof msg - n - sizeof tail);
+  if (named) {
+    n += named;
+  } else {
+    n = sizeof none - 1;
+    memcpy(msg, none, n);
+  }
+  memcpy(msg + n, tail, sizeof tail - 1);
+  n += sizeof tail - 1;
+  if (write(2, msg, n) < 0) { /* nothing more to do */
+  }
+  _exit(EXIT_BAD);
+}
+
 int main(int argc, char **argv) {
   ox_mem_tune_for_batch(); /* one run, then exit: freed memory is worth keeping for reuse */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigbus;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGBUS, &sa, NULL) == 0) ox_map_inputs = true;
   if (argc < 2) {
     put_usage(stderr);
     return EXIT_USAGE;

@@ -154,6 +154,20 @@ char *ox_read_file(const char *path, size_t *len_out, size_t max_bytes, char *er
 size_t ox_input_cap(size_t def);
 /* The same for an open descriptor (standard input); name is used in messages. */
 char *ox_read_stream(int fd, const char *name, size_t *len_out, size_t max_bytes, char *err, size_t errcap);
+/* ox_read_file for the big inputs (dumps, traces, shapes files): when ox_map_inputs is set, a
+ * regular file of 16 MiB or more whose size is not a whole number of pages is mapped
+ * copy-on-write instead of read (no copy, no fresh page per 4 KiB); anything else is read.
+ * Either way the text ends in a NUL and is released with ox_text_free. A mapped file that
+ * another program truncates while it is mapped raises SIGBUS on the next touch of the lost
+ * pages: a program that sets ox_map_inputs catches SIGBUS (the CLI does; the debugger reads). */
+extern bool ox_map_inputs;
+char *ox_map_file(const char *path, size_t *len_out, size_t max_bytes, char *err, size_t errcap);
+/* Releases a text of ox_map_file (unmapped) or of ox_read_file / ox_read_stream (freed). */
+void ox_text_free(char *text);
+bool ox_text_is_mapped(const char *text);
+/* The paths of the files mapped now, ", "-separated, into buf (for a SIGBUS handler: it takes
+ * no lock and allocates nothing). */
+size_t ox_mapped_describe(char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -115,7 +115,7 @@ int ox_load_file(const char *path, OxFormat fmt, const OxLoadOptions *opt, OxDoc
   size_t len = 0;
   size_t max = opt && opt->max_bytes ? opt->max_bytes : ox_input_cap((size_t)512 << 20);
   *out = NULL;
-  char *text = ox_read_file(path, &len, max, err, sizeof err);
+  char *text = ox_map_file(path, &len, max, err, sizeof err);
   if (!text) {
     ox_diag_add(diags, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
     return -1;
@@ -128,6 +128,6 @@ int ox_load_file(const char *path, OxFormat fmt, const OxLoadOptions *opt, OxDoc
   if (rc == 0 && (*out)->record && ox_record_borrows((*out)->record) && !(*out)->record->text)
     (*out)->record->text = text;
   else
-    free(text);
+    ox_text_free(text);
   return rc;
 }

@@ -2815,7 +2815,7 @@ static uint64_t le64(const unsigned char *p) {
 int ox_shapes_load_file(const char *path, OxShapeList *out, OxDiagList *d) {
   char err[512];
   size_t len = 0;
-  char *text = ox_read_file(path, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
+  char *text = ox_map_file(path, &len, ox_input_cap((size_t)1 << 30), err, sizeof err);
   if (!text) {
     ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "%s", err);
     return 1;
@@ -2834,7 +2834,7 @@ int ox_shapes_load_file(const char *path, OxShapeList *out, OxDiagList *d) {
                   "not a shapes file: neither a JSON object nor a .safetensors file (its first 8 bytes give a header "
                   "of %llu bytes in a file of %zu)",
                   (unsigned long long)n, len);
-      free(text);
+      ox_text_free(text);
       return 1;
     }
     char *hdr = ox_xrealloc(NULL, (size_t)n + 1);
@@ -2847,7 +2847,7 @@ int ox_shapes_load_file(const char *path, OxShapeList *out, OxDiagList *d) {
     ox_diag_add(d, OX_SEV_ERROR, 0, 0, NULL, "not a shapes file: %zu bytes, neither a JSON object nor safetensors", len);
     errors = 1;
   }
-  free(text);
+  ox_text_free(text);
   return errors;
 }
 

@@ -37,7 +37,7 @@ void ox_record_free(OxRecord *r) {
   free_entries(r->inputs, r->n_inputs);
   free_entries(r->params, r->n_params);
   free_entries(r->outputs, r->n_outputs);
-  free(r->text);
+  ox_text_free(r->text);
   free(r);
 }
 
