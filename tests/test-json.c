@@ -1360,6 +1360,60 @@ static void test_record_b64(void) {
   g_free(enc);
 }
 
+/* Megabytes of "b64" (a model's weights) are checked by two threads once the record is read
+ * (ox_record_b64_check): valid ones are read fast, decoded exactly; one bad character or a bool
+ * byte of 2 anywhere in any of the tensors, first or last, sends the document to the tree read,
+ * which refuses it naming the tensor. */
+static void test_record_b64_parallel(void) {
+  enum { N = 3, VALUES = 700000 }; /* 2.8 MB each, 3.7 MB of base64: 11 MB in all */
+  float *vals = g_new(float, VALUES);
+  gchar *enc[N];
+  GString *rec = g_string_new("{\"params\": {");
+  for (int k = 0; k < N; k++) {
+    for (int i = 0; i < VALUES; i++) vals[i] = (float)(i % 977) * 0.25f - (float)k;
+    enc[k] = g_base64_encode((const guchar *)vals, VALUES * sizeof *vals);
+    g_string_append_printf(rec, "%s\"w%d\": {\"dtype\": \"f32\", \"shape\": [%d], \"b64\": \"%s\"}", k ? ", " : "", k,
+                           VALUES, enc[k]);
+  }
+  g_string_append(rec, ", \"m\": {\"dtype\": \"b8\", \"shape\": [4], \"b64\": \"AQABAA==\"}}}");
+  char *text = record_doc(rec->str);
+  unsigned long before = ox_json_streamed_reads();
+  OxDoc *doc = load_ok(text);
+  g_assert_cmpuint(ox_json_streamed_reads(), ==, before + 1); /* the fast read took it */
+  for (int k = 0; k < N; k++) {
+    char name[8];
+    snprintf(name, sizeof name, "w%d", k);
+    OxTensor *t = ox_record_param_new(doc->record, name);
+    g_assert_nonnull(t);
+    g_assert_cmpfloat(t->data.f[VALUES - 1], ==, (float)((VALUES - 1) % 977) * 0.25f - (float)k);
+    ox_tensor_free(t);
+  }
+  ox_doc_free(doc);
+  /* one fault at a time: near the start of the first tensor, in the middle one, at the end of the last, the bool */
+  size_t at[] = {(size_t)(strstr(text, enc[0]) - text) + 5, (size_t)(strstr(text, enc[1]) - text) + strlen(enc[1]) / 2,
+                 (size_t)(strstr(text, enc[2]) - text) + strlen(enc[2]) - 7, (size_t)(strstr(text, "AQABAA==") - text)};
+  const char *fault[] = {"-", "*", "-", "Ag"};
+  const char *names[] = {"params.w0", "params.w1", "params.w2", "params.m"};
+  for (size_t i = 0; i < G_N_ELEMENTS(at); i++) {
+    char *bad = g_strdup(text);
+    memcpy(bad + at[i], fault[i], strlen(fault[i]));
+    before = ox_json_streamed_reads();
+    OxDiagList d;
+    load_bad(bad, strlen(bad), NULL, &d);
+    g_assert_cmpuint(ox_json_streamed_reads(), ==, before);
+    g_assert_cmpuint(d.n_errors, >=, 1);
+    char want[64];
+    snprintf(want, sizeof want, "record: %s: \"b64\" is not the base64", names[i]);
+    g_assert_nonnull(strstr(first_error(&d)->msg, want));
+    ox_diags_clear(&d);
+    g_free(bad);
+  }
+  g_free(text);
+  for (int k = 0; k < N; k++) g_free(enc[k]);
+  g_string_free(rec, TRUE);
+  g_free(vals);
+}
+
 /* The fixtures (hand-written and bridge-exported documents, several with a "record" of example
  * tensors): both reads agree; those without forward references are read fast. */
 static void test_streamed_fixtures(void) {
@@ -1538,6 +1592,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/json/streamed-fixtures", test_streamed_fixtures);
   g_test_add_func("/engine/json/record-data-text", test_record_data_text);
   g_test_add_func("/engine/json/record-b64", test_record_b64);
+  g_test_add_func("/engine/json/record-b64-parallel", test_record_b64_parallel);
   g_test_add_func("/engine/json/skip-value", test_skip_value);
   for (int nn = 1; nn <= 29; nn++) {
     char *p = g_strdup_printf("/engine/json/corpus/%02d", nn);

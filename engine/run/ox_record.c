@@ -10,6 +10,7 @@
 #include "run/ox_record.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,12 +185,58 @@ static bool b64_valid(const unsigned char *p, size_t len, OxDType dtype, int64_t
   return true;
 }
 
-size_t ox_record_b64_scan(const char *s, size_t n, OxDType dtype, int64_t numel) {
+size_t ox_record_b64_extent(const char *s, size_t n, OxDType dtype, int64_t numel) {
   size_t es = b64_elem_size(dtype);
   if (!es || numel < 0 || n < 2 || s[0] != '"') return 0;
   uint64_t want = ((uint64_t)numel * es + 2) / 3 * 4;
   if (want + 2 > n || s[want + 1] != '"') return 0;
-  return b64_valid((const unsigned char *)s + 1, (size_t)want, dtype, numel) ? (size_t)want + 2 : 0;
+  return (size_t)want + 2;
+}
+
+size_t ox_record_b64_scan(const char *s, size_t n, OxDType dtype, int64_t numel) {
+  size_t got = ox_record_b64_extent(s, n, dtype, numel);
+  return got && b64_valid((const unsigned char *)s + 1, got - 2, dtype, numel) ? got : 0;
+}
+
+/* The "b64" strings of a record checked by two threads (ox_record_b64_check): each takes the
+ * next unchecked tensor until none is left or one has failed. */
+typedef struct B64Check {
+  const OxRecordTensor **e;
+  uint32_t n;
+  _Atomic uint32_t next;
+  _Atomic bool bad;
+} B64Check;
+
+static void *b64_check_main(void *arg) {
+  B64Check *c = arg;
+  for (uint32_t i; !c->bad && (i = c->next++) < c->n;) {
+    const OxRecordTensor *e = c->e[i];
+    int64_t numel = ox_shape_numel(e->fill.rank, e->fill.shape);
+    if (numel < 0 || !b64_valid((const unsigned char *)e->raw + 1, e->raw_len - 2, e->fill.dtype, numel)) c->bad = true;
+  }
+  return NULL;
+}
+
+bool ox_record_b64_check(const OxRecord *r) {
+  const OxRecordTensor *secs[3] = {r->inputs, r->params, r->outputs};
+  uint32_t ns[3] = {r->n_inputs, r->n_params, r->n_outputs};
+  B64Check c = {0};
+  uint64_t bytes = 0;
+  c.e = ox_xrealloc(NULL, ((size_t)r->n_inputs + r->n_params + r->n_outputs + 1) * sizeof *c.e);
+  for (int k = 0; k < 3; k++)
+    for (uint32_t i = 0; i < ns[k]; i++)
+      if (secs[k][i].raw && secs[k][i].raw_b64) {
+        c.e[c.n++] = &secs[k][i];
+        bytes += secs[k][i].raw_len;
+      }
+  /* a second thread pays for itself past a few megabytes: reading them is the cost (on our VMs
+   * 463 MB of weights take 0.36 s to read by one thread, 0.23 s by two) */
+  pthread_t th;
+  bool helper = bytes >= ((uint64_t)8 << 20) && pthread_create(&th, NULL, b64_check_main, &c) == 0;
+  b64_check_main(&c);
+  if (helper) pthread_join(th, NULL);
+  free(c.e);
+  return !c.bad;
 }
 
 static float half_to_float(uint16_t h) {

@@ -117,6 +117,13 @@ size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel
  * dtype as little-endian bytes (f32/i32 4 bytes, f64/i64 8, f16/bf16 2, b8 1 byte of 0 or 1);
  * 0 for anything else. */
 size_t ox_record_b64_scan(const char *s, size_t n, OxDType dtype, int64_t numel);
+/* Only the extent: the length of s's JSON string (quotes included) when it is as long as the
+ * base64 of numel values of dtype and ends there; 0 otherwise. The content is for
+ * ox_record_b64_check (the document reader checks a record's strings all at once, in parallel). */
+size_t ox_record_b64_extent(const char *s, size_t n, OxDType dtype, int64_t numel);
+/* Whether every "b64" string kept in r is what ox_record_b64_scan accepts (two threads when
+ * they are megabytes). */
+bool ox_record_b64_check(const struct OxRecord *r);
 /* Decodes such a string's content (between the quotes) into t (dtype and numel as scanned);
  * false on any fault (then t is partly written). */
 bool ox_record_b64_decode(const char *b64, size_t len, OxTensor *t);
