@@ -1487,7 +1487,7 @@ static void test_cli_sigbus(void) {
   g_assert_true(g_file_get_contents(src, &text, &tlen, NULL));
   GString *big = g_string_new_len(text, (gssize)tlen);
   g_string_append_c(big, '\n');
-  while (big->len < ((gsize)17 << 20)) g_string_append_c(big, ' '); /* past the 16 MiB of mapping */
+  while (big->len < ((gsize)17 << 20)) g_string_append_c(big, ' '); /* past the 1 MiB of mapping */
   g_string_append_c(big, '\n');
   char *dir = g_dir_make_tmp("ox-cli-XXXXXX", NULL);
   char *path = g_build_filename(dir, "big.json", NULL);

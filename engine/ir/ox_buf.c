@@ -724,7 +724,7 @@ static Mapped *mapped;
 static size_t n_mapped, cap_mapped;
 static pthread_mutex_t mapped_lock = PTHREAD_MUTEX_INITIALIZER;
 
-enum { MAP_MIN_BYTES = 16 << 20 };
+enum { MAP_MIN_BYTES = 1 << 20 };
 
 char *ox_map_file(const char *path, size_t *len_out, size_t max_bytes, char *err, size_t errcap) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
