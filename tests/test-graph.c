@@ -1532,6 +1532,28 @@ static void test_read_cap(void) {
  * read, released by ox_text_free; a size of whole pages, a small file and a refused size take
  * the read path; nothing is mapped unless ox_map_inputs is set. A truncation after mapping is
  * shown to raise SIGBUS in a child (the CLI's handler turns it into a message: /cli/sigbus). */
+/* Huge pages: OPTIMUS_HUGE_PAGES=1 / =0 decide; otherwise the probe's cost of a fresh 4 KiB page
+ * against OX_MEM_HUGE_FAULT_NS (the two hosts of docs/benchmarks.md: ~2 us a page, where small
+ * pages win, and ~9-10 us, where huge ones do). The probe itself measures something plausible,
+ * and a process's decision is one of the two whatever it is. */
+static void test_huge_decide(void) {
+  g_assert_true(ox_mem_huge_decide("1", 0));
+  g_assert_true(ox_mem_huge_decide("1", 1e3));
+  g_assert_false(ox_mem_huge_decide("0", 1e6));
+  g_assert_false(ox_mem_huge_decide(NULL, 2000));   /* the 2026-12-06 host */
+  g_assert_true(ox_mem_huge_decide(NULL, 9500));    /* the 2026-12-07 host */
+  g_assert_false(ox_mem_huge_decide(NULL, 500));    /* bare metal */
+  g_assert_false(ox_mem_huge_decide(NULL, -1));     /* not measured: as before, off */
+  g_assert_true(ox_mem_huge_decide("yes", 9500));   /* anything but 0 or 1 is the probe's call */
+  g_assert_false(ox_mem_huge_decide("10", 2000));
+  double ns = ox_mem_fault_ns();
+  g_assert_cmpfloat(ns, >, 0);
+  g_assert_cmpfloat(ns, <, 1e7); /* 16 pages in under 160 ms */
+  bool w = ox_mem_huge_pages();
+  g_assert_true(w == ox_mem_huge_pages()); /* decided once */
+  g_test_message("fresh 4 KiB page: %.0f ns; huge pages %s", ns, w ? "on" : "off");
+}
+
 static void on_test_sigbus(int sig) {
   (void)sig;
   _exit(42);
@@ -1651,6 +1673,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/util/atomic-stream", test_atomic_stream);
   g_test_add_func("/engine/util/read-cap", test_read_cap);
   g_test_add_func("/engine/util/map-file", test_map_file);
+  g_test_add_func("/engine/util/huge-decide", test_huge_decide);
   g_test_add_func("/engine/util/diags", test_diags);
   g_test_add_func("/engine/util/arena", test_arena);
   g_test_add_func("/engine/graph/keyslots", test_keyslots);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -29,20 +30,53 @@ enum { BIG_BYTES = 2u << 20 };
 
 static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
-/* Huge-page hints only with OPTIMUS_HUGE_PAGES=1 in the environment. On the VMs we measure on
- * (virtio-balloon free page reporting) a 2 MiB page the host has taken back costs ~3 ms to
- * fault in: 100 MB of fresh memory took 200-340 ms with huge pages after a few idle seconds,
- * 45-60 ms with 4 KiB pages, and 10 ms with huge pages only when the previous run's were still
- * there (docs/benchmarks.md, 2026-12-06 20:30). A CLI run is usually the first in a while. */
+/* Huge-page hints: OPTIMUS_HUGE_PAGES=1 asks for them, =0 never; otherwise the cost of a fresh
+ * 4 KiB page decides. Our VMs have met two kinds of host (docs/benchmarks.md): one where 4 KiB
+ * pages fault in at ~2 us and a 2 MiB page the host has taken back costs 5-6 ms (100 MiB cold:
+ * 47-56 ms in small pages, 217-246 ms in huge ones: off wins), and one where a small page costs
+ * ~9-10 us (100 MiB: 260-277 ms small, 122-156 ms huge, 6 ms warm: on wins, optimize on flat
+ * 100k 1.34x faster cold). Timing one huge page cannot tell them apart (the first few come from
+ * a pool of recently freed ones); timing small pages does. On bare metal a small page costs well
+ * under a microsecond, and the hints stay off as before. */
+bool ox_mem_huge_decide(const char *env, double fault_ns) {
+  if (env && (env[0] == '0' || env[0] == '1') && !env[1]) return env[0] == '1';
+  return fault_ns > OX_MEM_HUGE_FAULT_NS;
+}
+
+double ox_mem_fault_ns(void) {
+#ifdef __linux__
+  enum { PAGES = 16 };
+  const size_t page = 4096;
+  double best = -1;
+  for (int r = 0; r < 3; r++) { /* the least of three: a preemption only adds */
+    volatile char *p = mmap(NULL, PAGES * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t i = 0; i < PAGES; i++) p[i * page] = 1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    munmap((void *)p, PAGES * page);
+    double ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / PAGES;
+    if (best < 0 || ns < best) best = ns;
+  }
+  return best;
+#else
+  return -1;
+#endif
+}
+
 static bool huge_wanted(void) {
   static _Atomic int wanted = -1; /* the debugger's threads may ask at once */
   int w = wanted;
   if (w < 0) {
     const char *e = getenv("OPTIMUS_HUGE_PAGES");
-    wanted = w = e && e[0] == '1';
+    bool forced = e && (e[0] == '0' || e[0] == '1') && !e[1];
+    wanted = w = ox_mem_huge_decide(e, forced ? 0 : ox_mem_fault_ns());
   }
   return w;
 }
+
+bool ox_mem_huge_pages(void) { return huge_wanted(); }
 
 void ox_mem_hint_huge(void *p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

@@ -27,12 +27,20 @@ void ox_big_free(void *p, size_t bytes);
  * are mapped (already zero), small ones calloc'd.
  * Free with ox_big_free(p, the same bytes). */
 void *ox_big_zalloc(size_t bytes);
-/* With OPTIMUS_HUGE_PAGES=1 in the environment: ask for huge pages (2 MiB) behind the 2 MiB-aligned
- * part of [p, p + bytes), before it is first written (big mapped arrays ask too). Off by
- * default: which page size faults in faster depends on the host (on our VMs 4 KiB pages, unless
- * the previous run's huge pages are still at hand; ox_mem.c, docs/benchmarks.md). Blocks under
+/* When huge pages are wanted (ox_mem_huge_pages): ask for them (2 MiB) behind the 2 MiB-aligned
+ * part of [p, p + bytes), before it is first written (big mapped arrays ask too). Blocks under
  * 2 MiB and kernels without transparent huge pages are left as they are. */
 void ox_mem_hint_huge(void *p, size_t bytes);
+/* Whether huge pages are wanted, decided once per process: OPTIMUS_HUGE_PAGES=1 yes, =0 no,
+ * otherwise yes when a fresh 4 KiB page costs more than OX_MEM_HUGE_FAULT_NS to fault in (which
+ * page size is faster depends on the host: ox_mem.c, docs/benchmarks.md). */
+bool ox_mem_huge_pages(void);
+#define OX_MEM_HUGE_FAULT_NS 4000.0
+/* The decision itself, for tests: env is OPTIMUS_HUGE_PAGES (or NULL), fault_ns the probe's. */
+bool ox_mem_huge_decide(const char *env, double fault_ns);
+/* Nanoseconds a fresh 4 KiB page costs to fault in: the least of three timings of 16 pages
+ * (well under a millisecond); -1 where it cannot be measured. */
+double ox_mem_fault_ns(void);
 uint64_t ox_hash_bytes(const char *s, size_t n);
 
 /* A string table whose strings live in arena, or (arena NULL) in its own arena: such a table
