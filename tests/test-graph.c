@@ -1608,6 +1608,21 @@ static void test_map_file(void) {
     g_assert_cmpint(t[len], ==, 0);
     ox_text_free(t);
   }
+  if (page > 64) { /* 10 bytes short of whole pages: too little room after the NUL, read */
+    size_t tight = ((size_t)16 << 20) - 10;
+    g_assert_true(g_file_set_contents(even, data, (gssize)tight, NULL));
+    t = ox_map_file(even, &len, 0, err, sizeof err);
+    g_assert_nonnull(t);
+    g_assert_false(ox_text_is_mapped(t));
+    g_assert_cmpuint(len, ==, tight);
+    g_assert_cmpint(t[len], ==, 0);
+    ox_text_free(t);
+    size_t roomy = ((size_t)16 << 20) - 64; /* exactly 64: mapped */
+    g_assert_true(g_file_set_contents(even, data, (gssize)roomy, NULL));
+    t = ox_map_file(even, &len, 0, err, sizeof err);
+    g_assert_true(t && ox_text_is_mapped(t) && len == roomy && t[len] == 0);
+    ox_text_free(t);
+  }
   t = ox_map_file(small, &len, 0, err, sizeof err);
   g_assert_nonnull(t);
   g_assert_false(ox_text_is_mapped(t));

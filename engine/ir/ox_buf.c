@@ -734,11 +734,13 @@ char *ox_map_file(const char *path, size_t *len_out, size_t max_bytes, char *err
   }
   struct stat st;
   long page = sysconf(_SC_PAGESIZE);
-  /* the text must end in a NUL: the zeroed rest of the last page is it, so a size that is a
-   * whole number of pages is read instead (as is anything small, a pipe or a device) */
+  /* the text must end in a NUL: the zeroed rest of the last page is it, so a size that leaves
+   * less than 64 bytes of that page is read instead (a read buffer has room past the NUL, and a
+   * scanner that looks a byte or two ahead must not reach an unmapped page), as is anything
+   * small, a pipe or a device */
   if (ox_map_inputs && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= MAP_MIN_BYTES && page > 0 &&
-      st.st_size % page != 0 && (!max_bytes || (uint64_t)st.st_size <= max_bytes) &&
-      (uint64_t)st.st_size < SIZE_MAX / 2) {
+      st.st_size % page != 0 && page - st.st_size % page >= 64 &&
+      (!max_bytes || (uint64_t)st.st_size <= max_bytes) && (uint64_t)st.st_size < SIZE_MAX / 2) {
     size_t len = (size_t)st.st_size;
     char *p = mmap(NULL, len + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {

@@ -155,7 +155,7 @@ size_t ox_input_cap(size_t def);
 /* The same for an open descriptor (standard input); name is used in messages. */
 char *ox_read_stream(int fd, const char *name, size_t *len_out, size_t max_bytes, char *err, size_t errcap);
 /* ox_read_file for the big inputs (dumps, traces, shapes files): when ox_map_inputs is set, a
- * regular file of 1 MiB or more whose size is not a whole number of pages is mapped
+ * regular file of 1 MiB or more that leaves 64 bytes or more of its last page free is mapped
  * copy-on-write instead of read (no copy, no fresh page per 4 KiB); anything else is read.
  * Either way the text ends in a NUL and is released with ox_text_free. A mapped file that
  * another program truncates while it is mapped raises SIGBUS on the next touch of the lost
