@@ -1590,6 +1590,11 @@ static void test_map_file(void) {
   char names[512];
   ox_mapped_describe(names, sizeof names);
   g_assert_cmpstr(names, ==, big);
+  FILE *grow = fopen(big, "ab"); /* appended to while mapped: the text still ends at len */
+  g_assert_nonnull(grow);
+  g_assert_cmpint(fputs("xyz and more", grow), >=, 0);
+  fclose(grow);
+  g_assert_cmpint(t[n], ==, 0);
   t[0] = 'Z'; /* copy-on-write: the file keeps its byte */
   ox_text_free(t);
   g_assert_true(ox_text_is_mapped(t) == false);

@@ -745,6 +745,9 @@ char *ox_map_file(const char *path, size_t *len_out, size_t max_bytes, char *err
     char *p = mmap(NULL, len + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {
       close(fd);
+      /* written, not trusted: the last page becomes our own copy, so a file that grows while it
+       * is read (appended to) cannot take the terminator away */
+      p[len] = 0;
       pthread_mutex_lock(&mapped_lock);
       if (n_mapped == cap_mapped) {
         cap_mapped = cap_mapped ? cap_mapped * 2 : 8;

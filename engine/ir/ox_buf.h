@@ -157,7 +157,8 @@ char *ox_read_stream(int fd, const char *name, size_t *len_out, size_t max_bytes
 /* ox_read_file for the big inputs (dumps, traces, shapes files): when ox_map_inputs is set, a
  * regular file of 1 MiB or more that leaves 64 bytes or more of its last page free is mapped
  * copy-on-write instead of read (no copy, no fresh page per 4 KiB); anything else is read.
- * Either way the text ends in a NUL and is released with ox_text_free. A mapped file that
+ * Either way the text ends in a NUL (written into a private copy of the last page: a file
+ * appended to meanwhile keeps it) and is released with ox_text_free. A mapped file that
  * another program truncates while it is mapped raises SIGBUS on the next touch of the lost
  * pages: a program that sets ox_map_inputs catches SIGBUS (the CLI does; the debugger reads). */
 extern bool ox_map_inputs;
