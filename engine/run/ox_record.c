@@ -193,11 +193,6 @@ size_t ox_record_b64_extent(const char *s, size_t n, OxDType dtype, int64_t nume
   return (size_t)want + 2;
 }
 
-size_t ox_record_b64_scan(const char *s, size_t n, OxDType dtype, int64_t numel) {
-  size_t got = ox_record_b64_extent(s, n, dtype, numel);
-  return got && b64_valid((const unsigned char *)s + 1, got - 2, dtype, numel) ? got : 0;
-}
-
 /* The "b64" strings of a record checked by two threads (ox_record_b64_check): each takes the
  * next unchecked tensor until none is left or one has failed. */
 typedef struct B64Check {
@@ -428,7 +423,7 @@ size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel
  * memory. Each value becomes what ox_record_from_json makes of it. The text may be a span of a
  * larger one (not NUL-terminated at its ']'): every value read ends at a ',', ']' or blank. */
 static OxTensor *tensor_of_text(const OxRecordTensor *e) {
-  if (e->raw_b64) { /* checked by ox_record_b64_scan when it was read */
+  if (e->raw_b64) { /* checked by ox_record_b64_check when it was read */
     OxTensor *t = ox_tensor_new_unset(e->fill.dtype, e->fill.rank, e->fill.shape);
     if (t && !b64_decode_valid(e->raw + 1, e->raw_len - 2, t)) { /* not checked twice */
       ox_tensor_free(t);

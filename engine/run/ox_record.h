@@ -93,7 +93,8 @@ typedef enum OxRecordSection { OX_RECORD_INPUTS, OX_RECORD_PARAMS, OX_RECORD_OUT
  * for outputs. */
 void ox_record_add_data_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
                              const int64_t *shape, const char *raw, size_t raw_len, bool borrow);
-/* The same for a "b64" string that ox_record_b64_scan took (raw: the string, quotes included). */
+/* The same for a "b64" string that ox_record_b64_extent measured (raw: the string, quotes
+ * included; its content is checked by ox_record_b64_check). */
 void ox_record_add_b64_text(OxRecord *r, OxRecordSection sec, const char *name, OxDType dtype, int32_t rank,
                             const int64_t *shape, const char *raw, size_t raw_len, bool borrow);
 /* Whether some tensor of r is kept as a borrowed span of text. */
@@ -112,17 +113,13 @@ bool ox_record_special_value(const char *s, size_t n, double *out);
  * false); 0 for anything else (the caller then reads the record with json-c, which says what is
  * wrong). Nothing is converted: it is a scan at a few bytes a nanosecond. */
 size_t ox_record_data_scan(const char *s, size_t n, OxDType dtype, int64_t numel);
-/* The same for a "b64" value: the length of the JSON string at s[0, n) (quotes included) when it
- * is the standard base64 (RFC 4648, '=' padding, no line breaks) of exactly numel values of
- * dtype as little-endian bytes (f32/i32 4 bytes, f64/i64 8, f16/bf16 2, b8 1 byte of 0 or 1);
- * 0 for anything else. */
-size_t ox_record_b64_scan(const char *s, size_t n, OxDType dtype, int64_t numel);
-/* Only the extent: the length of s's JSON string (quotes included) when it is as long as the
- * base64 of numel values of dtype and ends there; 0 otherwise. The content is for
- * ox_record_b64_check (the document reader checks a record's strings all at once, in parallel). */
+/* For a "b64" value, the extent only: the length of the JSON string at s[0, n) (quotes included)
+ * when it is as long as the base64 of numel values of dtype and ends there; 0 otherwise. The
+ * content is checked by ox_record_b64_check, once the whole record is read. */
 size_t ox_record_b64_extent(const char *s, size_t n, OxDType dtype, int64_t numel);
-/* Whether every "b64" string kept in r is what ox_record_b64_scan accepts (two threads when
- * they are megabytes). */
+/* Whether every "b64" string kept in r is the standard base64 (RFC 4648, '=' padding, no line
+ * breaks) of exactly its numel values as little-endian bytes (f32/i32 4 bytes, f64/i64 8,
+ * f16/bf16 2, b8 1 byte of 0 or 1); two threads when they are megabytes. */
 bool ox_record_b64_check(const struct OxRecord *r);
 /* Decodes such a string's content (between the quotes) into t (dtype and numel as scanned);
  * false on any fault (then t is partly written). */
