@@ -244,8 +244,8 @@ static void test_file(gconstpointer data) {
     OxBuf want;
     ox_buf_init(&want);
     ox_write_fx_text(g, &want);
-    size_t v3 = trace_check_versions(tr, input, want.data, c->file);
-    g_test_message("%s graph %u: version 3 trace %zu bytes", c->file, i + 1, v3);
+    size_t v4 = trace_check_versions(tr, input, want.data, c->file);
+    g_test_message("%s graph %u: version 4 trace %zu bytes", c->file, i + 1, v4);
     ox_buf_free(&want);
     /* replayed from the trace as written to JSON and read back */
     OxBuf js;

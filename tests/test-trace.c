@@ -630,10 +630,20 @@ static void test_long_step_replays(void) {
   /* replay from the JSON file's content */
   OxBuf js;
   ox_buf_init(&js);
-  ox_trace_write_json(t, &js);
-  uint32_t rewires = 0;
+  ox_trace_write_json_version(t, 3, &js);
+  uint32_t rewires = 0, replaces = 0;
   for (const char *q = js.data; (q = strstr(q, "[\"replace_input\",")) != NULL; q++) rewires++;
   g_assert_cmpuint(rewires, ==, 200);
+  /* version 4: each relu's add, the cat's rewire and the old relu's erase are one replace edit;
+   * the provenance is written all the same, since the new relus are then renamed to the old
+   * names (the pairs the replace edits say are not the step's) */
+  js.len = 0;
+  ox_trace_write_json(t, &js);
+  for (const char *q = js.data; (q = strstr(q, "[\"replace\",")) != NULL; q++) replaces++;
+  g_assert_cmpuint(replaces, ==, 200);
+  g_assert_null(strstr(js.data, "[\"replace_input\","));
+  g_assert_nonnull(strstr(js.data, "\"provenance\":[[1,1],[2,2],"));
+  g_assert_nonnull(strstr(js.data, "[\"rename\","));
   OxTrace *back = NULL;
   g_assert_cmpint(ox_trace_read_json(js.data, js.len, "t.json", &back, &d), ==, 0);
   ox_buf_free(&js);
@@ -1223,12 +1233,12 @@ static void test_no_edits_same_run(void) {
 
 /* ------------------------------------------------------------------ version 3 (issue 20) */
 
-/* Random graphs through the built-in pipeline: each run's trace in version 2 and version 3
- * reads back the same, record by record, rewrites to the same bytes, and replays the same
- * (trace_check_versions); the compact one is smaller. */
+/* Random graphs through the built-in pipeline: each run's trace in versions 2, 3 and 4 reads
+ * back the same, record by record, rewrites to the same bytes, and replays the same
+ * (trace_check_versions); each version is smaller than the one before. */
 static void test_v3_generated(void) {
   uint32_t n = gen_graph_count(60), applied = 0;
-  size_t v2_bytes = 0, v3_bytes = 0;
+  size_t v2_bytes = 0, v3_bytes = 0, v4_bytes = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
     OxGraph *g = gen_graph(seed, &post);
@@ -1238,22 +1248,25 @@ static void test_v3_generated(void) {
     applied += optimize_default(g, t, seed % 4 == 0).applied; /* numeric results (max_abs ...) on some */
     t->input_file = ox_trace_intern(t, "gen \"graph\".txt"); /* a string that needs escapes */
     char *want = fx_of(g), *what = g_strdup_printf("seed %" G_GUINT64_FORMAT, seed);
-    v3_bytes += trace_check_versions(t, input, want, what);
-    OxBuf b2;
-    ox_buf_init(&b2);
-    ox_trace_write_json_version(t, 2, &b2);
-    v2_bytes += b2.len;
-    ox_buf_free(&b2);
+    v4_bytes += trace_check_versions(t, input, want, what);
+    for (int v = 2; v <= 3; v++) {
+      OxBuf b;
+      ox_buf_init(&b);
+      ox_trace_write_json_version(t, v, &b);
+      *(v == 2 ? &v2_bytes : &v3_bytes) += b.len;
+      ox_buf_free(&b);
+    }
     free(want);
     g_free(what);
     ox_trace_free(t);
     ox_graph_free(input);
     ox_graph_free(g);
   }
-  g_test_message("%u graphs, %u applied steps; traces: version 2 %zu bytes, version 3 %zu", n, applied, v2_bytes,
-                 v3_bytes);
+  g_test_message("%u graphs, %u applied steps; traces: version 2 %zu bytes, version 3 %zu, version 4 %zu", n, applied,
+                 v2_bytes, v3_bytes, v4_bytes);
   g_assert_cmpuint(applied, >, n); /* the comparison covered edits, not only rejections */
   g_assert_cmpuint(v3_bytes, <, v2_bytes * 2 / 3); /* small graphs: the names table weighs more */
+  g_assert_cmpuint(v4_bytes, <, v3_bytes);
 }
 
 /* The live writer (ox_trace_live_start: steps encoded on a second thread while the passes run)
@@ -1523,7 +1536,7 @@ static void test_v3_errors(void) {
     {"\"names\":[\"x\",", "\"nameless\":[\"x\",", "no \"names\" key", 1},
     {"\"call_function\"", "\"call_fn\"", "targets[0]: unknown op 'call_fn'", 3},
     {"\"shape\":[4,8]}", "\"shape\":[4,8]},\"inferred\":1", "metas[0].inferred: inferred must be a boolean", 4},
-    {"\"version\":3", "\"version\":4", "version: unsupported trace version 4 (this reader knows versions 1 to 3)", 1},
+    {"\"version\":3", "\"version\":5", "version: unsupported trace version 5 (this reader knows versions 1 to 4)", 1},
     {"{\"code\":\"OTHER\"", "{\"code\":\"NOPE\"", "steps[0].reason: unknown reason code 'NOPE'", 6},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -1554,6 +1567,116 @@ static void test_v3_errors(void) {
   ox_trace_free(t);
   ox_diags_clear(&d);
   g_free(doc);
+}
+
+/* Version 4's runs (w4_edits): a hand-written trace whose replace, erase, move and replace_input
+ * items expand into the edits they stand for, with the provenance rebuilt from the replaces,
+ * the same by the fast read and by json-c; damaged copies are located errors, and version 3
+ * refuses the runs. */
+static const char v4_doc[] =
+  "{\"format\":\"optimus-trace\",\"version\":4,\"input\":{\"file\":\"a\",\"hash\":\"1\"},\n"
+  "\"names\":[\"x\",\"a\",\"b\",\"u\",\"v\",\"n\",\"c\",\"d\"],\n"
+  "\"targets\":[[\"call_function\",\"torch.relu\"]],\n"
+  "\"metas\":[{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4,8]}}],\n"
+  "\"steps\":[\n"
+  "{\"kind\":\"applied\",\"applied_index\":1,\"pass\":\"p\",\"edits\":[[\"replace\",1,[3,4],5,0,0,[{\"node\":0}],0],"
+  "[\"erase\",2,6,7],[\"move\",3,5,4,0],[\"replace_input\",3,0,5,4]]},\n"
+  "{\"kind\":\"applied\",\"applied_index\":2,\"pass\":\"p\",\"provenance\":[],\"edits\":[[\"replace\",1,[3],5,0,0,[{\"node\":0}]]]}\n"
+  "]}\n";
+
+static void test_v4_runs(void) {
+  for (int fast = 1; fast >= 0; fast--) {
+    ox_json_set_streaming(fast);
+    unsigned long before = ox_trace_fast_steps();
+    OxDiagList d;
+    ox_diags_init(&d, "t.json");
+    OxTrace *t = NULL;
+    int rc = ox_trace_read_json(v4_doc, strlen(v4_doc), "t.json", &t, &d);
+    if (rc) ox_diags_print(&d, stderr);
+    g_assert_cmpint(rc, ==, 0);
+    g_assert_cmpuint(ox_trace_fast_steps() - before, ==, fast ? 2 : 0);
+    g_assert_cmpuint(t->n_steps, ==, 2);
+    const OxStep *s = &t->steps[0];
+    /* add n; u, v: a -> n; erase a | erase b, c, d | move u after n, v after u, x after v |
+     * u: x -> n, v: x -> n */
+    static const struct {
+      OxTraceEditKind kind;
+      const char *name, *other, *from, *to;
+    } want[] = {
+      {OX_TEDIT_ADD, "n", "x", NULL, NULL},     {OX_TEDIT_REPLACE, "u", NULL, "a", "n"},
+      {OX_TEDIT_REPLACE, "v", NULL, "a", "n"},  {OX_TEDIT_ERASE, "a", NULL, NULL, NULL},
+      {OX_TEDIT_ERASE, "b", NULL, NULL, NULL},  {OX_TEDIT_ERASE, "c", NULL, NULL, NULL},
+      {OX_TEDIT_ERASE, "d", NULL, NULL, NULL},  {OX_TEDIT_MOVE, "u", "n", NULL, NULL},
+      {OX_TEDIT_MOVE, "v", "u", NULL, NULL},    {OX_TEDIT_MOVE, "x", "v", NULL, NULL},
+      {OX_TEDIT_REPLACE, "u", NULL, "x", "n"},  {OX_TEDIT_REPLACE, "v", NULL, "x", "n"},
+    };
+    g_assert_cmpuint(s->n_edits, ==, G_N_ELEMENTS(want));
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+      const OxTraceEdit *e = &s->edits[i];
+      g_assert_cmpint(e->kind, ==, want[i].kind);
+      g_assert_cmpstr(e->name, ==, want[i].name);
+      if (want[i].other) g_assert_cmpstr(e->after, ==, want[i].other);
+      g_assert_cmpstr(e->from, ==, want[i].from);
+      g_assert_cmpstr(e->to, ==, want[i].to);
+    }
+    g_assert_cmpstr(ox_value_format(t->pool, &s->edits[0].data->args, (char[32]){0}, 32), ==, "(%x,)");
+    g_assert_true(s->edits[0].has_meta);
+    g_assert_cmpuint(s->n_prov, ==, 1); /* the replace's [a, n] */
+    g_assert_cmpstr(s->prov_old[0], ==, "a");
+    g_assert_cmpstr(s->prov_new[0], ==, "n");
+    g_assert_cmpuint(s->n_removed, ==, 4);
+    g_assert_cmpuint(t->steps[1].n_prov, ==, 0); /* written, as [] */
+    g_assert_cmpuint(t->steps[1].n_edits, ==, 3);
+    /* written again: the same runs, and [] kept where the replaces would say otherwise */
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_trace_write_json(t, &b);
+    /* (names numbered in the order the writer meets them) */
+    g_assert_nonnull(strstr(b.data, "\"edits\":[[\"replace\",0,[1,2],3,4,0,[{\"node\":4}],0],[\"erase\",5,6,7],"
+                                    "[\"move\",1,3,2,4],[\"replace_input\",1,4,3,2]]"));
+    g_assert_nonnull(strstr(b.data, "\"names\":[\"a\",\"u\",\"v\",\"n\",\"x\",\"b\",\"c\",\"d\"]"));
+    g_assert_nonnull(strstr(b.data, "\"provenance\":[],"));
+    g_assert_null(strstr(b.data, "\"provenance\":[["));
+    ox_buf_free(&b);
+    ox_trace_free(t);
+    ox_diags_clear(&d);
+
+    static const struct {
+      const char *from, *to, *msg;
+    } bad[] = {
+      {"[\"replace\",1,[3,4],", "[\"replace\",1,[],", "steps[0].edits[0][2]: a replace edit's users must be a non-empty array"},
+      {"[\"replace\",1,[3,4],", "[\"replace\",1,3,", "steps[0].edits[0][2]: a replace edit's users must be a non-empty array"},
+      {"[\"replace\",1,[3,4],", "[\"replace\",1,[3,9],", "steps[0].edits[0][2][1]: node index 9 is out of range"},
+      {"[{\"node\":0}],0],", "[{\"node\":0}],0,{\"dict\":[]},1],", "steps[0].edits[0]: replace edit of 10 items (it has 7 to 9)"},
+      {"[\"erase\",2,6,7]", "[\"erase\",2,6,\"d\"]", "steps[0].edits[1][3]: a node reference must be an index into \"names\", not a string"},
+      {"[\"move\",3,5,4,0]", "[\"move\",3,5,4,null]", "steps[0].edits[2][4]: a node reference must be an index into \"names\", not null"},
+      {"[\"replace_input\",3,0,5,4]", "[\"replace_input\",3,0,5,8]", "steps[0].edits[3][4]: node index 8 is out of range"},
+      {"\"version\":4", "\"version\":3", "steps[0].edits[0]: unknown edit kind 'replace'"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+      char *doc = replaced(v4_doc, bad[i].from, bad[i].to);
+      ox_diags_init(&d, "t.json");
+      t = NULL;
+      rc = ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d);
+      if (rc != -1 || d.n_errors == 0 || !strstr(d.items[0].msg, bad[i].msg) || d.items[0].line != 6) {
+        ox_diags_print(&d, stderr);
+        g_test_fail_printf("damage %zu (%s -> %s): wanted line 6: %s", i, bad[i].from, bad[i].to, bad[i].msg);
+      }
+      ox_trace_free(t);
+      ox_diags_clear(&d);
+      g_free(doc);
+    }
+    /* version 3 takes no runs */
+    char *doc = replaced(v4_doc, "\"version\":4", "\"version\":3");
+    char *doc2 = replaced(doc, "[\"replace\",1,[3,4],5,0,0,[{\"node\":0}],0],", "");
+    ox_diags_init(&d, "t.json");
+    g_assert_cmpint(ox_trace_read_json(doc2, strlen(doc2), "t.json", &t, &d), ==, -1);
+    g_assert_nonnull(strstr(d.items[0].msg, "steps[0].edits[0]: erase edit of 4 items (it has 2)"));
+    ox_diags_clear(&d);
+    g_free(doc);
+    g_free(doc2);
+  }
+  ox_json_set_streaming(true);
 }
 
 /* The committed version 2 trace (tests/data/trace/recsys-towers.v2.trace.json): its path (g_free)
@@ -2258,6 +2381,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/no-edits-same-run", test_no_edits_same_run);
   g_test_add_func("/engine/trace/live-writer", test_live_writer);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
+  g_test_add_func("/engine/trace/v4-runs", test_v4_runs);
   g_test_add_func("/engine/trace/pass-stats", test_pass_stats);
   g_test_add_func("/engine/trace/coverage", test_coverage);
   g_test_add_func("/engine/trace/v2-file", test_v2_file);

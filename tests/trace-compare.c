@@ -240,23 +240,26 @@ static char *replayed(const OxGraph *input, const OxTrace *t, const char *what) 
 }
 
 size_t trace_check_versions(const OxTrace *t, const OxGraph *input, const char *want_fx, const char *what) {
-  OxBuf w[2], again;
-  OxTrace *back[2] = {NULL, NULL};
-  for (int v = 0; v < 2; v++) {
+  enum { NV = 3 }; /* versions 2, 3 and 4 */
+  OxBuf w[NV], again;
+  OxTrace *back[NV] = {NULL};
+  for (int v = 0; v < NV; v++) {
     ox_buf_init(&w[v]);
     ox_trace_write_json_version(t, v + 2, &w[v]);
     back[v] = read_back(&w[v], what, v + 2);
   }
-  size_t size = w[1].len;
-  if (back[0] && back[1]) {
-    char *d = trace_first_difference(back[0], back[1]);
-    if (d) g_test_fail_printf("%s: version 2 and version 3 read differently: %s", what, d);
-    g_free(d);
-    d = trace_first_difference(t, back[1]);
-    if (d) g_test_fail_printf("%s: the version 3 trace reads back differently from the run's: %s", what, d);
-    g_free(d);
-    for (int r = 0; r < 2; r++)
-      for (int v = 0; v < 2; v++) {
+  size_t size = w[NV - 1].len;
+  if (back[0] && back[1] && back[2]) {
+    for (int v = 1; v < NV; v++) {
+      char *d = trace_first_difference(back[0], back[v]);
+      if (d) g_test_fail_printf("%s: version 2 and version %d read differently: %s", what, v + 2, d);
+      g_free(d);
+      d = trace_first_difference(t, back[v]);
+      if (d) g_test_fail_printf("%s: the version %d trace reads back differently from the run's: %s", what, v + 2, d);
+      g_free(d);
+    }
+    for (int r = 0; r < NV; r++)
+      for (int v = 0; v < NV; v++) {
         ox_buf_init(&again);
         ox_trace_write_json_version(back[r], v + 2, &again);
         if (again.len != w[v].len || memcmp(again.data, w[v].data, again.len) != 0)
@@ -264,15 +267,18 @@ size_t trace_check_versions(const OxTrace *t, const OxGraph *input, const char *
                              what, r + 2, v + 2);
         ox_buf_free(&again);
       }
-    char *a = replayed(input, back[0], what), *b = replayed(input, back[1], what);
-    if (strcmp(a, b) != 0)
-      g_test_fail_printf("%s: replays of the version 2 and version 3 traces differ", what);
-    if (want_fx && strcmp(b, want_fx) != 0)
-      g_test_fail_printf("%s: the version 3 replay is not the run's result", what);
+    char *a = replayed(input, back[0], what);
+    for (int v = 1; v < NV; v++) {
+      char *b = replayed(input, back[v], what);
+      if (strcmp(a, b) != 0)
+        g_test_fail_printf("%s: replays of the version 2 and version %d traces differ", what, v + 2);
+      if (want_fx && strcmp(b, want_fx) != 0)
+        g_test_fail_printf("%s: the version %d replay is not the run's result", what, v + 2);
+      free(b);
+    }
     free(a);
-    free(b);
   }
-  for (int v = 0; v < 2; v++) {
+  for (int v = 0; v < NV; v++) {
     ox_trace_free(back[v]);
     ox_buf_free(&w[v]);
   }

@@ -14,11 +14,11 @@ char *trace_first_difference(const OxTrace *a, const OxTrace *b);
  * two runs that should record the same. */
 void trace_zero_timings(OxTrace *t);
 
-/* The trace t of a run on input (left unchanged), written as version 2 and as version 3 and
- * read back: both read the same as t, record by record; writing either read trace in either
- * version gives the bytes written from t; both replay input to the same graph (want_fx when
- * not NULL: the fx text of the run's result). Fails the test (naming `what`) otherwise.
- * Returns the number of version 3 bytes (to report the encoding's size). */
+/* The trace t of a run on input (left unchanged), written as versions 2, 3 and 4 and read
+ * back: each reads the same as t, record by record; writing any read trace in any version
+ * gives the bytes written from t; all replay input to the same graph (want_fx when not NULL:
+ * the fx text of the run's result). Fails the test (naming `what`) otherwise. Returns the
+ * number of version 4 bytes (to report the encoding's size). */
 size_t trace_check_versions(const OxTrace *t, const OxGraph *input, const char *want_fx, const char *what);
 
 #endif

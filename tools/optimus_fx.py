@@ -1712,8 +1712,8 @@ def read_trace(path):
     try:
         return decode_trace(tr)
     except (IndexError, KeyError, TypeError, ValueError) as e:
-        raise ValueError("%s: a damaged version 3 trace (%s: %s); `optimus replay` locates the damage" %
-                         (path, type(e).__name__, e)) from None
+        raise ValueError("%s: a damaged version %s trace (%s: %s); `optimus replay` locates the damage" %
+                         (path, tr.get("version"), type(e).__name__, e)) from None
 
 
 def _decode_value(v, names):
@@ -1728,14 +1728,18 @@ def _decode_value(v, names):
 
 
 def decode_trace(tr):
-    """A version 3 trace (node names, targets and metas in tables, edits as arrays;
+    """A version 3 or 4 trace (node names, targets and metas in tables, edits as arrays, in
+    version 4 runs of edits as one and provenance left out when the replace runs say it;
     docs/trace-format.md) in the shape of version 2: names in place of indices, edits as
     objects, "seq", "removed" and "added" as version 2 writes them, "nodes" in every reason.
     The formatted reason text is not rebuilt (its templates live in the engine): reason_text()
-    gives it when the trace has it, else the code and arguments. "version" stays 3. Versions 1
+    gives it when the trace has it, else the code and arguments. "version" stays as it is. Versions 1
     and 2 are returned as they are. Raises IndexError/KeyError/TypeError on a damaged trace."""
     if not isinstance(tr.get("version"), int) or tr["version"] < 3:
         return tr
+    version = tr["version"]
+    if version > 4:
+        raise ValueError("unsupported trace version %d (this reader knows versions 1 to 4)" % version)
     names, targets, metas = tr["names"], tr.get("targets") or [], tr.get("metas") or []
 
     def name(i):
@@ -1776,6 +1780,45 @@ def decode_trace(tr):
             raise ValueError("unknown edit kind %r" % (kind,))
         return d
 
+    def edits(e):
+        """An item of "edits" as the edits it stands for (version 4 runs them together)."""
+        kind = e[0] if e else None
+        if version < 4 or kind not in ("replace", "erase", "move", "replace_input"):
+            return [edit(e)]
+        if kind == "replace":  # ["replace", old, [users], name, after, target, args(, meta(, kwargs))]
+            if not isinstance(e[2], list) or not e[2]:
+                raise ValueError("a replace edit's users must be a non-empty list")
+            add = edit(["add"] + e[3:])
+            old = name(e[1])
+            return ([add] + [{"kind": "replace_input", "name": name(u), "old": old, "new": add["name"]}
+                             for u in e[2]] + [{"kind": "erase", "name": old}])
+        base = {"erase": 2, "move": 3, "replace_input": 4}[kind]
+        out = [edit(e[:base])]
+        for i in e[base:]:
+            d = dict(out[0], name=name(i))
+            if kind == "move":
+                d["after"] = out[-1]["name"]
+            out.append(d)
+        return out
+
+    def replace_runs(es):
+        """The (old, name) pairs of the add / replace_input... / erase runs in es (version 4
+        leaves a step's provenance out when it is these)."""
+        pairs, i = [], 0
+        while i < len(es):
+            e = es[i]
+            if (e["kind"] == "add" and i + 2 < len(es) and es[i + 1]["kind"] == "replace_input"):
+                old, j = es[i + 1]["old"], i + 1
+                while (j < len(es) and es[j]["kind"] == "replace_input" and es[j]["old"] == old
+                       and es[j]["new"] == e["name"]):
+                    j += 1
+                if j < len(es) and es[j]["kind"] == "erase" and es[j]["name"] == old:
+                    pairs.append([old, e["name"]])
+                    i = j + 1
+                    continue
+            i += 1
+        return pairs
+
     steps = []
     for seq, s in enumerate(tr.get("steps") or []):
         s = dict(s, seq=seq)
@@ -1787,7 +1830,9 @@ def decode_trace(tr):
         if "provenance" in s:
             s["provenance"] = [[name(a), name(b)] for a, b in s["provenance"]]
         if "edits" in s:
-            s["edits"] = [edit(e) for e in s["edits"]]
+            s["edits"] = [d for e in s["edits"] for d in edits(e)]
+            if version >= 4 and "provenance" not in s and replace_runs(s["edits"]):
+                s["provenance"] = replace_runs(s["edits"])
             for key, kind in (("removed", "erase"), ("added", "add")):
                 if key not in s:
                     s[key] = [e["name"] for e in s["edits"] if e["kind"] == kind]

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""trace-bytes.py - where the bytes of a version 3 trace go (docs/benchmarks.md, issue 20).
+"""trace-bytes.py - where the bytes of a version 3 or 4 trace go (docs/benchmarks.md, issue 20).
 
     python3 tools/trace-bytes.py T.json [N]
 
-Reads a plain (not gzipped) version 3 trace line by line (one step per line, docs/trace-format.md)
+Reads a plain (not gzipped) version 3 or 4 trace line by line (one step per line, docs/trace-format.md)
 and prints the N largest shares (default 30): per step kind and key, per edit kind, per reason
 code, per check field, and the top-level tables, in MB of compact JSON (what the writer writes),
-with counts where they mean something. Standard library only; any python3.
+with counts where they mean something (an edit's count is of items of "edits": in version 4 a
+run of erases, moves or rewires, or a replace, is one). Shares are in MB to 3 decimals, or to 6
+when the largest is under 1 MB. Standard library only; any python3.
 """
 import collections
 import json
@@ -44,8 +46,9 @@ def main():
             for name, c in d.get("checks", {}).items():
                 for k, v in c.items():
                     total[("check " + name, k)] += size(v) + len(k) + 4
+    digits = 3 if total and max(total.values()) >= 1e6 else 6
     for k, v in total.most_common(top):
-        print(f"{v / 1e6:8.3f} MB {count.get(k, ''):>8}  {' '.join(k)}")
+        print(f"{v / 1e6:8.{digits}f} MB {count.get(k, ''):>8}  {' '.join(k)}")
 
 
 if __name__ == "__main__":

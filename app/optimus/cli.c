@@ -116,8 +116,8 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     break;
   case OPT_TRACE: o->trace = val; break;
   case OPT_TRACE_FORMAT:
-    if (strcmp(val, "2") != 0 && strcmp(val, "3") != 0)
-      return ox_cli_usage_error(o, "--trace-format: the trace version to write is 2 or 3, not '%s'", val);
+    if (strcmp(val, "2") != 0 && strcmp(val, "3") != 0 && strcmp(val, "4") != 0)
+      return ox_cli_usage_error(o, "--trace-format: the trace version to write is 2, 3 or 4, not '%s'", val);
     o->trace_format = val[0] - '0';
     break;
   case OPT_CONFIG: o->config = val; break;
@@ -555,9 +555,9 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
     ox_pipeline_to_json(&p, &cfg);
     t->config = ox_trace_intern(t, cfg.data);
     ox_buf_free(&cfg);
-    /* a trace to be written in version 3 is encoded on a second thread while the passes run
-     * (the same file; without a thread it is all encoded when written) */
-    if (o->trace && (o->trace_format == 0 || o->trace_format == 3)) ox_trace_live_start(t, o->trace);
+    /* a trace to be written in the current version is encoded on a second thread while the
+     * passes run (the same file; without a thread it is all encoded when written) */
+    if (o->trace && (o->trace_format == 0 || o->trace_format == OX_TRACE_VERSION)) ox_trace_live_start(t, o->trace);
     if (ox_optimize(g, &p, &cc, t, res, &d) != 0) status = EXIT_BAD;
     ox_diags_print(&d, stderr); /* errors, or the warnings of passes stopped by a budget */
     *trace = t;

@@ -282,6 +282,7 @@ typedef struct W3Recent {
 
 typedef struct W3 {
   const OxTrace *t;
+  int version;            /* 3, or 4 (edits run together: w4_edits) */
   W3Recent *recent;       /* direct-mapped cache in front of ix: a step names the same nodes
                              several times (matched, edits, provenance), chains of adds and
                              moves name the previous node */
@@ -481,6 +482,29 @@ static uint32_t w3_target(W3 *w, uint8_t op, const char *target) {
   return w->n_targets - 1;
 }
 
+/* An add's fields after its name: ,after,target,args[,meta][,kwargs] */
+static void w3_add_fields(W3 *w, const OxTraceEdit *e, OxBuf *b) {
+  const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs};
+  int64_t meta = e->has_meta ? w3_meta(w, &e->data->meta) : -1;
+  ox_buf_putc(b, ',');
+  w3_ref(w, b, e->after);
+  ox_buf_putc(b, ',');
+  put_u32(b, w3_target(w, e->op, e->target));
+  ox_buf_putc(b, ',');
+  ox_json_write_items_styled(w->t->pool, &e->data->args, b, &st);
+  if (meta >= 0 || e->data->kwargs.n) {
+    ox_buf_putc(b, ',');
+    if (meta >= 0)
+      put_u32(b, (uint32_t)meta);
+    else
+      ox_buf_puts(b, "null");
+  }
+  if (e->data->kwargs.n) {
+    ox_buf_putc(b, ',');
+    ox_json_write_value_styled(w->t->pool, &e->data->kwargs, b, &st);
+  }
+}
+
 static void w3_edit(W3 *w, const OxTraceEdit *e, OxBuf *b) {
   const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs};
   if (e->kind == OX_TEDIT_MOVE && !e->name) {
@@ -492,27 +516,7 @@ static void w3_edit(W3 *w, const OxTraceEdit *e, OxBuf *b) {
   ox_buf_puts(b, "\",");
   w3_ref(w, b, e->name);
   switch ((OxTraceEditKind)e->kind) {
-  case OX_TEDIT_ADD: {
-    int64_t meta = e->has_meta ? w3_meta(w, &e->data->meta) : -1;
-    ox_buf_putc(b, ',');
-    w3_ref(w, b, e->after);
-    ox_buf_putc(b, ',');
-    put_u32(b, w3_target(w, e->op, e->target));
-    ox_buf_putc(b, ',');
-    ox_json_write_items_styled(w->t->pool, &e->data->args, b, &st);
-    if (meta >= 0 || e->data->kwargs.n) {
-      ox_buf_putc(b, ',');
-      if (meta >= 0)
-        put_u32(b, (uint32_t)meta);
-      else
-        ox_buf_puts(b, "null");
-    }
-    if (e->data->kwargs.n) {
-      ox_buf_putc(b, ',');
-      ox_json_write_value_styled(w->t->pool, &e->data->kwargs, b, &st);
-    }
-    break;
-  }
+  case OX_TEDIT_ADD: w3_add_fields(w, e, b); break;
   case OX_TEDIT_ARGS:
     ox_buf_putc(b, ',');
     ox_json_write_items_styled(w->t->pool, &e->data->args, b, &st);
@@ -549,6 +553,86 @@ static void w3_edit(W3 *w, const OxTraceEdit *e, OxBuf *b) {
   ox_buf_putc(b, ']');
 }
 
+/* Version 4 writes runs of edits as one (docs/trace-format.md, "Edits"):
+ *   ["erase", a, b, ...]             erase a, then b ...
+ *   ["move", a, after, b, c, ...]    a after `after`, b after a, c after b ...
+ *   ["replace_input", u, old, new, v, ...]   the same rewire in u, then in v ...
+ *   ["replace", old, [u, ...], name, after, target, args(, meta(, kwargs))]
+ *       add name (as an add edit), rewire u ... from old to it, erase old.
+ * A reader expands them into the edits they stand for, so the trace in memory is the same. */
+static bool same_name(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+/* The end of the replace run at e[i] (an add of a name, one or more replace_input edits from one
+ * node to that name, the erase of that node), or i when none starts there. A version 4 reader
+ * finds the same runs in the edits it expands (provenance_of_replaces). */
+static uint32_t replace_run(const OxTraceEdit *e, uint32_t n, uint32_t i) {
+  if (i + 2 >= n || e[i].kind != OX_TEDIT_ADD || !e[i].name || e[i + 1].kind != OX_TEDIT_REPLACE) return i;
+  const char *old = e[i + 1].from;
+  if (!old) return i;
+  uint32_t j = i + 1;
+  while (j < n && e[j].kind == OX_TEDIT_REPLACE && e[j].name && same_name(e[j].from, old) && same_name(e[j].to, e[i].name))
+    j++;
+  return j < n && e[j].kind == OX_TEDIT_ERASE && same_name(e[j].name, old) ? j + 1 : i;
+}
+
+/* Whether the step's provenance is the (old, name) pairs of its replace runs, in order (version 4
+ * then leaves it out). */
+static bool provenance_is_replaces(const OxStep *s) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < s->n_edits;) {
+    uint32_t end = replace_run(s->edits, s->n_edits, i);
+    if (end == i) {
+      i++;
+      continue;
+    }
+    if (k >= s->n_prov || !same_name(s->prov_old[k], s->edits[i + 1].from) || !same_name(s->prov_new[k], s->edits[i].name))
+      return false;
+    k++;
+    i = end;
+  }
+  return k == s->n_prov;
+}
+
+static void w4_edits(W3 *w, const OxStep *s, OxBuf *b) {
+  const OxTraceEdit *e = s->edits;
+  uint32_t n = s->n_edits;
+  for (uint32_t i = 0; i < n;) {
+    if (i) ox_buf_putc(b, ',');
+    uint32_t end = replace_run(e, n, i);
+    if (end > i) {
+      ox_buf_puts(b, "[\"replace\",");
+      w3_ref(w, b, e[i + 1].from);
+      ox_buf_puts(b, ",[");
+      for (uint32_t j = i + 1; j + 1 < end; j++) {
+        if (j > i + 1) ox_buf_putc(b, ',');
+        w3_ref(w, b, e[j].name);
+      }
+      ox_buf_puts(b, "],");
+      w3_ref(w, b, e[i].name);
+      w3_add_fields(w, &e[i], b);
+      ox_buf_putc(b, ']');
+      i = end;
+      continue;
+    }
+    const OxTraceEdit *x = &e[i++];
+    if (!x->name || (x->kind != OX_TEDIT_ERASE && x->kind != OX_TEDIT_MOVE && x->kind != OX_TEDIT_REPLACE)) {
+      w3_edit(w, x, b);
+      continue;
+    }
+    w3_edit(w, x, b);
+    b->len--; /* reopen the array: the run's other names follow */
+    const char *last = x->name;
+    for (; i < n && e[i].kind == x->kind && e[i].name && replace_run(e, n, i) == i; i++) {
+      if (x->kind == OX_TEDIT_MOVE && !same_name(e[i].after, last)) break;
+      if (x->kind == OX_TEDIT_REPLACE && (!same_name(e[i].from, x->from) || !same_name(e[i].to, x->to))) break;
+      ox_buf_putc(b, ',');
+      w3_ref(w, b, e[i].name);
+      last = e[i].name;
+    }
+    ox_buf_putc(b, ']');
+  }
+}
+
 static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
   ox_buf_puts(b, "{\"kind\":\"");
   ox_buf_puts(b, step_kind_names[s->kind < 3 ? s->kind : 0]);
@@ -572,7 +656,7 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
    * (written, even empty, when not) */
   if (!same_as_edits(s, OX_TEDIT_ERASE, s->removed, s->n_removed)) w3_list(w, b, "removed", s->removed, s->n_removed);
   if (!same_as_edits(s, OX_TEDIT_ADD, s->added, s->n_added)) w3_list(w, b, "added", s->added, s->n_added);
-  if (s->n_prov) {
+  if (w->version >= 4 ? !provenance_is_replaces(s) : s->n_prov != 0) {
     ox_buf_puts(b, ",\"provenance\":[");
     for (uint32_t i = 0; i < s->n_prov; i++) {
       ox_buf_puts(b, i ? ",[" : "[");
@@ -638,9 +722,13 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
   }
   if (s->n_edits) {
     ox_buf_puts(b, ",\"edits\":[");
-    for (uint32_t i = 0; i < s->n_edits; i++) {
-      if (i) ox_buf_putc(b, ',');
-      w3_edit(w, &s->edits[i], b);
+    if (w->version >= 4) {
+      w4_edits(w, s, b);
+    } else {
+      for (uint32_t i = 0; i < s->n_edits; i++) {
+        if (i) ox_buf_putc(b, ',');
+        w3_edit(w, &s->edits[i], b);
+      }
     }
     ox_buf_putc(b, ']');
   }
@@ -668,8 +756,9 @@ static void reserve_v3(W3 *w, OxBuf *out) {
   ox_buf_reserve(out, out->sink ? 2 * (size_t)OX_BUF_DRAIN_BYTES : bytes + 8 * refs);
 }
 
-static void w3_init(W3 *w, const OxTrace *t) {
+static void w3_init(W3 *w, const OxTrace *t, int version) {
   *w = (W3){.t = t,
+            .version = version,
             .recent = ox_xcalloc(W3_RECENT, sizeof(W3Recent)),
             .ix = ox_namemap_new(),
             .pool_tag = ox_strtab_tag(t->pool->strings),
@@ -698,8 +787,8 @@ static void w3_free(W3 *w) {
 }
 
 /* Everything before the steps: the header line and the config line, then the opening of "steps". */
-static void w3_head(const OxTrace *t, OxBuf *out) {
-  ox_buf_puts(out, "{\"format\":\"optimus-trace\",\"version\":3,\"input\":{\"file\":");
+static void w3_head(const OxTrace *t, int version, OxBuf *out) {
+  ox_buf_printf(out, "{\"format\":\"optimus-trace\",\"version\":%d,\"input\":{\"file\":", version);
   ox_json_put_str(out, t->input_file ? t->input_file : "");
   ox_buf_puts(out, ",\"hash\":");
   ox_json_put_str(out, t->input_hash ? t->input_hash : "");
@@ -750,11 +839,11 @@ static void w3_tail(W3 *w, uint32_t n_steps, OxBuf *out) {
 
 /* The header and config first, then the steps (one a line), then the tables the steps filled:
  * the steps are written straight into out, once (a reader finds the tables wherever they are). */
-static void write_v3(const OxTrace *t, OxBuf *out) {
+static void write_v3(const OxTrace *t, int version, OxBuf *out) {
   W3 w;
-  w3_init(&w, t);
+  w3_init(&w, t, version);
   reserve_v3(&w, out);
-  w3_head(t, out);
+  w3_head(t, version, out);
   for (uint32_t i = 0; i < t->n_steps; i++) {
     ox_buf_putc(out, '\n');
     w3_step(&w, &t->steps[i], out);
@@ -915,7 +1004,7 @@ static void live_stop(OxTraceLive *L) {
 bool ox_trace_live_start(OxTrace *t, const char *path) {
   if (!t || t->live || !path) return false;
   OxTraceLive *L = ox_xcalloc(1, sizeof *L);
-  w3_init(&L->w, t);
+  w3_init(&L->w, t, OX_TRACE_VERSION);
   ox_buf_init(&L->text);
   ox_buf_init(&L->ztext);
   L->spill = ox_scratch_file_beside(path); /* none: the text is held in memory */
@@ -946,7 +1035,7 @@ static bool write_live(OxTraceLive *L, const OxTrace *t, OxBuf *out, char *err, 
   ox_buf_init(&part);
   OxBuf *text = L->gz ? &part : out;
   bool ok = true;
-  w3_head(t, text);
+  w3_head(t, L->w.version, text);
   if (L->gz) {
     ok = ox_gzip_compress(part.data, part.len, 1, out, err, errcap);
     part.len = 0;
@@ -983,10 +1072,10 @@ void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out) {
   if (version == 2)
     write_v2(t, out);
   else
-    write_v3(t, out);
+    write_v3(t, version == 3 ? 3 : 4, out);
 }
 
-void ox_trace_write_json(const OxTrace *t, OxBuf *out) { write_v3(t, out); }
+void ox_trace_write_json(const OxTrace *t, OxBuf *out) { write_v3(t, OX_TRACE_VERSION, out); }
 
 bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *err, size_t errcap) {
   /* streamed to the file while it is written (compressed on the writer thread for .gz) */
@@ -994,7 +1083,7 @@ bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *
   ox_buf_init(&b);
   bool gz = ox_gzip_wanted(path);
   version = version ? version : OX_TRACE_VERSION;
-  OxTraceLive *L = t->live && t->live_stop == live_stop && version == 3 ? t->live : NULL;
+  OxTraceLive *L = t->live && t->live_stop == live_stop && version == OX_TRACE_VERSION ? t->live : NULL;
   if (L && !L->done) {
     /* the steps were encoded during the run: the writer is used up (and freed with the trace) */
     live_give(L, t);
@@ -1224,16 +1313,17 @@ static bool edit_meta(TR *x, json_object *a, size_t i, OxMeta *m) {
   return k >= 0 && k < x->n_metas && x->meta_ok[k];
 }
 
-static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
+/* One edit of version 3, or the first of a version 4 run (read_edit4), from a[0, n): its kind is
+ * a[0]; o > 0 reads an add whose fields start at a[1 + o] (a replace edit's). */
+static void read_edit3(TR *x, json_object *a, size_t n, size_t o, OxTraceEdit *e) {
   /* fields by kind: how many items at least and at most (with the kind) */
   static const uint8_t min_n[N_EDIT_KINDS] = {5, 2, 3, 3, 3, 3, 4}, max_n[N_EDIT_KINDS] = {7, 2, 4, 3, 3, 3, 4};
   Rd *r = x->r;
   OxTrace *t = x->t;
   memset(e, 0, sizeof *e);
   if (!ox_json_expect_type(r, a, json_type_array, "an edit")) return;
-  size_t n = json_object_array_length(a);
   json_object *kv = edit_item(a, 0);
-  const char *kind = json_object_is_type(kv, json_type_string) ? json_object_get_string(kv) : NULL;
+  const char *kind = o ? "add" : json_object_is_type(kv, json_type_string) ? json_object_get_string(kv) : NULL;
   if (!kind) {
     ERR(r, "an edit must start with its kind (a string)");
     return;
@@ -1250,7 +1340,7 @@ static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
     ERR(r, "unknown edit kind '%.40s'", kind);
     return;
   }
-  if (n < min_n[k] || n > max_n[k]) {
+  if (n - o < min_n[k] || n - o > max_n[k]) {
     if (min_n[k] == max_n[k])
       ERR(r, "%s edit of %zu items (it has %u)", kind, n, (unsigned)min_n[k]);
     else
@@ -1258,7 +1348,7 @@ static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
     return;
   }
   e->kind = (uint8_t)k;
-  e->name = edit_node(x, a, 1, false);
+  e->name = edit_node(x, a, 1 + o, false);
   switch ((OxTraceEditKind)k) {
   case OX_TEDIT_ERASE: return;
   case OX_TEDIT_MOVE: e->after = edit_node(x, a, 2, true); return;
@@ -1268,10 +1358,10 @@ static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
     e->to = edit_node(x, a, 3, false);
     return;
   case OX_TEDIT_ADD: {
-    e->after = edit_node(x, a, 2, true);
-    json_object *v = edit_item(a, 3);
+    e->after = edit_node(x, a, 2 + o, true);
+    json_object *v = edit_item(a, 3 + o);
     int64_t ti;
-    ox_json_path_push_idx(r, 3);
+    ox_json_path_push_idx(r, 3 + o);
     if (!json_object_is_type(v, json_type_int)) {
       ERR(r, "a target must be an index into \"targets\", not %s", ox_json_jtype_name(v));
     } else if ((ti = json_object_get_int64(v)) < 0 || ti >= x->n_targets) {
@@ -1294,14 +1384,14 @@ static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
     return;
   }
   Ctx c = {t->pool, r, true, (const char *const *)x->names, x->n_names};
-  size_t ai = k == OX_TEDIT_ADD ? 4 : 2;       /* args */
-  size_t ki = k == OX_TEDIT_ADD ? 6 : 3;       /* kwargs */
+  size_t ai = k == OX_TEDIT_ADD ? 4 + o : 2;   /* args */
+  size_t ki = k == OX_TEDIT_ADD ? 6 + o : 3;   /* kwargs */
   json_object *v = edit_item(a, ai);
   ox_json_path_push_idx(r, ai);
   if (ox_json_expect_type(r, v, json_type_array, "args")) ox_json_read_items(&c, v, OX_V_TUPLE, &d->args);
   ox_json_path_pop(r);
-  if (k == OX_TEDIT_ADD && n > 5 && !json_object_is_type(edit_item(a, 5), json_type_null))
-    e->has_meta = edit_meta(x, a, 5, &d->meta);
+  if (k == OX_TEDIT_ADD && n > 5 + o && !json_object_is_type(edit_item(a, 5 + o), json_type_null))
+    e->has_meta = edit_meta(x, a, 5 + o, &d->meta);
   if (n > ki) {
     v = edit_item(a, ki);
     ox_json_path_push_idx(r, ki);
@@ -1313,6 +1403,92 @@ static void read_edit3(TR *x, json_object *a, OxTraceEdit *e) {
         ERR(r, "kwargs must be a dict ({\"dict\": [[key, value], ...]})");
     }
     ox_json_path_pop(r);
+  }
+}
+
+/* Edits being read (version 4: one item of "edits" may stand for several). */
+typedef struct EditList {
+  OxTraceEdit *e;
+  size_t n, cap;
+} EditList;
+
+static OxTraceEdit *edit_push(EditList *l) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 64;
+    l->e = ox_xrealloc(l->e, l->cap * sizeof *l->e);
+  }
+  OxTraceEdit *e = &l->e[l->n++];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+/* One item of "edits": an edit, or (version 4) a run of them (w4_edits). */
+static void read_edit4(TR *x, json_object *a, EditList *l) {
+  Rd *r = x->r;
+  size_t n = json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+  json_object *kv = n ? json_object_array_get_idx(a, 0) : NULL;
+  const char *kind = x->version >= 4 && json_object_is_type(kv, json_type_string) ? json_object_get_string(kv) : "";
+  if (strcmp(kind, "replace") == 0) {
+    /* ["replace", old, [users], name, after, target, args(, meta(, kwargs))] */
+    if (n < 7 || n > 9) {
+      ERR(r, "replace edit of %zu items (it has 7 to 9)", n);
+      return;
+    }
+    const char *old = edit_node(x, a, 1, false);
+    json_object *users = json_object_array_get_idx(a, 2);
+    ox_json_path_push_idx(r, 2);
+    size_t nu = 0;
+    if (!json_object_is_type(users, json_type_array) || (nu = json_object_array_length(users)) == 0)
+      ERR(r, "a replace edit's users must be a non-empty array of name indices");
+    ox_json_path_pop(r);
+    size_t first = l->n;
+    OxTraceEdit *add = edit_push(l);
+    read_edit3(x, a, n, 2, add);
+    const char *name = l->e[first].name;
+    for (size_t i = 0; i < nu; i++) {
+      ox_json_path_push_idx(r, 2);
+      const char *u = edit_node(x, users, i, false);
+      ox_json_path_pop(r);
+      *edit_push(l) = (OxTraceEdit){.kind = OX_TEDIT_REPLACE, .name = u, .from = old, .to = name};
+    }
+    *edit_push(l) = (OxTraceEdit){.kind = OX_TEDIT_ERASE, .name = old};
+    return;
+  }
+  /* runs: ["erase", a, b ...], ["move", a, after, b ...], ["replace_input", u, old, new, v ...] */
+  size_t base = strcmp(kind, "erase") == 0 ? 2 : strcmp(kind, "move") == 0 ? 3 : strcmp(kind, "replace_input") == 0 ? 4 : 0;
+  size_t first = l->n;
+  read_edit3(x, a, base && n > base ? base : n, 0, edit_push(l));
+  for (size_t i = base; base && i < n; i++) {
+    const OxTraceEdit *p = &l->e[l->n - 1], *f = &l->e[first];
+    OxTraceEdit e = {.kind = f->kind, .name = edit_node(x, a, i, false)};
+    if (f->kind == OX_TEDIT_MOVE) e.after = p->name;
+    if (f->kind == OX_TEDIT_REPLACE) {
+      e.from = f->from;
+      e.to = f->to;
+    }
+    *edit_push(l) = e;
+  }
+}
+
+/* Version 4 leaves a step's provenance out when it is the (old, name) pairs of its replace runs. */
+static void provenance_from_replaces(OxTrace *t, OxStep *s) {
+  uint32_t c = 0;
+  for (uint32_t i = 0; i < s->n_edits;) {
+    uint32_t end = replace_run(s->edits, s->n_edits, i);
+    c += end > i;
+    i = end > i ? end : i + 1;
+  }
+  s->n_prov = 0;
+  if (!c) return;
+  s->prov_old = ox_graph_alloc(t->pool, (c + 1) * sizeof(char *));
+  s->prov_new = ox_graph_alloc(t->pool, (c + 1) * sizeof(char *));
+  for (uint32_t i = 0; i < s->n_edits;) {
+    uint32_t end = replace_run(s->edits, s->n_edits, i);
+    if (end > i) {
+      s->prov_old[s->n_prov] = s->edits[i + 1].from;
+      s->prov_new[s->n_prov++] = s->edits[i].name;
+    }
+    i = end > i ? end : i + 1;
   }
 }
 
@@ -1555,21 +1731,25 @@ static void read_step(TR *x, json_object *o) {
     ox_json_path_push_key(r, "edits");
     if (ox_json_expect_type(r, v, json_type_array, "edits")) {
       size_t n = json_object_array_length(v);
-      OxTraceEdit *edits = ox_graph_alloc(t->pool, (n + 1) * sizeof *edits);
+      EditList l = {0};
       for (size_t i = 0; i < n; i++) {
         ox_json_path_push_idx(r, i);
+        json_object *a = json_object_array_get_idx(v, i);
         if (x->version < 3)
-          read_edit(r, t, json_object_array_get_idx(v, i), &edits[i]);
-        else
-          read_edit3(x, json_object_array_get_idx(v, i), &edits[i]);
+          read_edit(r, t, a, edit_push(&l));
+        else if (ox_json_expect_type(r, a, json_type_array, "an edit"))
+          read_edit4(x, a, &l);
         ox_json_path_pop(r);
       }
       /* s stays valid: nothing in this loop adds steps */
-      s->edits = edits;
-      s->n_edits = (uint32_t)n;
+      s->edits = ox_graph_alloc(t->pool, (l.n + 1) * sizeof *s->edits);
+      if (l.n) memcpy(s->edits, l.e, l.n * sizeof *s->edits);
+      s->n_edits = (uint32_t)l.n;
+      free(l.e);
     }
     ox_json_path_pop(r);
   }
+  if (x->version >= 4 && !json_object_object_get_ex(o, "provenance", &v)) provenance_from_replaces(t, s);
   if (x->version >= 3) {
     /* version 3 leaves out removed / added when they are the names of the erase / add edits */
     if (!json_object_object_get_ex(o, "removed", &v)) s->removed = edit_names(t, s, OX_TEDIT_ERASE, &s->n_removed);
@@ -1848,19 +2028,105 @@ static bool fs_checks(TR *tr, FastStep *f, OxStep *s) {
 }
 
 /* An edit (read_edit3) from its '[' on into e (zeroed). */
-static bool fs_edit(TR *tr, FastStep *f, OxTraceEdit *e) {
+/* Appends an edit to the step's edits being read (f->edits; pointers into them do not last). */
+static OxTraceEdit *fs_push(FastStep *f) {
+  if (f->n_edits == f->cap_edits) {
+    f->cap_edits = f->cap_edits ? 2 * f->cap_edits : 64;
+    f->edits = ox_xrealloc(f->edits, f->cap_edits * sizeof *f->edits);
+  }
+  OxTraceEdit *e = &f->edits[f->n_edits++];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+/* An add's fields after its name (after, target, args, meta, kwargs) up to its ']';
+ * *n counts the items read. */
+static bool fs_add_fields(TR *tr, FastStep *f, int k, OxTraceEdit *e, size_t *n) {
+  OxJsonLex *x = f->x;
+  OxTrace *t = tr->t;
+  OxJsonTok tok;
+  if (k == OX_TEDIT_ADD) {
+    tok = ox_json_lex_next(x);
+    if (tok != OX_JSON_NULL && !fs_ref(tr, x, tok, &e->after)) return false;
+    if (ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 || x->i >= tr->n_targets) return false;
+    e->op = tr->target_ops[x->i];
+    e->target = tr->target_names[x->i];
+  }
+  OxTraceEditData *d = ox_trace_edit_data(t, e);
+  d->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
+  d->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
+  if (ox_json_lex_next(x) != OX_JSON_ARRAY || !ox_json_fast_items(f->fj, OX_V_TUPLE, &d->args)) return false;
+  *n = k == OX_TEDIT_ADD ? 5 : 3;
+  tok = ox_json_lex_next(x);
+  if (tok == OX_JSON_ARRAY_END) return true;
+  if (k == OX_TEDIT_ADD) { /* the meta: an index, or null for none */
+    if (tok == OX_JSON_INT) {
+      if (x->i < 0 || x->i >= tr->n_metas) return false;
+      d->meta = tr->metas[x->i];
+      e->has_meta = tr->meta_ok[x->i];
+    } else if (tok != OX_JSON_NULL) {
+      return false;
+    }
+    (*n)++;
+    tok = ox_json_lex_next(x);
+    if (tok == OX_JSON_ARRAY_END) return true;
+  }
+  OxValue kw; /* kwargs: a dict */
+  if (!ox_json_fast_value(f->fj, tok, &kw) || kw.kind != OX_V_DICT) return false;
+  d->kwargs = kw;
+  (*n)++;
+  return *n <= (k == OX_TEDIT_ADD ? 7u : 4u) && ox_json_lex_next(x) == OX_JSON_ARRAY_END;
+}
+
+/* ["replace", old, [users], name, after, target, args(, meta(, kwargs))] (version 4) after its
+ * kind: the add, a replace_input per user, the erase of old. */
+static bool fs_replace(TR *tr, FastStep *f) {
+  OxJsonLex *x = f->x;
+  const char *old, *name;
+  if (!fs_ref(tr, x, ox_json_lex_next(x), &old) || ox_json_lex_next(x) != OX_JSON_ARRAY) return false;
+  size_t first = f->n_edits;
+  OxJsonTok tok;
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) { /* the users, pushed as rewires ... */
+    OxTraceEdit *e = fs_push(f);
+    e->kind = OX_TEDIT_REPLACE;
+    e->from = old;
+    if (!fs_ref(tr, x, tok, &e->name)) return false;
+  }
+  size_t nu = f->n_edits - first;
+  if (!nu || !fs_ref(tr, x, ox_json_lex_next(x), &name)) return false;
+  OxTraceEdit *add = fs_push(f);
+  add->kind = OX_TEDIT_ADD;
+  add->name = name;
+  size_t n;
+  if (!fs_add_fields(tr, f, OX_TEDIT_ADD, add, &n)) return false;
+  /* ... and the add moved before them */
+  OxTraceEdit a = f->edits[f->n_edits - 1];
+  memmove(&f->edits[first + 1], &f->edits[first], nu * sizeof *f->edits);
+  f->edits[first] = a;
+  for (size_t i = first + 1; i <= first + nu; i++) f->edits[i].to = name;
+  OxTraceEdit *er = fs_push(f);
+  er->kind = OX_TEDIT_ERASE;
+  er->name = old;
+  return true;
+}
+
+/* One item of "edits" from after its '[': an edit, or (version 4) a run of them (w4_edits). */
+static bool fs_edit(TR *tr, FastStep *f) {
   static const uint8_t max_n[N_EDIT_KINDS] = {7, 2, 4, 3, 3, 3, 4};
   OxJsonLex *x = f->x;
   OxTrace *t = tr->t;
   if (ox_json_lex_next(x) != OX_JSON_STRING) return false;
   if (fs_is(x, "toposort")) {
-    e->kind = OX_TEDIT_MOVE;
+    fs_push(f)->kind = OX_TEDIT_MOVE;
     return ox_json_lex_next(x) == OX_JSON_ARRAY_END;
   }
+  if (tr->version >= 4 && fs_is(x, "replace")) return fs_replace(tr, f);
   int k = -1;
   for (int i = 0; i < N_EDIT_KINDS; i++)
     if (fs_is(x, edit_kind_names[i])) k = i;
   if (k < 0) return false;
+  size_t at = f->n_edits;
+  OxTraceEdit *e = fs_push(f);
   e->kind = (uint8_t)k;
   if (!fs_ref(tr, x, ox_json_lex_next(x), &e->name)) return false;
   OxJsonTok tok;
@@ -1891,57 +2157,31 @@ static bool fs_edit(TR *tr, FastStep *f, OxTraceEdit *e) {
     break;
   }
   case OX_TEDIT_ADD:
-  case OX_TEDIT_ARGS: {
-    if (k == OX_TEDIT_ADD) {
-      tok = ox_json_lex_next(x);
-      if (tok != OX_JSON_NULL && !fs_ref(tr, x, tok, &e->after)) return false;
-      if (ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 || x->i >= tr->n_targets) return false;
-      e->op = tr->target_ops[x->i];
-      e->target = tr->target_names[x->i];
-    }
-    OxTraceEditData *d = ox_trace_edit_data(t, e);
-    d->args = ox_graph_value_seq(t->pool, OX_V_TUPLE, NULL, 0);
-    d->kwargs = ox_graph_value_dict(t->pool, NULL, NULL, 0);
-    if (ox_json_lex_next(x) != OX_JSON_ARRAY || !ox_json_fast_items(f->fj, OX_V_TUPLE, &d->args)) return false;
-    n = k == OX_TEDIT_ADD ? 5 : 3;
-    tok = ox_json_lex_next(x);
-    if (tok == OX_JSON_ARRAY_END) return true;
-    if (k == OX_TEDIT_ADD) { /* the meta: an index, or null for none */
-      if (tok == OX_JSON_INT) {
-        if (x->i < 0 || x->i >= tr->n_metas) return false;
-        d->meta = tr->metas[x->i];
-        e->has_meta = tr->meta_ok[x->i];
-      } else if (tok != OX_JSON_NULL) {
-        return false;
-      }
-      n++;
-      tok = ox_json_lex_next(x);
-      if (tok == OX_JSON_ARRAY_END) return true;
-    }
-    OxValue kw; /* kwargs: a dict */
-    if (!ox_json_fast_value(f->fj, tok, &kw) || kw.kind != OX_V_DICT) return false;
-    d->kwargs = kw;
-    n++;
-    break;
+  case OX_TEDIT_ARGS: return fs_add_fields(tr, f, k, e, &n);
   }
+  if (n > max_n[k]) return false;
+  bool run = tr->version >= 4 && (k == OX_TEDIT_ERASE || k == OX_TEDIT_MOVE || k == OX_TEDIT_REPLACE);
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) { /* a run's other names (version 4) */
+    const char *name;
+    if (!run || !fs_ref(tr, x, tok, &name)) return false;
+    OxTraceEdit *p = &f->edits[f->n_edits - 1];
+    OxTraceEdit next = {.kind = (uint8_t)k, .name = name};
+    if (k == OX_TEDIT_MOVE) next.after = p->name;
+    if (k == OX_TEDIT_REPLACE) {
+      next.from = f->edits[at].from;
+      next.to = f->edits[at].to;
+    }
+    *fs_push(f) = next;
   }
-  return n <= max_n[k] && ox_json_lex_next(x) == OX_JSON_ARRAY_END;
+  return true;
 }
 
 /* "edits" from its '[' on, copied to the pool. */
 static bool fs_edits(TR *tr, FastStep *f, OxStep *s) {
   f->n_edits = 0;
   OxJsonTok tok;
-  while ((tok = ox_json_lex_next(f->x)) != OX_JSON_ARRAY_END) {
-    if (tok != OX_JSON_ARRAY) return false;
-    if (f->n_edits == f->cap_edits) {
-      f->cap_edits = f->cap_edits ? 2 * f->cap_edits : 64;
-      f->edits = ox_xrealloc(f->edits, f->cap_edits * sizeof *f->edits);
-    }
-    OxTraceEdit *e = &f->edits[f->n_edits++];
-    memset(e, 0, sizeof *e);
-    if (!fs_edit(tr, f, e)) return false;
-  }
+  while ((tok = ox_json_lex_next(f->x)) != OX_JSON_ARRAY_END)
+    if (tok != OX_JSON_ARRAY || !fs_edit(tr, f)) return false;
   if (f->n_edits > UINT32_MAX - 1) return false;
   s->edits = ox_graph_alloc(tr->t->pool, (f->n_edits + 1) * sizeof *s->edits);
   if (f->n_edits) memcpy(s->edits, f->edits, f->n_edits * sizeof *s->edits);
@@ -2013,6 +2253,7 @@ static bool fast_step(TR *tr, FastStep *f, const char *text, size_t len, size_t 
     if (!ok) return false;
   }
   if (kind < 0) return false;
+  if (tr->version >= 4 && !(seen & (1u << S_PROVENANCE))) provenance_from_replaces(t, &s);
   /* version 3 leaves out removed / added when they are the names of the erase / add edits */
   if (!(seen & (1u << S_REMOVED))) s.removed = edit_names(t, &s, OX_TEDIT_ERASE, &s.n_removed);
   if (!(seen & (1u << S_ADDED))) s.added = edit_names(t, &s, OX_TEDIT_ADD, &s.n_added);

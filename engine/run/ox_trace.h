@@ -273,7 +273,7 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
  * out as provenance pairs and every rewire as an args edit; both still read and replay).
  * Version 3 is the compact encoding: node names and edit metas in top-level tables ("names",
  * "metas") referenced by index, edits as arrays, no formatted reason text, one step a line. */
-#define OX_TRACE_VERSION 3
+#define OX_TRACE_VERSION 4
 
 /* JSON (docs/trace-format.md). Writes with OxBuf; reading validates and returns located errors
  * (text NUL-terminated at len, as for ox_load_buffer). ox_trace_write_json writes version 3;
