@@ -1581,7 +1581,8 @@ static const char v4_doc[] =
   "\"steps\":[\n"
   "{\"kind\":\"applied\",\"applied_index\":1,\"pass\":\"p\",\"edits\":[[\"replace\",1,[3,4],5,0,0,[{\"node\":0}],0],"
   "[\"erase\",2,6,7],[\"move\",3,5,4,0],[\"replace_input\",3,0,5,4]]},\n"
-  "{\"kind\":\"applied\",\"applied_index\":2,\"pass\":\"p\",\"provenance\":[],\"edits\":[[\"replace\",1,[3],5,0,0,[{\"node\":0}]]]}\n"
+  "{\"kind\":\"applied\",\"applied_index\":2,\"pass\":\"p\",\"provenance\":[],\"edits\":[[\"replace\",1,[3],5,0,0,[{\"node\":0}]]]},\n"
+  "{\"kind\":\"applied\",\"applied_index\":3,\"pass\":\"p\",\"edits\":[[\"args\",3,[{\"nodes\":[0,5]},1]]]}\n"
   "]}\n";
 
 static void test_v4_runs(void) {
@@ -1594,8 +1595,8 @@ static void test_v4_runs(void) {
     int rc = ox_trace_read_json(v4_doc, strlen(v4_doc), "t.json", &t, &d);
     if (rc) ox_diags_print(&d, stderr);
     g_assert_cmpint(rc, ==, 0);
-    g_assert_cmpuint(ox_trace_fast_steps() - before, ==, fast ? 2 : 0);
-    g_assert_cmpuint(t->n_steps, ==, 2);
+    g_assert_cmpuint(ox_trace_fast_steps() - before, ==, fast ? 3 : 0);
+    g_assert_cmpuint(t->n_steps, ==, 3);
     const OxStep *s = &t->steps[0];
     /* add n; u, v: a -> n; erase a | erase b, c, d | move u after n, v after u, x after v |
      * u: x -> n, v: x -> n */
@@ -1627,6 +1628,11 @@ static void test_v4_runs(void) {
     g_assert_cmpuint(s->n_removed, ==, 4);
     g_assert_cmpuint(t->steps[1].n_prov, ==, 0); /* written, as [] */
     g_assert_cmpuint(t->steps[1].n_edits, ==, 3);
+    /* {"nodes": [i, ...]}: a list of node references */
+    const OxValue *args = &t->steps[2].edits[0].data->args;
+    g_assert_cmpuint(args->n, ==, 2);
+    g_assert_cmpint(args->u.items[0].kind, ==, OX_V_LIST);
+    g_assert_cmpstr(ox_value_format(t->pool, args, (char[64]){0}, 64), ==, "([%x, %n], 1)");
     /* written again: the same runs, and [] kept where the replaces would say otherwise */
     OxBuf b;
     ox_buf_init(&b);
@@ -1636,6 +1642,7 @@ static void test_v4_runs(void) {
                                     "[\"move\",1,3,2,4],[\"replace_input\",1,4,3,2]]"));
     g_assert_nonnull(strstr(b.data, "\"names\":[\"a\",\"u\",\"v\",\"n\",\"x\",\"b\",\"c\",\"d\"]"));
     g_assert_nonnull(strstr(b.data, "\"provenance\":[],"));
+    g_assert_nonnull(strstr(b.data, "[\"args\",1,[{\"nodes\":[4,3]},1]]"));
     g_assert_null(strstr(b.data, "\"provenance\":[["));
     ox_buf_free(&b);
     ox_trace_free(t);
@@ -1652,15 +1659,19 @@ static void test_v4_runs(void) {
       {"[\"move\",3,5,4,0]", "[\"move\",3,5,4,null]", "steps[0].edits[2][4]: a node reference must be an index into \"names\", not null"},
       {"[\"replace_input\",3,0,5,4]", "[\"replace_input\",3,0,5,8]", "steps[0].edits[3][4]: node index 8 is out of range"},
       {"\"version\":4", "\"version\":3", "steps[0].edits[0]: unknown edit kind 'replace'"},
+      {"{\"nodes\":[0,5]}", "{\"nodes\":[0,8]}", "steps[2].edits[0][2][0].nodes[1]: node index 8 is out of range"},
+      {"{\"nodes\":[0,5]}", "{\"nodes\":[0,\"n\"]}", "steps[2].edits[0][2][0].nodes[1]: a node reference must be an index"},
+      {"{\"nodes\":[0,5]}", "{\"nodes\":5}", "steps[2].edits[0][2][0].nodes: a node list must be an array"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
       char *doc = replaced(v4_doc, bad[i].from, bad[i].to);
       ox_diags_init(&d, "t.json");
       t = NULL;
       rc = ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d);
-      if (rc != -1 || d.n_errors == 0 || !strstr(d.items[0].msg, bad[i].msg) || d.items[0].line != 6) {
+      uint32_t line = strstr(bad[i].msg, "steps[2]") ? 8 : 6;
+      if (rc != -1 || d.n_errors == 0 || !strstr(d.items[0].msg, bad[i].msg) || d.items[0].line != line) {
         ox_diags_print(&d, stderr);
-        g_test_fail_printf("damage %zu (%s -> %s): wanted line 6: %s", i, bad[i].from, bad[i].to, bad[i].msg);
+        g_test_fail_printf("damage %zu (%s -> %s): wanted line %u: %s", i, bad[i].from, bad[i].to, line, bad[i].msg);
       }
       ox_trace_free(t);
       ox_diags_clear(&d);
@@ -1672,6 +1683,12 @@ static void test_v4_runs(void) {
     ox_diags_init(&d, "t.json");
     g_assert_cmpint(ox_trace_read_json(doc2, strlen(doc2), "t.json", &t, &d), ==, -1);
     g_assert_nonnull(strstr(d.items[0].msg, "steps[0].edits[0]: erase edit of 4 items (it has 2)"));
+    bool nodes_refused = false; /* nor {"nodes": [...]} */
+    for (uint32_t i = 0; i < d.n; i++) nodes_refused |= d.items[i].line == 8 && strstr(d.items[i].msg, "steps[2].edits[0][2][0]") != NULL;
+    if (!nodes_refused) {
+      ox_diags_print(&d, stderr);
+      g_test_fail_printf("version 3 took {\"nodes\": [...]}");
+    }
     ox_diags_clear(&d);
     g_free(doc);
     g_free(doc2);

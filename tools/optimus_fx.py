@@ -1716,13 +1716,24 @@ def read_trace(path):
                          (path, tr.get("version"), type(e).__name__, e)) from None
 
 
+def _index(i):
+    """A name index as written in a trace: a non-negative int (IndexError otherwise, as for one
+    out of range)."""
+    if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+        raise IndexError("node index %r" % (i,))
+    return i
+
+
 def _decode_value(v, names):
-    """A version 3 value: {"node": i} -> {"node": names[i]}, the rest as it is."""
+    """A version 3 or 4 value: {"node": i} -> {"node": names[i]}, {"nodes": [i, ...]} (version 4)
+    -> [{"node": names[i]}, ...], the rest as it is."""
     if isinstance(v, list):
         return [_decode_value(x, names) for x in v]
     if isinstance(v, dict):
         if len(v) == 1 and isinstance(v.get("node"), int):
-            return {"node": names[v["node"]]}
+            return {"node": names[_index(v["node"])]}
+        if len(v) == 1 and isinstance(v.get("nodes"), list):  # version 4: a list of node references
+            return [{"node": names[_index(i)]} for i in v["nodes"]]
         return {k: _decode_value(x, names) for k, x in v.items()}
     return v
 

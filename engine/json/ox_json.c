@@ -355,6 +355,33 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
       *out = ox_value_node(ox_graph_name_ref_interned(c->g, c->names[ix]));
       ok = true;
     }
+  } else if (strcmp(tag, "nodes") == 0 && c->names && c->node_lists) {
+    /* trace version 4: a list of node references, as indices */
+    if (ox_json_expect_type(r, v, json_type_array, "a node list")) {
+      size_t cnt = json_object_array_length(v);
+      OxValue *items = cnt ? ox_graph_alloc(c->g, cnt * sizeof *items) : NULL;
+      ok = cnt <= UINT32_MAX;
+      for (size_t i = 0; ok && i < cnt; i++) {
+        json_object *e = json_object_array_get_idx(v, i);
+        int64_t ix;
+        ox_json_path_push_idx(r, i);
+        if (!json_object_is_type(e, json_type_int)) {
+          ERR(r, "a node reference must be an index into \"names\", not %s", ox_json_jtype_name(e));
+          ok = false;
+        } else if ((ix = json_object_get_int64(e)) < 0 || ix >= c->n_names) {
+          ERR(r, "node index %" PRId64 " is out of range (\"names\" has %" PRIu32 " entries)", ix, c->n_names);
+          ok = false;
+        } else {
+          items[i] = ox_value_node(ox_graph_name_ref_interned(c->g, c->names[ix]));
+        }
+        ox_json_path_pop(r);
+      }
+      if (ok) {
+        out->kind = OX_V_LIST;
+        out->n = (uint32_t)cnt;
+        out->u.items = items;
+      }
+    }
   } else if (strcmp(tag, "node") == 0) {
     if (get_str(r, v, "a node reference", &s, &n)) {
       const char *name = ox_graph_intern_n(c->g, s, n);
@@ -713,7 +740,7 @@ static OxNodeId create_node(Rd *r, OxGraph *g, json_object *o) {
 
 /* Pass 2: everything else about the node (all names are known now). */
 static void fill_node(Rd *r, OxGraph *g, OxNodeId id, json_object *o) {
-  Ctx c = {g, r, false, NULL, 0};
+  Ctx c = {g, r, false, NULL, 0, false};
   json_object_object_foreach(o, k, v) {
     ox_json_path_push_key(r, k);
     if (!is_known(node_keys, k)) {

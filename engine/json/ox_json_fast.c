@@ -59,6 +59,7 @@ struct OxJsonFast {
   const char *const *names; /* trace version 3: node references are indices into these names
                                (interned in g), each read as ox_graph_name_ref_interned */
   uint32_t n_names;
+  bool node_lists;      /* trace version 4: {"nodes": [i, ...]} (ox_json_fast_node_lists) */
   OxNodeId *name_ids;   /* per name: its node (placeholder) in g once looked up, else 0 */
   OxValue *vals;        /* items of the containers being read (a stack) */
   size_t n_vals, cap_vals;
@@ -160,9 +161,19 @@ static bool dict_pairs(Fast *f, OxValue *out) {
   return true;
 }
 
-enum { T_TUPLE, T_SLICE, T_NODE, T_SYM, T_DEVICE, T_ENUM, T_RAW, T_DTYPE, T_ELLIPSIS, T_FLOAT, T_DICT };
+enum { T_TUPLE, T_SLICE, T_NODE, T_SYM, T_DEVICE, T_ENUM, T_RAW, T_DTYPE, T_ELLIPSIS, T_FLOAT, T_DICT, T_NODES };
 static const char *const tags[] = {"tuple", "slice", "node", "sym", "device", "enum", "raw", "dtype",
-                                   "ellipsis", "float", "dict", NULL};
+                                   "ellipsis", "float", "dict", "nodes", NULL};
+
+/* The node (placeholder) of names[i]: a name's placeholder, once made, stays, so each name is
+ * looked up once (a node of a large run is referred to ~7 times, and the lookup misses the
+ * caches). */
+static OxNodeId name_node(Fast *f, int64_t i) {
+  if (!f->name_ids) f->name_ids = ox_xcalloc(f->n_names, sizeof *f->name_ids);
+  OxNodeId *id = &f->name_ids[i];
+  if (!*id) *id = ox_graph_name_ref_interned(f->g, f->names[i]);
+  return *id;
+}
 
 /* A tagged value (an object of exactly one key) from its '{' on. */
 static bool tagged(Fast *f, OxValue *out) {
@@ -178,12 +189,7 @@ static bool tagged(Fast *f, OxValue *out) {
   case T_NODE: {
     if (f->names) { /* as the tree read's Ctx.names: the name stands for a node (a placeholder) */
       if (tok != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
-      /* a name's placeholder, once made, stays: look each name up once (a node of a large
-       * run is referred to ~7 times, and the lookup misses the caches) */
-      if (!f->name_ids) f->name_ids = ox_xcalloc(f->n_names, sizeof *f->name_ids);
-      OxNodeId *id = &f->name_ids[f->x.i];
-      if (!*id) *id = ox_graph_name_ref_interned(f->g, f->names[f->x.i]);
-      *out = ox_value_node(*id);
+      *out = ox_value_node(name_node(f, f->x.i));
       ok = true;
       break;
     }
@@ -228,6 +234,26 @@ static bool tagged(Fast *f, OxValue *out) {
     else if (str_is(f, "nan")) *out = ox_value_float(NAN), ok = true;
     break;
   case T_DICT: ok = tok == OX_JSON_ARRAY && dict_pairs(f, out); break;
+  case T_NODES: { /* a list of node references, as indices (trace version 4) */
+    if (!f->node_lists || !f->names || tok != OX_JSON_ARRAY) return false;
+    size_t base = f->n_vals;
+    while ((tok = next(f)) != OX_JSON_ARRAY_END) {
+      if (tok != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
+      GROW(f->vals, f->n_vals, f->cap_vals);
+      f->vals[f->n_vals++] = ox_value_node(name_node(f, f->x.i));
+    }
+    size_t n = f->n_vals - base;
+    if (n > UINT32_MAX) return false;
+    out->kind = OX_V_LIST;
+    out->n = (uint32_t)n;
+    if (n) {
+      out->u.items = ox_graph_alloc(f->g, n * sizeof *out->u.items);
+      memcpy(out->u.items, f->vals + base, n * sizeof *out->u.items);
+    }
+    f->n_vals = base;
+    ok = true;
+    break;
+  }
   }
   return ok && next(f) == OX_JSON_OBJECT_END;
 }
@@ -793,6 +819,8 @@ OxJsonFast *ox_json_fast_new(OxGraph *g, const char *const *names, uint32_t n_na
   f->n_names = n_names;
   return f;
 }
+
+void ox_json_fast_node_lists(OxJsonFast *f, bool on) { f->node_lists = on; }
 
 void ox_json_fast_free(OxJsonFast *f) {
   if (!f) return;

@@ -51,6 +51,7 @@ typedef struct {
   /* trace version 3: a node reference is an index into these names (interned in g), not a name */
   const char *const *names;
   uint32_t n_names;
+  bool node_lists;  /* trace version 4: {"nodes": [i, ...]} is a list of node references */
 } Ctx;
 
 /* ox_json_write.c */
@@ -65,6 +66,8 @@ typedef struct OxJsonStyle {
    * (a writer on another thread than the one adding references to the graph keeps a copy) */
   const char *const *refs;
   uint32_t n_refs;
+  bool node_lists; /* a list of two or more node references as {"nodes": [i, ...]} (trace version 4;
+                      node_ref set) */
 } OxJsonStyle;
 void ox_json_write_items_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st);
 void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st);
@@ -106,6 +109,8 @@ bool ox_json_fast_enabled(void);
  * False where the tree read would say something or decide otherwise (what was made in g stays). */
 typedef struct OxJsonFast OxJsonFast;
 OxJsonFast *ox_json_fast_new(OxGraph *g, const char *const *names, uint32_t n_names);
+/* Trace version 4: {"nodes": [i, ...]} is taken as a list of node references (as Ctx.node_lists). */
+void ox_json_fast_node_lists(OxJsonFast *f, bool on);
 void ox_json_fast_free(OxJsonFast *f);
 OxJsonLex *ox_json_fast_lex(OxJsonFast *f);
 bool ox_json_fast_value(OxJsonFast *f, OxJsonTok tok, OxValue *out);

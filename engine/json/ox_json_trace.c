@@ -484,7 +484,8 @@ static uint32_t w3_target(W3 *w, uint8_t op, const char *target) {
 
 /* An add's fields after its name: ,after,target,args[,meta][,kwargs] */
 static void w3_add_fields(W3 *w, const OxTraceEdit *e, OxBuf *b) {
-  const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs};
+  const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs,
+                          .node_lists = w->version >= 4};
   int64_t meta = e->has_meta ? w3_meta(w, &e->data->meta) : -1;
   ox_buf_putc(b, ',');
   w3_ref(w, b, e->after);
@@ -506,7 +507,8 @@ static void w3_add_fields(W3 *w, const OxTraceEdit *e, OxBuf *b) {
 }
 
 static void w3_edit(W3 *w, const OxTraceEdit *e, OxBuf *b) {
-  const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs};
+  const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs,
+                          .node_lists = w->version >= 4};
   if (e->kind == OX_TEDIT_MOVE && !e->name) {
     ox_buf_puts(b, "[\"toposort\"]");
     return;
@@ -1238,7 +1240,7 @@ static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
       e->op = (uint8_t)opv;
     if (!e->target) ERR(r, "an add edit needs a \"target\"");
   }
-  Ctx c = {t->pool, r, true, NULL, 0};
+  Ctx c = {t->pool, r, true, NULL, 0, false};
   json_object *v;
   /* only the kinds that carry args / meta get data (and read them) */
   if (k != OX_TEDIT_ADD && k != OX_TEDIT_ARGS && k != OX_TEDIT_META) return;
@@ -1383,7 +1385,7 @@ static void read_edit3(TR *x, json_object *a, size_t n, size_t o, OxTraceEdit *e
     e->has_meta = edit_meta(x, a, 2, &d->meta);
     return;
   }
-  Ctx c = {t->pool, r, true, (const char *const *)x->names, x->n_names};
+  Ctx c = {t->pool, r, true, (const char *const *)x->names, x->n_names, x->version >= 4};
   size_t ai = k == OX_TEDIT_ADD ? 4 + o : 2;   /* args */
   size_t ki = k == OX_TEDIT_ADD ? 6 + o : 3;   /* kwargs */
   json_object *v = edit_item(a, ai);
@@ -2934,6 +2936,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
     if (x.version >= 3 && fast) {
       static const char *const no_names[1] = {NULL}; /* not NULL: no {"node": "name"} either */
       fs.fj = ox_json_fast_new(t->pool, x.n_names ? x.names : no_names, x.n_names);
+      ox_json_fast_node_lists(fs.fj, x.version >= 4);
       fs.x = ox_json_fast_lex(fs.fj);
     }
     if (i < len && text[i] == ']') i++;

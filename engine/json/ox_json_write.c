@@ -64,6 +64,25 @@ static void write_tagged_str(OxBuf *b, const char *tag, const char *s, const OxJ
   ox_buf_putc(b, '}');
 }
 
+static const char *ref_name(const OxGraph *g, OxNodeId id, const OxJsonStyle *st) {
+  return !st->refs ? ox_graph_ref_name(g, id) : id && id <= st->n_refs ? st->refs[id] : NULL;
+}
+
+/* {"nodes":[i, ...]} for a list of node references (trace version 4); false, nothing written,
+ * when some item is not one (or dangles). */
+static bool write_node_list(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st) {
+  for (uint32_t i = 0; i < v->n; i++)
+    if (v->u.items[i].kind != OX_V_NODE || !ref_name(g, v->u.items[i].u.node, st)) return false;
+  tag_open(b, "nodes", st);
+  ox_buf_putc(b, '[');
+  for (uint32_t i = 0; i < v->n; i++) {
+    if (i) ox_buf_puts(b, st->comma);
+    st->node_ref(st->ctx, b, ref_name(g, v->u.items[i].u.node, st));
+  }
+  ox_buf_puts(b, "]}");
+  return true;
+}
+
 void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st) {
   switch ((OxValueKind)v->kind) {
   case OX_V_NONE: ox_buf_puts(b, "null"); return;
@@ -78,9 +97,7 @@ void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, co
     return;
   case OX_V_STR: ox_json_put_str(b, v->s); return;
   case OX_V_NODE: {
-    const char *name = !st->refs                                    ? ox_graph_ref_name(g, v->u.node)
-                       : v->u.node && v->u.node <= st->n_refs ? st->refs[v->u.node]
-                                                               : NULL;
+    const char *name = ref_name(g, v->u.node, st);
     tag_open(b, "node", st);
     if (!name)
       ox_buf_puts(b, "null"); /* a dangling id: the reader rejects it, loudly */
@@ -102,7 +119,10 @@ void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, co
     tag_open(b, "ellipsis", st);
     ox_buf_puts(b, "true}");
     return;
-  case OX_V_LIST: ox_json_write_items_styled(g, v, b, st); return;
+  case OX_V_LIST:
+    if (st->node_lists && st->node_ref && v->n >= 2 && write_node_list(g, v, b, st)) return;
+    ox_json_write_items_styled(g, v, b, st);
+    return;
   case OX_V_TUPLE:
   case OX_V_SLICE:
     tag_open(b, v->kind == OX_V_TUPLE ? "tuple" : "slice", st);
