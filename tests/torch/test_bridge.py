@@ -269,6 +269,37 @@ class BridgeTests(unittest.TestCase):
             with self.assertRaises(ValueError):
                 ox.read_trace(cut)
 
+    def test_read_trace_versions(self):
+        """traces/versions: read_trace gives the same trace from versions 3 and 4 of one run
+        (version 4's runs of edits, node lists and left-out provenance expanded)"""
+        _need_cli(self)
+        example = os.path.join(SOURCE_ROOT, "data", "examples", "recsys-towers.txt")
+        with tempfile.TemporaryDirectory() as d:
+            got = {}
+            for v in ("3", "4"):
+                t = os.path.join(d, "t%s.json" % v)
+                p = run_cli("optimize", example, "-o", os.path.join(d, "o.json"), "--trace", t,
+                            "--trace-format", v)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(t, encoding="utf-8") as f:
+                    self.assertIn('"version":%s,' % v, f.readline())
+                got[v] = tr = ox.read_trace(t)
+                tr.pop("version")
+                tr.pop("seconds", None)
+                for e in tr.get("passes", []):
+                    e.pop("seconds", None)
+                for s in tr["steps"]:
+                    s.pop("seconds", None)
+                    for c in s.get("checks", {}).values():
+                        c.pop("seconds", None)
+            with open(os.path.join(d, "t4.json"), encoding="utf-8") as f:
+                text = f.read()
+            self.assertIn('["replace",', text)  # the encodings differ, the traces do not
+            self.assertIn('{"nodes":[', text)
+            steps = [s for s in got["4"]["steps"] if s.get("edits")]
+            self.assertTrue(steps and any(s.get("provenance") for s in steps))
+            self.assertEqual(got["3"], got["4"])
+
     def test_fixture_dir_small(self):
         """fixtures/size: the committed fixtures stay under 2 MB"""
         total = sum(os.path.getsize(os.path.join(fm.FIXTURE_DIR, f))
