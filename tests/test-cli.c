@@ -3090,8 +3090,9 @@ static void test_cli_cost_guard(void) {
   text = read_all(trg, &len);
   tj = json_tokener_parse(text);
   g_assert_nonnull(tj);
-  json_object *steps;
+  json_object *steps, *strings;
   g_assert_true(json_object_object_get_ex(tj, "steps", &steps));
+  g_assert_true(json_object_object_get_ex(tj, "strings", &strings)); /* version 4: the reason arguments */
   uint32_t applied = 0, payoff = 0;
   for (size_t i = 0; i < json_object_array_length(steps); i++) {
     json_object *st = json_object_array_get_idx(steps, i), *kind, *reason, *code, *c;
@@ -3109,12 +3110,14 @@ static void test_cli_cost_guard(void) {
     } else {
       payoff++;
       g_assert_cmpfloat(ox_cost_time_us(&p.after), >, ox_cost_time_us(&p.before));
-      /* version 3 writes the arguments, not the text ("estimated %0: below the payoff threshold (%1)") */
+      /* versions 3 and 4 write the arguments, not the text ("estimated %0: below the payoff
+       * threshold (%1)"); version 4 as indices into "strings" */
       json_object *args;
       g_assert_false(json_object_object_get_ex(reason, "text", NULL));
       g_assert_true(json_object_object_get_ex(reason, "args", &args));
       g_assert_cmpuint(json_object_array_length(args), ==, 2);
-      g_assert_true(g_str_has_prefix(json_object_get_string(json_object_array_get_idx(args, 1)), "min_payoff 0: saves -"));
+      json_object *a1 = json_object_array_get_idx(strings, json_object_get_int(json_object_array_get_idx(args, 1)));
+      g_assert_true(g_str_has_prefix(json_object_get_string(a1), "min_payoff 0: saves -"));
     }
   }
   g_assert_cmpuint(applied, >, 0);

@@ -1578,11 +1578,13 @@ static const char v4_doc[] =
   "\"names\":[\"x\",\"a\",\"b\",\"u\",\"v\",\"n\",\"c\",\"d\"],\n"
   "\"targets\":[[\"call_function\",\"torch.relu\"]],\n"
   "\"metas\":[{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4,8]}}],\n"
+  "\"strings\":[\"z\",\"b\"],\n"
   "\"steps\":[\n"
   "{\"kind\":\"applied\",\"applied_index\":1,\"pass\":\"p\",\"edits\":[[\"replace\",1,[3,4],5,0,0,[{\"node\":0}],0],"
   "[\"erase\",2,6,7],[\"move\",3,5,4,0],[\"replace_input\",3,0,5,4]]},\n"
   "{\"kind\":\"applied\",\"applied_index\":2,\"pass\":\"p\",\"provenance\":[],\"edits\":[[\"replace\",1,[3],5,0,0,[{\"node\":0}]]]},\n"
-  "{\"kind\":\"applied\",\"applied_index\":3,\"pass\":\"p\",\"edits\":[[\"args\",3,[{\"nodes\":[0,5]},1]]]}\n"
+  "{\"kind\":\"applied\",\"applied_index\":3,\"pass\":\"p\",\"edits\":[[\"args\",3,[{\"nodes\":[0,5]},1]]]},\n"
+  "{\"kind\":\"rejected\",\"pass\":\"p\",\"anchor\":0,\"reason\":{\"code\":\"OTHER\",\"args\":[1],\"nodes\":[true]}}\n"
   "]}\n";
 
 static void test_v4_runs(void) {
@@ -1595,8 +1597,12 @@ static void test_v4_runs(void) {
     int rc = ox_trace_read_json(v4_doc, strlen(v4_doc), "t.json", &t, &d);
     if (rc) ox_diags_print(&d, stderr);
     g_assert_cmpint(rc, ==, 0);
-    g_assert_cmpuint(ox_trace_fast_steps() - before, ==, fast ? 3 : 0);
-    g_assert_cmpuint(t->n_steps, ==, 3);
+    g_assert_cmpuint(ox_trace_fast_steps() - before, ==, fast ? 4 : 0);
+    g_assert_cmpuint(t->n_steps, ==, 4);
+    /* a reason's arguments: indices into "strings" */
+    g_assert_cmpuint(t->steps[3].reason.n_args, ==, 1);
+    g_assert_cmpstr(t->steps[3].reason.args[0], ==, "b");
+    g_assert_cmpstr(t->steps[3].reason.nodes[0], ==, "b");
     const OxStep *s = &t->steps[0];
     /* add n; u, v: a -> n; erase a | erase b, c, d | move u after n, v after u, x after v |
      * u: x -> n, v: x -> n */
@@ -1643,6 +1649,8 @@ static void test_v4_runs(void) {
     g_assert_nonnull(strstr(b.data, "\"names\":[\"a\",\"u\",\"v\",\"n\",\"x\",\"b\",\"c\",\"d\"]"));
     g_assert_nonnull(strstr(b.data, "\"provenance\":[],"));
     g_assert_nonnull(strstr(b.data, "[\"args\",1,[{\"nodes\":[4,3]},1]]"));
+    g_assert_nonnull(strstr(b.data, "\"reason\":{\"code\":\"OTHER\",\"args\":[0],\"nodes\":[true]}"));
+    g_assert_nonnull(strstr(b.data, "\n\"strings\":[\"b\"]}"));
     g_assert_null(strstr(b.data, "\"provenance\":[["));
     ox_buf_free(&b);
     ox_trace_free(t);
@@ -1662,13 +1670,17 @@ static void test_v4_runs(void) {
       {"{\"nodes\":[0,5]}", "{\"nodes\":[0,8]}", "steps[2].edits[0][2][0].nodes[1]: node index 8 is out of range"},
       {"{\"nodes\":[0,5]}", "{\"nodes\":[0,\"n\"]}", "steps[2].edits[0][2][0].nodes[1]: a node reference must be an index"},
       {"{\"nodes\":[0,5]}", "{\"nodes\":5}", "steps[2].edits[0][2][0].nodes: a node list must be an array"},
+      {"\"args\":[1]", "\"args\":[2]", "steps[3].reason.args[0]: string index 2 is out of range (\"strings\" has 2 entries)"},
+      {"\"args\":[1]", "\"args\":[\"b\"]", "steps[3].reason.args[0]: a reason argument must be an index into \"strings\", not a string"},
+      {"\"strings\":[\"z\",\"b\"]", "\"strings\":[\"z\",3]", "strings[1]: a reason argument must be a string, not an integer"},
+      {"\"strings\":[\"z\",\"b\"]", "\"strings\":{}", "strings: strings must be an array, not an object"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
       char *doc = replaced(v4_doc, bad[i].from, bad[i].to);
       ox_diags_init(&d, "t.json");
       t = NULL;
       rc = ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d);
-      uint32_t line = strstr(bad[i].msg, "steps[2]") ? 8 : 6;
+      uint32_t line = strstr(bad[i].msg, "steps[2]") ? 9 : strstr(bad[i].msg, "steps[3]") ? 10 : !strncmp(bad[i].msg, "strings", 7) ? 5 : 7;
       if (rc != -1 || d.n_errors == 0 || !strstr(d.items[0].msg, bad[i].msg) || d.items[0].line != line) {
         ox_diags_print(&d, stderr);
         g_test_fail_printf("damage %zu (%s -> %s): wanted line %u: %s", i, bad[i].from, bad[i].to, line, bad[i].msg);
@@ -1684,7 +1696,7 @@ static void test_v4_runs(void) {
     g_assert_cmpint(ox_trace_read_json(doc2, strlen(doc2), "t.json", &t, &d), ==, -1);
     g_assert_nonnull(strstr(d.items[0].msg, "steps[0].edits[0]: erase edit of 4 items (it has 2)"));
     bool nodes_refused = false; /* nor {"nodes": [...]} */
-    for (uint32_t i = 0; i < d.n; i++) nodes_refused |= d.items[i].line == 8 && strstr(d.items[i].msg, "steps[2].edits[0][2][0]") != NULL;
+    for (uint32_t i = 0; i < d.n; i++) nodes_refused |= d.items[i].line == 9 && strstr(d.items[i].msg, "steps[2].edits[0][2][0]") != NULL;
     if (!nodes_refused) {
       ox_diags_print(&d, stderr);
       g_test_fail_printf("version 3 took {\"nodes\": [...]}");

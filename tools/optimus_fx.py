@@ -1740,7 +1740,8 @@ def _decode_value(v, names):
 
 def decode_trace(tr):
     """A version 3 or 4 trace (node names, targets and metas in tables, edits as arrays, in
-    version 4 runs of edits as one and provenance left out when the replace runs say it;
+    version 4 runs of edits as one, provenance left out when the replace runs say it, and reason
+    arguments in a "strings" table;
     docs/trace-format.md) in the shape of version 2: names in place of indices, edits as
     objects, "seq", "removed" and "added" as version 2 writes them, "nodes" in every reason.
     The formatted reason text is not rebuilt (its templates live in the engine): reason_text()
@@ -1752,6 +1753,7 @@ def decode_trace(tr):
     if version > 4:
         raise ValueError("unsupported trace version %d (this reader knows versions 1 to 4)" % version)
     names, targets, metas = tr["names"], tr.get("targets") or [], tr.get("metas") or []
+    strings = tr.get("strings") or []
 
     def name(i):
         if i is None:
@@ -1852,9 +1854,11 @@ def decode_trace(tr):
                 del s[key]
         if "reason" in s:
             r = s["reason"] = dict(s["reason"])
+            if version >= 4:  # arguments are indices into "strings"
+                r["args"] = [index(strings, i, "string") for i in r.get("args") or []]
             r.setdefault("nodes", [False] * len(r.get("args") or []))
         steps.append(s)
-    out = {k: v for k, v in tr.items() if k not in ("names", "targets", "metas", "steps")}
+    out = {k: v for k, v in tr.items() if k not in ("names", "targets", "metas", "strings", "steps")}
     out["steps"] = steps
     return out
 

@@ -300,6 +300,10 @@ typedef struct W3 {
   OxNameMap *target_ix[OX_OP_COUNT]; /* per op: target -> 1 + its index in targets */
   OxBuf targets;          /* the "targets" items written so far */
   uint32_t n_targets;
+  OxStrTab *str_text;     /* version 4: each distinct reason argument, interned ... */
+  OxNameMap *str_ix;      /* ... -> 1 + its index in strings */
+  OxBuf strings;          /* the "strings" items written so far */
+  uint32_t n_strings;
   OxBuf tmp;
   /* set by a live writer (ox_trace_live_start): the pool's node reference names as of the steps
    * handed over (node references are resolved here, not in the pool another thread grows) */
@@ -464,6 +468,17 @@ static int64_t w3_meta(W3 *w, const OxMeta *m) {
   }
   if (m->t && !hint && w->meta_first[v - 1].t == m->t) ox_namemap_set(w->meta_by_t, (const char *)m->t, v);
   return v - 1;
+}
+
+/* Version 4: the index of s in the strings table (added on first use; reason arguments). */
+static uint32_t w4_string(W3 *w, const char *s) {
+  const char *k = ox_strtab_intern(w->str_text, s, strlen(s));
+  uint32_t v = ox_namemap_get(w->str_ix, k);
+  if (v) return v - 1;
+  if (w->n_strings) ox_buf_putc(&w->strings, ',');
+  ox_json_put_str(&w->strings, s);
+  ox_namemap_set(w->str_ix, k, ++w->n_strings);
+  return w->n_strings - 1;
 }
 
 /* The index of (op, target) in the targets table (added on first use). */
@@ -677,7 +692,11 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
     bool nodes = false;
     for (uint32_t i = 0; i < s->reason.n_args; i++) {
       if (i) ox_buf_putc(b, ',');
-      ox_json_put_str(b, s->reason.args[i]);
+      const char *a = s->reason.args[i] ? s->reason.args[i] : "";
+      if (w->version >= 4)
+        put_u32(b, w4_string(w, a)); /* version 4: an index into "strings" */
+      else
+        ox_json_put_str(b, a);
       nodes |= s->reason.nodes[i] != NULL;
     }
     ox_buf_putc(b, ']');
@@ -766,13 +785,19 @@ static void w3_init(W3 *w, const OxTrace *t, int version) {
             .pool_tag = ox_strtab_tag(t->pool->strings),
             .meta_text = ox_strtab_new(NULL),
             .meta_ix = ox_namemap_new(),
-            .meta_by_t = ox_namemap_new()};
+            .meta_by_t = ox_namemap_new(),
+            .str_text = ox_strtab_new(NULL),
+            .str_ix = ox_namemap_new()};
+  ox_buf_init(&w->strings);
   ox_buf_init(&w->metas);
   ox_buf_init(&w->targets);
   ox_buf_init(&w->tmp);
 }
 
 static void w3_free(W3 *w) {
+  ox_buf_free(&w->strings);
+  ox_namemap_free(w->str_ix);
+  ox_strtab_free(w->str_text);
   ox_buf_free(&w->metas);
   ox_buf_free(&w->targets);
   ox_buf_free(&w->tmp);
@@ -835,6 +860,10 @@ static void w3_tail(W3 *w, uint32_t n_steps, OxBuf *out) {
     ox_buf_putc(out, '\n');
     ox_buf_append(out, w->metas.data, w->metas.len);
     ox_buf_putc(out, '\n');
+  }
+  if (w->version >= 4) {
+    ox_buf_puts(out, "],\n\"strings\":[");
+    ox_buf_append(out, w->strings.data, w->strings.len);
   }
   ox_buf_puts(out, "]}\n");
 }
@@ -1147,6 +1176,8 @@ typedef struct TR {
   uint8_t *target_ops; /* targets[i] = (target_ops[i], target_names[i]) */
   const char **target_names;
   uint32_t n_targets;
+  const char **strings; /* version 4: the reason arguments (interned in t's pool) */
+  uint32_t n_strings;
 } TR;
 
 /* A node reference (an element of matched, the anchor ...): a name (versions 1 and 2) or an
@@ -1687,7 +1718,20 @@ static void read_step(TR *x, json_object *o) {
           if (n > OX_REASON_MAX_ARGS) n = OX_REASON_MAX_ARGS;
           for (size_t i = 0; i < n; i++) {
             json_object *a = json_object_array_get_idx(args, i);
-            s->reason.args[i] = ox_trace_intern(t, json_object_is_type(a, json_type_string) ? json_object_get_string(a) : "");
+            if (x->version >= 4) { /* an index into "strings" */
+              int64_t k = json_object_is_type(a, json_type_int) ? json_object_get_int64(a) : -1;
+              ox_json_path_push_key(r, "args");
+              ox_json_path_push_idx(r, i);
+              if (!json_object_is_type(a, json_type_int))
+                ERR(r, "a reason argument must be an index into \"strings\", not %s", ox_json_jtype_name(a));
+              else if (k < 0 || k >= x->n_strings)
+                ERR(r, "string index %lld is out of range (\"strings\" has %u entries)", (long long)k, x->n_strings);
+              ox_json_path_pop(r);
+              ox_json_path_pop(r);
+              s->reason.args[i] = k >= 0 && k < x->n_strings ? x->strings[k] : ox_trace_intern(t, "");
+            } else {
+              s->reason.args[i] = ox_trace_intern(t, json_object_is_type(a, json_type_string) ? json_object_get_string(a) : "");
+            }
             json_object *isn = nodes && json_object_is_type(nodes, json_type_array) ? json_object_array_get_idx(nodes, i) : NULL;
             if (isn && json_object_get_boolean(isn)) s->reason.nodes[i] = s->reason.args[i];
           }
@@ -1965,7 +2009,10 @@ static bool fs_reason(TR *tr, FastStep *f, OxReason *rs) {
       uint32_t n = 0;
       while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
         if (n == OX_REASON_MAX_ARGS) return false; /* read_step drops the rest silently */
-        if (k == 1) {
+        if (k == 1 && tr->version >= 4) { /* an index into "strings" */
+          if (tok != OX_JSON_INT || x->i < 0 || x->i >= tr->n_strings) return false;
+          rs->args[n] = tr->strings[x->i];
+        } else if (k == 1) {
           if (tok != OX_JSON_STRING || !(rs->args[n] = fs_str_recent(tr, f))) return false;
         } else {
           if (tok != OX_JSON_TRUE && tok != OX_JSON_FALSE) return false;
@@ -2683,6 +2730,28 @@ static void read_target_table(TR *x, json_object *v) {
 }
 
 /* The "metas" array of a version 3 trace (parsed already). */
+/* The "strings" array of a version 4 trace (parsed already): the reason arguments. */
+static void read_string_table(TR *x, json_object *v) {
+  Rd *r = x->r;
+  ox_json_path_push_key(r, "strings");
+  if (ox_json_expect_type(r, v, json_type_array, "strings")) {
+    size_t n = json_object_array_length(v);
+    x->strings = ox_xcalloc(n + 1, sizeof *x->strings);
+    for (size_t i = 0; i < n; i++) {
+      json_object *e = json_object_array_get_idx(v, i);
+      ox_json_path_push_idx(r, i);
+      if (!json_object_is_type(e, json_type_string))
+        ERR(r, "a reason argument must be a string, not %s", ox_json_jtype_name(e));
+      else if (memchr(json_object_get_string(e), 0, (size_t)json_object_get_string_len(e)))
+        ERR(r, "a reason argument contains a NUL character");
+      x->strings[i] = ox_trace_intern(x->t, json_object_is_type(e, json_type_string) ? json_object_get_string(e) : "");
+      ox_json_path_pop(r);
+    }
+    x->n_strings = (uint32_t)n;
+  }
+  ox_json_path_pop(r);
+}
+
 static void read_meta_table(TR *x, json_object *v) {
   Rd *r = x->r;
   ox_json_path_push_key(r, "metas");
@@ -2907,6 +2976,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       if (tm && !tm->v && !fast_target_table(&x, &lx, text, tm->at, tm->end))
         tm->v = stream_parse(&st, tm->at, tm->end);
       if (tm && tm->v) read_target_table(&x, tm->v);
+      tm = x.version >= 4 ? member(mem, n_mem, "strings") : NULL;
+      if (tm && tm->v) read_string_table(&x, tm->v);
       if (names_at == SIZE_MAX) ERR(r, "no \"names\" key (a version 3 trace lists its node names)");
     }
   }
@@ -2994,6 +3065,7 @@ out:
   free(x.meta_ok);
   free(x.target_ops);
   free(x.target_names);
+  free(x.strings);
   for (uint32_t k = 0; k < n_mem; k++) json_object_put(mem[k].v);
   json_tokener_free(st.tok);
   free(st.tmp);
