@@ -1823,6 +1823,66 @@ static void test_gzip(void) {
   g_free(path);
 }
 
+/* A version 3 file written by the version 3 writer before version 4 existed (the bundled
+ * example's trace as of b9abf8e, tests/data/trace/recsys-towers.v3.trace.json): it reads; written
+ * as version 3 again it is the same bytes (the version 3 writer is unchanged); written as version
+ * 4 it is smaller, and read back it is the same trace, record by record; both replay onto the
+ * example graph to the same result. */
+static void test_v3_file(void) {
+  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
+  if (!root) {
+    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
+    return;
+  }
+  char *path = g_build_filename(root, "tests", "data", "trace", "recsys-towers.v3.trace.json", NULL);
+  char *graph = g_build_filename(root, "data", "examples", "recsys-towers.txt", NULL);
+  gchar *text = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  OxDiagList d;
+  ox_diags_init(&d, path);
+  OxTrace *t = NULL;
+  int rc = ox_trace_read_json(text, len, path, &t, &d);
+  if (rc) ox_diags_print(&d, stderr);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_cmpuint(t->n_applied, >, 5);
+  OxBuf b3, b4;
+  ox_buf_init(&b3);
+  ox_buf_init(&b4);
+  ox_trace_write_json_version(t, 3, &b3);
+  g_assert_cmpuint(b3.len, ==, len);
+  g_assert_true(memcmp(b3.data, text, len) == 0);
+  ox_trace_write_json(t, &b4);
+  g_assert_cmpuint(b4.len, <, len);
+  g_test_message("the example's trace: version 3 %zu bytes, version 4 %zu", (size_t)len, b4.len);
+  OxTrace *t4 = NULL;
+  g_assert_cmpint(ox_trace_read_json(b4.data, b4.len, "v4.json", &t4, &d), ==, 0);
+  char *diff = trace_first_difference(t, t4);
+  if (diff) g_test_fail_printf("the version 3 file and its version 4 form differ: %s", diff);
+  g_free(diff);
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_file(graph, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  ox_shape_infer_graph(doc->graphs[0], NULL, NULL);
+  OxGraph *a = ox_graph_clone(doc->graphs[0]), *c = ox_graph_clone(doc->graphs[0]);
+  g_assert_cmpint(ox_replay(a, t, UINT32_MAX, &d), ==, 0);
+  g_assert_cmpint(ox_replay(c, t4, UINT32_MAX, &d), ==, 0);
+  char *fa = fx_of(a), *fc = fx_of(c);
+  g_assert_cmpstr(fa, ==, fc);
+  free(fa);
+  free(fc);
+  ox_graph_free(a);
+  ox_graph_free(c);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+  ox_trace_free(t);
+  ox_trace_free(t4);
+  ox_buf_free(&b3);
+  ox_buf_free(&b4);
+  g_free(text);
+  g_free(path);
+  g_free(graph);
+}
+
 /* A version 2 file written by the version 2 writer before version 3 existed (the bundled
  * example's trace as of a7534aa): it reads; written as version 2 again it is the same bytes
  * (the version 2 writer is unchanged); written as version 3 and read back it is the same trace,
@@ -2411,6 +2471,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/live-writer", test_live_writer);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
   g_test_add_func("/engine/trace/v4-runs", test_v4_runs);
+  g_test_add_func("/engine/trace/v3-file", test_v3_file);
   g_test_add_func("/engine/trace/pass-stats", test_pass_stats);
   g_test_add_func("/engine/trace/coverage", test_coverage);
   g_test_add_func("/engine/trace/v2-file", test_v2_file);
