@@ -1823,6 +1823,29 @@ static void test_gzip(void) {
   g_free(path);
 }
 
+/* Replays a and b onto the graph of graph_path (shapes inferred, as the CLI does): both replay,
+ * to the same graph. */
+static void assert_same_replay(const char *graph_path, const OxTrace *a, const OxTrace *b) {
+  OxDiagList d;
+  ox_diags_init(&d, graph_path);
+  OxDoc *doc = NULL;
+  g_assert_cmpint(ox_load_file(graph_path, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  ox_shape_infer_graph(doc->graphs[0], NULL, NULL);
+  OxGraph *ga = ox_graph_clone(doc->graphs[0]), *gb = ox_graph_clone(doc->graphs[0]);
+  int ra = ox_replay(ga, a, UINT32_MAX, &d), rb = ox_replay(gb, b, UINT32_MAX, &d);
+  if (ra || rb) ox_diags_print(&d, stderr);
+  g_assert_cmpint(ra, ==, 0);
+  g_assert_cmpint(rb, ==, 0);
+  char *fa = fx_of(ga), *fb = fx_of(gb);
+  g_assert_cmpstr(fa, ==, fb);
+  free(fa);
+  free(fb);
+  ox_graph_free(ga);
+  ox_graph_free(gb);
+  ox_doc_free(doc);
+  ox_diags_clear(&d);
+}
+
 /* A version 3 file written by the version 3 writer before version 4 existed (the bundled
  * example's trace as of b9abf8e, tests/data/trace/recsys-towers.v3.trace.json): it reads; written
  * as version 3 again it is the same bytes (the version 3 writer is unchanged); written as version
@@ -1860,19 +1883,7 @@ static void test_v3_file(void) {
   char *diff = trace_first_difference(t, t4);
   if (diff) g_test_fail_printf("the version 3 file and its version 4 form differ: %s", diff);
   g_free(diff);
-  OxDoc *doc = NULL;
-  g_assert_cmpint(ox_load_file(graph, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
-  ox_shape_infer_graph(doc->graphs[0], NULL, NULL);
-  OxGraph *a = ox_graph_clone(doc->graphs[0]), *c = ox_graph_clone(doc->graphs[0]);
-  g_assert_cmpint(ox_replay(a, t, UINT32_MAX, &d), ==, 0);
-  g_assert_cmpint(ox_replay(c, t4, UINT32_MAX, &d), ==, 0);
-  char *fa = fx_of(a), *fc = fx_of(c);
-  g_assert_cmpstr(fa, ==, fc);
-  free(fa);
-  free(fc);
-  ox_graph_free(a);
-  ox_graph_free(c);
-  ox_doc_free(doc);
+  assert_same_replay(graph, t, t4);
   ox_diags_clear(&d);
   ox_trace_free(t);
   ox_trace_free(t4);
@@ -1919,20 +1930,7 @@ static void test_v2_file(void) {
   char *diff = trace_first_difference(t, t3);
   if (diff) g_test_fail_printf("the version 2 file and its version 3 form differ: %s", diff);
   g_free(diff);
-  /* replay, from both, onto the graph it was recorded on (shapes inferred, as the CLI does) */
-  OxDoc *doc = NULL;
-  g_assert_cmpint(ox_load_file(graph, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
-  ox_shape_infer_graph(doc->graphs[0], NULL, NULL);
-  OxGraph *a = ox_graph_clone(doc->graphs[0]), *c = ox_graph_clone(doc->graphs[0]);
-  g_assert_cmpint(ox_replay(a, t, UINT32_MAX, &d), ==, 0);
-  g_assert_cmpint(ox_replay(c, t3, UINT32_MAX, &d), ==, 0);
-  char *fa = fx_of(a), *fc = fx_of(c);
-  g_assert_cmpstr(fa, ==, fc);
-  free(fa);
-  free(fc);
-  ox_graph_free(a);
-  ox_graph_free(c);
-  ox_doc_free(doc);
+  assert_same_replay(graph, t, t3);
   ox_diags_clear(&d);
   ox_trace_free(t);
   ox_trace_free(t3);

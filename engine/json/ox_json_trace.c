@@ -1829,8 +1829,7 @@ typedef struct FastStep {
   OxJsonLex *x;
   const char **refs;   /* the name list being read */
   size_t n_refs, cap_refs;
-  OxTraceEdit *edits;  /* the step's edits being read */
-  size_t n_edits, cap_edits;
+  EditList edits;      /* the step's edits being read */
   unsigned long steps; /* steps read */
   RecentStr recent[256]; /* strings interned lately, by a hash of their text: the same few
                             (phase, pass, rule, check details) come in every step */
@@ -2076,17 +2075,8 @@ static bool fs_checks(TR *tr, FastStep *f, OxStep *s) {
   return true;
 }
 
-/* An edit (read_edit3) from its '[' on into e (zeroed). */
-/* Appends an edit to the step's edits being read (f->edits; pointers into them do not last). */
-static OxTraceEdit *fs_push(FastStep *f) {
-  if (f->n_edits == f->cap_edits) {
-    f->cap_edits = f->cap_edits ? 2 * f->cap_edits : 64;
-    f->edits = ox_xrealloc(f->edits, f->cap_edits * sizeof *f->edits);
-  }
-  OxTraceEdit *e = &f->edits[f->n_edits++];
-  memset(e, 0, sizeof *e);
-  return e;
-}
+/* Appends an edit to the step's edits being read (pointers into them do not last). */
+static OxTraceEdit *fs_push(FastStep *f) { return edit_push(&f->edits); }
 
 /* An add's fields after its name (after, target, args, meta, kwargs) up to its ']';
  * *n counts the items read. */
@@ -2133,7 +2123,7 @@ static bool fs_replace(TR *tr, FastStep *f) {
   OxJsonLex *x = f->x;
   const char *old, *name;
   if (!fs_ref(tr, x, ox_json_lex_next(x), &old) || ox_json_lex_next(x) != OX_JSON_ARRAY) return false;
-  size_t first = f->n_edits;
+  size_t first = f->edits.n;
   OxJsonTok tok;
   while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) { /* the users, pushed as rewires ... */
     OxTraceEdit *e = fs_push(f);
@@ -2141,7 +2131,7 @@ static bool fs_replace(TR *tr, FastStep *f) {
     e->from = old;
     if (!fs_ref(tr, x, tok, &e->name)) return false;
   }
-  size_t nu = f->n_edits - first;
+  size_t nu = f->edits.n - first;
   if (!nu || !fs_ref(tr, x, ox_json_lex_next(x), &name)) return false;
   OxTraceEdit *add = fs_push(f);
   add->kind = OX_TEDIT_ADD;
@@ -2149,10 +2139,10 @@ static bool fs_replace(TR *tr, FastStep *f) {
   size_t n;
   if (!fs_add_fields(tr, f, OX_TEDIT_ADD, add, &n)) return false;
   /* ... and the add moved before them */
-  OxTraceEdit a = f->edits[f->n_edits - 1];
-  memmove(&f->edits[first + 1], &f->edits[first], nu * sizeof *f->edits);
-  f->edits[first] = a;
-  for (size_t i = first + 1; i <= first + nu; i++) f->edits[i].to = name;
+  OxTraceEdit a = f->edits.e[f->edits.n - 1];
+  memmove(&f->edits.e[first + 1], &f->edits.e[first], nu * sizeof *f->edits.e);
+  f->edits.e[first] = a;
+  for (size_t i = first + 1; i <= first + nu; i++) f->edits.e[i].to = name;
   OxTraceEdit *er = fs_push(f);
   er->kind = OX_TEDIT_ERASE;
   er->name = old;
@@ -2174,7 +2164,7 @@ static bool fs_edit(TR *tr, FastStep *f) {
   for (int i = 0; i < N_EDIT_KINDS; i++)
     if (fs_is(x, edit_kind_names[i])) k = i;
   if (k < 0) return false;
-  size_t at = f->n_edits;
+  size_t at = f->edits.n;
   OxTraceEdit *e = fs_push(f);
   e->kind = (uint8_t)k;
   if (!fs_ref(tr, x, ox_json_lex_next(x), &e->name)) return false;
@@ -2213,12 +2203,12 @@ static bool fs_edit(TR *tr, FastStep *f) {
   while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) { /* a run's other names (version 4) */
     const char *name;
     if (!run || !fs_ref(tr, x, tok, &name)) return false;
-    OxTraceEdit *p = &f->edits[f->n_edits - 1];
+    OxTraceEdit *p = &f->edits.e[f->edits.n - 1];
     OxTraceEdit next = {.kind = (uint8_t)k, .name = name};
     if (k == OX_TEDIT_MOVE) next.after = p->name;
     if (k == OX_TEDIT_REPLACE) {
-      next.from = f->edits[at].from;
-      next.to = f->edits[at].to;
+      next.from = f->edits.e[at].from;
+      next.to = f->edits.e[at].to;
     }
     *fs_push(f) = next;
   }
@@ -2227,14 +2217,14 @@ static bool fs_edit(TR *tr, FastStep *f) {
 
 /* "edits" from its '[' on, copied to the pool. */
 static bool fs_edits(TR *tr, FastStep *f, OxStep *s) {
-  f->n_edits = 0;
+  f->edits.n = 0;
   OxJsonTok tok;
   while ((tok = ox_json_lex_next(f->x)) != OX_JSON_ARRAY_END)
     if (tok != OX_JSON_ARRAY || !fs_edit(tr, f)) return false;
-  if (f->n_edits > UINT32_MAX - 1) return false;
-  s->edits = ox_graph_alloc(tr->t->pool, (f->n_edits + 1) * sizeof *s->edits);
-  if (f->n_edits) memcpy(s->edits, f->edits, f->n_edits * sizeof *s->edits);
-  s->n_edits = (uint32_t)f->n_edits;
+  if (f->edits.n > UINT32_MAX - 1) return false;
+  s->edits = ox_graph_alloc(tr->t->pool, (f->edits.n + 1) * sizeof *s->edits);
+  if (f->edits.n) memcpy(s->edits, f->edits.e, f->edits.n * sizeof *s->edits);
+  s->n_edits = (uint32_t)f->edits.n;
   return true;
 }
 
@@ -3059,7 +3049,7 @@ out:
   ox_json_fast_free(fs.fj);
   ox_json_lex_free(&lx);
   free(fs.refs);
-  free(fs.edits);
+  free(fs.edits.e);
   free(x.names);
   free(x.metas);
   free(x.meta_ok);
