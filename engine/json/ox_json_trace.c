@@ -2719,7 +2719,6 @@ static void read_target_table(TR *x, json_object *v) {
   ox_json_path_pop(r);
 }
 
-/* The "metas" array of a version 3 trace (parsed already). */
 /* The "strings" array of a version 4 trace (parsed already): the reason arguments. */
 static void read_string_table(TR *x, json_object *v) {
   Rd *r = x->r;
@@ -2742,6 +2741,7 @@ static void read_string_table(TR *x, json_object *v) {
   ox_json_path_pop(r);
 }
 
+/* The "metas" array of a version 3 trace (parsed already). */
 static void read_meta_table(TR *x, json_object *v) {
   Rd *r = x->r;
   ox_json_path_push_key(r, "metas");
