@@ -1708,18 +1708,20 @@ static void test_v4_runs(void) {
   ox_json_set_streaming(true);
 }
 
-/* The committed version 2 trace (tests/data/trace/recsys-towers.v2.trace.json): its path (g_free)
+/* A committed trace of tests/data/trace (recsys-towers.v2.trace.json ...): its path (g_free)
  * with its text in *text; NULL, the test skipped, outside meson test. */
-static char *v2_fixture(gchar **text, gsize *len) {
+static char *trace_fixture(const char *name, gchar **text, gsize *len) {
   const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
   if (!root) {
     g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
     return NULL;
   }
-  char *path = g_build_filename(root, "tests", "data", "trace", "recsys-towers.v2.trace.json", NULL);
+  char *path = g_build_filename(root, "tests", "data", "trace", name, NULL);
   g_assert_true(g_file_get_contents(path, text, len, NULL));
   return path;
 }
+
+static char *v2_fixture(gchar **text, gsize *len) { return trace_fixture("recsys-towers.v2.trace.json", text, len); }
 
 /* Traces written as T.json.gz: ox_trace_write_file gzips them, ox_trace_read_json takes either
  * form (by the magic bytes), and every damaged or cut stream is a located error, never a crash.
@@ -1823,16 +1825,27 @@ static void test_gzip(void) {
   g_free(path);
 }
 
-/* Replays a and b onto the graph of graph_path (shapes inferred, as the CLI does): both replay,
- * to the same graph. */
-static void assert_same_replay(const char *graph_path, const OxTrace *a, const OxTrace *b) {
+/* t, a trace of the bundled example read from an older version's file, written in the current
+ * version (ox_trace_write_json) and read back: the same trace, record by record, and both replay
+ * onto the example graph (shapes inferred, as the CLI does) to the same graph. Returns the bytes
+ * of the current form. */
+static size_t assert_current_form(const OxTrace *t, const char *what) {
+  char *graph = g_build_filename(g_getenv("OPTIMUS_SOURCE_ROOT"), "data", "examples", "recsys-towers.txt", NULL);
   OxDiagList d;
-  ox_diags_init(&d, graph_path);
+  ox_diags_init(&d, graph);
+  OxBuf b;
+  ox_buf_init(&b);
+  ox_trace_write_json(t, &b);
+  OxTrace *back = NULL;
+  g_assert_cmpint(ox_trace_read_json(b.data, b.len, "current.json", &back, &d), ==, 0);
+  char *diff = trace_first_difference(t, back);
+  if (diff) g_test_fail_printf("%s and its current form differ: %s", what, diff);
+  g_free(diff);
   OxDoc *doc = NULL;
-  g_assert_cmpint(ox_load_file(graph_path, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
+  g_assert_cmpint(ox_load_file(graph, OX_FMT_UNKNOWN, NULL, &doc, &d), ==, 0);
   ox_shape_infer_graph(doc->graphs[0], NULL, NULL);
   OxGraph *ga = ox_graph_clone(doc->graphs[0]), *gb = ox_graph_clone(doc->graphs[0]);
-  int ra = ox_replay(ga, a, UINT32_MAX, &d), rb = ox_replay(gb, b, UINT32_MAX, &d);
+  int ra = ox_replay(ga, t, UINT32_MAX, &d), rb = ox_replay(gb, back, UINT32_MAX, &d);
   if (ra || rb) ox_diags_print(&d, stderr);
   g_assert_cmpint(ra, ==, 0);
   g_assert_cmpint(rb, ==, 0);
@@ -1844,6 +1857,11 @@ static void assert_same_replay(const char *graph_path, const OxTrace *a, const O
   ox_graph_free(gb);
   ox_doc_free(doc);
   ox_diags_clear(&d);
+  ox_trace_free(back);
+  size_t n = b.len;
+  ox_buf_free(&b);
+  g_free(graph);
+  return n;
 }
 
 /* A version 3 file written by the version 3 writer before version 4 existed (the bundled
@@ -1852,16 +1870,10 @@ static void assert_same_replay(const char *graph_path, const OxTrace *a, const O
  * 4 it is smaller, and read back it is the same trace, record by record; both replay onto the
  * example graph to the same result. */
 static void test_v3_file(void) {
-  const char *root = g_getenv("OPTIMUS_SOURCE_ROOT");
-  if (!root) {
-    g_test_skip("OPTIMUS_SOURCE_ROOT is not set (run through meson test)");
-    return;
-  }
-  char *path = g_build_filename(root, "tests", "data", "trace", "recsys-towers.v3.trace.json", NULL);
-  char *graph = g_build_filename(root, "data", "examples", "recsys-towers.txt", NULL);
   gchar *text = NULL;
   gsize len = 0;
-  g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+  char *path = trace_fixture("recsys-towers.v3.trace.json", &text, &len);
+  if (!path) return;
   OxDiagList d;
   ox_diags_init(&d, path);
   OxTrace *t = NULL;
@@ -1869,41 +1881,30 @@ static void test_v3_file(void) {
   if (rc) ox_diags_print(&d, stderr);
   g_assert_cmpint(rc, ==, 0);
   g_assert_cmpuint(t->n_applied, >, 5);
-  OxBuf b3, b4;
+  OxBuf b3;
   ox_buf_init(&b3);
-  ox_buf_init(&b4);
   ox_trace_write_json_version(t, 3, &b3);
   g_assert_cmpuint(b3.len, ==, len);
   g_assert_true(memcmp(b3.data, text, len) == 0);
-  ox_trace_write_json(t, &b4);
-  g_assert_cmpuint(b4.len, <, len);
-  g_test_message("the example's trace: version 3 %zu bytes, version 4 %zu", (size_t)len, b4.len);
-  OxTrace *t4 = NULL;
-  g_assert_cmpint(ox_trace_read_json(b4.data, b4.len, "v4.json", &t4, &d), ==, 0);
-  char *diff = trace_first_difference(t, t4);
-  if (diff) g_test_fail_printf("the version 3 file and its version 4 form differ: %s", diff);
-  g_free(diff);
-  assert_same_replay(graph, t, t4);
+  size_t v4 = assert_current_form(t, "the version 3 file");
+  g_assert_cmpuint(v4, <, len);
+  g_test_message("the example's trace: version 3 %zu bytes, version 4 %zu", (size_t)len, v4);
   ox_diags_clear(&d);
   ox_trace_free(t);
-  ox_trace_free(t4);
   ox_buf_free(&b3);
-  ox_buf_free(&b4);
   g_free(text);
   g_free(path);
-  g_free(graph);
 }
 
 /* A version 2 file written by the version 2 writer before version 3 existed (the bundled
  * example's trace as of a7534aa): it reads; written as version 2 again it is the same bytes
- * (the version 2 writer is unchanged); written as version 3 and read back it is the same trace,
- * record by record; and it replays onto the example graph it was recorded on. */
+ * (the version 2 writer is unchanged); written in the current version and read back it is the
+ * same trace, record by record; and it replays onto the example graph it was recorded on. */
 static void test_v2_file(void) {
   gchar *text = NULL;
   gsize len = 0;
   char *path = v2_fixture(&text, &len);
   if (!path) return;
-  char *graph = g_build_filename(g_getenv("OPTIMUS_SOURCE_ROOT"), "data", "examples", "recsys-towers.txt", NULL);
   OxDiagList d;
   ox_diags_init(&d, path);
   OxTrace *t = NULL;
@@ -1912,9 +1913,8 @@ static void test_v2_file(void) {
   g_assert_cmpint(rc, ==, 0);
   g_assert_cmpuint(t->n_steps, >, 100);
   g_assert_cmpuint(t->n_applied, >, 5);
-  OxBuf b2, b3;
+  OxBuf b2;
   ox_buf_init(&b2);
-  ox_buf_init(&b3);
   ox_trace_write_json_version(t, 2, &b2);
   /* line by line; the config object is re-spaced by json-c when read (as before version 3) */
   char **want = g_strsplit(text, "\n", -1), **got = g_strsplit(b2.data, "\n", -1);
@@ -1923,22 +1923,13 @@ static void test_v2_file(void) {
     if (!g_str_has_prefix(want[i], "  \"config\": ")) g_assert_cmpstr(got[i], ==, want[i]);
   g_strfreev(want);
   g_strfreev(got);
-  ox_trace_write_json(t, &b3);
-  g_assert_cmpuint(b3.len * 5, <, len * 3); /* the same records in about half the bytes */
-  OxTrace *t3 = NULL;
-  g_assert_cmpint(ox_trace_read_json(b3.data, b3.len, "v3.json", &t3, &d), ==, 0);
-  char *diff = trace_first_difference(t, t3);
-  if (diff) g_test_fail_printf("the version 2 file and its version 3 form differ: %s", diff);
-  g_free(diff);
-  assert_same_replay(graph, t, t3);
+  size_t now = assert_current_form(t, "the version 2 file");
+  g_assert_cmpuint(now * 5, <, len * 3); /* the same records in about half the bytes */
   ox_diags_clear(&d);
   ox_trace_free(t);
-  ox_trace_free(t3);
   ox_buf_free(&b2);
-  ox_buf_free(&b3);
   g_free(text);
   g_free(path);
-  g_free(graph);
 }
 
 /* ---- the fast read of version 3 steps (ox_json_trace.c, no json-c) against the json-c read */
