@@ -317,6 +317,20 @@ bool ox_json_read_items(Ctx *c, json_object *arr, OxValueKind kind, OxValue *out
   return ok;
 }
 
+/* A node reference of a trace (version 3 on): v an index into c->names; false after an error. */
+static bool name_index_node(Ctx *c, json_object *v, OxValue *out) {
+  int64_t ix;
+  if (!json_object_is_type(v, json_type_int)) {
+    ERR(c->r, "a node reference must be an index into \"names\", not %s", ox_json_jtype_name(v));
+  } else if ((ix = json_object_get_int64(v)) < 0 || ix >= c->n_names) {
+    ERR(c->r, "node index %" PRId64 " is out of range (\"names\" has %" PRIu32 " entries)", ix, c->n_names);
+  } else {
+    *out = ox_value_node(ox_graph_name_ref_interned(c->g, c->names[ix]));
+    return true;
+  }
+  return false;
+}
+
 static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
   Rd *r = c->r;
   if (json_object_object_length(o) != 1) {
@@ -346,15 +360,7 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
         ok = ox_json_read_items(c, v, OX_V_SLICE, out);
     }
   } else if (strcmp(tag, "node") == 0 && c->names) {
-    int64_t ix;
-    if (!json_object_is_type(v, json_type_int)) {
-      ERR(r, "a node reference must be an index into \"names\", not %s", ox_json_jtype_name(v));
-    } else if ((ix = json_object_get_int64(v)) < 0 || ix >= c->n_names) {
-      ERR(r, "node index %" PRId64 " is out of range (\"names\" has %" PRIu32 " entries)", ix, c->n_names);
-    } else {
-      *out = ox_value_node(ox_graph_name_ref_interned(c->g, c->names[ix]));
-      ok = true;
-    }
+    ok = name_index_node(c, v, out);
   } else if (strcmp(tag, "nodes") == 0 && c->names && c->node_lists) {
     /* trace version 4: a list of node references, as indices */
     if (ox_json_expect_type(r, v, json_type_array, "a node list")) {
@@ -362,18 +368,8 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
       OxValue *items = cnt ? ox_graph_alloc(c->g, cnt * sizeof *items) : NULL;
       ok = cnt <= UINT32_MAX;
       for (size_t i = 0; ok && i < cnt; i++) {
-        json_object *e = json_object_array_get_idx(v, i);
-        int64_t ix;
         ox_json_path_push_idx(r, i);
-        if (!json_object_is_type(e, json_type_int)) {
-          ERR(r, "a node reference must be an index into \"names\", not %s", ox_json_jtype_name(e));
-          ok = false;
-        } else if ((ix = json_object_get_int64(e)) < 0 || ix >= c->n_names) {
-          ERR(r, "node index %" PRId64 " is out of range (\"names\" has %" PRIu32 " entries)", ix, c->n_names);
-          ok = false;
-        } else {
-          items[i] = ox_value_node(ox_graph_name_ref_interned(c->g, c->names[ix]));
-        }
+        ok = name_index_node(c, json_object_array_get_idx(v, i), &items[i]);
         ox_json_path_pop(r);
       }
       if (ok) {

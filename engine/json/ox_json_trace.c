@@ -581,7 +581,7 @@ static bool same_name(const char *a, const char *b) { return a == b || (a && b &
 
 /* The end of the replace run at e[i] (an add of a name, one or more replace_input edits from one
  * node to that name, the erase of that node), or i when none starts there. A version 4 reader
- * finds the same runs in the edits it expands (provenance_of_replaces). */
+ * finds the same runs in the edits it expands (provenance_from_replaces). */
 static uint32_t replace_run(const OxTraceEdit *e, uint32_t n, uint32_t i) {
   if (i + 2 >= n || e[i].kind != OX_TEDIT_ADD || !e[i].name || e[i + 1].kind != OX_TEDIT_REPLACE) return i;
   const char *old = e[i + 1].from;
