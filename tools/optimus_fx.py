@@ -1716,11 +1716,11 @@ def read_trace(path):
                          (path, tr.get("version"), type(e).__name__, e)) from None
 
 
-def _index(i):
-    """A name index as written in a trace: a non-negative int (IndexError otherwise, as for one
-    out of range)."""
+def _index(i, what="node"):
+    """An index into one of a trace's tables: a non-negative int (IndexError otherwise, as for
+    one out of range)."""
     if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-        raise IndexError("node index %r" % (i,))
+        raise IndexError("%s index %r" % (what, i))
     return i
 
 
@@ -1756,16 +1756,10 @@ def decode_trace(tr):
     strings = tr.get("strings") or []
 
     def name(i):
-        if i is None:
-            return None
-        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise IndexError("node index %r" % (i,))
-        return names[i]
+        return None if i is None else names[_index(i)]
 
     def index(table, i, what):
-        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise IndexError("%s index %r" % (what, i))
-        return table[i]
+        return table[_index(i, what)]
 
     def edit(e):
         kind = e[0]
@@ -1844,8 +1838,9 @@ def decode_trace(tr):
             s["provenance"] = [[name(a), name(b)] for a, b in s["provenance"]]
         if "edits" in s:
             s["edits"] = [d for e in s["edits"] for d in edits(e)]
-            if version >= 4 and "provenance" not in s and replace_runs(s["edits"]):
-                s["provenance"] = replace_runs(s["edits"])
+            pairs = replace_runs(s["edits"]) if version >= 4 and "provenance" not in s else None
+            if pairs:
+                s["provenance"] = pairs
             for key, kind in (("removed", "erase"), ("added", "add")):
                 if key not in s:
                     s[key] = [e["name"] for e in s["edits"] if e["kind"] == kind]
