@@ -113,17 +113,8 @@ static int key_index(const Fast *f, const char *const *keys) {
 
 static bool value(Fast *f, OxJsonTok tok, OxValue *out);
 
-/* The items of an array whose '[' was read, as a container of kind. */
-static bool items(Fast *f, OxValueKind kind, OxValue *out) {
-  size_t base = f->n_vals;
-  for (;;) {
-    OxJsonTok tok = next(f);
-    if (tok == OX_JSON_ARRAY_END) break;
-    OxValue v;
-    if (!value(f, tok, &v)) return false;
-    GROW(f->vals, f->n_vals, f->cap_vals);
-    f->vals[f->n_vals++] = v;
-  }
+/* The values stacked since base as one container of kind, copied to the graph (popped). */
+static bool take_items(Fast *f, size_t base, OxValueKind kind, OxValue *out) {
   size_t n = f->n_vals - base;
   if (n > UINT32_MAX) return false;
   *out = ox_value_none();
@@ -135,6 +126,20 @@ static bool items(Fast *f, OxValueKind kind, OxValue *out) {
   }
   f->n_vals = base;
   return true;
+}
+
+/* The items of an array whose '[' was read, as a container of kind. */
+static bool items(Fast *f, OxValueKind kind, OxValue *out) {
+  size_t base = f->n_vals;
+  for (;;) {
+    OxJsonTok tok = next(f);
+    if (tok == OX_JSON_ARRAY_END) break;
+    OxValue v;
+    if (!value(f, tok, &v)) return false;
+    GROW(f->vals, f->n_vals, f->cap_vals);
+    f->vals[f->n_vals++] = v;
+  }
+  return take_items(f, base, kind, out);
 }
 
 /* {"dict": [[key, VALUE], ...]} from its '[' on. */
@@ -242,16 +247,7 @@ static bool tagged(Fast *f, OxValue *out) {
       GROW(f->vals, f->n_vals, f->cap_vals);
       f->vals[f->n_vals++] = ox_value_node(name_node(f, f->x.i));
     }
-    size_t n = f->n_vals - base;
-    if (n > UINT32_MAX) return false;
-    out->kind = OX_V_LIST;
-    out->n = (uint32_t)n;
-    if (n) {
-      out->u.items = ox_graph_alloc(f->g, n * sizeof *out->u.items);
-      memcpy(out->u.items, f->vals + base, n * sizeof *out->u.items);
-    }
-    f->n_vals = base;
-    ok = true;
+    ok = take_items(f, base, OX_V_LIST, out);
     break;
   }
   }
