@@ -2151,7 +2151,6 @@ static bool fs_replace(TR *tr, FastStep *f) {
 
 /* One item of "edits" from after its '[': an edit, or (version 4) a run of them (w4_edits). */
 static bool fs_edit(TR *tr, FastStep *f) {
-  static const uint8_t max_n[N_EDIT_KINDS] = {7, 2, 4, 3, 3, 3, 4};
   OxJsonLex *x = f->x;
   OxTrace *t = tr->t;
   if (ox_json_lex_next(x) != OX_JSON_STRING) return false;
@@ -2169,21 +2168,18 @@ static bool fs_edit(TR *tr, FastStep *f) {
   e->kind = (uint8_t)k;
   if (!fs_ref(tr, x, ox_json_lex_next(x), &e->name)) return false;
   OxJsonTok tok;
-  size_t n = 2; /* items read */
+  size_t n; /* items of an add or args edit */
   switch ((OxTraceEditKind)k) {
   case OX_TEDIT_ERASE: break;
   case OX_TEDIT_MOVE:
     tok = ox_json_lex_next(x);
     if (tok != OX_JSON_NULL && !fs_ref(tr, x, tok, &e->after)) return false;
-    n = 3;
     break;
   case OX_TEDIT_RENAME:
     if (ox_json_lex_next(x) != OX_JSON_STRING || !(e->new_name = fs_str(tr, x))) return false;
-    n = 3;
     break;
   case OX_TEDIT_REPLACE:
     if (!fs_ref(tr, x, ox_json_lex_next(x), &e->from) || !fs_ref(tr, x, ox_json_lex_next(x), &e->to)) return false;
-    n = 4;
     break;
   case OX_TEDIT_META: {
     OxTraceEditData *d = ox_trace_edit_data(t, e);
@@ -2192,15 +2188,14 @@ static bool fs_edit(TR *tr, FastStep *f) {
     if (ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 || x->i >= tr->n_metas) return false;
     d->meta = tr->metas[x->i]; /* as edit_meta: copied even when it did not read, but no meta then */
     e->has_meta = tr->meta_ok[x->i];
-    n = 3;
     break;
   }
   case OX_TEDIT_ADD:
   case OX_TEDIT_ARGS: return fs_add_fields(tr, f, k, e, &n);
   }
-  if (n > max_n[k]) return false;
+  /* past an edit's fields: its ']', or a run's other names (version 4) */
   bool run = tr->version >= 4 && (k == OX_TEDIT_ERASE || k == OX_TEDIT_MOVE || k == OX_TEDIT_REPLACE);
-  while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) { /* a run's other names (version 4) */
+  while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
     const char *name;
     if (!run || !fs_ref(tr, x, tok, &name)) return false;
     OxTraceEdit *p = &f->edits.e[f->edits.n - 1];
