@@ -1269,6 +1269,109 @@ static void test_v3_generated(void) {
   g_assert_cmpuint(v4_bytes, <, v3_bytes);
 }
 
+/* Timings differ from run to run; the rest of two runs of one graph does not. */
+static void clear_timings(OxTrace *t) {
+  t->seconds = 0;
+  for (uint32_t i = 0; i < t->n_pass_stats; i++) t->pass_stats[i].seconds = 0;
+  for (uint32_t i = 0; i < t->n_steps; i++) {
+    t->steps[i].seconds = 0;
+    for (int k = 0; k < OX_CHECK_KINDS; k++) t->steps[i].checks[k].seconds = 0;
+  }
+}
+
+/* ox_trace_recycle_edits (what `optimus optimize --trace` does): edit scripts the live writer has
+ * encoded give their memory to later steps' scripts. Blocks of 64 bytes: used again all the time
+ * (a block big enough for the next script, that is). The file is the trace of a run without it
+ * (timings aside), plain and gzipped; a write in another version or form is then refused with a
+ * message, and nothing is written. */
+static void test_recycle_edits(void) {
+  uint32_t n = gen_graph_count(30), applied = 0, recycled = 0, expected = 0;
+  char *dir = g_dir_make_tmp("ox-recycle-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "t.json", NULL), *gz = g_build_filename(dir, "t.json.gz", NULL);
+  char *other = g_build_filename(dir, "other.json", NULL);
+  char err[512];
+  ox_trace_edit_block = 64;
+  ox_trace_live_wait = true; /* each pass's steps encoded before the next pass records */
+  for (uint64_t seed = 1; seed <= n; seed++) {
+    bool post;
+    OxGraph *g = gen_graph(seed, &post);
+    g_assert_nonnull(g);
+    OxGraph *g2 = ox_graph_clone(g);
+    OxTrace *want = ox_trace_new_for(g);
+    applied += optimize_default(g, want, seed % 4 == 0).applied;
+    OxTrace *t = ox_trace_new_for(g2);
+    const char *out = seed % 3 == 0 ? gz : path;
+    g_assert_false(ox_trace_recycle_edits(t)); /* no live writer yet */
+    ox_trace_live_piece = seed % 2 ? 64 : 1u << 20;
+    g_assert_true(ox_trace_live_start(t, out));
+    g_assert_true(ox_trace_recycle_edits(t));
+    optimize_default(g2, t, seed % 4 == 0);
+    char *fx1 = fx_of(g), *fx2 = fx_of(g2);
+    g_assert_cmpstr(fx1, ==, fx2);
+    g_free(fx1);
+    g_free(fx2);
+    bool reused = ox_trace_edits_recycled(t);
+    recycled += reused;
+    /* applied steps of two passes: the first one's blocks are encoded (ox_trace_live_wait) before
+     * the second records, and taken again */
+    const char *first_pass = NULL;
+    bool two_passes = false;
+    for (uint32_t i = 0; i < want->n_steps; i++)
+      if (want->steps[i].kind == OX_STEP_APPLIED && want->steps[i].n_edits) {
+        if (!first_pass) first_pass = want->steps[i].pass;
+        else if (strcmp(first_pass, want->steps[i].pass) != 0) two_passes = true;
+      }
+    if (two_passes && !reused) g_test_fail_printf("seed %" G_GUINT64_FORMAT ": no edit memory was used again", seed);
+    expected += two_passes;
+    if (reused) { /* the edits are gone: another version, or the other form, is refused */
+      g_assert_false(ox_trace_write_file(t, 3, other, err, sizeof err));
+      g_assert_nonnull(strstr(err, "only that form can be written"));
+      g_assert_false(g_file_test(other, G_FILE_TEST_EXISTS));
+      g_assert_false(ox_trace_write_file(t, 0, out == gz ? path : gz, err, sizeof err));
+      g_assert_nonnull(strstr(err, out == gz ? "as version 4, gzipped" : "as version 4, not gzipped"));
+    }
+    g_assert_true(ox_trace_write_file(t, 0, out, err, sizeof err));
+    if (reused) { /* once */
+      g_assert_false(ox_trace_write_file(t, 0, other, err, sizeof err));
+      g_assert_nonnull(strstr(err, "written once already"));
+      g_assert_false(g_file_test(other, G_FILE_TEST_EXISTS));
+    }
+    gchar *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(out, &text, &len, NULL));
+    OxTrace *back = NULL;
+    OxDiagList d;
+    ox_diags_init(&d, out);
+    g_assert_cmpint(ox_trace_read_json(text, len, out, &back, &d), ==, 0);
+    ox_diags_clear(&d);
+    g_free(text);
+    clear_timings(want);
+    clear_timings(back);
+    char *diff = trace_first_difference(want, back);
+    if (diff) g_test_fail_printf("seed %" G_GUINT64_FORMAT ": %s", seed, diff);
+    g_free(diff);
+    ox_trace_free(back);
+    ox_trace_free(t);
+    ox_trace_free(want);
+    ox_graph_free(g2);
+    ox_graph_free(g);
+  }
+  ox_trace_edit_block = 1u << 20;
+  ox_trace_live_piece = 1u << 20;
+  ox_trace_live_wait = false;
+  g_unlink(path);
+  g_unlink(gz);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(gz);
+  g_free(other);
+  g_free(dir);
+  g_test_message("%u graphs, %u applied steps, %u runs used edit memory again (%u with applied steps of two passes)",
+                 n, applied, recycled, expected);
+  g_assert_cmpuint(applied, >, n);
+  g_assert_cmpuint(expected, >, 0);
+}
+
 /* The live writer (ox_trace_live_start: steps encoded on a second thread while the passes run)
  * writes the same bytes as the writer that encodes everything at the end, plain and gzipped,
  * through its scratch file or from memory; a second write, a version 2 write and a trace freed
@@ -2458,6 +2561,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/v3-generated", test_v3_generated);
   g_test_add_func("/engine/trace/no-edits-same-run", test_no_edits_same_run);
   g_test_add_func("/engine/trace/live-writer", test_live_writer);
+  g_test_add_func("/engine/trace/recycle-edits", test_recycle_edits);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
   g_test_add_func("/engine/trace/v4-runs", test_v4_runs);
   g_test_add_func("/engine/trace/v3-file", test_v3_file);

@@ -557,7 +557,9 @@ int ox_cli_run_pipeline(CliOpts *o, OxGraph *g, OxTrace **trace, OxOptimizeResul
     ox_buf_free(&cfg);
     /* a trace to be written in the current version is encoded on a second thread while the
      * passes run (the same file; without a thread it is all encoded when written) */
-    if (o->trace && (o->trace_format == 0 || o->trace_format == OX_TRACE_VERSION)) ox_trace_live_start(t, o->trace);
+    if (o->trace && (o->trace_format == 0 || o->trace_format == OX_TRACE_VERSION) && ox_trace_live_start(t, o->trace) &&
+        o->recycle_edits)
+      ox_trace_recycle_edits(t);
     if (ox_optimize(g, &p, &cc, t, res, &d) != 0) status = EXIT_BAD;
     ox_diags_print(&d, stderr); /* errors, or the warnings of passes stopped by a budget */
     *trace = t;

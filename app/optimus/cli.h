@@ -117,6 +117,7 @@ typedef struct CliOpts {
   bool cost_guard; /* --cost-guard: min_payoff=0 for every pass that has none */
   bool profile;    /* --profile: the per-pass table after the summary */
   bool no_edits;   /* the run's trace is not written: record steps without edit scripts */
+  bool recycle_edits; /* optimize: the trace is written once, by its live writer: edit memory used again */
   uint32_t step;
   uint64_t numeric_budget;
   OxBudget budget; /* --budget; zero fields = defaults */

@@ -77,6 +77,9 @@ int ox_cli_cmd_optimize(int argc, char **argv) {
     /* nobody reads the edit scripts of a trace that is not written (at 100k nodes: ~28 MB and
      * a tenth of the run) */
     o.no_edits = !o.trace;
+    /* the trace is only written, by the writer that encodes it during the run: the memory of the
+     * edit scripts it has encoded is used again (ox_trace_recycle_edits) */
+    o.recycle_edits = true;
     status = ox_cli_run_pipeline(&o, g, &t, &res);
   }
   if (status == EXIT_OK) status = ox_cli_write_graph_out(&o, doc, o.graph ? o.graph : 1);

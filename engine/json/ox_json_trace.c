@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
@@ -917,6 +918,7 @@ typedef struct OxTraceLive {
   const char **refs; /* refs[1..n_refs]: the pool's reference names handed over so far */
   uint32_t n_refs, cap_refs;
   uint32_t n_encoded;
+  uint32_t *encoded;   /* the trace's live_encoded: n_encoded, for the recording thread */
 } OxTraceLive;
 
 static void live_grow(void **a, uint32_t *cap, uint32_t need, size_t size) {
@@ -944,7 +946,12 @@ static void live_give(OxTraceLive *L, const OxTrace *t) {
   pthread_mutex_unlock(&L->mu);
   L->given_steps = t->n_steps;
   L->given_refs = n_refs;
+  /* for tests: until the writer has encoded them (10 s at most) */
+  for (int ms = 0; ox_trace_live_wait && ms < 10000 && __atomic_load_n(L->encoded, __ATOMIC_ACQUIRE) < t->n_steps; ms++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
 }
+
+bool ox_trace_live_wait = false;
 
 size_t ox_trace_live_piece = OX_BUF_DRAIN_BYTES;
 
@@ -996,6 +1003,8 @@ static void *live_main(void *arg) {
       if (L->n_encoded++) ox_buf_putc(&L->text, ',');
       ox_buf_putc(&L->text, '\n');
       w3_step(&L->w, &batch[i], &L->text);
+      /* the step is read: its edit script's memory may be used again (ox_trace_recycle_edits) */
+      __atomic_store_n(L->encoded, L->n_encoded, __ATOMIC_RELEASE);
       live_spill(L);
     }
   }
@@ -1043,6 +1052,7 @@ bool ox_trace_live_start(OxTrace *t, const char *path) {
     live_free(L);
     return false;
   }
+  L->encoded = &t->live_encoded;
   L->refs = ox_xcalloc(1, sizeof *L->refs); /* refs[0]: no name (ids are 1-based) */
   L->cap_refs = 1;
   pthread_mutex_init(&L->mu, NULL);
@@ -1115,6 +1125,23 @@ bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *
   bool gz = ox_gzip_wanted(path);
   version = version ? version : OX_TRACE_VERSION;
   OxTraceLive *L = t->live && t->live_stop == live_stop && version == OX_TRACE_VERSION ? t->live : NULL;
+  if (ox_trace_edits_recycled(t)) {
+    /* the edit scripts were encoded during the run and their memory used again: only the live
+     * writer's own file can be written, once (refused before the writer is touched) */
+    const OxTraceLive *W = t->live && t->live_stop == live_stop ? t->live : NULL;
+    if (!W || W->done) {
+      snprintf(err, errcap, "cannot write the trace %s: it was written once already, and its steps' edits were not kept",
+               path);
+      return false;
+    }
+    if (!L || !W->gz != !gz) {
+      snprintf(err, errcap,
+               "cannot write the trace %s: its steps were encoded during the run as version %d, %s, and their edits "
+               "not kept; only that form can be written",
+               path, OX_TRACE_VERSION, W->gz ? "gzipped" : "not gzipped");
+      return false;
+    }
+  }
   if (L && !L->done) {
     /* the steps were encoded during the run: the writer is used up (and freed with the trace) */
     live_give(L, t);
@@ -1125,6 +1152,11 @@ bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *
       ox_buf_free(&b);
       return ok;
     }
+  }
+  if (ox_trace_edits_recycled(t)) {
+    snprintf(err, errcap, "cannot write the trace %s: its scratch file failed during the run, and the steps' edits were not kept",
+             path);
+    return false;
   }
   if (!(gz ? ox_buf_stream_to_gzip(&b, path, 1, err, errcap) : ox_buf_stream_to(&b, path, err, errcap))) return false;
   ox_trace_write_json_version(t, version, &b);

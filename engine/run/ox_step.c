@@ -62,7 +62,7 @@ void ox_counter_add(OxPassCtx *c, const char *name, int64_t delta) {
 
 static const char **names_of(OxPassCtx *c, const OxGraph *g, const OxNodeId *ids, uint32_t n) {
   if (!c->trace || !n) return NULL;
-  const char **r = ox_graph_alloc(c->trace->pool, n * sizeof *r);
+  const char **r = ox_trace_edit_alloc(c->trace, n * sizeof *r); /* used again with the edits */
   for (uint32_t i = 0; i < n; i++) {
     const OxNode *x = ox_graph_node(g, ids[i]);
     r[i] = x ? ox_trace_intern_from(c->trace, g, x->name) : ox_trace_intern(c->trace, "?");
@@ -528,10 +528,10 @@ static OxValue conv_value(NameCtx *k, const OxValue *v) {
   OxValue r = *v;
   if (v->s) r.s = ox_trace_intern(k->t, v->s);
   if (v->kind == OX_V_LIST || v->kind == OX_V_TUPLE || v->kind == OX_V_DICT || v->kind == OX_V_SLICE) {
-    r.u.items = v->n ? ox_graph_alloc(k->t->pool, v->n * sizeof(OxValue)) : NULL;
+    r.u.items = v->n ? ox_trace_edit_alloc(k->t, v->n * sizeof(OxValue)) : NULL;
     for (uint32_t j = 0; j < v->n; j++) r.u.items[j] = conv_value(k, &v->u.items[j]);
     if (v->kind == OX_V_DICT) {
-      r.keys = v->n ? ox_graph_alloc(k->t->pool, v->n * sizeof(char *)) : NULL;
+      r.keys = v->n ? ox_trace_edit_alloc(k->t, v->n * sizeof(char *)) : NULL;
       for (uint32_t j = 0; j < v->n; j++) r.keys[j] = ox_trace_intern(k->t, v->keys[j]);
     }
   }
@@ -577,7 +577,7 @@ static void build_edits(OxPassCtx *c, OxStep *s, const LogIndex *lx) {
     if (kd == OX_EDIT_META && keyset_has(&lx->created, (uint64_t)e[i].node + 1)) continue;
     count++;
   }
-  OxTraceEdit *out = ox_graph_alloc(t->pool, (count + 1) * sizeof *out); /* +1: out[k] is formed for skipped entries too */
+  OxTraceEdit *out = ox_trace_edit_alloc(t, (count + 1) * sizeof *out); /* +1: out[k] is formed for skipped entries too */
   uint32_t k = 0;
   for (uint32_t i = 0; i < n; i++) {
     const OxEdit *x = &e[i];

@@ -82,9 +82,95 @@ OxTrace *ox_trace_new(void) { return trace_new(ox_graph_new()); }
 
 OxTrace *ox_trace_new_for(OxGraph *g) { return trace_new(ox_graph_new_sharing_strings(g)); }
 
+/* ---- edit scripts in blocks used again once the live writer has encoded them
+ *
+ * Steps are recorded in order and the live writer encodes them in that order, so the blocks fill
+ * oldest first: a full block goes to the back of the queue, remembering the step count when it
+ * was last written to; the block at the front is taken again once the writer has encoded more
+ * steps than that. */
+typedef struct EditBlock {
+  struct EditBlock *next;
+  size_t cap, used;
+  uint32_t upto; /* free once the writer has encoded this many steps */
+  max_align_t data[];
+} EditBlock;
+
+typedef struct OxTraceEditMem OxTraceEditMem;
+struct OxTraceEditMem {
+  EditBlock *cur;
+  EditBlock *head, *tail; /* full blocks, oldest first */
+  uint64_t reused; /* blocks taken again (or given back) once encoded */
+};
+
+size_t ox_trace_edit_block = 1u << 20;
+
+bool ox_trace_recycle_edits(OxTrace *t) {
+  if (!t || !t->live) return false;
+  if (!t->edit_mem) t->edit_mem = ox_xcalloc(1, sizeof *t->edit_mem);
+  return true;
+}
+
+bool ox_trace_edits_recycled(const OxTrace *t) { return t && t->edit_mem && t->edit_mem->reused; }
+
+void *ox_trace_edit_alloc(OxTrace *t, size_t size) {
+  OxTraceEditMem *m = t->edit_mem;
+  if (!m) {
+    void *p = ox_graph_alloc(t->pool, size);
+    memset(p, 0, size);
+    return p;
+  }
+  size = (size + 15) & ~(size_t)15;
+  EditBlock *b = m->cur;
+  if (!b || b->used + size > b->cap) {
+    if (b) { /* full: to the back of the queue */
+      b->next = NULL;
+      if (m->tail) m->tail->next = b;
+      else m->head = b;
+      m->tail = b;
+    }
+    uint32_t encoded = __atomic_load_n(&t->live_encoded, __ATOMIC_ACQUIRE);
+    b = NULL;
+    while (m->head && m->head->upto <= encoded) { /* encoded: its edits are read */
+      EditBlock *h = m->head;
+      m->head = h->next;
+      if (!m->head) m->tail = NULL;
+      m->reused++;
+      if (h->cap >= size) {
+        b = h;
+        break;
+      }
+      free(h); /* too small for this script (one larger than a block): given back */
+    }
+    if (!b) {
+      size_t cap = size > ox_trace_edit_block ? size : ox_trace_edit_block;
+      b = ox_xrealloc(NULL, sizeof *b + cap);
+      b->cap = cap;
+    }
+    b->next = NULL;
+    b->used = 0;
+    m->cur = b;
+  }
+  void *p = (char *)b->data + b->used;
+  b->used += size;
+  b->upto = t->n_steps + 1; /* the step being recorded is encoded with the next ones */
+  memset(p, 0, size);
+  return p;
+}
+
+static void edit_mem_free(OxTraceEditMem *m) {
+  if (!m) return;
+  for (EditBlock *b = m->head, *n; b; b = n) {
+    n = b->next;
+    free(b);
+  }
+  free(m->cur);
+  free(m);
+}
+
 void ox_trace_free(OxTrace *t) {
   if (!t) return;
   if (t->live) t->live_stop(t->live);
+  edit_mem_free(t->edit_mem);
   free(t->str_cache);
   ox_big_free(t->steps, (size_t)t->cap_steps * sizeof *t->steps);
   free(t->scratch);
@@ -252,9 +338,6 @@ bool ox_trace_value_to_graph(const OxTrace *t, OxGraph *g, const OxValue *v, OxV
 }
 
 OxTraceEditData *ox_trace_edit_data(OxTrace *t, OxTraceEdit *e) {
-  if (!e->data) {
-    e->data = ox_graph_alloc(t->pool, sizeof *e->data);
-    memset(e->data, 0, sizeof *e->data);
-  }
+  if (!e->data) e->data = ox_trace_edit_alloc(t, sizeof *e->data);
   return e->data;
 }

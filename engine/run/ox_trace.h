@@ -225,6 +225,8 @@ typedef struct OxTrace {
   void (*live_final)(struct OxTraceLive *live, const struct OxTrace *t);
   void (*live_stop)(struct OxTraceLive *live);
   struct OxTraceStrCache *str_cache; /* private: strings of recording graphs -> pool strings */
+  struct OxTraceEditMem *edit_mem;   /* private: ox_trace_recycle_edits */
+  uint32_t live_encoded;   /* steps the live writer has encoded so far (read and written atomically) */
 } OxTrace;
 
 OxTrace *ox_trace_new(void);
@@ -298,6 +300,26 @@ bool ox_trace_write_file(const OxTrace *t, int version, const char *path, char *
  * write (version 2, the other form, ox_trace_write_json) encodes everything then, as without
  * the writer; ox_trace_free stops it. false (and t unchanged) when no thread could be started. */
 bool ox_trace_live_start(OxTrace *t, const char *path);
+/* For a run whose trace is written once, by its live writer (ox_trace_live_start must have
+ * started), in that writer's version and form, and whose steps' edit scripts nothing else reads:
+ * the memory of the scripts (and of the steps' node lists: matched, added, removed, provenance,
+ * scaffolding) the writer has encoded is used again for later steps' (at 100k nodes they are
+ * ~40 MB of fresh memory otherwise, the larger part of what a trace costs the run). Once a block
+ * was used again the earlier steps' edits and lists are gone: ox_trace_write_file
+ * then writes only through the live writer and refuses any other write (another version or
+ * form, or a writer whose scratch file failed) with a message; nothing else may read them.
+ * false (nothing changed) without a live writer. */
+bool ox_trace_recycle_edits(OxTrace *t);
+/* Whether some edit script memory was used again (ox_trace_recycle_edits). */
+bool ox_trace_edits_recycled(const OxTrace *t);
+/* Zeroed memory for a step's edit script or node list: from the recycled blocks when
+ * ox_trace_recycle_edits is on, else from the pool's arena. */
+void *ox_trace_edit_alloc(OxTrace *t, size_t size);
+/* For tests: the size of the recycled blocks (1 MiB). */
+extern size_t ox_trace_edit_block;
+/* For tests: each ox_trace_steps_final waits until the live writer has encoded the steps (at most
+ * 10 s), so that what it frees is known. */
+extern bool ox_trace_live_wait;
 /* For tests: how many encoded bytes the live writer holds before it moves them on (1 MiB). */
 extern size_t ox_trace_live_piece;
 
