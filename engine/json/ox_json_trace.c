@@ -904,6 +904,7 @@ typedef struct OxTraceLive {
   const char **stage_refs;
   uint32_t n_stage_refs, cap_stage_refs;
   bool done, quit;
+  bool joined;        /* the recording thread's: the encoder thread was joined */
   /* the recording thread's: how much of the trace was handed over */
   uint32_t given_steps, given_refs;
   /* the encoder's (read by the recording thread only after the join) */
@@ -1013,13 +1014,17 @@ static void *live_main(void *arg) {
   return NULL;
 }
 
+/* Stops the encoder thread (quit: without encoding what is staged) and waits for it; once: a
+ * trace written and then freed comes here twice, and a thread is joined only once. */
 static void live_join(OxTraceLive *L, bool quit) {
+  if (L->joined) return;
   pthread_mutex_lock(&L->mu);
   if (quit) L->quit = true;
   L->done = true;
   pthread_cond_signal(&L->cv);
   pthread_mutex_unlock(&L->mu);
   pthread_join(L->thread, NULL);
+  L->joined = true;
 }
 
 static void live_free(OxTraceLive *L) {
