@@ -1377,6 +1377,84 @@ static void stream_pattern(OxBuf *b, GString *want) {
  * appended, in every way the temp file can be made (unnamed and linked, unnamed and copied to a
  * named file where linking is impossible, named from the start); an aborted or failed stream
  * leaves the destination as it was and no temp file. */
+/* ox_buf_append_file: ranges of another file spliced in order between appended text, for a
+ * streaming buffer (copied by its writer thread, within the kernel where it can), a gzip stream
+ * and a plain buffer; the caller's descriptor may be closed before the commit; a range past the
+ * source's end fails the commit and leaves the destination as it was. */
+static void test_append_file(void) {
+  g_autofree char *dir = g_dir_make_tmp("oxtest-XXXXXX", NULL);
+  g_autofree char *src = g_build_filename(dir, "src.bin", NULL), *path = g_build_filename(dir, "out.json", NULL);
+  char err[256];
+  GString *body = g_string_new(NULL);
+  for (uint32_t i = 0; body->len < (3u << 20) + 777; i++) g_string_append_printf(body, "%u,", i * 2654435761u);
+  g_assert_true(g_file_set_contents(src, body->str, (gssize)body->len, NULL));
+  for (int sink = 0; sink < 3; sink++) { /* streaming, gzip streaming, a plain buffer */
+    int fd = open(src, O_RDONLY);
+    g_assert_cmpint(fd, >=, 0);
+    OxBuf b;
+    ox_buf_init(&b);
+    if (sink == 0) g_assert_true(ox_buf_stream_to(&b, path, err, sizeof err));
+    if (sink == 1) g_assert_true(ox_buf_stream_to_gzip(&b, path, 1, err, sizeof err));
+    GString *want = g_string_new(NULL);
+    ox_buf_puts(&b, "head[");
+    g_string_append(want, "head[");
+    g_assert_true(ox_buf_append_file(&b, fd, 0, body->len)); /* all of it */
+    g_string_append_len(want, body->str, (gssize)body->len);
+    ox_buf_puts(&b, "][");
+    g_string_append(want, "][");
+    g_assert_true(ox_buf_append_file(&b, fd, 5, 1000)); /* a piece from the middle */
+    g_string_append_len(want, body->str + 5, 1000);
+    g_assert_true(ox_buf_append_file(&b, fd, 7, 0));   /* nothing */
+    close(fd); /* the writer has its own descriptor */
+    ox_buf_puts(&b, "]tail");
+    g_string_append(want, "]tail");
+    size_t len = 0;
+    char *back = NULL;
+    if (sink < 2) {
+      g_assert_true(ox_buf_stream_commit(&b, err, sizeof err));
+      char *file = ox_read_file(path, &len, 0, err, sizeof err);
+      g_assert_nonnull(file);
+      back = sink == 1 ? ox_gzip_decompress(file, len, 0, &len, err, sizeof err) : file;
+      if (back != file) free(file);
+    } else {
+      back = g_memdup2(b.data, b.len + 1);
+      len = b.len;
+    }
+    g_assert_nonnull(back);
+    g_assert_cmpuint(len, ==, want->len);
+    g_assert_true(memcmp(back, want->str, len) == 0);
+    if (sink == 2) g_free(back);
+    else free(back);
+    g_string_free(want, TRUE);
+    ox_buf_free(&b);
+  }
+  /* past the end: the writer's copy comes up short, the commit fails, the old file stays */
+  g_assert_true(ox_write_file_atomic(path, "old", 3, err, sizeof err));
+  int fd = open(src, O_RDONLY);
+  OxBuf b;
+  ox_buf_init(&b);
+  g_assert_true(ox_buf_stream_to(&b, path, err, sizeof err));
+  g_assert_true(ox_buf_append_file(&b, fd, body->len - 10, 100));
+  close(fd);
+  g_assert_false(ox_buf_stream_commit(&b, err, sizeof err));
+  g_assert_nonnull(strstr(err, "out.json"));
+  ox_buf_free(&b);
+  gchar *old = NULL;
+  g_assert_true(g_file_get_contents(path, &old, NULL, NULL));
+  g_assert_cmpstr(old, ==, "old");
+  g_free(old);
+  /* not streaming: the same range fails at once */
+  fd = open(src, O_RDONLY);
+  ox_buf_init(&b);
+  g_assert_false(ox_buf_append_file(&b, fd, body->len - 10, 100));
+  close(fd);
+  ox_buf_free(&b);
+  g_unlink(src);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_string_free(body, TRUE);
+}
+
 static void test_atomic_stream(void) {
   g_autofree char *dir = g_dir_make_tmp("oxtest-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "out.json", NULL);
@@ -1691,6 +1769,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/util/atomic-write", test_atomic_write);
   g_test_add_func("/engine/util/atomic-write-kill", test_atomic_write_kill);
   g_test_add_func("/engine/util/atomic-stream", test_atomic_stream);
+  g_test_add_func("/engine/util/append-file", test_append_file);
   g_test_add_func("/engine/util/read-cap", test_read_cap);
   g_test_add_func("/engine/util/map-file", test_map_file);
   g_test_add_func("/engine/util/huge-decide", test_huge_decide);

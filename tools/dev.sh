@@ -76,7 +76,7 @@ cmd_test() {
   CC=clang build build-asan -Db_sanitize=address,undefined -Dbuildtype=debug
   TARGETS=("${FUZZ_TARGETS[@]}") # only the harnesses: the fuzz build instruments everything
   CC=clang build build-fuzz -Dfuzz=true -Db_sanitize=address,undefined
-  TARGETS=(tests/test-trace tests/test-json tests/test-write) # the tests of the engine's threads
+  TARGETS=(tests/test-trace tests/test-json tests/test-write tests/test-graph) # the tests of the engine's threads
   CC=clang build build-tsan -Db_sanitize=thread -Dbuildtype=debug
   TARGETS=()
   local rc=0
@@ -85,10 +85,10 @@ cmd_test() {
   # The engine suite again under AddressSanitizer + UndefinedBehaviorSanitizer (clang).
   meson test -C build-asan --suite engine --print-errorlogs --num-processes 2 \
     --timeout-multiplier 3 || rc=1
-  # The tests of the engine's threads (the live trace writer, streamed writes, the base64 check)
+  # The tests of the engine's threads (the live trace writer, streamed writes and files, the base64 check)
   # under ThreadSanitizer: a report fails the test.
   TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 2 \
-    --timeout-multiplier 3 trace json write || rc=1
+    --timeout-multiplier 3 trace json write graph || rc=1
   # Each fuzz harness for fuzz_seconds (25 s) on its seeds (docs/fuzzing.md).
   meson test -C build-fuzz --suite fuzz --no-rebuild --print-errorlogs --num-processes 2 || rc=1
   ./build/tests/tap-summary build/meson-logs/testlog.json build-asan/meson-logs/testlog.json \

@@ -254,8 +254,10 @@ int ox_scratch_file_beside(const char *path) {
  * locked), and the writer thread of a streaming buffer with its queue of drained chunks. */
 typedef struct Chunk {
   struct Chunk *next;
-  char *data;
+  char *data;   /* NULL: a range of the file src (ox_buf_append_file) */
   size_t len;
+  int src;      /* a dup of the caller's descriptor, closed once copied */
+  uint64_t off;
 } Chunk;
 
 struct OxAtomicFile {
@@ -343,6 +345,34 @@ static void atomic_put(OxAtomicFile *f, const void *data, size_t len, bool finis
   f->off += len;
 }
 
+/* Copies len bytes of src from off (within the kernel where it can: copy_file_range; else, or for
+ * a gzip stream, read and written a piece at a time). */
+static void atomic_put_file(OxAtomicFile *f, int src, uint64_t off, uint64_t len) {
+  off_t at = (off_t)off;
+  while (!f->gz && !f->failed && len) {
+    ssize_t n = copy_file_range(src, &at, f->fd, NULL, len, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break; /* not supported here (or cut short): the copy below takes the rest */
+    len -= (uint64_t)n;
+    f->off += (uint64_t)n;
+  }
+  if (f->failed || !len) return;
+  size_t piece = 1 << 20;
+  char *buf = ox_xrealloc(NULL, piece);
+  while (!f->failed && len) {
+    ssize_t r = pread(src, buf, len < piece ? (size_t)len : piece, at);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      f->failed = r < 0 ? errno : EIO; /* the source is shorter than it was said to be */
+      break;
+    }
+    atomic_put(f, buf, (size_t)r, false);
+    at += r;
+    len -= (uint64_t)r;
+  }
+  free(buf);
+}
+
 static void *writer_main(void *arg) {
   OxAtomicFile *f = arg;
   pthread_mutex_lock(&f->mu);
@@ -354,7 +384,8 @@ static void *writer_main(void *arg) {
     if (!f->head) f->tail = NULL;
     pthread_mutex_unlock(&f->mu);
     uint64_t at = f->off;
-    atomic_put(f, c->data, c->len, false);
+    if (c->data) atomic_put(f, c->data, c->len, false);
+    else atomic_put_file(f, c->src, c->off, c->len);
 #ifdef SYNC_FILE_RANGE_WRITE
     /* start the write-back now, so the commit's fsync has little left to wait for */
     if (!f->failed && f->off > at) sync_file_range(f->fd, (off_t)at, (off_t)(f->off - at), SYNC_FILE_RANGE_WRITE);
@@ -362,6 +393,7 @@ static void *writer_main(void *arg) {
     (void)at;
 #endif
     free(c->data);
+    if (!c->data) close(c->src);
     free(c);
     pthread_mutex_lock(&f->mu);
     f->queued--;
@@ -371,9 +403,10 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
-/* Hands a malloc'ed chunk to the writer thread (started on first use); waits while it holds
- * QUEUE_MAX chunks. Without a thread (it could not start) the chunk is written here. */
-static void atomic_queue(OxAtomicFile *f, char *data, size_t len) {
+/* Hands a chunk (malloc'ed, its data too) to the writer thread (started on first use); waits
+ * while it holds QUEUE_MAX chunks. Without a thread (it could not start) the chunk is written
+ * here. */
+static void atomic_queue_chunk(OxAtomicFile *f, Chunk *c) {
   if (!f->started) {
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
@@ -383,35 +416,40 @@ static void atomic_queue(OxAtomicFile *f, char *data, size_t len) {
       pthread_cond_destroy(&f->cv);
     }
   }
-  if (!f->started) {
-    atomic_put(f, data, len, false);
-    free(data);
-    return;
+  bool now = !f->started;
+  if (f->started) {
+    pthread_mutex_lock(&f->mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += QUEUE_WAIT_S;
+    while (f->queued >= QUEUE_MAX && !f->failed)
+      if (pthread_cond_timedwait(&f->cv, &f->mu, &until) == ETIMEDOUT) {
+        f->failed = ETIMEDOUT; /* the writer is stuck (a hung file system): the commit fails */
+        break;
+      }
+    if (!f->failed) {
+      if (f->tail) f->tail->next = c;
+      else f->head = c;
+      f->tail = c;
+      f->queued++;
+      pthread_cond_broadcast(&f->cv);
+      c = NULL;
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (!c) return;
   }
+  if (now && c->data) atomic_put(f, c->data, c->len, false);
+  else if (now) atomic_put_file(f, c->src, c->off, c->len);
+  free(c->data);
+  if (!c->data) close(c->src);
+  free(c);
+}
+
+static void atomic_queue(OxAtomicFile *f, char *data, size_t len) {
   Chunk *c = ox_xcalloc(1, sizeof *c);
   c->data = data;
   c->len = len;
-  pthread_mutex_lock(&f->mu);
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += QUEUE_WAIT_S;
-  while (f->queued >= QUEUE_MAX && !f->failed)
-    if (pthread_cond_timedwait(&f->cv, &f->mu, &until) == ETIMEDOUT) {
-      f->failed = ETIMEDOUT; /* the writer is stuck (a hung file system): the commit fails */
-      break;
-    }
-  if (f->failed) {
-    pthread_mutex_unlock(&f->mu);
-    free(data);
-    free(c);
-    return;
-  }
-  if (f->tail) f->tail->next = c;
-  else f->head = c;
-  f->tail = c;
-  f->queued++;
-  pthread_cond_broadcast(&f->cv);
-  pthread_mutex_unlock(&f->mu);
+  atomic_queue_chunk(f, c);
 }
 
 /* Stops the writer thread once its queue is written (drop: freed unwritten). */
@@ -552,6 +590,44 @@ void ox_buf_drain_slow(OxBuf *b) {
   b->data[0] = 0;
   b->len = 0;
   atomic_queue(b->sink, full, len);
+}
+
+bool ox_buf_append_file(OxBuf *b, int fd, uint64_t off, uint64_t len) {
+  int src = b->sink && len ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (src >= 0) {
+    if (b->len) { /* what came before goes first */
+      char *full = b->data;
+      size_t n = b->len;
+      b->drained += n;
+      b->data = ox_xrealloc(NULL, b->cap);
+      b->data[0] = 0;
+      b->len = 0;
+      atomic_queue(b->sink, full, n);
+    }
+    Chunk *c = ox_xcalloc(1, sizeof *c);
+    c->src = src;
+    c->off = off;
+    c->len = (size_t)len;
+    b->drained += len;
+    atomic_queue_chunk(b->sink, c);
+    return true;
+  }
+  /* not streaming (or no descriptor to spare): read into b */
+  for (uint64_t at = off; at < off + len;) {
+    size_t n = off + len - at < OX_BUF_DRAIN_BYTES ? (size_t)(off + len - at) : OX_BUF_DRAIN_BYTES;
+    ox_buf_reserve(b, n);
+    ssize_t r = pread(fd, b->data + b->len, n, (off_t)at);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) errno = EIO;
+      return false;
+    }
+    b->len += (size_t)r;
+    b->data[b->len] = 0;
+    ox_buf_drain(b);
+    at += (uint64_t)r;
+  }
+  return true;
 }
 
 bool ox_buf_stream_commit(OxBuf *b, char *err, size_t errcap) {

@@ -128,6 +128,13 @@ void ox_buf_drain_slow(OxBuf *b);
 static inline void ox_buf_drain(OxBuf *b) {
   if (b->sink && b->len >= OX_BUF_DRAIN_BYTES) ox_buf_drain_slow(b);
 }
+/* Appends len bytes of the file fd from offset off, after what b holds. A streaming buffer
+ * hands the range to its writer thread, which copies it within the kernel where it can
+ * (copy_file_range: no copy through memory) in order with the rest; fd must keep those bytes
+ * until the commit (it is duplicated, so the caller may close it). Otherwise they are read into
+ * b. false (errno set) when they cannot be read now; a failure of the writer's copy fails the
+ * commit. */
+bool ox_buf_append_file(OxBuf *b, int fd, uint64_t off, uint64_t len);
 /* An unnamed scratch file beside path (in its directory: the file system the output goes to),
  * open for reading and writing and gone when closed; -1 when none can be made. For a writer that
  * must hold a large part of an output until its head is known (the live trace writer). */

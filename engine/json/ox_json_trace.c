@@ -1086,20 +1086,10 @@ static bool write_live(OxTraceLive *L, const OxTrace *t, OxBuf *out, char *err, 
     ok = ox_gzip_compress(part.data, part.len, 1, out, err, errcap);
     part.len = 0;
   }
-  for (uint64_t off = 0; ok && off < L->spilled;) { /* what went to the scratch file, then the rest */
-    size_t n = L->spilled - off < OX_BUF_DRAIN_BYTES ? (size_t)(L->spilled - off) : OX_BUF_DRAIN_BYTES;
-    ox_buf_reserve(out, n);
-    ssize_t r = pread(L->spill, out->data + out->len, n, (off_t)off);
-    if (r <= 0) {
-      if (r < 0 && errno == EINTR) continue;
-      snprintf(err, errcap, "cannot read back the trace's scratch file: %s", r < 0 ? strerror(errno) : "cut short");
-      ok = false;
-      break;
-    }
-    out->len += (size_t)r;
-    out->data[out->len] = 0;
-    ox_buf_drain(out);
-    off += (uint64_t)r;
+  /* what went to the scratch file (copied file to file by the writer thread), then the rest */
+  if (ok && L->spilled && !ox_buf_append_file(out, L->spill, 0, L->spilled)) {
+    snprintf(err, errcap, "cannot read back the trace's scratch file: %s", strerror(errno));
+    ok = false;
   }
   const OxBuf *steps = L->gz ? &L->ztext : &L->text;
   for (size_t off = 0; ok && off < steps->len;) {
