@@ -290,8 +290,9 @@ typedef struct W3 {
   OxNameMap *ix;          /* name -> 1 + its index in names, for a name not interned in the pool */
   uint32_t *ix_by_id;     /* 1 + index in names, by the name's id in the pool's string table */
   uint32_t cap_ix_by_id, pool_tag;
-  const char **names;
-  uint32_t n_names, cap_names;
+  OxBuf names;            /* the names table's text, made as names are added (by the live
+                             writer's thread, during the run) */
+  uint32_t n_names;
   OxStrTab *meta_text;    /* compact text of each distinct meta, interned ... */
   OxNameMap *meta_ix;     /* ... -> 1 + its index in metas */
   OxNameMap *meta_by_t;   /* tensor metas array -> 1 + the index of a meta with it (a hint) */
@@ -337,11 +338,9 @@ static uint32_t w3_index(W3 *w, const char *name) {
     *r = (W3Recent){name, v - 1};
     return v - 1;
   }
-  if (w->n_names == w->cap_names) {
-    w->cap_names = w->cap_names ? 2 * w->cap_names : 1024;
-    w->names = ox_xrealloc(w->names, w->cap_names * sizeof *w->names);
-  }
-  w->names[w->n_names++] = name;
+  if (w->n_names) ox_buf_putc(&w->names, ',');
+  ox_json_put_str(&w->names, name);
+  w->n_names++;
   if (k) w->ix_by_id[k] = w->n_names;
   else ox_namemap_set(w->ix, name, w->n_names);
   *r = (W3Recent){name, w->n_names - 1};
@@ -790,6 +789,7 @@ static void w3_init(W3 *w, const OxTrace *t, int version) {
             .str_text = ox_strtab_new(NULL),
             .str_ix = ox_namemap_new()};
   ox_buf_init(&w->strings);
+  ox_buf_init(&w->names);
   ox_buf_init(&w->metas);
   ox_buf_init(&w->targets);
   ox_buf_init(&w->tmp);
@@ -804,7 +804,7 @@ static void w3_free(W3 *w) {
   ox_buf_free(&w->tmp);
   for (int i = 0; i < OX_OP_COUNT; i++)
     if (w->target_ix[i]) ox_namemap_free(w->target_ix[i]);
-  free(w->names);
+  ox_buf_free(&w->names);
   ox_namemap_free(w->ix);
   free(w->ix_by_id);
   ox_namemap_free(w->meta_ix);
@@ -850,10 +850,7 @@ static void w3_head(const OxTrace *t, int version, OxBuf *out) {
 /* Everything after the steps: the tables they filled. */
 static void w3_tail(W3 *w, uint32_t n_steps, OxBuf *out) {
   ox_buf_puts(out, n_steps ? "\n],\n\"names\":[" : "],\n\"names\":[");
-  for (uint32_t i = 0; i < w->n_names; i++) {
-    if (i) ox_buf_putc(out, ',');
-    ox_json_put_str(out, w->names[i]);
-  }
+  ox_buf_append(out, w->names.data, w->names.len);
   ox_buf_puts(out, "],\n\"targets\":[");
   ox_buf_append(out, w->targets.data, w->targets.len);
   ox_buf_puts(out, "],\n\"metas\":[");
