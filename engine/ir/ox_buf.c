@@ -595,15 +595,7 @@ void ox_buf_drain_slow(OxBuf *b) {
 bool ox_buf_append_file(OxBuf *b, int fd, uint64_t off, uint64_t len) {
   int src = b->sink && len ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
   if (src >= 0) {
-    if (b->len) { /* what came before goes first */
-      char *full = b->data;
-      size_t n = b->len;
-      b->drained += n;
-      b->data = ox_xrealloc(NULL, b->cap);
-      b->data[0] = 0;
-      b->len = 0;
-      atomic_queue(b->sink, full, n);
-    }
+    ox_buf_drain_slow(b); /* what came before goes first */
     Chunk *c = ox_xcalloc(1, sizeof *c);
     c->src = src;
     c->off = off;
