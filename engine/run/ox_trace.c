@@ -114,11 +114,7 @@ bool ox_trace_edits_recycled(const OxTrace *t) { return t && t->edit_mem && t->e
 
 void *ox_trace_edit_alloc(OxTrace *t, size_t size) {
   OxTraceEditMem *m = t->edit_mem;
-  if (!m) {
-    void *p = ox_graph_alloc(t->pool, size);
-    memset(p, 0, size);
-    return p;
-  }
+  if (!m) return ox_graph_alloc(t->pool, size); /* zeroed by the arena */
   size = (size + 15) & ~(size_t)15;
   EditBlock *b = m->cur;
   if (!b || b->used + size > b->cap) {
