@@ -2800,11 +2800,14 @@ static int first_index_of_pass(const char *trace, const char *pass) {
   gsize len;
   char *text = read_all(trace, &len);
   json_object *o = parse_json(text);
-  json_object *steps = jget(o, "steps");
+  json_object *steps = jget(o, "steps"), *rules = jget(o, "rules");
   int best = 0;
   for (size_t i = 0; i < json_object_array_length(steps); i++) {
-    json_object *s = json_object_array_get_idx(steps, i), *ai = NULL, *p = NULL;
-    if (!json_object_object_get_ex(s, "applied_index", &ai) || !json_object_object_get_ex(s, "pass", &p)) continue;
+    json_object *s = json_object_array_get_idx(steps, i), *ai = NULL, *ri = NULL, *p = NULL;
+    /* version 5: the step's rule is an index into "rules", which names the pass */
+    if (!json_object_object_get_ex(s, "applied_index", &ai) || !json_object_object_get_ex(s, "rule", &ri) ||
+        !json_object_object_get_ex(json_object_array_get_idx(rules, (size_t)json_object_get_int(ri)), "pass", &p))
+      continue;
     int k = json_object_get_int(ai);
     if (k > 0 && strcmp(json_object_get_string(p), pass) == 0 && (!best || k < best)) best = k;
   }

@@ -170,7 +170,7 @@ static char *trace_text_run(OxGraph *g, bool shared, bool pass_by_pass, bool int
   trace_zero_timings(t);
   OxBuf b;
   ox_buf_init(&b);
-  ox_trace_write_json(t, &b);
+  ox_trace_write_json_version(t, 4, &b); /* version 4: each step names its pass (counted below) */
   char *s = g_strdup(b.data);
   ox_buf_free(&b);
   ox_diags_clear(&d);

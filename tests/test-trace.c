@@ -1233,12 +1233,12 @@ static void test_no_edits_same_run(void) {
 
 /* ------------------------------------------------------------------ version 3 (issue 20) */
 
-/* Random graphs through the built-in pipeline: each run's trace in versions 2, 3 and 4 reads
+/* Random graphs through the built-in pipeline: each run's trace in versions 2 to 5 reads
  * back the same, record by record, rewrites to the same bytes, and replays the same
  * (trace_check_versions); each version is smaller than the one before. */
 static void test_v3_generated(void) {
   uint32_t n = gen_graph_count(60), applied = 0;
-  size_t v2_bytes = 0, v3_bytes = 0, v4_bytes = 0;
+  size_t v2_bytes = 0, v3_bytes = 0, v4_bytes = 0, v5_bytes = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     bool post;
     OxGraph *g = gen_graph(seed, &post);
@@ -1248,12 +1248,12 @@ static void test_v3_generated(void) {
     applied += optimize_default(g, t, seed % 4 == 0).applied; /* numeric results (max_abs ...) on some */
     t->input_file = ox_trace_intern(t, "gen \"graph\".txt"); /* a string that needs escapes */
     char *want = fx_of(g), *what = g_strdup_printf("seed %" G_GUINT64_FORMAT, seed);
-    v4_bytes += trace_check_versions(t, input, want, what);
-    for (int v = 2; v <= 3; v++) {
+    v5_bytes += trace_check_versions(t, input, want, what);
+    for (int v = 2; v <= 4; v++) {
       OxBuf b;
       ox_buf_init(&b);
       ox_trace_write_json_version(t, v, &b);
-      *(v == 2 ? &v2_bytes : &v3_bytes) += b.len;
+      *(v == 2 ? &v2_bytes : v == 3 ? &v3_bytes : &v4_bytes) += b.len;
       ox_buf_free(&b);
     }
     free(want);
@@ -1262,11 +1262,12 @@ static void test_v3_generated(void) {
     ox_graph_free(input);
     ox_graph_free(g);
   }
-  g_test_message("%u graphs, %u applied steps; traces: version 2 %zu bytes, version 3 %zu, version 4 %zu", n, applied,
-                 v2_bytes, v3_bytes, v4_bytes);
+  g_test_message("%u graphs, %u applied steps; traces: version 2 %zu bytes, version 3 %zu, version 4 %zu, version 5 %zu",
+                 n, applied, v2_bytes, v3_bytes, v4_bytes, v5_bytes);
   g_assert_cmpuint(applied, >, n); /* the comparison covered edits, not only rejections */
   g_assert_cmpuint(v3_bytes, <, v2_bytes * 2 / 3); /* small graphs: the names table weighs more */
   g_assert_cmpuint(v4_bytes, <, v3_bytes);
+  g_assert_cmpuint(v5_bytes, <, v4_bytes);
 }
 
 /* Timings differ from run to run; the rest of two runs of one graph does not. */
@@ -1571,6 +1572,63 @@ static void test_pass_stats(void) {
   }
 }
 
+/* An edit a test expects: its kind, name, after (NULL: not compared), from and to. */
+typedef struct WantEdit {
+  OxTraceEditKind kind;
+  const char *name, *after, *from, *to;
+} WantEdit;
+
+/* s's edits are want[0, n). */
+static void assert_edits(const OxStep *s, const WantEdit *want, size_t n) {
+  g_assert_cmpuint(s->n_edits, ==, n);
+  for (size_t i = 0; i < n; i++) {
+    const OxTraceEdit *e = &s->edits[i];
+    g_assert_cmpint(e->kind, ==, want[i].kind);
+    g_assert_cmpstr(e->name, ==, want[i].name);
+    if (want[i].after) g_assert_cmpstr(e->after, ==, want[i].after);
+    g_assert_cmpstr(e->from, ==, want[i].from);
+    g_assert_cmpstr(e->to, ==, want[i].to);
+  }
+}
+
+/* doc with its first `from` replaced by `to` must fail to read with msg at line (the first
+ * error's, or with any_error any error's); fails the test (naming damage i) otherwise. */
+static void assert_damage(const char *doc, size_t i, const char *from, const char *to, const char *msg, uint32_t line,
+                          bool any_error) {
+  char *bad = replaced(doc, from, to);
+  OxDiagList d;
+  ox_diags_init(&d, "t.json");
+  OxTrace *t = NULL;
+  int rc = ox_trace_read_json(bad, strlen(bad), "t.json", &t, &d);
+  bool found = false;
+  for (uint32_t k = 0; k < (any_error ? d.n : d.n_errors ? 1u : 0u); k++)
+    found |= strstr(d.items[k].msg, msg) && d.items[k].line == line;
+  if (rc != -1 || !found) {
+    ox_diags_print(&d, stderr);
+    g_test_fail_printf("damage %zu (%s -> %s): wanted line %u: %s", i, from, to, line, msg);
+  }
+  ox_trace_free(t);
+  ox_diags_clear(&d);
+  g_free(bad);
+}
+
+/* doc read (fast: our tokenizer first, else json-c only): it reads, every one of its n_steps
+ * steps by the read asked for. */
+static OxTrace *read_doc(const char *doc, int fast, uint32_t n_steps) {
+  ox_json_set_streaming(fast);
+  unsigned long before = ox_trace_fast_steps();
+  OxDiagList d;
+  ox_diags_init(&d, "t.json");
+  OxTrace *t = NULL;
+  int rc = ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d);
+  if (rc) ox_diags_print(&d, stderr);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_cmpuint(ox_trace_fast_steps() - before, ==, fast ? n_steps : 0);
+  g_assert_cmpuint(t->n_steps, ==, n_steps);
+  ox_diags_clear(&d);
+  return t;
+}
+
 static const char v3_doc[] =
   "{\"format\":\"optimus-trace\",\"version\":3,\"input\":{\"file\":\"a\",\"hash\":\"1\"},\n"
   "\"names\":[\"x\",\"\\u0079\",\"w\"],\n"
@@ -1641,22 +1699,11 @@ static void test_v3_errors(void) {
     {"\"names\":[\"x\",", "\"nameless\":[\"x\",", "no \"names\" key", 1},
     {"\"call_function\"", "\"call_fn\"", "targets[0]: unknown op 'call_fn'", 3},
     {"\"shape\":[4,8]}", "\"shape\":[4,8]},\"inferred\":1", "metas[0].inferred: inferred must be a boolean", 4},
-    {"\"version\":3", "\"version\":5", "version: unsupported trace version 5 (this reader knows versions 1 to 4)", 1},
+    {"\"version\":3", "\"version\":6", "version: unsupported trace version 6 (this reader knows versions 1 to 5)", 1},
     {"{\"code\":\"OTHER\"", "{\"code\":\"NOPE\"", "steps[0].reason: unknown reason code 'NOPE'", 6},
   };
-  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
-    char *doc = replaced(v3_doc, bad[i].from, bad[i].to);
-    ox_diags_init(&d, "t.json");
-    t = NULL;
-    rc = ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d);
-    if (rc != -1 || d.n_errors == 0 || !strstr(d.items[0].msg, bad[i].msg) || d.items[0].line != bad[i].line) {
-      ox_diags_print(&d, stderr);
-      g_test_fail_printf("damage %zu (%s -> %s): wanted line %u: %s", i, bad[i].from, bad[i].to, bad[i].line, bad[i].msg);
-    }
-    ox_trace_free(t);
-    ox_diags_clear(&d);
-    g_free(doc);
-  }
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+    assert_damage(v3_doc, i, bad[i].from, bad[i].to, bad[i].msg, bad[i].line, false);
 
   /* replay: an edit that does not fit is located at its step's line */
   char *doc = replaced(v3_doc, "[\"move\",2,1]", "[\"erase\",2]");
@@ -1694,16 +1741,8 @@ static const char v4_doc[] =
 
 static void test_v4_runs(void) {
   for (int fast = 1; fast >= 0; fast--) {
-    ox_json_set_streaming(fast);
-    unsigned long before = ox_trace_fast_steps();
+    OxTrace *t = read_doc(v4_doc, fast, 4);
     OxDiagList d;
-    ox_diags_init(&d, "t.json");
-    OxTrace *t = NULL;
-    int rc = ox_trace_read_json(v4_doc, strlen(v4_doc), "t.json", &t, &d);
-    if (rc) ox_diags_print(&d, stderr);
-    g_assert_cmpint(rc, ==, 0);
-    g_assert_cmpuint(ox_trace_fast_steps() - before, ==, fast ? 4 : 0);
-    g_assert_cmpuint(t->n_steps, ==, 4);
     /* a reason's arguments: indices into "strings" */
     g_assert_cmpuint(t->steps[3].reason.n_args, ==, 1);
     g_assert_cmpstr(t->steps[3].reason.args[0], ==, "b");
@@ -1711,10 +1750,7 @@ static void test_v4_runs(void) {
     const OxStep *s = &t->steps[0];
     /* add n; u, v: a -> n; erase a | erase b, c, d | move u after n, v after u, x after v |
      * u: x -> n, v: x -> n */
-    static const struct {
-      OxTraceEditKind kind;
-      const char *name, *other, *from, *to;
-    } want[] = {
+    static const WantEdit want[] = {
       {OX_TEDIT_ADD, "n", "x", NULL, NULL},     {OX_TEDIT_REPLACE, "u", NULL, "a", "n"},
       {OX_TEDIT_REPLACE, "v", NULL, "a", "n"},  {OX_TEDIT_ERASE, "a", NULL, NULL, NULL},
       {OX_TEDIT_ERASE, "b", NULL, NULL, NULL},  {OX_TEDIT_ERASE, "c", NULL, NULL, NULL},
@@ -1722,15 +1758,7 @@ static void test_v4_runs(void) {
       {OX_TEDIT_MOVE, "v", "u", NULL, NULL},    {OX_TEDIT_MOVE, "x", "v", NULL, NULL},
       {OX_TEDIT_REPLACE, "u", NULL, "x", "n"},  {OX_TEDIT_REPLACE, "v", NULL, "x", "n"},
     };
-    g_assert_cmpuint(s->n_edits, ==, G_N_ELEMENTS(want));
-    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
-      const OxTraceEdit *e = &s->edits[i];
-      g_assert_cmpint(e->kind, ==, want[i].kind);
-      g_assert_cmpstr(e->name, ==, want[i].name);
-      if (want[i].other) g_assert_cmpstr(e->after, ==, want[i].other);
-      g_assert_cmpstr(e->from, ==, want[i].from);
-      g_assert_cmpstr(e->to, ==, want[i].to);
-    }
+    assert_edits(s, want, G_N_ELEMENTS(want));
     g_assert_cmpstr(ox_value_format(t->pool, &s->edits[0].data->args, (char[32]){0}, 32), ==, "(%x,)");
     g_assert_true(s->edits[0].has_meta);
     g_assert_cmpuint(s->n_prov, ==, 1); /* the replace's [a, n] */
@@ -1747,7 +1775,7 @@ static void test_v4_runs(void) {
     /* written again: the same runs, and [] kept where the replaces would say otherwise */
     OxBuf b;
     ox_buf_init(&b);
-    ox_trace_write_json(t, &b);
+    ox_trace_write_json_version(t, 4, &b);
     /* (names numbered in the order the writer meets them) */
     g_assert_nonnull(strstr(b.data, "\"edits\":[[\"replace\",0,[1,2],3,4,0,[{\"node\":4}],0],[\"erase\",5,6,7],"
                                     "[\"move\",1,3,2,4],[\"replace_input\",1,4,3,2]]"));
@@ -1759,7 +1787,6 @@ static void test_v4_runs(void) {
     g_assert_null(strstr(b.data, "\"provenance\":[["));
     ox_buf_free(&b);
     ox_trace_free(t);
-    ox_diags_clear(&d);
 
     static const struct {
       const char *from, *to, *msg;
@@ -1781,18 +1808,8 @@ static void test_v4_runs(void) {
       {"\"strings\":[\"z\",\"b\"]", "\"strings\":{}", "strings: strings must be an array, not an object"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
-      char *doc = replaced(v4_doc, bad[i].from, bad[i].to);
-      ox_diags_init(&d, "t.json");
-      t = NULL;
-      rc = ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d);
       uint32_t line = strstr(bad[i].msg, "steps[2]") ? 9 : strstr(bad[i].msg, "steps[3]") ? 10 : !strncmp(bad[i].msg, "strings", 7) ? 5 : 7;
-      if (rc != -1 || d.n_errors == 0 || !strstr(d.items[0].msg, bad[i].msg) || d.items[0].line != line) {
-        ox_diags_print(&d, stderr);
-        g_test_fail_printf("damage %zu (%s -> %s): wanted line %u: %s", i, bad[i].from, bad[i].to, line, bad[i].msg);
-      }
-      ox_trace_free(t);
-      ox_diags_clear(&d);
-      g_free(doc);
+      assert_damage(v4_doc, i, bad[i].from, bad[i].to, bad[i].msg, line, false);
     }
     /* version 3 takes no runs */
     char *doc = replaced(v4_doc, "\"version\":4", "\"version\":3");
@@ -1809,6 +1826,191 @@ static void test_v4_runs(void) {
     ox_diags_clear(&d);
     g_free(doc);
     g_free(doc2);
+  }
+  ox_json_set_streaming(true);
+}
+
+/* A hand-written version 5 trace: the "rules" table, check details in "strings", ranges in index
+ * lists (matched, a run's names, a replace's users, {"nodes": [...]}) and getitems items (a count,
+ * entries that replace, one meta for all or one each). Both reads give the edits these stand for;
+ * written again it is the same text (the names in the order the writer meets them); each damage
+ * is an error at its line and path, and a range or getitems item that stands for more than the
+ * file has bytes is refused. */
+static const char v5_doc[] =
+  "{\"format\":\"optimus-trace\",\"version\":5,\"input\":{\"file\":\"a\",\"hash\":\"1\"},\n"
+  "\"names\":[\"s\",\"g0\",\"g1\",\"g2\",\"a\",\"u\",\"v\",\"b\",\"w\",\"q\",\"x\",\"y\",\"z\"],\n"
+  "\"targets\":[[\"call_function\",\"torch.stack\"]],\n"
+  "\"metas\":[{\"tensor\":{\"dtype\":\"f32\",\"shape\":[4,8]}}],\n"
+  "\"strings\":[\"3 added nodes consistent\",\"b\"],\n"
+  "\"rules\":[{\"phase\":\"pre\",\"pass\":\"p1\",\"rule\":\"r1\"},{\"phase\":\"post\",\"pass\":\"p2\"}],\n"
+  "\"steps\":[\n"
+  "{\"kind\":\"applied\",\"applied_index\":1,\"rule\":0,\"matched\":[[4,7],0],\"checks\":{\"structure\":{\"status\":\"passed\","
+  "\"detail\":0,\"seconds\":1.5e-05}},\"edits\":[[\"getitems\",0,1,0,0,3],[\"erase\",10,[11,12]]],\"seconds\":0.00123},\n"
+  "{\"kind\":\"applied\",\"applied_index\":2,\"rule\":1,\"edits\":[[\"getitems\",7,8,5,[0,null],[[4,[5,6]],null]],"
+  "[\"replace_input\",10,1,2,[3,5]],[\"args\",11,[{\"nodes\":[[1,3],0]},0]]]},\n"
+  "{\"kind\":\"rejected\",\"rule\":0,\"anchor\":0,\"reason\":{\"code\":\"OTHER\",\"args\":[1],\"nodes\":[true]}}\n"
+  "]}\n";
+
+static void test_v5_items(void) {
+  for (int fast = 1; fast >= 0; fast--) {
+    OxTrace *t = read_doc(v5_doc, fast, 3);
+    OxDiagList d;
+    const OxStep *s = &t->steps[0];
+    /* the rules table */
+    g_assert_cmpstr(s->phase, ==, "pre");
+    g_assert_cmpstr(s->pass, ==, "p1");
+    g_assert_cmpstr(s->rule, ==, "r1");
+    g_assert_cmpstr(t->steps[1].phase, ==, "post");
+    g_assert_cmpstr(t->steps[1].pass, ==, "p2");
+    g_assert_null(t->steps[1].rule);
+    g_assert_cmpstr(t->steps[2].pass, ==, "p1");
+    g_assert_cmpstr(t->steps[2].reason.args[0], ==, "b");
+    /* a check's detail from "strings"; a range in matched */
+    g_assert_cmpstr(s->checks[OX_CHECK_STRUCTURE].detail, ==, "3 added nodes consistent");
+    g_assert_cmpfloat(s->checks[OX_CHECK_STRUCTURE].seconds, ==, 1.5e-05);
+    static const char *const matched[] = {"a", "u", "v", "b", "s"};
+    g_assert_cmpuint(s->n_matched, ==, G_N_ELEMENTS(matched));
+    for (size_t i = 0; i < G_N_ELEMENTS(matched); i++) g_assert_cmpstr(s->matched[i], ==, matched[i]);
+    /* getitems of a count: g0 = s[0] after s, g1 = s[1] after g0, g2 = s[2] after g1, each with
+     * meta 0; then erase x, y, z */
+    g_assert_cmpuint(s->n_edits, ==, 6);
+    static const char *const gi_names[] = {"g0", "g1", "g2"}, *const gi_after[] = {"s", "g0", "g1"},
+                             *const erased[] = {"x", "y", "z"};
+    for (int k = 0; k < 3; k++) {
+      const OxTraceEdit *e = &s->edits[k];
+      char want[16];
+      g_snprintf(want, sizeof want, "(%%s, %d)", k);
+      g_assert_cmpint(e->kind, ==, OX_TEDIT_ADD);
+      g_assert_cmpstr(e->name, ==, gi_names[k]);
+      g_assert_cmpstr(e->after, ==, gi_after[k]);
+      g_assert_cmpint(e->op, ==, OX_OP_CALL_FUNCTION);
+      g_assert_cmpstr(e->target, ==, "operator.getitem");
+      g_assert_cmpstr(ox_value_format(t->pool, &e->data->args, (char[32]){0}, 32), ==, want);
+      g_assert_cmpuint(e->data->kwargs.n, ==, 0);
+      g_assert_true(e->has_meta);
+      g_assert_cmpuint(e->data->meta.n, ==, 1);
+    }
+    for (int k = 0; k < 3; k++) {
+      g_assert_cmpint(s->edits[3 + k].kind, ==, OX_TEDIT_ERASE);
+      g_assert_cmpstr(s->edits[3 + k].name, ==, erased[k]);
+    }
+    g_assert_cmpuint(s->n_added, ==, 3); /* from the adds */
+    g_assert_cmpuint(s->n_removed, ==, 3);
+    g_assert_cmpuint(s->n_prov, ==, 0);
+    /* entries: w = b[5] replaces a (u, v rewired, a erased); q = b[6], no meta; then the
+     * replace_input run x: g0 -> g1 in x, g2, u (a range in a run's names); y's args hold
+     * [g0, g1, g2, s] */
+    s = &t->steps[1];
+    static const WantEdit want[] = {
+      {OX_TEDIT_ADD, "w", "b", NULL, NULL},        {OX_TEDIT_REPLACE, "u", NULL, "a", "w"},
+      {OX_TEDIT_REPLACE, "v", NULL, "a", "w"},     {OX_TEDIT_ERASE, "a", NULL, NULL, NULL},
+      {OX_TEDIT_ADD, "q", "w", NULL, NULL},        {OX_TEDIT_REPLACE, "x", NULL, "g0", "g1"},
+      {OX_TEDIT_REPLACE, "g2", NULL, "g0", "g1"},  {OX_TEDIT_REPLACE, "a", NULL, "g0", "g1"},
+      {OX_TEDIT_REPLACE, "u", NULL, "g0", "g1"},   {OX_TEDIT_ARGS, "y", NULL, NULL, NULL},
+    };
+    assert_edits(s, want, G_N_ELEMENTS(want));
+    g_assert_cmpstr(ox_value_format(t->pool, &s->edits[0].data->args, (char[32]){0}, 32), ==, "(%b, 5)");
+    g_assert_true(s->edits[0].has_meta);
+    g_assert_false(s->edits[4].has_meta);
+    g_assert_cmpstr(ox_value_format(t->pool, &s->edits[4].data->args, (char[32]){0}, 32), ==, "(%b, 6)");
+    g_assert_cmpstr(ox_value_format(t->pool, &s->edits[9].data->args, (char[64]){0}, 64), ==, "([%g0, %g1, %g2, %s], 0)");
+    g_assert_cmpuint(s->n_prov, ==, 1); /* the replace of a by w */
+    g_assert_cmpstr(s->prov_old[0], ==, "a");
+    g_assert_cmpstr(s->prov_new[0], ==, "w");
+    /* written again: the same items (one meta for all, or one each; a count, or entries) */
+    OxBuf b;
+    ox_buf_init(&b);
+    ox_trace_write_json(t, &b);
+    g_assert_nonnull(strstr(b.data, "\"edits\":[[\"getitems\",4,5,0,0,3],[\"erase\",8,9,10]]"));
+    g_assert_nonnull(strstr(b.data, "[[\"getitems\",3,11,5,[0,null],[[0,[1,2]],null]],[\"replace_input\",8,5,6,7,0,1],"));
+    g_assert_nonnull(strstr(b.data, "\"names\":[\"a\",\"u\",\"v\",\"b\",\"s\",\"g0\",\"g1\",\"g2\",\"x\",\"y\",\"z\",\"w\",\"q\"]"));
+    g_assert_nonnull(strstr(b.data, "\"matched\":[[0,4]]"));
+    g_assert_nonnull(strstr(b.data, "\"checks\":{\"structure\":{\"status\":\"passed\",\"detail\":0,\"seconds\":1.5e-05}}"));
+    g_assert_nonnull(strstr(b.data, "\"seconds\":0.00123}"));
+    g_assert_nonnull(strstr(b.data, "[\"args\",9,[{\"nodes\":[[5,7],4]},0]]"));
+    g_assert_nonnull(strstr(b.data, "\"rules\":[\n{\"phase\":\"pre\",\"pass\":\"p1\",\"rule\":\"r1\"},\n{\"phase\":\"post\",\"pass\":\"p2\"}\n]"));
+    ox_buf_free(&b);
+    ox_trace_free(t);
+
+    static const struct {
+      const char *from, *to, *msg;
+      uint32_t line;
+    } bad[] = {
+      {"\"rule\":1,", "\"rule\":2,", "steps[1].rule: rule index 2 is out of range (\"rules\" has 2 entries)", 9},
+      {"\"rule\":1,", "\"rule\":\"p2\",", "steps[1].rule: a step's rule must be an index into \"rules\", not a string", 9},
+      {"{\"phase\":\"post\",\"pass\":\"p2\"}", "3", "rules[1]: a rule must be an object", 6},
+      {"\"detail\":0,", "\"detail\":2,", "steps[0].checks.structure.detail: string index 2 is out of range", 8},
+      {"\"detail\":0,", "\"detail\":\"x\",", "steps[0].checks.structure.detail: a check's detail must be an index", 8},
+      {"[[4,7],0]", "[[7,4],0]", "steps[0].matched[0]: a range must be [first, last]", 8},
+      {"[[4,7],0]", "[[4,4],0]", "steps[0].matched[0]: a range must be [first, last]", 8},
+      {"[[4,7],0]", "[[4,13],0]", "steps[0].matched[0]: node index 13 is out of range", 8},
+      {"[[4,7],0]", "[[4,7,8],0]", "steps[0].matched[0]: a range must be [first, last]", 8},
+      {"[\"erase\",10,[11,12]]", "[\"erase\",10,[11,13]]", "steps[0].edits[1][2]: node index 13 is out of range", 8},
+      {"[[4,[5,6]],null]", "[[4,[[5,4]]],null]", "steps[1].edits[0][5][0][1][0]: a range must be [first, last]", 9},
+      {"[[4,[5,6]],null]", "[[4,[]],null]", "steps[1].edits[0][5][0]: a getitems entry must be null or [old, [users]]", 9},
+      {"[[4,[5,6]],null]", "[4,null]", "steps[1].edits[0][5][0]: a getitems entry must be null or [old, [users]]", 9},
+      {"[[4,[5,6]],null]", "[]", "steps[1].edits[0][5]: a getitems edit ends with a count (1 or more) or a non-empty", 9},
+      {"[0,null],[[4", "[0],[[4", "steps[1].edits[0][4]: a getitems edit's metas: 1 for 2 getitems", 9},
+      {"[0,null],[[4", "[0,3],[[4", "steps[1].edits[0][4][1]: a meta must be null or an index into \"metas\"", 9},
+      {"[\"getitems\",0,1,0,0,3]", "[\"getitems\",0,1,0,0,0]", "steps[0].edits[0][5]: a getitems edit ends with a count (1 or more)", 8},
+      {"[\"getitems\",0,1,0,0,3]", "[\"getitems\",0,11,0,0,3]", "steps[0].edits[0][2]: getitems names 11 to 13 are out of range", 8},
+      {"[\"getitems\",0,1,0,0,3]", "[\"getitems\",0,-1,0,0,3]", "steps[0].edits[0][2]: a getitems edit's first name must be an index", 8},
+      {"[\"getitems\",0,1,0,0,3]", "[\"getitems\",0,1,9223372036854775807,0,3]", "steps[0].edits[0][3]: getitems indices 9223372036854775807 and on overflow", 8},
+      {"[\"getitems\",0,1,0,0,3]", "[\"getitems\",0,1,\"0\",0,3]", "steps[0].edits[0][3]: a getitems edit's first index must be an integer", 8},
+      {"[\"getitems\",0,1,0,0,3]", "[\"getitems\",0,1,0,0]", "steps[0].edits[0]: getitems edit of 5 items (it has 6)", 8},
+      {"[\"getitems\",0,1,0,0,3]", "[\"getitems\",13,1,0,0,3]", "steps[0].edits[0][1]: node index 13 is out of range", 8},
+      {"{\"nodes\":[[1,3],0]}", "{\"nodes\":[[1,3,4],0]}", "steps[1].edits[2][2][0].nodes[0]: a range must be [first, last]", 9},
+      {"{\"nodes\":[[1,3],0]}", "{\"nodes\":[[1,13],0]}", "steps[1].edits[2][2][0].nodes[0]: node index 13 is out of range", 9},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+      assert_damage(v5_doc, i, bad[i].from, bad[i].to, bad[i].msg, bad[i].line, true);
+    /* more than the file's bytes: a range over every name (each in range), many times, in
+     * matched and in a {"nodes": [...]}; getitems items over a thousand names, many times */
+    GString *bomb = g_string_new("[[4,7],0");
+    for (int k = 0; k < 400; k++) g_string_append(bomb, ",[0,12]");
+    g_string_append_c(bomb, ']');
+    char *nodes_bomb = g_strdup_printf("{\"nodes\":%s}", bomb->str);
+    GString *names = g_string_new("\"names\":[\"s\",\"g0\",\"g1\",\"g2\",\"a\",\"u\",\"v\",\"b\",\"w\",\"q\",\"x\",\"y\",\"z\"");
+    for (int k = 0; k < 1000; k++) g_string_append_printf(names, ",\"n%d\"", k);
+    GString *items = g_string_new("[\"getitems\",0,1,0,0,3]");
+    for (int k = 0; k < 100; k++) g_string_append(items, ",[\"getitems\",0,13,0,0,1000]");
+    char *big = replaced(v5_doc, "\"names\":[\"s\",\"g0\",\"g1\",\"g2\",\"a\",\"u\",\"v\",\"b\",\"w\",\"q\",\"x\",\"y\",\"z\"", names->str);
+    char *bombs[3] = {replaced(v5_doc, "[[4,7],0]", bomb->str), replaced(v5_doc, "{\"nodes\":[[1,3],0]}", nodes_bomb),
+                      replaced(big, "[\"getitems\",0,1,0,0,3]", items->str)};
+    for (int k = 0; k < 3; k++) {
+      ox_diags_init(&d, "t.json");
+      g_assert_cmpint(ox_trace_read_json(bombs[k], strlen(bombs[k]), "t.json", &t, &d), ==, -1);
+      bool said = false;
+      for (uint32_t i = 0; i < d.n; i++)
+        said |= strstr(d.items[i].msg, "more node references and edits than the file has bytes") != NULL &&
+                d.items[i].line == (k == 1 ? 9u : 8u);
+      if (!said) {
+        ox_diags_print(&d, stderr);
+        g_test_fail_printf("bomb %d was not refused", k);
+      }
+      ox_diags_clear(&d);
+      g_free(bombs[k]);
+    }
+    g_free(big);
+    g_free(nodes_bomb);
+    g_string_free(items, TRUE);
+    g_string_free(names, TRUE);
+    g_string_free(bomb, TRUE);
+    char *gdoc = replaced(v5_doc, "[\"getitems\",0,1,0,0,3]", "[\"getitems\",0,1,0,0,99999999]");
+    ox_diags_init(&d, "t.json");
+    g_assert_cmpint(ox_trace_read_json(gdoc, strlen(gdoc), "t.json", &t, &d), ==, -1);
+    g_assert_nonnull(strstr(d.items[0].msg, "steps[0].edits[0][2]: getitems names 1 to 99999999 are out of range"));
+    ox_diags_clear(&d);
+    g_free(gdoc);
+    /* version 4 takes none of it */
+    char *doc = replaced(v5_doc, "\"version\":5", "\"version\":4");
+    ox_diags_init(&d, "t.json");
+    g_assert_cmpint(ox_trace_read_json(doc, strlen(doc), "t.json", &t, &d), ==, -1);
+    bool refused = false;
+    for (uint32_t k = 0; k < d.n; k++) refused |= strstr(d.items[k].msg, "unknown edit kind 'getitems'") != NULL;
+    g_assert_true(refused);
+    ox_diags_clear(&d);
+    g_free(doc);
   }
   ox_json_set_streaming(true);
 }
@@ -1863,7 +2065,7 @@ static void test_gzip(void) {
   free(back);
   OxTrace *tz = NULL;
   g_assert_cmpint(ox_trace_read_json(zt, zlen, gz, &tz, &d), ==, 0);
-  char *diff = trace_first_difference(t, tz);
+  char *diff = trace_first_difference_current(t, tz);
   if (diff) g_test_fail_printf("the gzipped trace reads differently: %s", diff);
   g_free(diff);
   ox_trace_free(tz);
@@ -1955,7 +2157,7 @@ static size_t assert_current_form(const OxTrace *t, const char *what) {
   ox_trace_write_json(t, &b);
   OxTrace *back = NULL;
   g_assert_cmpint(ox_trace_read_json(b.data, b.len, "current.json", &back, &d), ==, 0);
-  char *diff = trace_first_difference(t, back);
+  char *diff = trace_first_difference_current(t, back);
   if (diff) g_test_fail_printf("%s and its current form differ: %s", what, diff);
   g_free(diff);
   OxDoc *doc = NULL;
@@ -1981,26 +2183,32 @@ static size_t assert_current_form(const OxTrace *t, const char *what) {
   return n;
 }
 
-/* A version 3 file written by the version 3 writer before version 4 existed (the bundled
- * example's trace as of b9abf8e, tests/data/trace/recsys-towers.v3.trace.json): it reads; written
- * as version 3 again it is the same bytes (the version 3 writer is unchanged); written as version
- * 4 it is smaller, and read back it is the same trace, record by record; both replay onto the
- * example graph to the same result. */
-static void test_v3_file(void) {
+/* A version 3 (4) file written by the version 3 (4) writer before version 4 (5) existed (the
+ * bundled example's trace as of b9abf8e (1a0e408), tests/data/trace/recsys-towers.v3.trace.json
+ * (.v4.)): it reads; written as that version again it is the same bytes (that writer is
+ * unchanged); written in the current version it is smaller, and read back it is the same trace,
+ * record by record; both replay onto the example graph to the same result. */
+static void test_v3_file(gconstpointer data) {
+  int version = GPOINTER_TO_INT(data);
   gchar *text = NULL;
   gsize len = 0;
-  char *path = trace_fixture("recsys-towers.v3.trace.json", &text, &len);
+  char *name = g_strdup_printf("recsys-towers.v%d.trace.json", version);
+  char *path = trace_fixture(name, &text, &len);
+  g_free(name);
   if (!path) return;
   OxTrace *t = read_fixture(path, text, len);
   g_assert_cmpuint(t->n_applied, >, 5);
   OxBuf b3;
   ox_buf_init(&b3);
-  ox_trace_write_json_version(t, 3, &b3);
+  ox_trace_write_json_version(t, version, &b3);
   g_assert_cmpuint(b3.len, ==, len);
   g_assert_true(memcmp(b3.data, text, len) == 0);
-  size_t v4 = assert_current_form(t, "the version 3 file");
-  g_assert_cmpuint(v4, <, len);
-  g_test_message("the example's trace: version 3 %zu bytes, version 4 %zu", (size_t)len, v4);
+  char *what = g_strdup_printf("the version %d file", version);
+  size_t cur = assert_current_form(t, what);
+  g_free(what);
+  g_assert_cmpuint(cur, <, len);
+  g_test_message("the example's trace: version %d %zu bytes, version %d %zu", version, (size_t)len, OX_TRACE_VERSION,
+                 cur);
   ox_trace_free(t);
   ox_buf_free(&b3);
   g_free(text);
@@ -2560,13 +2768,16 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/trace/json-roundtrip", test_trace_json_roundtrip);
   g_test_add_data_func("/engine/trace/reader-damaged", GINT_TO_POINTER(2), test_trace_reader_damaged);
   g_test_add_data_func("/engine/trace/reader-damaged-v3", GINT_TO_POINTER(3), test_trace_reader_damaged);
+  g_test_add_data_func("/engine/trace/reader-damaged-v5", GINT_TO_POINTER(5), test_trace_reader_damaged);
   g_test_add_func("/engine/trace/v3-generated", test_v3_generated);
   g_test_add_func("/engine/trace/no-edits-same-run", test_no_edits_same_run);
   g_test_add_func("/engine/trace/live-writer", test_live_writer);
   g_test_add_func("/engine/trace/recycle-edits", test_recycle_edits);
   g_test_add_func("/engine/trace/v3-errors", test_v3_errors);
   g_test_add_func("/engine/trace/v4-runs", test_v4_runs);
-  g_test_add_func("/engine/trace/v3-file", test_v3_file);
+  g_test_add_func("/engine/trace/v5-items", test_v5_items);
+  g_test_add_data_func("/engine/trace/v3-file", GINT_TO_POINTER(3), test_v3_file);
+  g_test_add_data_func("/engine/trace/v4-file", GINT_TO_POINTER(4), test_v3_file);
   g_test_add_func("/engine/trace/pass-stats", test_pass_stats);
   g_test_add_func("/engine/trace/coverage", test_coverage);
   g_test_add_func("/engine/trace/v2-file", test_v2_file);

@@ -1724,24 +1724,39 @@ def _index(i, what="node"):
     return i
 
 
-def _decode_value(v, names):
-    """A version 3 or 4 value: {"node": i} -> {"node": names[i]}, {"nodes": [i, ...]} (version 4)
-    -> [{"node": names[i]}, ...], the rest as it is."""
+def _expand_indices(items, ranges):
+    """The indices an index list stands for: in version 5 (ranges) an item [first, last]
+    (first < last) stands for first, first + 1, ..., last."""
+    out = []
+    for i in items:
+        if ranges and isinstance(i, list):
+            if len(i) != 2 or _index(i[0]) >= _index(i[1]):
+                raise ValueError("a range must be [first, last] with first < last, not %r" % (i,))
+            out.extend(range(i[0], i[1] + 1))
+        else:
+            out.append(_index(i))
+    return out
+
+
+def _decode_value(v, names, ranges=False):
+    """A version 3 to 5 value: {"node": i} -> {"node": names[i]}, {"nodes": [i, ...]} (version 4;
+    version 5 with ranges) -> [{"node": names[i]}, ...], the rest as it is."""
     if isinstance(v, list):
-        return [_decode_value(x, names) for x in v]
+        return [_decode_value(x, names, ranges) for x in v]
     if isinstance(v, dict):
         if len(v) == 1 and isinstance(v.get("node"), int):
             return {"node": names[_index(v["node"])]}
         if len(v) == 1 and isinstance(v.get("nodes"), list):  # version 4: a list of node references
-            return [{"node": names[_index(i)]} for i in v["nodes"]]
-        return {k: _decode_value(x, names) for k, x in v.items()}
+            return [{"node": names[i]} for i in _expand_indices(v["nodes"], ranges)]
+        return {k: _decode_value(x, names, ranges) for k, x in v.items()}
     return v
 
 
 def decode_trace(tr):
-    """A version 3 or 4 trace (node names, targets and metas in tables, edits as arrays, in
+    """A version 3 to 5 trace (node names, targets and metas in tables, edits as arrays, in
     version 4 runs of edits as one, provenance left out when the replace runs say it, and reason
-    arguments in a "strings" table;
+    arguments in a "strings" table; in version 5 each step's phase, pass and rule in a "rules"
+    table, check details in "strings", ranges in index lists and getitems items;
     docs/trace-format.md) in the shape of version 2: names in place of indices, edits as
     objects, "seq", "removed" and "added" as version 2 writes them, "nodes" in every reason.
     The formatted reason text is not rebuilt (its templates live in the engine): reason_text()
@@ -1750,13 +1765,20 @@ def decode_trace(tr):
     if not isinstance(tr.get("version"), int) or tr["version"] < 3:
         return tr
     version = tr["version"]
-    if version > 4:
-        raise ValueError("unsupported trace version %d (this reader knows versions 1 to 4)" % version)
+    if version > 5:
+        raise ValueError("unsupported trace version %d (this reader knows versions 1 to 5)" % version)
     names, targets, metas = tr["names"], tr.get("targets") or [], tr.get("metas") or []
-    strings = tr.get("strings") or []
+    strings, rules = tr.get("strings") or [], tr.get("rules") or []
+    ranges = version >= 5
 
     def name(i):
         return None if i is None else names[_index(i)]
+
+    def name_list(items):
+        return [names[i] for i in _expand_indices(items, ranges)]
+
+    def value(v):
+        return _decode_value(v, names, ranges)
 
     def index(table, i, what):
         return table[_index(i, what)]
@@ -1768,13 +1790,13 @@ def decode_trace(tr):
         d = {"kind": kind, "name": name(e[1])}
         if kind == "add":
             op, target = index(targets, e[3], "target")
-            d.update(after=name(e[2]), op=op, target=target, args=_decode_value(e[4], names),
-                     kwargs=_decode_value(e[6], names) if len(e) > 6 else {"dict": []})
+            d.update(after=name(e[2]), op=op, target=target, args=value(e[4]),
+                     kwargs=value(e[6]) if len(e) > 6 else {"dict": []})
             if len(e) > 5 and e[5] is not None:
                 d["meta"] = index(metas, e[5], "meta")
         elif kind == "args":
-            d.update(args=_decode_value(e[2], names),
-                     kwargs=_decode_value(e[3], names) if len(e) > 3 else {"dict": []})
+            d.update(args=value(e[2]),
+                     kwargs=value(e[3]) if len(e) > 3 else {"dict": []})
         elif kind == "move":
             d["after"] = name(e[2])
         elif kind == "meta":
@@ -1787,9 +1809,41 @@ def decode_trace(tr):
             raise ValueError("unknown edit kind %r" % (kind,))
         return d
 
+    def getitems(e):
+        """["getitems", src, first, k, meta, count | [entry, ...]] (version 5): getitem(src, k),
+        getitem(src, k + 1) ... named names[first], names[first + 1] ..., each right after the
+        one before (the first after src); an entry [old, [users]] makes that add replace old."""
+        if len(e) != 6:
+            raise ValueError("a getitems edit has 6 items, not %d" % len(e))
+        src, first, k0, meta, body = name(e[1]), _index(e[2]), e[3], e[4], e[5]
+        entries = body if isinstance(body, list) else [None] * body if isinstance(body, int) else None
+        if not entries or not isinstance(k0, int) or isinstance(k0, bool):
+            raise ValueError("a getitems edit needs an int index and a count or entries, not %r, %r" % (k0, body))
+        if isinstance(meta, list) and len(meta) != len(entries):
+            raise ValueError("a getitems edit's metas: %d for %d getitems" % (len(meta), len(entries)))
+        out, after = [], src
+        for j, entry in enumerate(entries):
+            m = meta[j] if isinstance(meta, list) else meta
+            add = {"kind": "add", "name": name(first + j), "after": after, "op": "call_function",
+                   "target": "operator.getitem", "args": [{"node": src}, k0 + j], "kwargs": {"dict": []}}
+            if m is not None:
+                add["meta"] = index(metas, m, "meta")
+            out.append(add)
+            after = add["name"]
+            if entry is None:
+                continue
+            if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[1], list) or not entry[1]:
+                raise ValueError("a getitems entry must be null or [old, [users]], not %r" % (entry,))
+            old = name(entry[0])
+            out += [{"kind": "replace_input", "name": u, "old": old, "new": add["name"]} for u in name_list(entry[1])]
+            out.append({"kind": "erase", "name": old})
+        return out
+
     def edits(e):
         """An item of "edits" as the edits it stands for (version 4 runs them together)."""
         kind = e[0] if e else None
+        if version >= 5 and kind == "getitems":
+            return getitems(e)
         if version < 4 or kind not in ("replace", "erase", "move", "replace_input"):
             return [edit(e)]
         if kind == "replace":  # ["replace", old, [users], name, after, target, args(, meta(, kwargs))]
@@ -1797,12 +1851,12 @@ def decode_trace(tr):
                 raise ValueError("a replace edit's users must be a non-empty list")
             add = edit(["add"] + e[3:])
             old = name(e[1])
-            return ([add] + [{"kind": "replace_input", "name": name(u), "old": old, "new": add["name"]}
-                             for u in e[2]] + [{"kind": "erase", "name": old}])
+            return ([add] + [{"kind": "replace_input", "name": u, "old": old, "new": add["name"]}
+                             for u in name_list(e[2])] + [{"kind": "erase", "name": old}])
         base = {"erase": 2, "move": 3, "replace_input": 4}[kind]
         out = [edit(e[:base])]
-        for i in e[base:]:
-            d = dict(out[0], name=name(i))
+        for u in name_list(e[base:]):
+            d = dict(out[0], name=u)
             if kind == "move":
                 d["after"] = out[-1]["name"]
             out.append(d)
@@ -1829,11 +1883,20 @@ def decode_trace(tr):
     steps = []
     for seq, s in enumerate(tr.get("steps") or []):
         s = dict(s, seq=seq)
+        if version >= 5 and s.get("rule") is not None:  # an index into "rules": phase, pass, rule
+            r = index(rules, s.pop("rule"), "rule")
+            if not isinstance(r, dict):
+                raise ValueError("a rule must be an object, not %r" % (r,))
+            s.update({k: r[k] for k in ("phase", "pass", "rule") if r.get(k) is not None})
+        if version >= 5 and isinstance(s.get("checks"), dict):  # details: indices into "strings"
+            s["checks"] = {k: dict(c, detail=index(strings, c["detail"], "string"))
+                           if isinstance(c, dict) and isinstance(c.get("detail"), int) else c
+                           for k, c in s["checks"].items()}
         if "anchor" in s:
             s["anchor"] = name(s["anchor"])
         for key in ("matched", "removed", "added", "scaffolding"):
             if key in s:
-                s[key] = [name(i) for i in s[key]]
+                s[key] = name_list(s[key])
         if "provenance" in s:
             s["provenance"] = [[name(a), name(b)] for a, b in s["provenance"]]
         if "edits" in s:
@@ -1853,7 +1916,7 @@ def decode_trace(tr):
                 r["args"] = [index(strings, i, "string") for i in r.get("args") or []]
             r.setdefault("nodes", [False] * len(r.get("args") or []))
         steps.append(s)
-    out = {k: v for k, v in tr.items() if k not in ("names", "targets", "metas", "strings", "steps")}
+    out = {k: v for k, v in tr.items() if k not in ("names", "targets", "metas", "strings", "rules", "steps")}
     out["steps"] = steps
     return out
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""trace-bytes.py - where the bytes of a version 3 or 4 trace go (docs/benchmarks.md, issue 20).
+"""trace-bytes.py - where the bytes of a version 3 to 5 trace go (docs/benchmarks.md, issue 20).
 
     python3 tools/trace-bytes.py T.json [N]
 
-Reads a plain (not gzipped) version 3 or 4 trace line by line (one step per line, docs/trace-format.md)
+Reads a plain (not gzipped) version 3 to 5 trace line by line (one step per line, docs/trace-format.md)
 and prints the N largest shares (default 30): per step kind and key, per edit kind, per reason
 code, per check field, and the top-level tables, in MB of compact JSON (what the writer writes),
 with counts where they mean something (an edit's count is of items of "edits": in version 4 a

@@ -116,8 +116,8 @@ static int apply_option(CliOpts *o, const OptSpec *s, const char *val) {
     break;
   case OPT_TRACE: o->trace = val; break;
   case OPT_TRACE_FORMAT:
-    if (strcmp(val, "2") != 0 && strcmp(val, "3") != 0 && strcmp(val, "4") != 0)
-      return ox_cli_usage_error(o, "--trace-format: the trace version to write is 2, 3 or 4, not '%s'", val);
+    if (strcmp(val, "2") != 0 && strcmp(val, "3") != 0 && strcmp(val, "4") != 0 && strcmp(val, "5") != 0)
+      return ox_cli_usage_error(o, "--trace-format: the trace version to write is 2, 3, 4 or 5, not '%s'", val);
     o->trace_format = val[0] - '0';
     break;
   case OPT_CONFIG: o->config = val; break;

@@ -28,7 +28,7 @@ static const char usage_diff[] =
   "  --trace T.json    also write the diff as a trace of A, one applied step per region\n"
   "                    (pass \"diff\", rule \"region N\"): `optimus replay A T` and\n"
   "                    `optimus-debugger A T` step from A to B\n"
-  "  --trace-format N  its version: 4 (default), 3 or 2 (docs/trace-format.md)\n"
+  "  --trace-format N  its version: 5 (default), 4, 3 or 2 (docs/trace-format.md)\n"
   "  --graph N         the graph of each file to compare (1-based; default 1)\n"
   "  --strict, --format F   as for info\n"
   "  -h, --help        show this help\n";

@@ -364,12 +364,51 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
   } else if (strcmp(tag, "nodes") == 0 && c->names && c->node_lists) {
     /* trace version 4: a list of node references, as indices */
     if (ox_json_expect_type(r, v, json_type_array, "a node list")) {
-      size_t cnt = json_object_array_length(v);
-      OxValue *items = cnt ? ox_graph_alloc(c->g, cnt * sizeof *items) : NULL;
-      ok = cnt <= UINT32_MAX;
-      for (size_t i = 0; ok && i < cnt; i++) {
+      size_t len = json_object_array_length(v), cnt = 0;
+      ok = true;
+      /* version 5: [first, last] stands for first ... last */
+      for (size_t i = 0; c->expand_left && ok && i < len; i++) {
+        json_object *e = json_object_array_get_idx(v, i);
+        json_object *a = json_object_is_type(e, json_type_array) && json_object_array_length(e) == 2
+                             ? json_object_array_get_idx(e, 0) : NULL;
+        json_object *b = a ? json_object_array_get_idx(e, 1) : NULL;
+        if (!json_object_is_type(e, json_type_array)) {
+          cnt++;
+          continue;
+        }
         ox_json_path_push_idx(r, i);
-        ok = name_index_node(c, json_object_array_get_idx(v, i), &items[i]);
+        OxValue tmp;
+        if (!json_object_is_type(a, json_type_int) || !json_object_is_type(b, json_type_int) ||
+            json_object_get_int64(a) >= json_object_get_int64(b)) {
+          ERR(r, "a range must be [first, last]: two indices into \"names\", first < last");
+          ok = false;
+        } else if (!name_index_node(c, a, &tmp) || !name_index_node(c, b, &tmp)) {
+          ok = false;
+        } else if ((uint64_t)(json_object_get_int64(b) - json_object_get_int64(a)) + 1 > *c->expand_left) {
+          ERR(r, "the ranges and getitems items of this trace stand for more node references and edits than the "
+                 "file has bytes (a trace optimus writes never does)");
+          *c->expand_left = 0;
+          ok = false;
+        } else {
+          uint64_t k = (uint64_t)(json_object_get_int64(b) - json_object_get_int64(a)) + 1;
+          *c->expand_left -= k;
+          cnt += k;
+        }
+        ox_json_path_pop(r);
+      }
+      if (!c->expand_left) cnt = len;
+      OxValue *items = ok && cnt ? ox_graph_alloc(c->g, cnt * sizeof *items) : NULL;
+      ok = ok && cnt <= UINT32_MAX;
+      for (size_t i = 0, at = 0; ok && i < len; i++) {
+        json_object *e = json_object_array_get_idx(v, i);
+        if (c->expand_left && json_object_is_type(e, json_type_array)) {
+          int64_t lo = json_object_get_int64(json_object_array_get_idx(e, 0)),
+                  hi = json_object_get_int64(json_object_array_get_idx(e, 1));
+          for (int64_t k = lo; k <= hi; k++) items[at++] = ox_value_node(ox_graph_name_ref_interned(c->g, c->names[k]));
+          continue;
+        }
+        ox_json_path_push_idx(r, i);
+        ok = name_index_node(c, e, &items[at++]);
         ox_json_path_pop(r);
       }
       if (ok) {
@@ -736,7 +775,7 @@ static OxNodeId create_node(Rd *r, OxGraph *g, json_object *o) {
 
 /* Pass 2: everything else about the node (all names are known now). */
 static void fill_node(Rd *r, OxGraph *g, OxNodeId id, json_object *o) {
-  Ctx c = {g, r, false, NULL, 0, false};
+  Ctx c = {g, r, false, NULL, 0, false, NULL};
   json_object_object_foreach(o, k, v) {
     ox_json_path_push_key(r, k);
     if (!is_known(node_keys, k)) {

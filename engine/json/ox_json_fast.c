@@ -60,6 +60,7 @@ struct OxJsonFast {
                                (interned in g), each read as ox_graph_name_ref_interned */
   uint32_t n_names;
   bool node_lists;      /* trace version 4: {"nodes": [i, ...]} (ox_json_fast_node_lists) */
+  uint64_t *expand_left; /* trace version 5: ranges in such lists (ox_json_fast_node_ranges) */
   OxNodeId *name_ids;   /* per name: its node (placeholder) in g once looked up, else 0 */
   OxValue *vals;        /* items of the containers being read (a stack) */
   size_t n_vals, cap_vals;
@@ -243,9 +244,22 @@ static bool tagged(Fast *f, OxValue *out) {
     if (!f->node_lists || !f->names || tok != OX_JSON_ARRAY) return false;
     size_t base = f->n_vals;
     while ((tok = next(f)) != OX_JSON_ARRAY_END) {
-      if (tok != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
-      GROW(f->vals, f->n_vals, f->cap_vals);
-      f->vals[f->n_vals++] = ox_value_node(name_node(f, f->x.i));
+      int64_t lo, hi;
+      if (tok == OX_JSON_ARRAY && f->expand_left) { /* version 5: [first, last] */
+        if (next(f) != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
+        lo = f->x.i;
+        if (next(f) != OX_JSON_INT || f->x.i <= lo || f->x.i >= f->n_names) return false;
+        hi = f->x.i;
+        if (next(f) != OX_JSON_ARRAY_END || (uint64_t)(hi - lo) + 1 > *f->expand_left) return false;
+        *f->expand_left -= (uint64_t)(hi - lo) + 1;
+      } else {
+        if (tok != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
+        lo = hi = f->x.i;
+      }
+      for (int64_t k = lo; k <= hi; k++) {
+        GROW(f->vals, f->n_vals, f->cap_vals);
+        f->vals[f->n_vals++] = ox_value_node(name_node(f, k));
+      }
     }
     ok = take_items(f, base, OX_V_LIST, out);
     break;
@@ -817,6 +831,7 @@ OxJsonFast *ox_json_fast_new(OxGraph *g, const char *const *names, uint32_t n_na
 }
 
 void ox_json_fast_node_lists(OxJsonFast *f, bool on) { f->node_lists = on; }
+void ox_json_fast_node_ranges(OxJsonFast *f, uint64_t *expand_left) { f->expand_left = expand_left; }
 
 void ox_json_fast_free(OxJsonFast *f) {
   if (!f) return;

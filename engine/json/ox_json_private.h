@@ -52,6 +52,9 @@ typedef struct {
   const char *const *names;
   uint32_t n_names;
   bool node_lists;  /* trace version 4: {"nodes": [i, ...]} is a list of node references */
+  /* trace version 5: set, an item of such a list may be a range [first, last]; it stands for
+   * last - first + 1 references, taken from *expand_left (an error when it has fewer) */
+  uint64_t *expand_left;
 } Ctx;
 
 /* ox_json_write.c */
@@ -68,6 +71,8 @@ typedef struct OxJsonStyle {
   uint32_t n_refs;
   bool node_lists; /* a list of two or more node references as {"nodes": [i, ...]} (trace version 4;
                       node_ref set) */
+  /* set: writes the items of such a list (trace version 5: with ranges), in place of node_ref on each */
+  void (*node_list)(void *ctx, OxBuf *b, const char *const *names, uint32_t n);
 } OxJsonStyle;
 void ox_json_write_items_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st);
 void ox_json_write_value_styled(const OxGraph *g, const OxValue *v, OxBuf *b, const OxJsonStyle *st);
@@ -111,6 +116,8 @@ typedef struct OxJsonFast OxJsonFast;
 OxJsonFast *ox_json_fast_new(OxGraph *g, const char *const *names, uint32_t n_names);
 /* Trace version 4: {"nodes": [i, ...]} is taken as a list of node references (as Ctx.node_lists). */
 void ox_json_fast_node_lists(OxJsonFast *f, bool on);
+/* Trace version 5: an item of such a list may be a range [first, last] (as Ctx.expand_left). */
+void ox_json_fast_node_ranges(OxJsonFast *f, uint64_t *expand_left);
 void ox_json_fast_free(OxJsonFast *f);
 OxJsonLex *ox_json_fast_lex(OxJsonFast *f);
 bool ox_json_fast_value(OxJsonFast *f, OxJsonTok tok, OxValue *out);

@@ -311,6 +311,20 @@ typedef struct W3 {
    * handed over (node references are resolved here, not in the pool another thread grows) */
   const char *const *refs;
   uint32_t n_refs;
+  /* version 5 */
+  OxStrTab *rule_text;    /* each distinct (phase, pass, rule), as text, interned ... */
+  OxNameMap *rule_ix;     /* ... -> 1 + its index in rules */
+  OxBuf rules;            /* the "rules" items written so far */
+  uint32_t n_rules;
+  const char *last_rule[3]; /* the step before's (phase, pass, rule) and its index + 1 */
+  uint32_t last_rule_ix;
+  uint32_t *scratch;      /* the indices of a list being written */
+  size_t cap_scratch;
+  uint64_t expanded;      /* node references and edits the ranges and getitems items written so
+                             far stand for: never more than the bytes of the steps written (a
+                             reader allows as many as the file has bytes) */
+  uint64_t written;       /* bytes of the steps before the current one */
+  size_t step_start;      /* where the current step starts in its buffer */
 } W3;
 
 /* The index of name in the names table (added on first use). Every name a trace holds is
@@ -372,13 +386,65 @@ static void w3_key(OxBuf *b, const char *key) {
   ox_buf_puts(b, "\":");
 }
 
+/* Version 5: whether ranges and getitems items may stand for k more node references and edits
+ * (all of them together for no more than the bytes of the steps written, this one's so far
+ * included: a reader takes as many as the file has bytes, so it reads whatever this wrote). */
+static bool w5_may_expand(const W3 *w, const OxBuf *b, uint64_t k) {
+  return w->expanded + k <= w->written + (b->len - w->step_start);
+}
+
+/* The indices of names[0, n) (a missing name as ""), in w->scratch, each added to the names
+ * table on first use, in order. */
+static const uint32_t *w5_indices(W3 *w, const char *const *names, uint32_t n) {
+  if (n > w->cap_scratch) {
+    w->cap_scratch = n > 2 * w->cap_scratch ? n : 2 * w->cap_scratch;
+    w->scratch = ox_xrealloc(w->scratch, w->cap_scratch * sizeof *w->scratch);
+  }
+  for (uint32_t i = 0; i < n; i++) w->scratch[i] = w3_index(w, names[i] ? names[i] : "");
+  return w->scratch;
+}
+
+/* The items of an index list, comma-separated: version 5 writes 3 or more consecutive ascending
+ * indices as the range [first, last]. */
+static void w5_put_indices(W3 *w, OxBuf *b, const uint32_t *ix, uint32_t n) {
+  for (uint32_t i = 0; i < n;) {
+    if (i) ox_buf_putc(b, ',');
+    uint32_t j = i + 1;
+    if (w->version >= 5)
+      while (j < n && ix[j] == ix[j - 1] + 1) j++;
+    if (j - i >= 3 && w5_may_expand(w, b, j - i)) {
+      w->expanded += j - i;
+      ox_buf_putc(b, '[');
+      put_u32(b, ix[i]);
+      ox_buf_putc(b, ',');
+      put_u32(b, ix[j - 1]);
+      ox_buf_putc(b, ']');
+      i = j;
+    } else {
+      put_u32(b, ix[i++]);
+    }
+  }
+}
+
+/* the items of a list of names (w5_put_indices) */
+static void w5_put_names(W3 *w, OxBuf *b, const char *const *names, uint32_t n) {
+  w5_put_indices(w, b, w5_indices(w, names, n), n);
+}
+
+/* {"nodes": [...]}'s items (OxJsonStyle.node_list) */
+static void w5_node_list(void *ctx, OxBuf *b, const char *const *names, uint32_t n) { w5_put_names(ctx, b, names, n); }
+
 /* ,"key":[i, ...] */
 static void w3_list(W3 *w, OxBuf *b, const char *key, const char *const *names, uint32_t n) {
   w3_key(b, key);
   ox_buf_putc(b, '[');
-  for (uint32_t i = 0; i < n; i++) {
-    if (i) ox_buf_putc(b, ',');
-    w3_list_ref(w, b, names[i]);
+  if (w->version >= 5) {
+    w5_put_names(w, b, names, n);
+  } else {
+    for (uint32_t i = 0; i < n; i++) {
+      if (i) ox_buf_putc(b, ',');
+      w3_list_ref(w, b, names[i]);
+    }
   }
   ox_buf_putc(b, ']');
 }
@@ -405,6 +471,28 @@ static void w3_str(OxBuf *b, const char *key, const char *s) {
   if (!s) return;
   w3_key(b, key);
   ox_json_put_str(b, s);
+}
+
+/* ,"key":v for a time in seconds, left out when 0; version 5 rounds it to 3 significant digits
+ * (a profile: "1.86e-05", not "1.8635000742506236e-05") */
+static void w5_seconds(const W3 *w, OxBuf *b, const char *key, double v) {
+  if (v == 0) return;
+  if (w->version >= 5 && isfinite(v)) {
+    /* v rounded to 3 digits by an exact power of ten (the division or product is then the
+     * double nearest the rounded decimal, which prints as it) */
+    static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    int e = (int)floor(log10(fabs(v)));
+    if (e >= -20 && e <= 2)
+      v = round(v * p10[2 - e]) / p10[2 - e];
+    else if (e > 2 && e <= 24)
+      v = round(v / p10[e - 2]) * p10[e - 2];
+  }
+  w3_key(b, key);
+  if (isfinite(v))
+    ox_buf_put_pyfloat(b, v);
+  else
+    ox_buf_puts(b, "null");
 }
 
 /* ,"key":v; a zero (or, with skip_zero false, nothing is skipped) left out */
@@ -481,6 +569,38 @@ static uint32_t w4_string(W3 *w, const char *s) {
   return w->n_strings - 1;
 }
 
+/* Version 5: the index of the step's (phase, pass, rule) in the rules table (added on first
+ * use). Steps come in runs of one rule: the step before's is tried first. */
+static uint32_t w5_rule(W3 *w, const OxStep *s) {
+  const char *k3[3] = {s->phase, s->pass, s->rule};
+  if (w->last_rule_ix && w->last_rule[0] == k3[0] && w->last_rule[1] == k3[1] && w->last_rule[2] == k3[2])
+    return w->last_rule_ix - 1;
+  w->tmp.len = 0; /* the key: each part's length (or "-" for none) and text */
+  for (int i = 0; i < 3; i++)
+    if (k3[i])
+      ox_buf_printf(&w->tmp, "%zu:%s", strlen(k3[i]), k3[i]);
+    else
+      ox_buf_puts(&w->tmp, "-");
+  const char *key = ox_strtab_intern(w->rule_text, w->tmp.data, w->tmp.len);
+  uint32_t v = ox_namemap_get(w->rule_ix, key);
+  if (!v) {
+    static const char *const names[3] = {"phase", "pass", "rule"};
+    ox_buf_puts(&w->rules, w->n_rules ? ",\n{" : "{");
+    bool first = true;
+    for (int i = 0; i < 3; i++) {
+      if (!k3[i]) continue;
+      ox_buf_printf(&w->rules, "%s\"%s\":", first ? "" : ",", names[i]);
+      ox_json_put_str(&w->rules, k3[i]);
+      first = false;
+    }
+    ox_buf_putc(&w->rules, '}');
+    ox_namemap_set(w->rule_ix, key, v = ++w->n_rules);
+  }
+  memcpy(w->last_rule, k3, sizeof k3);
+  w->last_rule_ix = v;
+  return v - 1;
+}
+
 /* The index of (op, target) in the targets table (added on first use). */
 static uint32_t w3_target(W3 *w, uint8_t op, const char *target) {
   if (op >= OX_OP_COUNT) op = 0;
@@ -500,7 +620,7 @@ static uint32_t w3_target(W3 *w, uint8_t op, const char *target) {
 /* An add's fields after its name: ,after,target,args[,meta][,kwargs] */
 static void w3_add_fields(W3 *w, const OxTraceEdit *e, OxBuf *b) {
   const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs,
-                          .node_lists = w->version >= 4};
+                          .node_lists = w->version >= 4, .node_list = w->version >= 5 ? w5_node_list : NULL};
   int64_t meta = e->has_meta ? w3_meta(w, &e->data->meta) : -1;
   ox_buf_putc(b, ',');
   w3_ref(w, b, e->after);
@@ -523,7 +643,7 @@ static void w3_add_fields(W3 *w, const OxTraceEdit *e, OxBuf *b) {
 
 static void w3_edit(W3 *w, const OxTraceEdit *e, OxBuf *b) {
   const OxJsonStyle st = {.comma = ",", .colon = ":", .node_ref = w3_node_ref, .ctx = w, .refs = w->refs, .n_refs = w->n_refs,
-                          .node_lists = w->version >= 4};
+                          .node_lists = w->version >= 4, .node_list = w->version >= 5 ? w5_node_list : NULL};
   if (e->kind == OX_TEDIT_MOVE && !e->name) {
     ox_buf_puts(b, "[\"toposort\"]");
     return;
@@ -592,6 +712,16 @@ static uint32_t replace_run(const OxTraceEdit *e, uint32_t n, uint32_t i) {
   return j < n && e[j].kind == OX_TEDIT_ERASE && same_name(e[j].name, old) ? j + 1 : i;
 }
 
+/* The names of e[from, to), comma-separated (in version 5 with ranges: w5_put_indices). */
+static void w4_names_of(W3 *w, OxBuf *b, const OxTraceEdit *e, uint32_t from, uint32_t to) {
+  if (to - from > w->cap_scratch) {
+    w->cap_scratch = to - from > 2 * w->cap_scratch ? to - from : 2 * w->cap_scratch;
+    w->scratch = ox_xrealloc(w->scratch, w->cap_scratch * sizeof *w->scratch);
+  }
+  for (uint32_t j = from; j < to; j++) w->scratch[j - from] = w3_index(w, e[j].name);
+  w5_put_indices(w, b, w->scratch, to - from);
+}
+
 /* Whether the step's provenance is the (old, name) pairs of its replace runs, in order (version 4
  * then leaves it out). */
 static bool provenance_is_replaces(const OxStep *s) {
@@ -610,20 +740,134 @@ static bool provenance_is_replaces(const OxStep *s) {
   return k == s->n_prov;
 }
 
+/* The name of a node value (as the value writer finds it), or NULL. */
+static const char *w3_value_name(const W3 *w, const OxValue *v) {
+  if (v->kind != OX_V_NODE) return NULL;
+  return !w->refs ? ox_graph_ref_name(w->t->pool, v->u.node) : v->u.node && v->u.node <= w->n_refs ? w->refs[v->u.node] : NULL;
+}
+
+/* Version 5: whether e[i] is a unit of a getitems item: the add of getitem(src, k) (operator.getitem
+ * of a node and an int, no kwargs), alone or as the add of a replace run; *end is past it. */
+static bool getitem_unit(const W3 *w, const OxTraceEdit *e, uint32_t n, uint32_t i, const char **src, int64_t *k,
+                         uint32_t *end) {
+  const OxTraceEdit *a = &e[i];
+  if (a->kind != OX_TEDIT_ADD || !a->name || a->op != OX_OP_CALL_FUNCTION || !a->target ||
+      strcmp(a->target, "operator.getitem") != 0 || !a->data)
+    return false;
+  const OxTraceEditData *d = a->data;
+  if (d->kwargs.n || d->args.kind != OX_V_TUPLE || d->args.n != 2 || d->args.u.items[1].kind != OX_V_INT ||
+      !(*src = w3_value_name(w, &d->args.u.items[0])))
+    return false;
+  *k = d->args.u.items[1].u.i;
+  uint32_t r = replace_run(e, n, i);
+  *end = r > i ? r : i + 1;
+  return true;
+}
+
+/* Version 5: the getitems item starting at e[i] (docs/trace-format.md, "Edits"):
+ *   ["getitems", src, first, k, meta, count]  or  [..., meta, [entry, ...]]
+ * getitem(src, k), getitem(src, k + 1) ... named names[first], names[first + 1] ..., each right
+ * after the one before (the first after src); an entry [old, users] makes that add a replace of
+ * old. Returns the end of what it wrote, or i (nothing written) when no item of two or more
+ * starts there. */
+static uint32_t w5_getitems(W3 *w, const OxTraceEdit *e, uint32_t n, uint32_t i, OxBuf *b) {
+  const char *src, *s2, *prev = e[i].name;
+  int64_t k0, k;
+  uint32_t at, m = 1, next;
+  if (!getitem_unit(w, e, n, i, &src, &k0, &at) || !same_name(e[i].after, src)) return i;
+  while (at < n && getitem_unit(w, e, n, at, &s2, &k, &next) && same_name(s2, src) && k > k0 &&
+         (uint64_t)k - (uint64_t)k0 == m && same_name(e[at].after, prev)) {
+    prev = e[at].name;
+    m++;
+    at = next;
+  }
+  while (m >= 2 && !w5_may_expand(w, b, m)) m--;
+  if (m < 2) return i;
+  /* the names must be consecutive in the table: src first, then the adds' names (those met
+   * before keep their index; the run ends at the first that breaks the sequence) */
+  w3_index(w, src);
+  uint32_t first = w3_index(w, e[i].name), j = 1;
+  getitem_unit(w, e, n, i, &s2, &k, &at);
+  for (; j < m; j++) {
+    if (w3_index(w, e[at].name) != first + j) break;
+    getitem_unit(w, e, n, at, &s2, &k, &at);
+  }
+  m = j;
+  if (m < 2) return i;
+  w->expanded += m;
+  /* the metas: one for all, or one each */
+  int64_t meta0 = e[i].has_meta ? w3_meta(w, &e[i].data->meta) : -1;
+  bool same_meta = true, replaces = false;
+  at = i;
+  for (j = 0; j < m; j++) {
+    getitem_unit(w, e, n, at, &s2, &k, &next);
+    int64_t mj = e[at].has_meta ? w3_meta(w, &e[at].data->meta) : -1;
+    same_meta &= mj == meta0;
+    replaces |= next > at + 1;
+    at = next;
+  }
+  uint32_t end = at;
+  ox_buf_puts(b, "[\"getitems\",");
+  put_u32(b, w3_index(w, src));
+  ox_buf_putc(b, ',');
+  put_u32(b, first);
+  ox_buf_putc(b, ',');
+  ox_buf_put_i64(b, k0);
+  ox_buf_putc(b, ',');
+  if (same_meta) {
+    if (meta0 >= 0) put_u32(b, (uint32_t)meta0);
+    else ox_buf_puts(b, "null");
+  } else {
+    ox_buf_putc(b, '[');
+    for (j = 0, at = i; j < m; j++, at = next) {
+      getitem_unit(w, e, n, at, &s2, &k, &next);
+      if (j) ox_buf_putc(b, ',');
+      if (e[at].has_meta) put_u32(b, (uint32_t)w3_meta(w, &e[at].data->meta));
+      else ox_buf_puts(b, "null");
+    }
+    ox_buf_putc(b, ']');
+  }
+  ox_buf_putc(b, ',');
+  if (!replaces) {
+    put_u32(b, m);
+  } else {
+    ox_buf_putc(b, '[');
+    for (j = 0, at = i; j < m; j++, at = next) {
+      getitem_unit(w, e, n, at, &s2, &k, &next);
+      if (j) ox_buf_putc(b, ',');
+      if (next == at + 1) {
+        ox_buf_puts(b, "null");
+        continue;
+      }
+      /* [old, [users]]: e[at + 1 .. next - 2] rewire the users, e[next - 1] erases old */
+      ox_buf_putc(b, '[');
+      w3_ref(w, b, e[at + 1].from);
+      ox_buf_puts(b, ",[");
+      w4_names_of(w, b, e, at + 1, next - 1);
+      ox_buf_puts(b, "]]");
+    }
+    ox_buf_putc(b, ']');
+  }
+  ox_buf_putc(b, ']');
+  return end;
+}
+
 static void w4_edits(W3 *w, const OxStep *s, OxBuf *b) {
   const OxTraceEdit *e = s->edits;
   uint32_t n = s->n_edits;
   for (uint32_t i = 0; i < n;) {
     if (i) ox_buf_putc(b, ',');
-    uint32_t end = replace_run(e, n, i);
+    uint32_t end = w->version >= 5 ? w5_getitems(w, e, n, i, b) : i;
+    if (end > i) {
+      i = end;
+      continue;
+    }
+    end = replace_run(e, n, i);
     if (end > i) {
       ox_buf_puts(b, "[\"replace\",");
       w3_ref(w, b, e[i + 1].from);
       ox_buf_puts(b, ",[");
-      for (uint32_t j = i + 1; j + 1 < end; j++) {
-        if (j > i + 1) ox_buf_putc(b, ',');
-        w3_ref(w, b, e[j].name);
-      }
+      w4_names_of(w, b, e, i + 1, end - 1);
       ox_buf_puts(b, "],");
       w3_ref(w, b, e[i].name);
       w3_add_fields(w, &e[i], b);
@@ -639,18 +883,22 @@ static void w4_edits(W3 *w, const OxStep *s, OxBuf *b) {
     w3_edit(w, x, b);
     b->len--; /* reopen the array: the run's other names follow */
     const char *last = x->name;
+    uint32_t from = i;
     for (; i < n && e[i].kind == x->kind && e[i].name && replace_run(e, n, i) == i; i++) {
       if (x->kind == OX_TEDIT_MOVE && !same_name(e[i].after, last)) break;
       if (x->kind == OX_TEDIT_REPLACE && (!same_name(e[i].from, x->from) || !same_name(e[i].to, x->to))) break;
-      ox_buf_putc(b, ',');
-      w3_ref(w, b, e[i].name);
       last = e[i].name;
+    }
+    if (i > from) {
+      ox_buf_putc(b, ',');
+      w4_names_of(w, b, e, from, i);
     }
     ox_buf_putc(b, ']');
   }
 }
 
 static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
+  w->step_start = b->len;
   ox_buf_puts(b, "{\"kind\":\"");
   ox_buf_puts(b, step_kind_names[s->kind < 3 ? s->kind : 0]);
   ox_buf_putc(b, '"');
@@ -658,9 +906,14 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
     ox_buf_puts(b, ",\"applied_index\":");
     put_u32(b, s->applied_index);
   }
-  w3_str(b, "phase", s->phase);
-  w3_str(b, "pass", s->pass);
-  w3_str(b, "rule", s->rule);
+  if (w->version < 5) {
+    w3_str(b, "phase", s->phase);
+    w3_str(b, "pass", s->pass);
+    w3_str(b, "rule", s->rule);
+  } else if (s->phase || s->pass || s->rule) {
+    ox_buf_puts(b, ",\"rule\":");
+    put_u32(b, w5_rule(w, s));
+  }
   w3_str(b, "rule_file", s->rule_file);
   if (s->rule_line) ox_buf_printf(b, ",\"rule_line\":%u", s->rule_line);
   if (s->anchor) {
@@ -728,7 +981,12 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
       ox_buf_puts(b, ox_check_status_name((OxCheckStatus)c->status));
       ox_buf_putc(b, '"');
       first = false;
-      w3_str(b, "detail", c->detail);
+      if (w->version >= 5 && c->detail) { /* an index into "strings" */
+        ox_buf_puts(b, ",\"detail\":");
+        put_u32(b, w4_string(w, c->detail));
+      } else {
+        w3_str(b, "detail", c->detail);
+      }
       if (k == OX_CHECK_NUMERIC && c->trials) {
         w3_num(b, "max_abs", c->max_abs, false);
         w3_num(b, "max_rel", c->max_rel, false);
@@ -736,7 +994,7 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
         ox_buf_printf(b, ",\"trials\":%u", c->trials);
       }
       w3_str(b, "checked_shape", c->checked_shape);
-      w3_num(b, "seconds", c->seconds, true);
+      w5_seconds(w, b, "seconds", c->seconds);
       ox_buf_putc(b, '}');
     }
     ox_buf_putc(b, '}');
@@ -754,8 +1012,9 @@ static void w3_step(W3 *w, const OxStep *s, OxBuf *b) {
     ox_buf_putc(b, ']');
   }
   w3_str(b, "options", s->options);
-  w3_num(b, "seconds", s->seconds, true);
+  w5_seconds(w, b, "seconds", s->seconds);
   ox_buf_putc(b, '}');
+  w->written += b->len - w->step_start;
 }
 
 /* Room for the text up front, from an estimate: doubling a 20 MB buffer
@@ -787,7 +1046,10 @@ static void w3_init(W3 *w, const OxTrace *t, int version) {
             .meta_ix = ox_namemap_new(),
             .meta_by_t = ox_namemap_new(),
             .str_text = ox_strtab_new(NULL),
-            .str_ix = ox_namemap_new()};
+            .str_ix = ox_namemap_new(),
+            .rule_text = ox_strtab_new(NULL),
+            .rule_ix = ox_namemap_new()};
+  ox_buf_init(&w->rules);
   ox_buf_init(&w->strings);
   ox_buf_init(&w->names);
   ox_buf_init(&w->metas);
@@ -796,6 +1058,10 @@ static void w3_init(W3 *w, const OxTrace *t, int version) {
 }
 
 static void w3_free(W3 *w) {
+  ox_buf_free(&w->rules);
+  ox_namemap_free(w->rule_ix);
+  ox_strtab_free(w->rule_text);
+  free(w->scratch);
   ox_buf_free(&w->strings);
   ox_namemap_free(w->str_ix);
   ox_strtab_free(w->str_text);
@@ -862,6 +1128,14 @@ static void w3_tail(W3 *w, uint32_t n_steps, OxBuf *out) {
   if (w->version >= 4) {
     ox_buf_puts(out, "],\n\"strings\":[");
     ox_buf_append(out, w->strings.data, w->strings.len);
+  }
+  if (w->version >= 5) {
+    ox_buf_puts(out, "],\n\"rules\":[");
+    if (w->n_rules) {
+      ox_buf_putc(out, '\n');
+      ox_buf_append(out, w->rules.data, w->rules.len);
+      ox_buf_putc(out, '\n');
+    }
   }
   ox_buf_puts(out, "]}\n");
 }
@@ -1105,7 +1379,7 @@ void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out) {
   if (version == 2)
     write_v2(t, out);
   else
-    write_v3(t, version == 3 ? 3 : 4, out);
+    write_v3(t, version >= 3 && version <= OX_TRACE_VERSION ? version : OX_TRACE_VERSION, out);
 }
 
 void ox_trace_write_json(const OxTrace *t, OxBuf *out) { write_v3(t, OX_TRACE_VERSION, out); }
@@ -1202,7 +1476,17 @@ typedef struct TR {
   uint32_t n_targets;
   const char **strings; /* version 4: the reason arguments (interned in t's pool) */
   uint32_t n_strings;
+  const char **rules;   /* version 5: rules[3 * i + 0, 1, 2] = (phase, pass, rule) of "rules"[i] */
+  uint32_t n_rules;
+  const char *getitem;  /* version 5: "operator.getitem", interned (a getitems item's target) */
+  /* version 5: how many more node references and edits ranges and getitems items may stand for
+   * (as many as the file has bytes: what optimus writes stays below) */
+  uint64_t expand_left;
 } TR;
+
+static const char expand_msg[] =
+    "the ranges and getitems items of this trace stand for more node references and edits than the file has "
+    "bytes (a trace optimus writes never does)";
 
 /* A node reference (an element of matched, the anchor ...): a name (versions 1 and 2) or an
  * index into names (3); NULL after an error against the current path. */
@@ -1235,6 +1519,61 @@ static const char *opt_node(TR *x, json_object *o, const char *key) {
   return s;
 }
 
+/* Version 5: an item of an index list, an index or a range [first, last] (first < last), as the
+ * span of names it stands for, [*lo, *hi]; false after an error (reported, at the current path). */
+static bool list_span(TR *x, json_object *v, uint32_t *lo, uint32_t *hi) {
+  Rd *r = x->r;
+  if (x->version < 5 || !json_object_is_type(v, json_type_array)) {
+    if (!node_ref(x, v)) return false;
+    *lo = *hi = (uint32_t)json_object_get_int64(v);
+    return true;
+  }
+  json_object *a = json_object_array_length(v) == 2 ? json_object_array_get_idx(v, 0) : NULL;
+  json_object *b = a ? json_object_array_get_idx(v, 1) : NULL;
+  if (!json_object_is_type(a, json_type_int) || !json_object_is_type(b, json_type_int) ||
+      json_object_get_int64(a) >= json_object_get_int64(b)) {
+    ERR(r, "a range must be [first, last]: two indices into \"names\", first < last");
+    return false;
+  }
+  if (!node_ref(x, a) || !node_ref(x, b)) return false;
+  uint64_t k = (uint64_t)(json_object_get_int64(b) - json_object_get_int64(a)) + 1;
+  if (k > x->expand_left) {
+    ERR(r, "%s", expand_msg);
+    x->expand_left = 0;
+    return false;
+  }
+  x->expand_left -= k;
+  *lo = (uint32_t)json_object_get_int64(a);
+  *hi = (uint32_t)json_object_get_int64(b);
+  return true;
+}
+
+/* Names being read (an index list, version 5 ranges expanded). */
+typedef struct NameList {
+  const char **v;
+  size_t n, cap;
+} NameList;
+
+static void names_push(NameList *l, const char *s) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 64;
+    l->v = ox_xrealloc(l->v, l->cap * sizeof *l->v);
+  }
+  l->v[l->n++] = s;
+}
+
+/* The items a[from ...] of an index list appended to l (errors reported at their paths). */
+static void read_list_items(TR *x, json_object *a, size_t from, NameList *l) {
+  size_t len = json_object_array_length(a);
+  for (size_t i = from; i < len; i++) {
+    uint32_t lo, hi;
+    ox_json_path_push_idx(x->r, i);
+    if (list_span(x, json_object_array_get_idx(a, i), &lo, &hi))
+      for (uint64_t k = lo; k <= hi; k++) names_push(l, x->names[k]);
+    ox_json_path_pop(x->r);
+  }
+}
+
 static const char **read_names(TR *x, json_object *o, const char *key, uint32_t *n) {
   Rd *r = x->r;
   json_object *v;
@@ -1244,12 +1583,22 @@ static const char **read_names(TR *x, json_object *o, const char *key, uint32_t 
   const char **out = NULL;
   if (ox_json_expect_type(r, v, json_type_array, key)) {
     size_t len = json_object_array_length(v);
-    out = ox_graph_alloc(x->t->pool, (len + 1) * sizeof *out);
-    for (size_t i = 0; i < len; i++) {
-      ox_json_path_push_idx(r, i);
-      const char *s = node_ref(x, json_object_array_get_idx(v, i));
-      if (s) out[(*n)++] = s;
-      ox_json_path_pop(r);
+    if (x->version >= 5) {
+      NameList l = {0};
+      read_list_items(x, v, 0, &l);
+      len = l.n < UINT32_MAX ? l.n : UINT32_MAX - 1;
+      out = ox_graph_alloc(x->t->pool, (len + 1) * sizeof *out);
+      if (len) memcpy(out, l.v, len * sizeof *out);
+      *n = (uint32_t)len;
+      free(l.v);
+    } else {
+      out = ox_graph_alloc(x->t->pool, (len + 1) * sizeof *out);
+      for (size_t i = 0; i < len; i++) {
+        ox_json_path_push_idx(r, i);
+        const char *s = node_ref(x, json_object_array_get_idx(v, i));
+        if (s) out[(*n)++] = s;
+        ox_json_path_pop(r);
+      }
     }
   }
   ox_json_path_pop(r);
@@ -1295,7 +1644,7 @@ static void read_edit(Rd *r, OxTrace *t, json_object *o, OxTraceEdit *e) {
       e->op = (uint8_t)opv;
     if (!e->target) ERR(r, "an add edit needs a \"target\"");
   }
-  Ctx c = {t->pool, r, true, NULL, 0, false};
+  Ctx c = {t->pool, r, true, NULL, 0, false, NULL};
   json_object *v;
   /* only the kinds that carry args / meta get data (and read them) */
   if (k != OX_TEDIT_ADD && k != OX_TEDIT_ARGS && k != OX_TEDIT_META) return;
@@ -1440,7 +1789,8 @@ static void read_edit3(TR *x, json_object *a, size_t n, size_t o, OxTraceEdit *e
     e->has_meta = edit_meta(x, a, 2, &d->meta);
     return;
   }
-  Ctx c = {t->pool, r, true, (const char *const *)x->names, x->n_names, x->version >= 4};
+  Ctx c = {t->pool, r, true, (const char *const *)x->names, x->n_names, x->version >= 4,
+           x->version >= 5 ? &x->expand_left : NULL};
   size_t ai = k == OX_TEDIT_ADD ? 4 + o : 2;   /* args */
   size_t ki = k == OX_TEDIT_ADD ? 6 + o : 3;   /* kwargs */
   json_object *v = edit_item(a, ai);
@@ -1479,12 +1829,144 @@ static OxTraceEdit *edit_push(EditList *l) {
   return e;
 }
 
+/* Version 5: the add of getitem(src, k) named name, right after `after`, with metas[meta] (meta
+ * -1: none): one unit of a getitems item. */
+static void push_getitem(TR *x, EditList *l, const char *src, const char *name, const char *after, int64_t k,
+                         int64_t meta) {
+  OxGraph *pool = x->t->pool;
+  OxTraceEdit *e = edit_push(l);
+  e->kind = OX_TEDIT_ADD;
+  e->name = name;
+  e->after = after;
+  e->op = OX_OP_CALL_FUNCTION;
+  if (!x->getitem) x->getitem = ox_trace_intern(x->t, "operator.getitem");
+  e->target = x->getitem;
+  OxTraceEditData *d = ox_trace_edit_data(x->t, e);
+  OxValue items[2] = {ox_value_node(ox_graph_name_ref_interned(pool, src)), ox_value_int(k)};
+  d->args = ox_graph_value_seq(pool, OX_V_TUPLE, items, 2);
+  d->kwargs = ox_graph_value_dict(pool, NULL, NULL, 0);
+  if (meta >= 0) {
+    d->meta = x->metas[meta];
+    e->has_meta = x->meta_ok[meta];
+  }
+}
+
+/* ["getitems", src, first, k, meta, count | [entry, ...]] (version 5; w5_getitems). */
+static void read_getitems(TR *x, json_object *a, size_t n, EditList *l) {
+  Rd *r = x->r;
+  if (n != 6) {
+    ERR(r, "getitems edit of %zu items (it has 6)", n);
+    return;
+  }
+  const char *src = edit_node(x, a, 1, false);
+  json_object *fv = edit_item(a, 2), *kv = edit_item(a, 3), *mv = edit_item(a, 4), *bv = edit_item(a, 5);
+  int64_t first = -1, k0 = 0, count = 0;
+  bool ok = src != NULL;
+  ox_json_path_push_idx(r, 2);
+  if (!json_object_is_type(fv, json_type_int) || (first = json_object_get_int64(fv)) < 0) {
+    ERR(r, "a getitems edit's first name must be an index into \"names\", not %s", ox_json_jtype_name(fv));
+    ok = false;
+  }
+  ox_json_path_pop(r);
+  ox_json_path_push_idx(r, 3);
+  if (!json_object_is_type(kv, json_type_int)) {
+    ERR(r, "a getitems edit's first index must be an integer, not %s", ox_json_jtype_name(kv));
+    ok = false;
+  } else {
+    k0 = json_object_get_int64(kv);
+  }
+  ox_json_path_pop(r);
+  ox_json_path_push_idx(r, 5);
+  if (json_object_is_type(bv, json_type_int))
+    count = json_object_get_int64(bv);
+  else if (json_object_is_type(bv, json_type_array))
+    count = (int64_t)json_object_array_length(bv);
+  if (count < 1) {
+    ERR(r, "a getitems edit ends with a count (1 or more) or a non-empty list of entries, not %s",
+        json_object_is_type(bv, json_type_int) ? "a count below 1" : ox_json_jtype_name(bv));
+    ok = false;
+  }
+  ox_json_path_pop(r);
+  if (!ok) return;
+  ox_json_path_push_idx(r, 2);
+  if (first >= x->n_names || count > (int64_t)x->n_names - first) {
+    ERR(r, "getitems names %lld to %lld are out of range (\"names\" has %u entries)", (long long)first,
+        (long long)(first + count - 1), x->n_names);
+    ok = false;
+  }
+  ox_json_path_pop(r);
+  ox_json_path_push_idx(r, 3);
+  if (ok && k0 > INT64_MAX - (count - 1)) {
+    ERR(r, "getitems indices %lld and on overflow", (long long)k0);
+    ok = false;
+  }
+  ox_json_path_pop(r);
+  if (ok && (uint64_t)count > x->expand_left) {
+    ERR(r, "%s", expand_msg);
+    x->expand_left = 0;
+    ok = false;
+  }
+  /* the metas: null, one index for all, or a list of one (index or null) each */
+  bool each = json_object_is_type(mv, json_type_array);
+  ox_json_path_push_idx(r, 4);
+  if (each && (int64_t)json_object_array_length(mv) != count) {
+    ERR(r, "a getitems edit's metas: %zu for %lld getitems", json_object_array_length(mv), (long long)count);
+    ok = false;
+  }
+  for (int64_t j = 0; ok && j < (each ? count : 1); j++) {
+    json_object *m = each ? json_object_array_get_idx(mv, (size_t)j) : mv;
+    int64_t mi;
+    if (each) ox_json_path_push_idx(r, (size_t)j);
+    if (!json_object_is_type(m, json_type_null) &&
+        (!json_object_is_type(m, json_type_int) || (mi = json_object_get_int64(m)) < 0 || mi >= x->n_metas)) {
+      ERR(r, "a meta must be null or an index into \"metas\" (%u entries)", x->n_metas);
+      ok = false;
+    }
+    if (each) ox_json_path_pop(r);
+  }
+  ox_json_path_pop(r);
+  if (!ok) return;
+  x->expand_left -= (uint64_t)count;
+  for (int64_t j = 0; j < count; j++) {
+    json_object *m = each ? json_object_array_get_idx(mv, (size_t)j) : mv;
+    const char *name = x->names[first + j];
+    push_getitem(x, l, src, name, j ? x->names[first + j - 1] : src, k0 + j,
+                 json_object_is_type(m, json_type_int) ? json_object_get_int64(m) : -1);
+    json_object *en = json_object_is_type(bv, json_type_array) ? json_object_array_get_idx(bv, (size_t)j) : NULL;
+    if (!en || json_object_is_type(en, json_type_null)) continue;
+    /* [old, [users]]: the add replaces old */
+    ox_json_path_push_idx(r, 5);
+    ox_json_path_push_idx(r, (size_t)j);
+    json_object *users = json_object_is_type(en, json_type_array) && json_object_array_length(en) == 2
+                             ? json_object_array_get_idx(en, 1) : NULL;
+    if (!json_object_is_type(users, json_type_array) || !json_object_array_length(users)) {
+      ERR(r, "a getitems entry must be null or [old, [users]] (a non-empty list of users)");
+    } else {
+      const char *old = edit_node(x, en, 0, false);
+      NameList u = {0};
+      ox_json_path_push_idx(r, 1);
+      read_list_items(x, users, 0, &u);
+      ox_json_path_pop(r);
+      for (size_t i = 0; old && i < u.n; i++)
+        *edit_push(l) = (OxTraceEdit){.kind = OX_TEDIT_REPLACE, .name = u.v[i], .from = old, .to = name};
+      if (old) *edit_push(l) = (OxTraceEdit){.kind = OX_TEDIT_ERASE, .name = old};
+      free(u.v);
+    }
+    ox_json_path_pop(r);
+    ox_json_path_pop(r);
+  }
+}
+
 /* One item of "edits": an edit, or (version 4) a run of them (w4_edits). */
 static void read_edit4(TR *x, json_object *a, EditList *l) {
   Rd *r = x->r;
   size_t n = json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
   json_object *kv = n ? json_object_array_get_idx(a, 0) : NULL;
   const char *kind = x->version >= 4 && json_object_is_type(kv, json_type_string) ? json_object_get_string(kv) : "";
+  if (x->version >= 5 && strcmp(kind, "getitems") == 0) {
+    read_getitems(x, a, n, l);
+    return;
+  }
   if (strcmp(kind, "replace") == 0) {
     /* ["replace", old, [users], name, after, target, args(, meta(, kwargs))] */
     if (n < 7 || n > 9) {
@@ -1494,30 +1976,32 @@ static void read_edit4(TR *x, json_object *a, EditList *l) {
     const char *old = edit_node(x, a, 1, false);
     json_object *users = json_object_array_get_idx(a, 2);
     ox_json_path_push_idx(r, 2);
-    size_t nu = 0;
-    if (!json_object_is_type(users, json_type_array) || (nu = json_object_array_length(users)) == 0)
+    NameList u = {0};
+    if (!json_object_is_type(users, json_type_array) || json_object_array_length(users) == 0)
       ERR(r, "a replace edit's users must be a non-empty array of name indices");
+    else
+      read_list_items(x, users, 0, &u);
     ox_json_path_pop(r);
     size_t first = l->n;
     OxTraceEdit *add = edit_push(l);
     read_edit3(x, a, n, 2, add);
     const char *name = l->e[first].name;
-    for (size_t i = 0; i < nu; i++) {
-      ox_json_path_push_idx(r, 2);
-      const char *u = edit_node(x, users, i, false);
-      ox_json_path_pop(r);
-      *edit_push(l) = (OxTraceEdit){.kind = OX_TEDIT_REPLACE, .name = u, .from = old, .to = name};
-    }
+    for (size_t i = 0; i < u.n; i++)
+      *edit_push(l) = (OxTraceEdit){.kind = OX_TEDIT_REPLACE, .name = u.v[i], .from = old, .to = name};
     *edit_push(l) = (OxTraceEdit){.kind = OX_TEDIT_ERASE, .name = old};
+    free(u.v);
     return;
   }
   /* runs: ["erase", a, b ...], ["move", a, after, b ...], ["replace_input", u, old, new, v ...] */
   size_t base = strcmp(kind, "erase") == 0 ? 2 : strcmp(kind, "move") == 0 ? 3 : strcmp(kind, "replace_input") == 0 ? 4 : 0;
   size_t first = l->n;
   read_edit3(x, a, base && n > base ? base : n, 0, edit_push(l));
-  for (size_t i = base; base && i < n; i++) {
+  if (!base || n <= base) return;
+  NameList tail = {0};
+  read_list_items(x, a, base, &tail);
+  for (size_t i = 0; i < tail.n; i++) {
     const OxTraceEdit *p = &l->e[l->n - 1], *f = &l->e[first];
-    OxTraceEdit e = {.kind = f->kind, .name = edit_node(x, a, i, false)};
+    OxTraceEdit e = {.kind = f->kind, .name = tail.v[i]};
     if (f->kind == OX_TEDIT_MOVE) e.after = p->name;
     if (f->kind == OX_TEDIT_REPLACE) {
       e.from = f->from;
@@ -1525,6 +2009,7 @@ static void read_edit4(TR *x, json_object *a, EditList *l) {
     }
     *edit_push(l) = e;
   }
+  free(tail.v);
 }
 
 /* Version 4 leaves a step's provenance out when it is the (old, name) pairs of its replace runs. */
@@ -1671,6 +2156,25 @@ static const char **edit_names(OxTrace *t, const OxStep *s, OxTraceEditKind k, u
   return out;
 }
 
+/* Version 5: o's member key, an index into the table of n entries named table (what: the
+ * member, for messages); -1 when it is absent or null, or after an error (reported). */
+static int64_t opt_index(TR *x, json_object *o, const char *key, const char *what, const char *table, uint32_t n) {
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) return -1;
+  int64_t k = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+  ox_json_path_push_key(x->r, key);
+  if (!json_object_is_type(v, json_type_int)) {
+    ERR(x->r, "%s must be an index into \"%s\", not %s", what, table, ox_json_jtype_name(v));
+  } else if (k < 0 || k >= n) {
+    /* "rules" -> "rule index ..." */
+    ERR(x->r, "%.*s index %lld is out of range (\"%s\" has %u entries)", (int)strlen(table) - 1, table, (long long)k,
+        table, n);
+    k = -1;
+  }
+  ox_json_path_pop(x->r);
+  return k;
+}
+
 static void read_step(TR *x, json_object *o) {
   Rd *r = x->r;
   OxTrace *t = x->t;
@@ -1684,11 +2188,21 @@ static void read_step(TR *x, json_object *o) {
     return;
   }
   OxStep *s = ox_trace_add_step(t, (OxStepKind)k);
+  json_object *v;
   s->applied_index = opt_u32(r, o, "applied_index");
   if (s->applied_index > t->n_graph_steps) t->n_graph_steps = s->applied_index;
-  s->phase = opt_string(r, t, o, "phase");
-  s->pass = opt_string(r, t, o, "pass");
-  s->rule = opt_string(r, t, o, "rule");
+  if (x->version < 5) {
+    s->phase = opt_string(r, t, o, "phase");
+    s->pass = opt_string(r, t, o, "pass");
+    s->rule = opt_string(r, t, o, "rule");
+  } else {
+    int64_t k = opt_index(x, o, "rule", "a step's rule", "rules", x->n_rules);
+    if (k >= 0) {
+      s->phase = x->rules[3 * k];
+      s->pass = x->rules[3 * k + 1];
+      s->rule = x->rules[3 * k + 2];
+    }
+  }
   s->rule_file = opt_string(r, t, o, "rule_file");
   s->rule_line = opt_u32(r, o, "rule_line");
   s->anchor = x->version < 3 ? opt_string(r, t, o, "anchor") : opt_node(x, o, "anchor");
@@ -1699,7 +2213,6 @@ static void read_step(TR *x, json_object *o) {
   s->added = read_names(x, o, "added", &s->n_added);
   s->scaffold = read_names(x, o, "scaffolding", &s->n_scaffold);
   s->seconds = opt_num(o, "seconds");
-  json_object *v;
   if (json_object_object_get_ex(o, "cost", &v)) read_cost(r, v, &s->cost);
   if (json_object_object_get_ex(o, "provenance", &v)) {
     ox_json_path_push_key(r, "provenance");
@@ -1785,7 +2298,12 @@ static void read_step(TR *x, json_object *o) {
           if (strcmp(st, ox_check_status_name((OxCheckStatus)i)) == 0) si = i;
         if (si < 0) ERR(r, "check status must be not-run, passed, failed or skipped");
         c->status = (uint8_t)(si < 0 ? 0 : si);
-        c->detail = opt_string(r, t, cv, "detail");
+        if (x->version >= 5) {
+          int64_t di = opt_index(x, cv, "detail", "a check's detail", "strings", x->n_strings);
+          c->detail = di >= 0 ? x->strings[di] : NULL;
+        } else {
+          c->detail = opt_string(r, t, cv, "detail");
+        }
         c->checked_shape = opt_string(r, t, cv, "checked_shape");
         c->max_abs = opt_num(cv, "max_abs");
         c->max_rel = opt_num(cv, "max_rel");
@@ -1922,17 +2440,45 @@ static bool fs_ref(const TR *tr, const OxJsonLex *x, OxJsonTok tok, const char *
   return true;
 }
 
+/* An item of an index list (list_span): the span of names [*lo, *hi] it stands for. */
+static bool fs_span(TR *tr, OxJsonLex *x, OxJsonTok tok, uint32_t *lo, uint32_t *hi) {
+  if (tok == OX_JSON_INT) {
+    if (x->i < 0 || x->i >= tr->n_names) return false;
+    *lo = *hi = (uint32_t)x->i;
+    return true;
+  }
+  if (tok != OX_JSON_ARRAY || tr->version < 5 || ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 || x->i >= tr->n_names)
+    return false;
+  int64_t a = x->i;
+  if (ox_json_lex_next(x) != OX_JSON_INT || x->i <= a || x->i >= tr->n_names) return false;
+  int64_t b = x->i;
+  if (ox_json_lex_next(x) != OX_JSON_ARRAY_END || (uint64_t)(b - a) + 1 > tr->expand_left) return false;
+  tr->expand_left -= (uint64_t)(b - a) + 1;
+  *lo = (uint32_t)a;
+  *hi = (uint32_t)b;
+  return true;
+}
+
+/* The names of an index list's items up to its ']' appended to f->refs. */
+static bool fs_list_items(TR *tr, FastStep *f) {
+  OxJsonTok tok;
+  uint32_t lo, hi;
+  while ((tok = ox_json_lex_next(f->x)) != OX_JSON_ARRAY_END) {
+    if (!fs_span(tr, f->x, tok, &lo, &hi)) return false;
+    if (f->n_refs + (hi - lo) + 1 > f->cap_refs) {
+      f->cap_refs = f->cap_refs ? 2 * f->cap_refs : 256;
+      if (f->cap_refs < f->n_refs + (hi - lo) + 1) f->cap_refs = f->n_refs + (hi - lo) + 1;
+      f->refs = ox_xrealloc(f->refs, f->cap_refs * sizeof *f->refs);
+    }
+    for (uint64_t k = lo; k <= hi; k++) f->refs[f->n_refs++] = tr->names[k];
+  }
+  return true;
+}
+
 /* A list of node references (read_names) from its '[' on, copied to the pool. */
 static bool fs_refs(TR *tr, FastStep *f, const char ***out, uint32_t *n) {
   f->n_refs = 0;
-  OxJsonTok tok;
-  while ((tok = ox_json_lex_next(f->x)) != OX_JSON_ARRAY_END) {
-    if (f->n_refs == f->cap_refs) {
-      f->cap_refs = f->cap_refs ? 2 * f->cap_refs : 256;
-      f->refs = ox_xrealloc(f->refs, f->cap_refs * sizeof *f->refs);
-    }
-    if (!fs_ref(tr, f->x, tok, &f->refs[f->n_refs++])) return false;
-  }
+  if (!fs_list_items(tr, f)) return false;
   if (f->n_refs > UINT32_MAX - 1) return false;
   *out = ox_graph_alloc(tr->t->pool, (f->n_refs + 1) * sizeof **out);
   if (f->n_refs) memcpy(*out, f->refs, f->n_refs * sizeof **out);
@@ -2084,7 +2630,14 @@ static bool fs_checks(TR *tr, FastStep *f, OxStep *s) {
             ok = true;
           }
         break;
-      case C_DETAIL: ok = fs_opt_str(tr, f, tok, &c->detail); break;
+      case C_DETAIL:
+        if (tr->version >= 5 && tok == OX_JSON_INT) { /* an index into "strings" */
+          ok = x->i >= 0 && x->i < tr->n_strings;
+          if (ok) c->detail = tr->strings[x->i];
+        } else {
+          ok = tr->version < 5 && fs_opt_str(tr, f, tok, &c->detail);
+        }
+        break;
       case C_SHAPE: ok = fs_opt_str(tr, f, tok, &c->checked_shape); break;
       case C_MAX_ABS: ok = fs_num(x, tok, &c->max_abs); break;
       case C_MAX_REL: ok = fs_num(x, tok, &c->max_rel); break;
@@ -2148,12 +2701,13 @@ static bool fs_replace(TR *tr, FastStep *f) {
   const char *old, *name;
   if (!fs_ref(tr, x, ox_json_lex_next(x), &old) || ox_json_lex_next(x) != OX_JSON_ARRAY) return false;
   size_t first = f->edits.n;
-  OxJsonTok tok;
-  while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) { /* the users, pushed as rewires ... */
+  f->n_refs = 0;
+  if (!fs_list_items(tr, f)) return false;
+  for (size_t i = 0; i < f->n_refs; i++) { /* the users, pushed as rewires ... */
     OxTraceEdit *e = fs_push(f);
     e->kind = OX_TEDIT_REPLACE;
     e->from = old;
-    if (!fs_ref(tr, x, tok, &e->name)) return false;
+    e->name = f->refs[i];
   }
   size_t nu = f->edits.n - first;
   if (!nu || !fs_ref(tr, x, ox_json_lex_next(x), &name)) return false;
@@ -2173,6 +2727,63 @@ static bool fs_replace(TR *tr, FastStep *f) {
   return true;
 }
 
+/* ["getitems", src, first, k, meta, count | [entry, ...]] (version 5) after its kind. */
+static bool fs_getitems(TR *tr, FastStep *f) {
+  OxJsonLex *x = f->x;
+  const char *src;
+  if (!fs_ref(tr, x, ox_json_lex_next(x), &src) || ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 ||
+      x->i >= tr->n_names)
+    return false;
+  int64_t first = x->i;
+  if (ox_json_lex_next(x) != OX_JSON_INT) return false;
+  int64_t k0 = x->i, meta = -1, *metas = NULL;
+  size_t n_metas = 0, cap = 0;
+  OxJsonTok tok = ox_json_lex_next(x);
+  bool ok = true;
+  if (tok == OX_JSON_INT) {
+    ok = x->i >= 0 && x->i < tr->n_metas;
+    meta = x->i;
+  } else if (tok == OX_JSON_ARRAY) { /* one each */
+    while (ok && (tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
+      ok = tok == OX_JSON_NULL || (tok == OX_JSON_INT && x->i >= 0 && x->i < tr->n_metas);
+      if (n_metas == cap) metas = ox_xrealloc(metas, (cap = cap ? 2 * cap : 64) * sizeof *metas);
+      metas[n_metas++] = tok == OX_JSON_INT ? x->i : -1;
+    }
+  } else {
+    ok = tok == OX_JSON_NULL;
+  }
+  tok = ok ? ox_json_lex_next(x) : OX_JSON_ERROR;
+  int64_t count = tok == OX_JSON_INT ? x->i : -1; /* -1: entries, counted as read */
+  ok = tok == OX_JSON_ARRAY || count >= 1;
+  for (int64_t j = 0; ok; j++) {
+    if (count >= 0 ? j == count : (tok = ox_json_lex_next(x)) == OX_JSON_ARRAY_END) {
+      ok = j >= 1 && (!metas || (size_t)j == n_metas);
+      break;
+    }
+    if (first + j >= tr->n_names || k0 > INT64_MAX - j || !tr->expand_left || (metas && (size_t)j >= n_metas)) {
+      ok = false;
+      break;
+    }
+    tr->expand_left--;
+    const char *name = tr->names[first + j];
+    push_getitem(tr, &f->edits, src, name, j ? tr->names[first + j - 1] : src, k0 + j, metas ? metas[j] : meta);
+    if (count >= 0 || tok == OX_JSON_NULL) continue;
+    /* [old, [users]]: the add replaces old */
+    const char *old;
+    if (tok != OX_JSON_ARRAY || !fs_ref(tr, x, ox_json_lex_next(x), &old) || ox_json_lex_next(x) != OX_JSON_ARRAY) {
+      ok = false;
+      break;
+    }
+    f->n_refs = 0;
+    ok = fs_list_items(tr, f) && f->n_refs && ox_json_lex_next(x) == OX_JSON_ARRAY_END;
+    for (size_t i = 0; ok && i < f->n_refs; i++)
+      *fs_push(f) = (OxTraceEdit){.kind = OX_TEDIT_REPLACE, .name = f->refs[i], .from = old, .to = name};
+    if (ok) *fs_push(f) = (OxTraceEdit){.kind = OX_TEDIT_ERASE, .name = old};
+  }
+  free(metas);
+  return ok && ox_json_lex_next(x) == OX_JSON_ARRAY_END;
+}
+
 /* One item of "edits" from after its '[': an edit, or (version 4) a run of them (w4_edits). */
 static bool fs_edit(TR *tr, FastStep *f) {
   OxJsonLex *x = f->x;
@@ -2183,6 +2794,7 @@ static bool fs_edit(TR *tr, FastStep *f) {
     return ox_json_lex_next(x) == OX_JSON_ARRAY_END;
   }
   if (tr->version >= 4 && fs_is(x, "replace")) return fs_replace(tr, f);
+  if (tr->version >= 5 && fs_is(x, "getitems")) return fs_getitems(tr, f);
   int k = -1;
   for (int i = 0; i < N_EDIT_KINDS; i++)
     if (fs_is(x, edit_kind_names[i])) k = i;
@@ -2219,11 +2831,12 @@ static bool fs_edit(TR *tr, FastStep *f) {
   }
   /* past an edit's fields: its ']', or a run's other names (version 4) */
   bool run = tr->version >= 4 && (k == OX_TEDIT_ERASE || k == OX_TEDIT_MOVE || k == OX_TEDIT_REPLACE);
-  while ((tok = ox_json_lex_next(x)) != OX_JSON_ARRAY_END) {
-    const char *name;
-    if (!run || !fs_ref(tr, x, tok, &name)) return false;
+  if (!run) return ox_json_lex_next(x) == OX_JSON_ARRAY_END;
+  f->n_refs = 0;
+  if (!fs_list_items(tr, f)) return false;
+  for (size_t i = 0; i < f->n_refs; i++) {
     OxTraceEdit *p = &f->edits.e[f->edits.n - 1];
-    OxTraceEdit next = {.kind = (uint8_t)k, .name = name};
+    OxTraceEdit next = {.kind = (uint8_t)k, .name = f->refs[i]};
     if (k == OX_TEDIT_MOVE) next.after = p->name;
     if (k == OX_TEDIT_REPLACE) {
       next.from = f->edits.e[at].from;
@@ -2264,9 +2877,18 @@ static int fs_step_key(const OxJsonLex *x) {
   return -1;
 }
 
+static bool fast_step_in(TR *tr, FastStep *f, const char *text, size_t len, size_t at, size_t *end);
+
 /* Reads the step at text[at] into a new step of tr->t and sets *end past it; false (no step
- * added) when read_step must read it. */
+ * added) when read_step must read it (then with the budget of ranges it started with). */
 static bool fast_step(TR *tr, FastStep *f, const char *text, size_t len, size_t at, size_t *end) {
+  uint64_t left = tr->expand_left;
+  if (fast_step_in(tr, f, text, len, at, end)) return true;
+  tr->expand_left = left;
+  return false;
+}
+
+static bool fast_step_in(TR *tr, FastStep *f, const char *text, size_t len, size_t at, size_t *end) {
   OxJsonLex *x = f->x;
   OxTrace *t = tr->t;
   OxStep s;
@@ -2289,9 +2911,20 @@ static bool fast_step(TR *tr, FastStep *f, const char *text, size_t len, size_t 
       ok = kind >= 0;
       break;
     case S_APPLIED_INDEX: ok = fs_u32(x, tok, &s.applied_index); break;
-    case S_PHASE: ok = fs_opt_str(tr, f, tok, &s.phase); break;
-    case S_PASS: ok = fs_opt_str(tr, f, tok, &s.pass); break;
-    case S_RULE: ok = fs_opt_str(tr, f, tok, &s.rule); break;
+    case S_PHASE: ok = tr->version < 5 && fs_opt_str(tr, f, tok, &s.phase); break;
+    case S_PASS: ok = tr->version < 5 && fs_opt_str(tr, f, tok, &s.pass); break;
+    case S_RULE:
+      if (tr->version < 5) {
+        ok = fs_opt_str(tr, f, tok, &s.rule);
+      } else if (tok == OX_JSON_NULL) {
+        ok = true;
+      } else if (tok == OX_JSON_INT && x->i >= 0 && x->i < tr->n_rules) { /* an index into "rules" */
+        s.phase = tr->rules[3 * x->i];
+        s.pass = tr->rules[3 * x->i + 1];
+        s.rule = tr->rules[3 * x->i + 2];
+        ok = true;
+      }
+      break;
     case S_RULE_FILE: ok = fs_opt_str(tr, f, tok, &s.rule_file); break;
     case S_RULE_LINE: ok = fs_u32(x, tok, &s.rule_line); break;
     case S_ANCHOR: ok = tok == OX_JSON_NULL || fs_ref(tr, x, tok, &s.anchor); break;
@@ -2760,6 +3393,31 @@ static void read_string_table(TR *x, json_object *v) {
   ox_json_path_pop(r);
 }
 
+/* The "rules" array of a version 5 trace (parsed already): {"phase", "pass", "rule"} objects, each
+ * member optional. */
+static void read_rule_table(TR *x, json_object *v) {
+  Rd *r = x->r;
+  static const char *const keys[3] = {"phase", "pass", "rule"};
+  ox_json_path_push_key(r, "rules");
+  if (ox_json_expect_type(r, v, json_type_array, "rules")) {
+    size_t n = json_object_array_length(v);
+    x->rules = ox_xcalloc(3 * n + 1, sizeof *x->rules);
+    for (size_t i = 0; i < n; i++) {
+      json_object *e = json_object_array_get_idx(v, i);
+      ox_json_path_push_idx(r, i);
+      if (!json_object_is_type(e, json_type_object)) {
+        ERR(r, "a rule must be an object ({\"phase\": ..., \"pass\": ..., \"rule\": ...}), not %s",
+            ox_json_jtype_name(e));
+      } else {
+        for (int k = 0; k < 3; k++) x->rules[3 * i + (size_t)k] = opt_string(r, x->t, e, keys[k]);
+      }
+      ox_json_path_pop(r);
+    }
+    x->n_rules = (uint32_t)n;
+  }
+  ox_json_path_pop(r);
+}
+
 /* The "metas" array of a version 3 trace (parsed already). */
 static void read_meta_table(TR *x, json_object *v) {
   Rd *r = x->r;
@@ -2817,7 +3475,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
   uint32_t n_mem = 0;
   size_t steps_at = SIZE_MAX; /* offset of the steps array's '[' */
   size_t names_at = SIZE_MAX, names_end = 0; /* version 3: of the names array's, and its end */
-  TR x = {.r = r};
+  TR x = {.r = r, .expand_left = len};
   FastStep fs = {0};
   OxJsonLex lx; /* the tables' */
   bool fast = ox_json_fast_enabled();
@@ -2987,6 +3645,8 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       if (tm && tm->v) read_target_table(&x, tm->v);
       tm = x.version >= 4 ? member(mem, n_mem, "strings") : NULL;
       if (tm && tm->v) read_string_table(&x, tm->v);
+      tm = x.version >= 5 ? member(mem, n_mem, "rules") : NULL;
+      if (tm && tm->v) read_rule_table(&x, tm->v);
       if (names_at == SIZE_MAX) ERR(r, "no \"names\" key (a version 3 trace lists its node names)");
     }
   }
@@ -3017,6 +3677,7 @@ int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace *
       static const char *const no_names[1] = {NULL}; /* not NULL: no {"node": "name"} either */
       fs.fj = ox_json_fast_new(t->pool, x.n_names ? x.names : no_names, x.n_names);
       ox_json_fast_node_lists(fs.fj, x.version >= 4);
+      if (x.version >= 5) ox_json_fast_node_ranges(fs.fj, &x.expand_left);
       fs.x = ox_json_fast_lex(fs.fj);
     }
     if (i < len && text[i] == ']') i++;
@@ -3075,6 +3736,7 @@ out:
   free(x.target_ops);
   free(x.target_names);
   free(x.strings);
+  free(x.rules);
   for (uint32_t k = 0; k < n_mem; k++) json_object_put(mem[k].v);
   json_tokener_free(st.tok);
   free(st.tmp);

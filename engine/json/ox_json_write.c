@@ -75,9 +75,16 @@ static bool write_node_list(const OxGraph *g, const OxValue *v, OxBuf *b, const 
     if (v->u.items[i].kind != OX_V_NODE || !ref_name(g, v->u.items[i].u.node, st)) return false;
   tag_open(b, "nodes", st);
   ox_buf_putc(b, '[');
-  for (uint32_t i = 0; i < v->n; i++) {
-    if (i) ox_buf_puts(b, st->comma);
-    st->node_ref(st->ctx, b, ref_name(g, v->u.items[i].u.node, st));
+  if (st->node_list) {
+    const char *small[64], **names = v->n <= 64 ? small : ox_xrealloc(NULL, v->n * sizeof *names);
+    for (uint32_t i = 0; i < v->n; i++) names[i] = ref_name(g, v->u.items[i].u.node, st);
+    st->node_list(st->ctx, b, names, v->n);
+    if (names != small) free(names);
+  } else {
+    for (uint32_t i = 0; i < v->n; i++) {
+      if (i) ox_buf_puts(b, st->comma);
+      st->node_ref(st->ctx, b, ref_name(g, v->u.items[i].u.node, st));
+    }
   }
   ox_buf_puts(b, "]}");
   return true;

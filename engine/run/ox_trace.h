@@ -274,12 +274,16 @@ void ox_provenance_apply(OxGraph *g, const OxNodeId *po, const OxNodeId *pn, uin
  * added the replace_input edit and the step's "scaffolding" list (version 1 spelled scaffolding
  * out as provenance pairs and every rewire as an args edit; both still read and replay).
  * Version 3 is the compact encoding: node names and edit metas in top-level tables ("names",
- * "metas") referenced by index, edits as arrays, no formatted reason text, one step a line. */
-#define OX_TRACE_VERSION 4
+ * "metas") referenced by index, edits as arrays, no formatted reason text, one step a line.
+ * Version 4 writes runs of edits as one item and reason arguments in a "strings" table; version 5
+ * each step's phase, pass and rule in a "rules" table, check details in "strings", 3 or more
+ * consecutive indices of a list as a range [first, last], a split's getitems as one item and
+ * times to 3 digits (docs/trace-format.md). */
+#define OX_TRACE_VERSION 5
 
 /* JSON (docs/trace-format.md). Writes with OxBuf; reading validates and returns located errors
- * (text NUL-terminated at len, as for ox_load_buffer). ox_trace_write_json writes version 3;
- * ox_trace_write_json_version writes version 2 (for older tools) or 3. */
+ * (text NUL-terminated at len, as for ox_load_buffer). ox_trace_write_json writes OX_TRACE_VERSION;
+ * ox_trace_write_json_version writes version 2, 3, 4 or 5 (for older tools). */
 void ox_trace_write_json(const OxTrace *t, OxBuf *out);
 void ox_trace_write_json_version(const OxTrace *t, int version, OxBuf *out);
 int ox_trace_read_json(const char *text, size_t len, const char *file, OxTrace **out, OxDiagList *d);

@@ -3,7 +3,7 @@
  * OPTIMUS_SOURCE_ROOT), whose trace is the seed. Any input: fails with a located error, or reads a trace that writes
  * back and reads again to the same bytes; explain's queries and info's coverage run on it; and when its hash is the
  * example's, replay either fails with an error or leaves a graph that passes the verifier's
- * structural checks (fuzz_verify_graph). Whenever the fast read of version 3 and 4 steps (no json-c)
+ * structural checks (fuzz_verify_graph). Whenever the fast read of version 3 to 5 steps (no json-c)
  * takes a step, of the input or of the trace written again, the json-c read agrees with it. */
 #include "fuzz-common.h"
 #include "load/ox_parse.h"
@@ -28,7 +28,7 @@ static void load_graph(void) {
   ox_shape_infer_graph(graph, NULL, NULL);
 }
 
-/* One read, the fast read of version 3 and 4 steps on or off: status, every diagnostic, the trace
+/* One read, the fast read of version 3 to 5 steps on or off: status, every diagnostic, the trace
  * written again. */
 static void read_summary(const char *text, size_t size, bool fast, OxBuf *out) {
   ox_json_set_streaming(fast);
@@ -109,8 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0) fuzz_fail("trace: does not round-trip");
   ox_trace_free(back);
   back = NULL;
-  /* through versions 2 and 3 (optimize --trace-format 2, 3): the same trace again */
-  for (int v = 2; v <= 3; v++) {
+  /* through versions 2 to 4 (optimize --trace-format 2, 3, 4): the same trace again */
+  for (int v = 2; v <= 4; v++) {
     if (back) ox_trace_free(back);
     back = NULL;
     b2.len = 0;

@@ -270,13 +270,14 @@ class BridgeTests(unittest.TestCase):
                 ox.read_trace(cut)
 
     def test_read_trace_versions(self):
-        """traces/versions: read_trace gives the same trace from versions 3 and 4 of one run
-        (version 4's runs of edits, node lists and left-out provenance expanded)"""
+        """traces/versions: read_trace gives the same trace from versions 3, 4 and 5 of one run
+        (version 4's runs of edits, node lists and left-out provenance expanded; version 5's
+        rules, check details, ranges and getitems items; its times have 3 digits)"""
         _need_cli(self)
         example = os.path.join(SOURCE_ROOT, "data", "examples", "recsys-towers.txt")
         with tempfile.TemporaryDirectory() as d:
             got = {}
-            for v in ("3", "4"):
+            for v in ("3", "4", "5"):
                 t = os.path.join(d, "t%s.json" % v)
                 p = run_cli("optimize", example, "-o", os.path.join(d, "o.json"), "--trace", t,
                             "--trace-format", v)
@@ -299,6 +300,13 @@ class BridgeTests(unittest.TestCase):
             steps = [s for s in got["4"]["steps"] if s.get("edits")]
             self.assertTrue(steps and any(s.get("provenance") for s in steps))
             self.assertEqual(got["3"], got["4"])
+            with open(os.path.join(d, "t5.json"), encoding="utf-8") as f:
+                text = f.read()
+            self.assertIn('"rules":[', text)
+            self.assertIn('["getitems",', text)
+            self.assertRegex(text, r'\[\[[0-9]+,[0-9]+\]')  # a range in an index list
+            self.assertNotIn('"pass":"', text.split('"steps":[', 1)[1].split("\n],", 1)[0])
+            self.assertEqual(got["4"], got["5"])
 
     def test_fixture_dir_small(self):
         """fixtures/size: the committed fixtures stay under 2 MB"""

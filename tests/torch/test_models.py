@@ -58,6 +58,8 @@ if MISSING is None:
 
 if MISSING is None:
     sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(SOURCE_ROOT, "tools"))
+    import optimus_fx as ox
     import real_models as rm
     from tap import TapResult
 
@@ -134,8 +136,7 @@ class Run:
                 "--checks", "all", "--json"])
             if self.optimize_proc.returncode == 0:
                 self.summary = json.loads(self.optimize_proc.stdout)
-                with open(self.trace_path, encoding="utf-8") as f:
-                    self.trace = json.load(f)
+                self.trace = ox.read_trace(self.trace_path)  # names and rules in place of indices
         if self.optimize_proc.returncode != 0:
             raise AssertionError("%s: optimus optimize exited %d:\n%s" % (
                 self.m.name, self.optimize_proc.returncode, tail(self.optimize_proc)))
