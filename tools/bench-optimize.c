@@ -7,7 +7,7 @@
  *               (same graph, same trace, same check configuration), so each pass gets its
  *               own time; the sum is the optimize time. The checks' share is summed from the
  *               check results the trace records for every step.
- *   trace_write ox_trace_write_json into memory (size reported; --trace-format 2 writes version 2)
+ *   trace_write ox_trace_write_json into memory (size reported; --trace-format N writes version N, 2 to 5)
  *   trace_read  ox_trace_read_json of that text
  *   replay      a fresh load + shape inference (not timed), then ox_replay of every step
  * Each phase reports wall time (CLOCK_MONOTONIC) and process CPU time; medians over the K
@@ -16,7 +16,7 @@
  *
  * The trace is always on (rejections recorded), as `optimus optimize --trace` runs it.
  *
- * Usage: bench-optimize FILE [--checks LIST] [--repeat K] [--trace-format 2|3] [--json]
+ * Usage: bench-optimize FILE [--checks LIST] [--repeat K] [--trace-format 2|3|4|5] [--json]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,12 +135,12 @@ int main(int argc, char **argv) {
     else if (argv[i][0] != '-' && !path)
       path = argv[i];
     else {
-      fprintf(stderr, "usage: bench-optimize FILE [--checks LIST] [--repeat K] [--trace-format 2|3] [--json]\n");
+      fprintf(stderr, "usage: bench-optimize FILE [--checks LIST] [--repeat K] [--trace-format 2|3|4|5] [--json]\n");
       return 2;
     }
   }
-  if (!path || repeat < 1 || repeat > MAX_REPEAT || trace_format < 2 || trace_format > 3) {
-    fprintf(stderr, "usage: bench-optimize FILE [--checks LIST] [--repeat K (1-%d)] [--trace-format 2|3] [--json]\n",
+  if (!path || repeat < 1 || repeat > MAX_REPEAT || trace_format < 2 || trace_format > OX_TRACE_VERSION) {
+    fprintf(stderr, "usage: bench-optimize FILE [--checks LIST] [--repeat K (1-%d)] [--trace-format 2|3|4|5] [--json]\n",
             MAX_REPEAT);
     return 2;
   }
