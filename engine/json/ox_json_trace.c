@@ -393,15 +393,21 @@ static bool w5_may_expand(const W3 *w, const OxBuf *b, uint64_t k) {
   return w->expanded + k <= w->written + (b->len - w->step_start);
 }
 
-/* The indices of names[0, n) (a missing name as ""), in w->scratch, each added to the names
- * table on first use, in order. */
-static const uint32_t *w5_indices(W3 *w, const char *const *names, uint32_t n) {
+/* w->scratch with room for n indices. */
+static uint32_t *w5_scratch(W3 *w, uint32_t n) {
   if (n > w->cap_scratch) {
     w->cap_scratch = n > 2 * w->cap_scratch ? n : 2 * w->cap_scratch;
     w->scratch = ox_xrealloc(w->scratch, w->cap_scratch * sizeof *w->scratch);
   }
-  for (uint32_t i = 0; i < n; i++) w->scratch[i] = w3_index(w, names[i] ? names[i] : "");
   return w->scratch;
+}
+
+/* The indices of names[0, n) (a missing name as ""), in w->scratch, each added to the names
+ * table on first use, in order. */
+static const uint32_t *w5_indices(W3 *w, const char *const *names, uint32_t n) {
+  uint32_t *ix = w5_scratch(w, n);
+  for (uint32_t i = 0; i < n; i++) ix[i] = w3_index(w, names[i] ? names[i] : "");
+  return ix;
 }
 
 /* The items of an index list, comma-separated: version 5 writes 3 or more consecutive ascending
@@ -714,12 +720,9 @@ static uint32_t replace_run(const OxTraceEdit *e, uint32_t n, uint32_t i) {
 
 /* The names of e[from, to), comma-separated (in version 5 with ranges: w5_put_indices). */
 static void w4_names_of(W3 *w, OxBuf *b, const OxTraceEdit *e, uint32_t from, uint32_t to) {
-  if (to - from > w->cap_scratch) {
-    w->cap_scratch = to - from > 2 * w->cap_scratch ? to - from : 2 * w->cap_scratch;
-    w->scratch = ox_xrealloc(w->scratch, w->cap_scratch * sizeof *w->scratch);
-  }
-  for (uint32_t j = from; j < to; j++) w->scratch[j - from] = w3_index(w, e[j].name);
-  w5_put_indices(w, b, w->scratch, to - from);
+  uint32_t *ix = w5_scratch(w, to - from);
+  for (uint32_t j = from; j < to; j++) ix[j - from] = w3_index(w, e[j].name);
+  w5_put_indices(w, b, ix, to - from);
 }
 
 /* Whether the step's provenance is the (old, name) pairs of its replace runs, in order (version 4
