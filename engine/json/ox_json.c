@@ -331,6 +331,34 @@ static bool name_index_node(Ctx *c, json_object *v, OxValue *out) {
   return false;
 }
 
+const char ox_json_expand_msg[] =
+    "the ranges and getitems items of this trace stand for more node references and edits than the file has "
+    "bytes (a trace optimus writes never does)";
+
+bool ox_json_read_range(Rd *r, json_object *v, uint32_t n_names, uint64_t *expand_left, uint32_t *lo, uint32_t *hi) {
+  json_object *a = json_object_array_length(v) == 2 ? json_object_array_get_idx(v, 0) : NULL;
+  json_object *b = a ? json_object_array_get_idx(v, 1) : NULL;
+  if (!json_object_is_type(a, json_type_int) || !json_object_is_type(b, json_type_int) ||
+      json_object_get_int64(a) >= json_object_get_int64(b)) {
+    ERR(r, "a range must be [first, last]: two indices into \"names\", first < last");
+    return false;
+  }
+  int64_t ia = json_object_get_int64(a), ib = json_object_get_int64(b);
+  if (ia < 0 || ib >= n_names) {
+    ERR(r, "node index %" PRId64 " is out of range (\"names\" has %" PRIu32 " entries)", ia < 0 ? ia : ib, n_names);
+    return false;
+  }
+  if ((uint64_t)(ib - ia) + 1 > *expand_left) {
+    ERR(r, "%s", ox_json_expand_msg);
+    *expand_left = 0;
+    return false;
+  }
+  *expand_left -= (uint64_t)(ib - ia) + 1;
+  *lo = (uint32_t)ia;
+  *hi = (uint32_t)ib;
+  return true;
+}
+
 static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
   Rd *r = c->r;
   if (json_object_object_length(o) != 1) {
@@ -369,31 +397,14 @@ static bool read_tagged(Ctx *c, json_object *o, OxValue *out) {
       /* version 5: [first, last] stands for first ... last */
       for (size_t i = 0; c->expand_left && ok && i < len; i++) {
         json_object *e = json_object_array_get_idx(v, i);
-        json_object *a = json_object_is_type(e, json_type_array) && json_object_array_length(e) == 2
-                             ? json_object_array_get_idx(e, 0) : NULL;
-        json_object *b = a ? json_object_array_get_idx(e, 1) : NULL;
+        uint32_t lo, hi;
         if (!json_object_is_type(e, json_type_array)) {
           cnt++;
           continue;
         }
         ox_json_path_push_idx(r, i);
-        OxValue tmp;
-        if (!json_object_is_type(a, json_type_int) || !json_object_is_type(b, json_type_int) ||
-            json_object_get_int64(a) >= json_object_get_int64(b)) {
-          ERR(r, "a range must be [first, last]: two indices into \"names\", first < last");
-          ok = false;
-        } else if (!name_index_node(c, a, &tmp) || !name_index_node(c, b, &tmp)) {
-          ok = false;
-        } else if ((uint64_t)(json_object_get_int64(b) - json_object_get_int64(a)) + 1 > *c->expand_left) {
-          ERR(r, "the ranges and getitems items of this trace stand for more node references and edits than the "
-                 "file has bytes (a trace optimus writes never does)");
-          *c->expand_left = 0;
-          ok = false;
-        } else {
-          uint64_t k = (uint64_t)(json_object_get_int64(b) - json_object_get_int64(a)) + 1;
-          *c->expand_left -= k;
-          cnt += k;
-        }
+        ok = ox_json_read_range(r, e, c->n_names, c->expand_left, &lo, &hi);
+        cnt += ok ? (size_t)(hi - lo) + 1 : 0;
         ox_json_path_pop(r);
       }
       if (!c->expand_left) cnt = len;

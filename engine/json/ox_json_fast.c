@@ -244,19 +244,14 @@ static bool tagged(Fast *f, OxValue *out) {
     if (!f->node_lists || !f->names || tok != OX_JSON_ARRAY) return false;
     size_t base = f->n_vals;
     while ((tok = next(f)) != OX_JSON_ARRAY_END) {
-      int64_t lo, hi;
+      uint32_t lo, hi;
       if (tok == OX_JSON_ARRAY && f->expand_left) { /* version 5: [first, last] */
-        if (next(f) != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
-        lo = f->x.i;
-        if (next(f) != OX_JSON_INT || f->x.i <= lo || f->x.i >= f->n_names) return false;
-        hi = f->x.i;
-        if (next(f) != OX_JSON_ARRAY_END || (uint64_t)(hi - lo) + 1 > *f->expand_left) return false;
-        *f->expand_left -= (uint64_t)(hi - lo) + 1;
+        if (!ox_json_lex_range(&f->x, f->n_names, f->expand_left, &lo, &hi)) return false;
       } else {
         if (tok != OX_JSON_INT || f->x.i < 0 || f->x.i >= f->n_names) return false;
-        lo = hi = f->x.i;
+        lo = hi = (uint32_t)f->x.i;
       }
-      for (int64_t k = lo; k <= hi; k++) {
+      for (uint64_t k = lo; k <= hi; k++) {
         GROW(f->vals, f->n_vals, f->cap_vals);
         f->vals[f->n_vals++] = ox_value_node(name_node(f, k));
       }
@@ -832,6 +827,18 @@ OxJsonFast *ox_json_fast_new(OxGraph *g, const char *const *names, uint32_t n_na
 
 void ox_json_fast_node_lists(OxJsonFast *f, bool on) { f->node_lists = on; }
 void ox_json_fast_node_ranges(OxJsonFast *f, uint64_t *expand_left) { f->expand_left = expand_left; }
+
+bool ox_json_lex_range(OxJsonLex *x, uint32_t n_names, uint64_t *expand_left, uint32_t *lo, uint32_t *hi) {
+  if (ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 || x->i >= n_names) return false;
+  int64_t a = x->i;
+  if (ox_json_lex_next(x) != OX_JSON_INT || x->i <= a || x->i >= n_names) return false;
+  int64_t b = x->i;
+  if (ox_json_lex_next(x) != OX_JSON_ARRAY_END || (uint64_t)(b - a) + 1 > *expand_left) return false;
+  *expand_left -= (uint64_t)(b - a) + 1;
+  *lo = (uint32_t)a;
+  *hi = (uint32_t)b;
+  return true;
+}
 
 void ox_json_fast_free(OxJsonFast *f) {
   if (!f) return;

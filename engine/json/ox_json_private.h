@@ -118,6 +118,13 @@ OxJsonFast *ox_json_fast_new(OxGraph *g, const char *const *names, uint32_t n_na
 void ox_json_fast_node_lists(OxJsonFast *f, bool on);
 /* Trace version 5: an item of such a list may be a range [first, last] (as Ctx.expand_left). */
 void ox_json_fast_node_ranges(OxJsonFast *f, uint64_t *expand_left);
+
+/* Trace version 5: a range [first, last] of an index list (first < last, both below n_names),
+ * taking last - first + 1 from *expand_left. ox_json_read_range reads the array v (errors
+ * reported at the current path); ox_json_lex_range the tokens after its '[' (no report). */
+extern const char ox_json_expand_msg[];
+bool ox_json_read_range(Rd *r, json_object *v, uint32_t n_names, uint64_t *expand_left, uint32_t *lo, uint32_t *hi);
+bool ox_json_lex_range(OxJsonLex *x, uint32_t n_names, uint64_t *expand_left, uint32_t *lo, uint32_t *hi);
 void ox_json_fast_free(OxJsonFast *f);
 OxJsonLex *ox_json_fast_lex(OxJsonFast *f);
 bool ox_json_fast_value(OxJsonFast *f, OxJsonTok tok, OxValue *out);

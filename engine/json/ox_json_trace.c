@@ -1487,9 +1487,6 @@ typedef struct TR {
   uint64_t expand_left;
 } TR;
 
-static const char expand_msg[] =
-    "the ranges and getitems items of this trace stand for more node references and edits than the file has "
-    "bytes (a trace optimus writes never does)";
 
 /* A node reference (an element of matched, the anchor ...): a name (versions 1 and 2) or an
  * index into names (3); NULL after an error against the current path. */
@@ -1525,29 +1522,10 @@ static const char *opt_node(TR *x, json_object *o, const char *key) {
 /* Version 5: an item of an index list, an index or a range [first, last] (first < last), as the
  * span of names it stands for, [*lo, *hi]; false after an error (reported, at the current path). */
 static bool list_span(TR *x, json_object *v, uint32_t *lo, uint32_t *hi) {
-  Rd *r = x->r;
-  if (x->version < 5 || !json_object_is_type(v, json_type_array)) {
-    if (!node_ref(x, v)) return false;
-    *lo = *hi = (uint32_t)json_object_get_int64(v);
-    return true;
-  }
-  json_object *a = json_object_array_length(v) == 2 ? json_object_array_get_idx(v, 0) : NULL;
-  json_object *b = a ? json_object_array_get_idx(v, 1) : NULL;
-  if (!json_object_is_type(a, json_type_int) || !json_object_is_type(b, json_type_int) ||
-      json_object_get_int64(a) >= json_object_get_int64(b)) {
-    ERR(r, "a range must be [first, last]: two indices into \"names\", first < last");
-    return false;
-  }
-  if (!node_ref(x, a) || !node_ref(x, b)) return false;
-  uint64_t k = (uint64_t)(json_object_get_int64(b) - json_object_get_int64(a)) + 1;
-  if (k > x->expand_left) {
-    ERR(r, "%s", expand_msg);
-    x->expand_left = 0;
-    return false;
-  }
-  x->expand_left -= k;
-  *lo = (uint32_t)json_object_get_int64(a);
-  *hi = (uint32_t)json_object_get_int64(b);
+  if (x->version >= 5 && json_object_is_type(v, json_type_array))
+    return ox_json_read_range(x->r, v, x->n_names, &x->expand_left, lo, hi);
+  if (!node_ref(x, v)) return false;
+  *lo = *hi = (uint32_t)json_object_get_int64(v);
   return true;
 }
 
@@ -1905,7 +1883,7 @@ static void read_getitems(TR *x, json_object *a, size_t n, EditList *l) {
   }
   ox_json_path_pop(r);
   if (ok && (uint64_t)count > x->expand_left) {
-    ERR(r, "%s", expand_msg);
+    ERR(r, "%s", ox_json_expand_msg);
     x->expand_left = 0;
     ok = false;
   }
@@ -2445,20 +2423,9 @@ static bool fs_ref(const TR *tr, const OxJsonLex *x, OxJsonTok tok, const char *
 
 /* An item of an index list (list_span): the span of names [*lo, *hi] it stands for. */
 static bool fs_span(TR *tr, OxJsonLex *x, OxJsonTok tok, uint32_t *lo, uint32_t *hi) {
-  if (tok == OX_JSON_INT) {
-    if (x->i < 0 || x->i >= tr->n_names) return false;
-    *lo = *hi = (uint32_t)x->i;
-    return true;
-  }
-  if (tok != OX_JSON_ARRAY || tr->version < 5 || ox_json_lex_next(x) != OX_JSON_INT || x->i < 0 || x->i >= tr->n_names)
-    return false;
-  int64_t a = x->i;
-  if (ox_json_lex_next(x) != OX_JSON_INT || x->i <= a || x->i >= tr->n_names) return false;
-  int64_t b = x->i;
-  if (ox_json_lex_next(x) != OX_JSON_ARRAY_END || (uint64_t)(b - a) + 1 > tr->expand_left) return false;
-  tr->expand_left -= (uint64_t)(b - a) + 1;
-  *lo = (uint32_t)a;
-  *hi = (uint32_t)b;
+  if (tok == OX_JSON_ARRAY && tr->version >= 5) return ox_json_lex_range(x, tr->n_names, &tr->expand_left, lo, hi);
+  if (tok != OX_JSON_INT || x->i < 0 || x->i >= tr->n_names) return false;
+  *lo = *hi = (uint32_t)x->i;
   return true;
 }
 
